@@ -1,0 +1,150 @@
+"""`a44 automation db start|stop|status|url|migrate`: the database in use (A44_DATABASE_URL, or the embedded
+PostgreSQL under $A44_HOME) and its schema.
+
+Exit codes: 0 ok, 1 error (printed as `E_CODE message`), 3 for `status` when the embedded server is stopped
+(as `pg_ctl status` does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+EXIT_OK, EXIT_ERROR, EXIT_STOPPED = 0, 1, 3
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("db", help="start/stop the embedded PostgreSQL, print its URL, apply migrations",
+                              description=__doc__)
+    actions = p.add_subparsers(dest="db_action", metavar="ACTION", parser_class=type(p))
+    actions.required = True
+    actions.add_parser("start", help="start the embedded PostgreSQL under $A44_HOME (no-op if running)")
+    actions.add_parser("stop", help="stop the embedded PostgreSQL")
+    st = actions.add_parser("status", help="which database, reachable or not, migrations applied")
+    st.add_argument("--format", choices=("text", "json"), default="text")
+    actions.add_parser("url", help="print the URL of the database in use (psql \"$(a44 automation db url)\")")
+    mg = actions.add_parser("migrate", help="apply pending migrations and create partitions ahead")
+    mg.add_argument("--format", choices=("text", "json"), default="text")
+    return p
+
+
+def run(args) -> int:
+    from ..errors import A44Error
+
+    try:
+        return _ACTIONS[args.db_action](args)
+    except A44Error as exc:
+        print(f"{exc.code} {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _start(args) -> int:
+    from ..runtime.database import LocalDatabase, external_url, redact
+
+    if external_url():
+        print(f"A44_DATABASE_URL is set ({redact(external_url())}); there is no embedded server to start")
+        return EXIT_OK
+    local = LocalDatabase()
+    local.start()
+    st = local.status()
+    print(f"embedded PostgreSQL running on 127.0.0.1:{st.port} (pid {st.pid}, data {st.data_dir})")
+    return EXIT_OK
+
+
+def _stop(args) -> int:
+    from ..runtime.database import LocalDatabase, external_url
+
+    if external_url():
+        print("A44_DATABASE_URL is set; a44 does not manage that server")
+        return EXIT_OK
+    local = LocalDatabase()
+    print("embedded PostgreSQL stopped" if local.stop() else "embedded PostgreSQL was not running")
+    return EXIT_OK
+
+
+def _url(args) -> int:
+    from ..runtime.database import resolve_url
+
+    print(resolve_url(start=True))
+    return EXIT_OK
+
+
+def _status(args) -> int:
+    import asyncio
+
+    from ..runtime.database import LocalDatabase, external_url, redact
+
+    url = external_url()
+    info: dict = {"kind": "external" if url else "embedded"}
+    if not url:
+        st = LocalDatabase().status()
+        info.update(data_dir=str(st.data_dir), running=st.running, pid=st.pid, port=st.port)
+        url = st.url
+    if url:
+        info["url"] = redact(url)
+        info.update(asyncio.run(_schema_info(url)))
+        info["running"] = True
+    code = EXIT_OK if info["running"] else EXIT_STOPPED
+    if args.format == "json":
+        print(json.dumps(info, indent=2))
+        return code
+    print(f"database: {info['kind']}" + (f" ({info['data_dir']})" if "data_dir" in info else ""))
+    if not info["running"]:
+        print("running: no (start it with `a44 automation db start`, or any command that needs it)")
+        return code
+    if "pid" in info:
+        print(f"running: yes (pid {info['pid']}, 127.0.0.1:{info['port']})")
+    print(f"url: {info['url']}")
+    v = info["server_version_num"]
+    print(f"server: PostgreSQL {v // 10000}.{v % 10000}")
+    print(f"migrations: {len(info['applied'])} applied, {len(info['pending'])} pending"
+          + (f" ({', '.join(info['pending'])}: run `a44 automation db migrate`)" if info["pending"] else ""))
+    return code
+
+
+async def _schema_info(url: str) -> dict:
+    from ..runtime.store import Store
+
+    store = await Store.connect(url, min_size=1, max_size=1)
+    try:
+        return await store.schema_info()
+    finally:
+        await store.close()
+
+
+def _migrate(args) -> int:
+    import asyncio
+
+    from ..runtime.database import resolve_url
+
+    url = resolve_url(start=True)
+    report = asyncio.run(_do_migrate(url))
+    if args.format == "json":
+        print(json.dumps(report.__dict__, indent=2))
+        return EXIT_OK
+    if report.applied:
+        print(f"applied: {', '.join(report.applied)}")
+    else:
+        print(f"up to date ({len(report.already)} migrations applied)")
+    if report.partitions_created:
+        print(f"created {report.partitions_created} step_attempts partitions ahead")
+    for name in report.changed:
+        print(f"warning: migration {name} was edited after it was applied; the database keeps the old one",
+              file=sys.stderr)
+    return EXIT_OK
+
+
+async def _do_migrate(url: str):
+    from ..runtime.store import Store
+
+    store = await Store.connect(url, min_size=1, max_size=1)
+    try:
+        return await store.migrate()
+    finally:
+        await store.close()
+
+
+_ACTIONS = {"start": _start, "stop": _stop, "status": _status, "url": _url, "migrate": _migrate}

@@ -1,0 +1,94 @@
+"""The `a44 automation lint [PATHS...]` verb: options -> settings -> linter -> findings -> reporter -> exit code.
+
+Linting itself belongs to the compiler (`compiler.lint.lint_paths`, imported only when the verb runs, so that
+`a44 --help` and the other verbs stay fast). This module only wires the pieces: it turns argv into
+`LintSettings`, asks the linter for the findings, hands them to the reporter named by `--format`, writes the
+report to stdout and the one-line summary (`N errors, M warnings in K files`) to stderr, and maps the outcome
+to the exit code: 0 clean (warnings alone are clean unless `--strict`), 1 findings, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence, TextIO
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+from .reporters import FORMATS  # light: the registry imports no reporter module until one is created
+from .reporters.terminal import COLOR_MODES
+
+
+@dataclass(frozen=True)
+class LintSettings:
+    paths: tuple[str, ...]
+    format: str = "text"
+    strict: bool = False
+    color: str = "auto"
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "LintSettings":
+        color = "never" if args.no_color else args.color
+        return cls(tuple(args.paths or ["."]), args.format, bool(args.strict), color)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "lint", help="check workflow, trigger, connector and queue files",
+        description="Compile every YAML file under PATHS and report all problems (file:line:col). "
+                    "Exit 0 clean, 1 findings, 2 usage error.")
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="files or directories (recursed for *.yaml, *.yml); default: .")
+    parser.add_argument("--format", "-f", choices=FORMATS, default="text",
+                        help="output format (default: text)")
+    parser.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+    parser.add_argument("--color", choices=COLOR_MODES, default="auto",
+                        help="color and caret snippets: auto (terminal, honours NO_COLOR), always, never")
+    parser.add_argument("--no-color", action="store_true", help="same as --color never")
+    return parser
+
+
+def exit_code(diagnostics: Sequence, strict: bool) -> int:
+    from anthares44.automation.diagnostics import has_errors
+    return EXIT_FINDINGS if has_errors(diagnostics, strict=strict) else EXIT_OK
+
+
+def report(settings: LintSettings, diagnostics: Sequence, files: Sequence[str], *,
+           stdout: TextIO, stderr: TextIO, stdout_tty: bool | None = None,
+           stderr_tty: bool | None = None, env: Mapping[str, str] | None = None,
+           source_lines: Callable[[str], list[str] | None] | None = None) -> int:
+    """Render findings with the chosen reporter, print the summary, return the exit code.
+
+    `stdout_tty` / `stderr_tty` override terminal detection and `source_lines` the file reader used for
+    snippets (tests use them instead of a real TTY and real files).
+    """
+    from anthares44.automation.cli import reporters
+    from anthares44.automation.cli.reporters.terminal import BOLD, TerminalPolicy, is_tty, paint
+
+    out_policy = TerminalPolicy.decide(
+        settings.color, tty=is_tty(stdout) if stdout_tty is None else stdout_tty, env=env)
+    err_policy = TerminalPolicy.decide(
+        settings.color, tty=is_tty(stderr) if stderr_tty is None else stderr_tty, env=env)
+    text_like = settings.format == "text"
+    extra = {"source_lines": source_lines} if source_lines else {}
+    rep = reporters.create(settings.format, reporters.ReportSettings(
+        color=out_policy.color and text_like, snippets=out_policy.snippets and text_like, **extra))
+    stdout.write(rep.render(diagnostics, files))
+    stdout.flush()
+    summary = reporters.Summary.of(diagnostics, files)
+    stderr.write(paint(summary.line(), BOLD, enabled=err_policy.color) + "\n")
+    return exit_code(diagnostics, settings.strict)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = LintSettings.from_args(args)
+    try:
+        from anthares44.automation.compiler.lint import lint_paths
+    except ImportError as exc:  # the compiler is part of this package; missing means a broken install
+        print(f"a44: lint: the compiler is unavailable ({exc})", file=sys.stderr)
+        return EXIT_USAGE
+    result = lint_paths(list(settings.paths), strict=settings.strict)
+    return report(settings, result.diagnostics, result.files, stdout=sys.stdout, stderr=sys.stderr,
+                  env=os.environ)

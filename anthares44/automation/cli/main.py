@@ -1,0 +1,67 @@
+"""Entry point of the `a44` command: parses `a44 automation VERB ...` and dispatches to one verb module.
+
+Each verb lives in `cli/cmd_<verb>.py` exposing `add_parser(subparsers)` and `run(args) -> int`. Verb modules
+import nothing heavy at module level (asyncpg, aiohttp, pydantic models...): `a44 automation lint` must start
+fast, so heavy imports happen inside `run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# verb -> module under anthares44.automation.cli; order is the order shown in --help.
+VERBS: dict[str, str] = {
+    "lint": "cmd_lint",
+    "compile": "cmd_compile",
+    "schema": "cmd_schema",
+    "expr": "cmd_expr",
+    "schedule": "cmd_schedule",
+    "db": "cmd_db",
+}
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors already; keep its message on stderr, prefixed like ours."""
+
+    def error(self, message: str):  # noqa: D401
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"a44: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="a44", description="a44: durable workflow automation")
+    top = parser.add_subparsers(dest="group", metavar="GROUP", parser_class=_Parser)
+    top.required = True
+    auto = top.add_parser("automation", help="compile, lint, publish and run workflows")
+    verbs = auto.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    verbs.required = True
+    for verb, modname in VERBS.items():
+        try:
+            mod = importlib.import_module(f"anthares44.automation.cli.{modname}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"anthares44.automation.cli.{modname}":
+                continue  # verb not built yet in this checkout
+            raise
+        sub = mod.add_parser(verbs)
+        sub.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print("a44: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""File kinds: recognises what a YAML file declares (workflow, triggers, connectors, queues) by its shape or
+its optional `kind:` field, and validates each declared object against its model.
+
+A file is one mapping (one object) or a list of objects of one kind; a workflow is always alone in its file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..diagnostics import Diagnostic, register
+from .models import TRIGGER_MODELS, ConnectorDecl, Queue, Workflow
+from .models.connectors import DECLARABLE_TYPES
+from .source import SourceFile
+from .validation import A44101, did_you_mean, validate, yaml_type
+
+A44010 = register("A44010", "file kind cannot be recognised")
+A44011 = register("A44011", "a workflow file holds exactly one workflow")
+A44012 = register("A44012", "objects of different kinds in one file")
+A44013 = register("A44013", "unknown trigger type")
+
+KINDS = ("workflow", "trigger", "connector", "queue")
+_KIND_ALIASES = {k: k for k in KINDS}
+_SHAPES_HINT = ("a workflow is a mapping with name, version and steps; triggers, connectors and queues are "
+                "mappings (or lists of them) with id and type/maxConcurrency; add `kind:` to say which")
+
+
+@dataclass
+class Decl:
+    """One declared object: its kind, validated model (None when invalid), file and path within the file."""
+
+    kind: str
+    model: BaseModel | None
+    src: SourceFile
+    path: tuple
+    data: Any
+
+
+def classify(data: Any) -> str | None:
+    """The kind of one object by its shape, or None."""
+    if not isinstance(data, dict):
+        return None
+    explicit = data.get("kind")
+    if isinstance(explicit, str) and explicit in _KIND_ALIASES:
+        return _KIND_ALIASES[explicit]
+    if "steps" in data or ("name" in data and "version" in data):
+        return "workflow"
+    typ = data.get("type")
+    if typ in TRIGGER_MODELS or "cron" in data or "event" in data or "workflow" in data:
+        return "trigger"
+    if typ in DECLARABLE_TYPES or "baseUrl" in data or str(data.get("id", "")).startswith("con_"):
+        return "connector"
+    if "maxConcurrency" in data or "ordering" in data or str(data.get("id", "")).startswith("q_"):
+        return "queue"
+    return None
+
+
+def declarations(src: SourceFile) -> list[Decl]:
+    """Validate every object of a parsed file; diagnostics go to `src.diagnostics`."""
+    data = src.data
+    items: list[tuple[tuple, Any]]
+    if isinstance(data, list):
+        items = [((i,), item) for i, item in enumerate(data)]
+        if not items:
+            src.error(A44010, "the file is an empty list; nothing is declared", src.span(()), hint=_SHAPES_HINT)
+            return []
+    else:
+        items = [((), data)]
+    kinds = [classify(item) for _, item in items]
+    if isinstance(data, dict) and isinstance(data.get("kind"), str) and data["kind"] not in _KIND_ALIASES:
+        src.error(A44010, f"unknown kind {data['kind']!r}; expected one of: {', '.join(KINDS)}",
+                  src.span(("kind",)), hint=did_you_mean(data["kind"], _KIND_ALIASES))
+        return []
+    known = [k for k in kinds if k]
+    if not known:
+        what = yaml_type(data) if not isinstance(data, (dict, list)) else "this file"
+        src.error(A44010, f"cannot tell what {what} declares", src.span(()), hint=_SHAPES_HINT)
+        return []
+    if isinstance(data, list) and "workflow" in known:
+        src.error(A44011, "a workflow must be the only object in its file, as a mapping (not a list item)",
+                  src.span((kinds.index("workflow"),)), hint="one workflow per file; remove the leading '-'")
+        return []
+    main_kind = known[0]
+    out: list[Decl] = []
+    for (path, item), kind in zip(items, kinds):
+        if kind is None:
+            kind = main_kind
+        if kind != main_kind:
+            src.error(A44012, f"this {kind} sits in a file of {main_kind}s; keep one kind per file",
+                      src.span(path), hint="move it to its own file")
+            continue
+        model_cls = _model_for(src, kind, item, path)
+        if model_cls is None:
+            out.append(Decl(kind, None, src, path, item))
+            continue
+        model, diags = validate(src, model_cls, item, base=path)
+        src.diagnostics.extend(diags)
+        out.append(Decl(kind, model, src, path, item))
+    return out
+
+
+def _model_for(src: SourceFile, kind: str, item: Any, path: tuple) -> type[BaseModel] | None:
+    if kind == "workflow":
+        return Workflow
+    if kind == "connector":
+        return ConnectorDecl
+    if kind == "queue":
+        return Queue
+    if not isinstance(item, dict):
+        src.error(A44010, f"a trigger must be a mapping, got {yaml_type(item)}", src.span(path))
+        return None
+    typ = item.get("type")
+    if typ is None:
+        guess = "schedule" if "cron" in item else "event" if "event" in item else None
+        src.error(A44013, "trigger has no 'type'; expected one of: " + ", ".join(TRIGGER_MODELS),
+                  src.span(path, key=False), hint=f"add `type: {guess}`" if guess else None)
+        return None
+    if typ not in TRIGGER_MODELS:
+        src.error(A44013, f"unknown trigger type {typ!r}; expected one of: {', '.join(TRIGGER_MODELS)}",
+                  src.span(path + ("type",)), hint=did_you_mean(str(typ), TRIGGER_MODELS))
+        return None
+    return TRIGGER_MODELS[typ]
+
+
+__all__ = ["A44101", "Decl", "KINDS", "classify", "declarations", "Diagnostic"]

@@ -1,0 +1,145 @@
+"""The IR (§4.1): the frozen, versioned, hashed form of a workflow that the interpreter reads, and nothing else.
+
+Every default is resolved here, so the interpreter never consults the YAML models. Durations are integer
+milliseconds; expressions are compiled CEL in serialisable form; template strings are wrapped as
+`{"$tpl": "..."}` so the runtime renders exactly those and nothing else. `sha256` covers the canonical JSON of
+the document without `sha256` and without `source` (moving a file does not change a definition).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+IR_VERSION = 1
+DEFAULT_LEASE_MS = 30_000
+DEFAULT_RETRY_BASE_MS = 1_000
+DEFAULT_RETRY_CAP_MS = 300_000
+COMPENSATION_DELAYS_MS = (5_000, 20_000, 60_000)   # §6.1: 3 attempts, waiting 5 s, 20 s, 60 s
+RUN_DEADLINE_MS = 72 * 3600 * 1000
+DEFAULT_QUEUE = "q_default"
+DEFAULT_CONCURRENCY = 100
+
+
+class IR(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Expr(IR):
+    cel: str
+    program: dict[str, Any]
+
+
+class RetryIR(IR):
+    max: int
+    strategy: Literal["exponential-jitter", "fixed", "none"]
+    base_ms: int
+    cap_ms: int
+
+
+class ConnectorRef(IR):
+    uses: str
+    kind: Literal["builtin", "declared", "plugin", "unresolved"]
+    type: str | None
+
+
+class CompensationIR(IR):
+    connector: ConnectorRef
+    timeout_ms: int
+    params: dict[str, Any]
+    attempts: int = len(COMPENSATION_DELAYS_MS)
+    delays_ms: tuple[int, ...] = COMPENSATION_DELAYS_MS
+
+
+class NodeIR(IR):
+    id: str
+    index: int
+    kind: Literal["call", "sleep"]
+    connector: ConnectorRef | None
+    timeout_ms: int | None
+    retry: RetryIR
+    compensate: CompensationIR | None
+    condition: Expr | None
+    exclusive: bool
+    sleep_ms: int | None
+    params: dict[str, Any]
+
+
+class DeliverIR(IR):
+    max_age_ms: int | None
+    drop_on_filter_miss: bool
+
+
+class CatchUpIR(IR):
+    enabled: bool
+    max_occurrences: int
+    max_age_ms: int | None
+
+
+class TriggerIR(IR):
+    id: str
+    type: Literal["event", "webhook", "schedule", "manual"]
+    workflow_id: str
+    event: str | None = None
+    filter: Expr | None = None
+    deliver: DeliverIR | None = None
+    partition_key: Any = None
+    cron: str | None = None
+    tz: str | None = None
+    dst_policy: Literal["skip-nonexistent", "run-once", "run-twice"] | None = None
+    overlap: Literal["skip", "queue", "allow"] | None = None
+    catch_up: CatchUpIR | None = None
+    input: dict[str, Any] | None = None
+
+
+class ConcurrencyIR(IR):
+    max: int
+    partition_key: Any = None
+
+
+class WorkflowIR(IR):
+    ir_version: int = IR_VERSION
+    kind: Literal["workflow"] = "workflow"
+    workflow_id: str
+    name: str
+    version: int
+    sha256: str = ""
+    queue: str
+    concurrency: ConcurrencyIR
+    deadline_ms: int
+    lease_ms: int
+    triggers: tuple[TriggerIR, ...]
+    nodes: tuple[NodeIR, ...]
+    edges: tuple[tuple[str, str], ...]
+    source: dict[str, Any] | None = None
+
+    def node(self, step_id: str) -> NodeIR:
+        for n in self.nodes:
+            if n.id == step_id:
+                return n
+        raise KeyError(step_id)
+
+
+def canonical_json(doc: Any) -> str:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def seal(ir: WorkflowIR) -> WorkflowIR:
+    """Fill in `sha256` from the canonical JSON of everything but `sha256` and `source`."""
+    body = ir.model_dump(mode="json", exclude={"sha256", "source"})
+    digest = hashlib.sha256(canonical_json(body).encode()).hexdigest()
+    return ir.model_copy(update={"sha256": digest})
+
+
+def to_json(ir: IR) -> dict:
+    return ir.model_dump(mode="json")
+
+
+def load_workflow_ir(doc: dict) -> WorkflowIR:
+    """Rebuild a WorkflowIR from stored JSON; refuses IR of another ir_version."""
+    if doc.get("ir_version") != IR_VERSION:
+        raise ValueError(f"IR version {doc.get('ir_version')!r} is not supported (expected {IR_VERSION})")
+    return WorkflowIR.model_validate(doc)

@@ -1,0 +1,397 @@
+"""JSON Schemas of the YAML file kinds (§4.3), generated from the models for editors.
+
+The models are the source: pydantic's `models_json_schema(by_alias=True)` gives the fields, types, defaults and
+attribute docstrings. This module reshapes that output for yaml-language-server (VS Code, Neovim, JetBrains),
+which validates best as draft-07 and ignores pydantic's `discriminator`:
+
+- draft-07 throughout: `definitions` instead of `$defs`, no 2020-12-only keywords, no `discriminator`;
+- help text where draft-07 reads it: a `$ref` with siblings has them ignored, so such nodes become
+  `{allOf: [{$ref}], description: ...}`; every `description` gets a `markdownDescription` twin for VS Code;
+- steps dispatch on `uses` with draft-07 `if`/`then`: each branch is a closed object holding the common step
+  fields plus that connector's own parameters, so completion offers the right keys per `uses` and a key that
+  belongs to no branch (a typo, `url:` on `sql/execute`) is flagged; `timeout` is required outside sleep steps;
+- triggers dispatch on `type` the same way.
+
+Output is deterministic (sorted keys, two-space indent, trailing newline) so a test can compare the committed
+files under `schemas/` byte for byte with a fresh generation.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from .models import BUILTIN_PARAMS, TRIGGER_MODELS, ConnectorDecl, Queue, Workflow
+from .models.connectors import DECLARABLE_TYPES
+from .models.types import DURATION_PATTERN, format_duration
+
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+KINDS = ("workflow", "triggers", "connectors", "queues", "any")
+REF = "#/definitions/"
+PLUGIN_PATTERN = r"^connector/\S+$"
+DECLARED_PATTERN = r"^con_[A-Za-z0-9_.-]+$"
+
+# Keywords a draft-07 validator does not know (or pydantic-only ones): any of them in the output is a bug.
+FORBIDDEN_KEYWORDS = frozenset({
+    "$defs", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor", "$vocabulary",
+    "prefixItems", "unevaluatedProperties", "unevaluatedItems", "dependentRequired", "dependentSchemas",
+    "minContains", "maxContains", "discriminator",
+})
+
+# Step fields by step form; the rest of a step's keys are its connector's parameters (§3.7).
+STEP_COMMON = ("id", "uses", "timeout", "retry", "compensate", "if", "needs", "exclusive", "description")
+SLEEP_FIELDS = ("id", "sleep", "description", "if", "needs")
+COMPENSATION_COMMON = ("uses", "timeout")
+
+_TITLES = {
+    "workflow": "a44 automation workflow",
+    "triggers": "a44 automation triggers",
+    "connectors": "a44 automation connectors",
+    "queues": "a44 automation queues",
+    "any": "a44 automation file (any kind)",
+}
+_DESCRIPTIONS = {
+    "workflow": "A workflow file (§3): name, version, triggers, concurrency and steps.",
+    "triggers": "A triggers file (§8.3, §11): a list of trigger objects (or one), discriminated by `type`.",
+    "connectors": "A connectors file (§14): a list of declared connector instances (or one).",
+    "queues": "A queues file (§10.1): one queue (or a list of them).",
+    "any": "Any a44 automation file: a workflow, triggers, connectors or queues.",
+}
+
+
+# ---------------------------------------------------------------------------------------------------- public
+
+
+def file_name(kind: str) -> str:
+    return f"{kind}.schema.json"
+
+
+def generate(kind: str) -> dict[str, Any]:
+    """The draft-07 schema of one file kind (`KINDS`)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown schema kind {kind!r}; expected one of: {', '.join(KINDS)}")
+    definitions = _definitions()
+    body = _file_bodies()[kind]
+    schema = {"$schema": DRAFT_07, "title": _TITLES[kind], "description": _DESCRIPTIONS[kind], **body}
+    _polish(schema)
+    schema["definitions"] = {name: definitions[name] for name in sorted(_reachable(body, definitions))}
+    check_draft07(schema)
+    return schema
+
+
+def render(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_all(directory: str | Path) -> list[Path]:
+    """Write every kind's schema into `directory`; returns the paths written."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for kind in KINDS:
+        path = out / file_name(kind)
+        path.write_text(render(generate(kind)), encoding="utf-8", newline="\n")
+        written.append(path)
+    return written
+
+
+def stale_files(directory: str | Path) -> list[Path]:
+    """Schema files under `directory` that are missing or differ from a fresh generation."""
+    out = Path(directory)
+    stale = []
+    for kind in KINDS:
+        path = out / file_name(kind)
+        if not path.is_file() or path.read_text(encoding="utf-8") != render(generate(kind)):
+            stale.append(path)
+    return stale
+
+
+def subschemas(schema: Any) -> Iterator[dict[str, Any]]:
+    """Every schema object inside `schema` (itself included), by draft-07 keyword position, so that a property
+    named like a keyword (a step's `if`) is never mistaken for one."""
+    if not isinstance(schema, dict):
+        return
+    yield schema
+    for key in ("properties", "patternProperties", "definitions", "$defs"):
+        for sub in (schema.get(key) or {}).values():
+            yield from subschemas(sub)
+    for key in ("additionalProperties", "additionalItems", "contains", "propertyNames", "not", "if", "then",
+                "else"):
+        yield from subschemas(schema.get(key))
+    items = schema.get("items")
+    for sub in items if isinstance(items, list) else [items]:
+        yield from subschemas(sub)
+    for key in ("anyOf", "allOf", "oneOf", "prefixItems"):
+        for sub in schema.get(key) or []:
+            yield from subschemas(sub)
+    for sub in (schema.get("dependencies") or {}).values():
+        yield from subschemas(sub)
+
+
+def check_draft07(schema: dict[str, Any]) -> None:
+    """Raise if the schema uses a keyword outside draft-07 or a `$ref` whose siblings draft-07 would ignore."""
+    for node in subschemas(schema):
+        bad = FORBIDDEN_KEYWORDS.intersection(node)
+        if bad:
+            raise ValueError(f"schema uses keywords a draft-07 editor ignores: {sorted(bad)}")
+        if "$ref" in node and len(node) > 1:
+            raise ValueError(f"$ref with siblings draft-07 ignores: {sorted(node)}")
+
+
+# ------------------------------------------------------------------------------------------- definitions
+
+
+def _definitions() -> dict[str, dict[str, Any]]:
+    """Every definition the file kinds need: pydantic's, polished, plus the hand-shaped dispatchers."""
+    from pydantic.json_schema import models_json_schema
+
+    models = [Workflow, ConnectorDecl, Queue, *TRIGGER_MODELS.values(), *dict.fromkeys(BUILTIN_PARAMS.values())]
+    _, top = models_json_schema([(m, "validation") for m in models], by_alias=True, ref_template=REF + "{model}")
+    defs: dict[str, dict[str, Any]] = top["$defs"]
+    for schema in defs.values():
+        _polish(schema)
+    for typ, model in TRIGGER_MODELS.items():
+        # the `type` literal has no docstring of its own: the trigger class says what that kind does
+        prop = defs[model.__name__]["properties"]["type"]
+        _describe(prop, f"`{typ}`: {defs[model.__name__].get('description', '')}".strip())
+    defs["ConnectorName"] = _connector_name_schema()
+    defs["Step"] = _step_schema(defs)
+    defs["Compensation"] = _compensation_schema(defs)
+    defs["Trigger"] = _trigger_schema(defs)
+    return defs
+
+
+def _file_bodies() -> dict[str, dict[str, Any]]:
+    def one_or_list(name: str) -> list[dict[str, Any]]:
+        return [{"$ref": REF + name}, {"type": "array", "minItems": 1, "items": {"$ref": REF + name}}]
+
+    bodies = {
+        "workflow": {"allOf": [{"$ref": REF + "Workflow"}]},
+        "triggers": {"anyOf": one_or_list("Trigger")},
+        "connectors": {"anyOf": one_or_list("ConnectorDecl")},
+        "queues": {"anyOf": one_or_list("Queue")},
+    }
+    bodies["any"] = {"anyOf": [{"$ref": REF + "Workflow"}, *one_or_list("Trigger"), *one_or_list("ConnectorDecl"),
+                               *one_or_list("Queue")]}
+    return bodies
+
+
+def _reachable(body: dict[str, Any], defs: dict[str, dict[str, Any]]) -> set[str]:
+    seen: set[str] = set()
+    todo = [body]
+    while todo:
+        for node in subschemas(todo.pop()):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith(REF) and ref[len(REF):] not in seen:
+                seen.add(ref[len(REF):])
+                todo.append(defs[ref[len(REF):]])
+    return seen
+
+
+# ------------------------------------------------------------------------------------------ steps / uses
+
+
+def _uses_schema(description: str) -> dict[str, Any]:
+    """`uses`: the built-in names as an enum (so editors complete them), or a plugin, or a declared id."""
+    schema = {"allOf": [{"$ref": REF + "ConnectorName"}]}
+    _describe(schema, description)
+    return schema
+
+
+def _connector_name_schema() -> dict[str, Any]:
+    schema = {"title": "connector", "anyOf": [
+        {"type": "string", "enum": list(BUILTIN_PARAMS)},
+        {"type": "string", "pattern": PLUGIN_PATTERN, "description": "A connector plugin (Python entry point), "
+                                                                      "e.g. `connector/payments.authorize`."},
+        {"type": "string", "pattern": DECLARED_PATTERN, "description": "A declared connector id, e.g. "
+                                                                        "`con_erp_private`."},
+    ]}  # the enum is what editors offer as completion; the patterns only accept
+    _polish(schema)
+    _describe(schema, "A connector: a built-in (" + ", ".join(f"`{n}`" for n in BUILTIN_PARAMS) + "), a plugin "
+                      "(`connector/<name>`) or a declared connector id (`con_...`).")
+    return schema
+
+
+def _uses_forms() -> list[tuple[str, dict[str, Any]]]:
+    """(form, condition on `uses`) for each way a step names its connector."""
+    forms = [(name, {"const": name}) for name in BUILTIN_PARAMS]
+    forms.append(("plugin", {"type": "string", "pattern": PLUGIN_PATTERN}))
+    forms.append(("declared", {"type": "string", "pattern": DECLARED_PATTERN}))
+    return forms
+
+
+def _params(defs: dict[str, dict[str, Any]], uses: str) -> tuple[dict[str, Any], list[str]]:
+    """A built-in's parameters as `{field: {$ref}}` (each stored once) and its required fields."""
+    name = BUILTIN_PARAMS[uses].__name__
+    model = defs[name]
+    return _shared_fields(defs, name, copy.deepcopy(model.get("properties", {}))), list(model.get("required", []))
+
+
+def _closed(props: dict[str, Any], required: list[str], description: str | None = None) -> dict[str, Any]:
+    schema = {"type": "object", "properties": props, "required": sorted(set(required)),
+              "additionalProperties": False}
+    if description:
+        _describe(schema, description)
+    return schema
+
+
+def _merge(common: dict[str, Any], params: dict[str, Any], where: str) -> dict[str, Any]:
+    clash = set(common) & set(params)
+    if clash:  # a parameter shadowing a step field would make the step ambiguous: fix the params model
+        raise ValueError(f"connector parameters {sorted(clash)} of {where} clash with step fields")
+    return {**copy.deepcopy(common), **params}
+
+
+def _branches(defs, common: dict[str, Any], required: list[str], plugin_extra: dict[str, Any]) -> list[dict]:
+    """One `if uses matches -> then closed object` per uses form."""
+    out = []
+    for form, condition in _uses_forms():
+        if form == "plugin":
+            then = _closed(_merge(common, plugin_extra, form), required,
+                           "A connector plugin: its parameters go under `with:`.")
+        elif form == "declared":
+            # the declared connector's type is in another file: accept the parameters of any declarable type
+            options = []
+            for typ in dict.fromkeys(("vpn/http", *DECLARABLE_TYPES)):
+                props, req = _params(defs, typ)
+                options.append(_closed(_merge(common, props, typ), required + req,
+                                       f"A declared connector of type `{typ}`."))
+            then = {"anyOf": options}
+        else:
+            props, req = _params(defs, form)
+            then = _closed(_merge(common, props, form), required + req,
+                           defs[BUILTIN_PARAMS[form].__name__].get("description"))
+        out.append({"if": {"properties": {"uses": condition}, "required": ["uses"]}, "then": then})
+    return out
+
+
+def _shared_fields(defs, owner: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """Store each field schema once as `definitions/<owner>_<field>` (help text inside the definition, where
+    draft-07 reads it) and return `{field: {$ref}}` for the dispatch branches, which repeat them per `uses`."""
+    refs = {}
+    for name, schema in fields.items():
+        defs[f"{owner}_{name}"] = schema
+        refs[name] = {"$ref": f"{REF}{owner}_{name}"}
+    return refs
+
+
+def _step_schema(defs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    fields = copy.deepcopy(defs["Step"]["properties"])
+    fields["uses"] = _uses_schema(fields["uses"]["description"])
+    comp = fields["compensate"]
+    comp["anyOf"] = [_uses_schema("A connector called with no parameters."), {"$ref": REF + "Compensation"}]
+    # `timeout: null` would mean "no timeout" (refused outside sleep steps) and `sleep: null` no sleep at all
+    fields["timeout"] = _non_null(fields["timeout"])
+    fields["sleep"] = _non_null(fields["sleep"])
+    refs = _shared_fields(defs, "Step", {name: fields[name] for name in (*STEP_COMMON, "sleep", "with")})
+    common = {name: refs[name] for name in STEP_COMMON}
+    sleep_branch = {
+        "if": {"required": ["sleep"], "not": {"required": ["uses"]}},
+        "then": _closed({name: refs[name] for name in SLEEP_FIELDS}, ["id", "sleep"],
+                        "A durable wait: takes no `uses`, `timeout` or `retry` (§3.5b)."),
+    }
+    schema = {
+        "title": "Step",
+        "type": "object",
+        # every key an editor may offer before `uses` is typed; the branches below close the object
+        "properties": refs,
+        "required": ["id"],
+        "anyOf": [{"required": ["uses"]}, {"required": ["sleep"]}],
+        "allOf": [sleep_branch, *_branches(defs, common, ["id", "uses", "timeout"], {"with": refs["with"]})],
+    }
+    _describe(schema, defs["Step"]["description"] + " Connector parameters sit on the step (built-ins, declared "
+                      "connectors) or under `with:` (plugins).")
+    return schema
+
+
+def _compensation_schema(defs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    fields = copy.deepcopy(defs["Compensation"]["properties"])
+    fields["uses"] = _uses_schema(fields["uses"]["description"])
+    refs = _shared_fields(defs, "Compensation", {name: fields[name] for name in (*COMPENSATION_COMMON, "with")})
+    common = {name: refs[name] for name in COMPENSATION_COMMON}
+    schema = {
+        "title": "Compensation",
+        "type": "object",
+        "properties": refs,
+        "required": ["uses"],
+        "allOf": _branches(defs, common, ["uses"], {"with": refs["with"]}),
+    }
+    _describe(schema, defs["Compensation"]["description"])
+    return schema
+
+
+def _trigger_schema(defs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    base = defs[next(iter(TRIGGER_MODELS.values())).__name__]["properties"]
+    kinds = "; ".join(defs[m.__name__]["properties"]["type"]["description"] for m in TRIGGER_MODELS.values())
+    type_prop = {"title": "type", "type": "string", "enum": list(TRIGGER_MODELS)}
+    _describe(type_prop, f"The trigger kind. {kinds}")
+    props = {name: copy.deepcopy(base[name]) for name in ("id", "workflow", "description", "kind")}
+    schema = {
+        "title": "Trigger",
+        "type": "object",
+        "properties": {**props, "type": type_prop},
+        "required": ["type"],
+        "allOf": [{"if": {"properties": {"type": {"const": typ}}, "required": ["type"]},
+                   "then": {"$ref": REF + model.__name__}} for typ, model in TRIGGER_MODELS.items()],
+    }
+    _describe(schema, "A trigger: what starts runs of a workflow, by `type` (event, webhook, schedule, manual).")
+    return schema
+
+
+# ---------------------------------------------------------------------------------------------- polish
+
+
+def _describe(schema: dict[str, Any], text: str | None) -> None:
+    if text:
+        schema["description"] = " ".join(text.split())
+        schema["markdownDescription"] = schema["description"]
+
+
+def _non_null(prop: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf: [X, {type: null}]` -> X, keeping the field's title and help."""
+    options = [o for o in prop.get("anyOf", []) if o != {"type": "null"}]
+    if len(options) != 1:
+        return prop
+    inner = copy.deepcopy(options[0])
+    out = {"allOf": [inner]} if "$ref" in inner else inner
+    for key in ("title", "description", "markdownDescription", "default"):
+        if key in prop:
+            out[key] = prop[key]
+    if out.get("default", 0) is None:
+        del out["default"]
+    return out
+
+
+def _each(schema: Any, fn: Callable[[dict[str, Any]], None]) -> None:
+    for node in list(subschemas(schema)):
+        fn(node)
+
+
+def _polish(schema: dict[str, Any]) -> None:
+    """Make pydantic's output read well in a draft-07 editor (in place)."""
+    _each(schema, _polish_node)
+
+
+def _polish_node(node: dict[str, Any]) -> None:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        node["$ref"] = REF + ref[len("#/$defs/"):]
+    node.pop("discriminator", None)
+    if node.get("default", 0) is None:  # `default: null` only says "optional", and editors would insert it
+        del node["default"]
+    if isinstance(node.get("default"), int) and not isinstance(node["default"], bool) and _is_duration(node):
+        node["default"] = format_duration(node["default"])  # models keep ms; users write `60s`
+    for name, prop in (node.get("properties") or {}).items():
+        if isinstance(prop, dict):
+            prop["title"] = name  # pydantic's "Maxoccurrences" helps nobody; the key is what users type
+    if "description" in node:
+        _describe(node, node["description"])
+    if "$ref" in node and len(node) > 1:  # draft-07 ignores a $ref's siblings: keep them beside an allOf
+        node["allOf"] = [{"$ref": node.pop("$ref")}] + node.get("allOf", [])
+
+
+def _is_duration(node: dict[str, Any]) -> bool:
+    return node.get("pattern") == DURATION_PATTERN or any(
+        isinstance(o, dict) and o.get("pattern") == DURATION_PATTERN for o in node.get("anyOf", []))

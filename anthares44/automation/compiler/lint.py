@@ -1,0 +1,78 @@
+"""The compile pipeline over paths: files -> sources -> declarations -> project -> rules -> diagnostics (+ IR).
+
+`lint_paths` is what `a44 automation lint` and `publish` call; it never raises for a user's mistake.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ..diagnostics import Diagnostic, Span, register, sorted_diagnostics
+from .documents import declarations
+from .project import Project
+from .source import SourceFile, load_file
+
+A44901 = register("A44901", "path cannot be read")
+A44902 = register("A44902", "no workflow files found")
+
+YAML_SUFFIXES = (".yaml", ".yml")
+_SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".a44", ".tox", ".mypy_cache",
+              ".pytest_cache", ".hypothesis", "build", "dist"}
+
+
+@dataclass
+class LintResult:
+    diagnostics: list[Diagnostic]
+    files: list[str]
+    project: Project | None = None
+    irs: dict = field(default_factory=dict)   # workflow id -> IR (only for workflows without errors)
+
+
+def discover(paths: list[str]) -> tuple[list[str], list[Diagnostic]]:
+    """YAML files under `paths` (directories recursed, hidden and tool directories skipped), sorted."""
+    files: list[str] = []
+    diags: list[Diagnostic] = []
+    for p in paths:
+        if os.path.isdir(p):
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+                for n in sorted(names):
+                    if n.endswith(YAML_SUFFIXES) and not n.startswith(".") and n != ".pre-commit-hooks.yaml":
+                        files.append(os.path.normpath(os.path.join(root, n)))
+        elif os.path.isfile(p):
+            files.append(os.path.normpath(p))
+        else:
+            diags.append(Diagnostic.at(A44901, "no such file or directory", os.path.normpath(p),
+                                       Span(1, 1, 1, 1)))
+    seen: set[str] = set()
+    unique = [f for f in files if not (f in seen or seen.add(f))]
+    return unique, diags
+
+
+def compile_sources(sources: list[SourceFile], mode: str = "lint", *, lower: bool = True,
+                    known_workflows: set[str] | None = None) -> LintResult:
+    decls = []
+    for src in sources:
+        if src.parsed:
+            decls.extend(declarations(src))
+    project = Project(sources, decls, mode, known_workflows=set(known_workflows or ()))
+    from .rules import run_rules
+
+    diags = [d for s in sources for d in s.diagnostics]
+    diags.extend(run_rules(project))
+    result = LintResult(sorted_diagnostics(diags), [s.path for s in sources], project)
+    if lower:
+        from .lower import lower_project
+
+        result.irs = lower_project(project, result.diagnostics)
+    return result
+
+
+def lint_paths(paths: list[str], *, strict: bool = False, mode: str = "lint", lower: bool = False) -> LintResult:
+    """Lint files and directories; `strict` only matters to the caller's exit code (warnings fail)."""
+    files, diags = discover(paths or ["."])
+    sources = [load_file(f) for f in files]
+    result = compile_sources(sources, mode, lower=lower)
+    result.diagnostics = sorted_diagnostics(result.diagnostics + diags)
+    return result

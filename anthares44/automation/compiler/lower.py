@@ -1,0 +1,127 @@
+"""Lowering: validated models -> IR with every default resolved, expressions compiled, templates marked.
+
+Only files without errors are lowered; the compiler never emits IR for a definition it reported as wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..diagnostics import Severity
+from .graph import edges
+from .ir import (DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, DEFAULT_QUEUE, DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS,
+                 RUN_DEADLINE_MS, CatchUpIR, CompensationIR, ConcurrencyIR, ConnectorRef, DeliverIR, Expr, NodeIR,
+                 RetryIR, TriggerIR, WorkflowIR, seal)
+from .project import workflow_id
+from .resolve import resolve
+from .templating import is_template
+
+
+def mark_templates(value: Any) -> Any:
+    """Wrap template strings as {"$tpl": text}; everything else is copied as plain JSON."""
+    if isinstance(value, str):
+        return {"$tpl": value} if is_template(value) else value
+    if isinstance(value, dict):
+        return {k: mark_templates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mark_templates(v) for v in value]
+    return value
+
+
+def _expr(text: str | None, roots: set[str]) -> Expr | None:
+    if text is None:
+        return None
+    from ..grammar import compile_expression
+
+    res = compile_expression(text, roots=roots)
+    if res.program is None:
+        raise ValueError(f"expression {text!r} does not compile")  # unreachable after rules passed
+    return Expr(cel=text, program=res.program.to_ir())
+
+
+def _connector(uses: str, project) -> ConnectorRef:
+    res = resolve(uses, project)
+    kind = res.kind if res.kind in ("builtin", "declared", "plugin") else "unresolved"
+    return ConnectorRef(uses=uses, kind=kind, type=res.type)
+
+
+def _params(step_model) -> dict:
+    """Connector parameters as written: extra keys of a built-in/declared step, or `with:` of a plugin."""
+    extra = dict(step_model.model_extra or {})
+    if step_model.with_ is not None:
+        extra = dict(step_model.with_)
+    return mark_templates(extra)
+
+
+def lower_step(i: int, step, project) -> NodeIR:
+    r = step.retry
+    retry = RetryIR(max=r.max if r else 0, strategy=r.strategy if r else "none",
+                    base_ms=(r.base if r and r.base is not None else DEFAULT_RETRY_BASE_MS),
+                    cap_ms=(r.cap if r and r.cap is not None else DEFAULT_RETRY_CAP_MS))
+    comp = None
+    if isinstance(step.compensate, str):
+        comp = CompensationIR(connector=_connector(step.compensate, project), timeout_ms=step.timeout or 0,
+                              params={})
+    elif step.compensate is not None:
+        c = step.compensate
+        comp = CompensationIR(connector=_connector(c.uses, project), timeout_ms=c.timeout or step.timeout or 0,
+                              params=_params(c))
+    from .rules.expressions import IF_ROOTS
+
+    return NodeIR(id=step.id, index=i, kind="sleep" if step.sleep is not None else "call",
+                  connector=_connector(step.uses, project) if step.uses else None,
+                  timeout_ms=step.timeout, retry=retry, compensate=comp, condition=_expr(step.if_, IF_ROOTS),
+                  exclusive=step.exclusive, sleep_ms=step.sleep, params=_params(step))
+
+
+def lower_trigger(t, wf_id: str, trig_id: str, type_: str) -> TriggerIR:
+    from .rules.expressions import FILTER_ROOTS
+
+    deliver = getattr(t, "deliver", None)
+    catch = getattr(t, "catchUp", None)
+    return TriggerIR(
+        id=trig_id, type=type_, workflow_id=wf_id, event=getattr(t, "event", None),
+        filter=_expr(getattr(t, "filter", None), FILTER_ROOTS),
+        deliver=DeliverIR(max_age_ms=deliver.maxAge if deliver else None,
+                          drop_on_filter_miss=deliver.dropOnFilterMiss if deliver else True)
+        if type_ == "event" else None,
+        partition_key=mark_templates(getattr(t, "partitionKey", None)),
+        cron=getattr(t, "cron", None), tz=getattr(t, "tz", None),
+        dst_policy=(getattr(t, "dstPolicy", None) or "skip-nonexistent") if type_ == "schedule" else None,
+        overlap=(getattr(t, "overlap", None) or "skip") if type_ == "schedule" else None,
+        catch_up=CatchUpIR(enabled=catch.enabled, max_occurrences=catch.maxOccurrences, max_age_ms=catch.maxAge)
+        if catch else None,
+        input=getattr(t, "input", None))
+
+
+def lower_workflow(decl, project) -> WorkflowIR:
+    wf = decl.model
+    wid = workflow_id(wf.name)
+    inline = ([wf.trigger] if wf.trigger else []) + list(wf.triggers or ())
+    triggers = []
+    for n, t in enumerate(inline):
+        type_ = "event" if t.event else "schedule" if t.cron else "webhook" if t.webhook else "manual"
+        triggers.append(lower_trigger(t, wid, t.id or f"trg_{wid[3:]}_{n + 1}", type_))
+    conc = wf.concurrency
+    ir = WorkflowIR(
+        workflow_id=wid, name=wf.name, version=wf.version, queue=wf.queue or DEFAULT_QUEUE,
+        concurrency=ConcurrencyIR(max=conc.max if conc else DEFAULT_CONCURRENCY,
+                                  partition_key=mark_templates(conc.partitionKey) if conc else None),
+        deadline_ms=min(wf.timeout or RUN_DEADLINE_MS, RUN_DEADLINE_MS), lease_ms=DEFAULT_LEASE_MS,
+        triggers=tuple(triggers), nodes=tuple(lower_step(i, s, project) for i, s in enumerate(wf.steps)),
+        edges=tuple(edges(wf)), source={"file": decl.src.path, "format": "yaml"})
+    return seal(ir)
+
+
+def lower_project(project, diagnostics) -> dict[str, Any]:
+    """IR of every workflow and standalone trigger whose file has no error."""
+    bad_files = {d.file for d in diagnostics if d.severity is Severity.ERROR}
+    out: dict[str, Any] = {}
+    for decl in project.of_kind("workflow"):
+        if decl.src.path not in bad_files:
+            out[workflow_id(decl.model.name)] = lower_workflow(decl, project)
+    for decl in project.of_kind("trigger"):
+        if decl.src.path not in bad_files:
+            t = decl.model
+            out[t.id] = lower_trigger(t, t.workflow, t.id, t.type)
+    return out

@@ -1,0 +1,124 @@
+"""Parameter models of the built-in connectors (§14): the fields a step of each `uses` takes.
+
+They live with the YAML surface (the compiler validates them and the JSON Schema shows them) and the runtime
+connectors read the same models, so the two can never disagree about a field.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, StrictStr
+
+from .base import Model
+from .types import PositiveInt
+
+HTTP_METHODS = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+
+
+class PassParams(Model):
+    """`uses: pass`: no effect; returns its templated `output`."""
+
+    output: Any = None
+    """Value returned as the step result; strings may be templates."""
+
+
+class HttpParams(Model):
+    """`uses: http` (or a declared http connector): one HTTP request."""
+
+    method: HTTP_METHODS = "GET"
+    """HTTP method."""
+    url: StrictStr | None = None
+    """Absolute URL (template); with a declared connector use `path`."""
+    path: StrictStr | None = None
+    """Path joined to the declared connector's `baseUrl` (template)."""
+    headers: dict[str, StrictStr] | None = None
+    """Request headers (templates)."""
+    query: dict[str, Any] | None = None
+    """Query-string parameters (templates)."""
+    body: Any = None
+    """JSON body (strings may be templates)."""
+    retryOn: list[int] | None = None
+    """Statuses retried (default 408, 429, 500, 502, 503, 504)."""
+    maxResponseBytes: PositiveInt = 1_048_576
+    """Responses larger than this are cut."""
+
+
+class VpnHttpParams(HttpParams):
+    """`uses: vpn/http`: as http, routed through a private network; fails with `E_TUNNEL_DOWN`, never falls back."""
+
+    network: StrictStr | None = None
+    """Private network name (required unless the declared connector sets it)."""
+
+
+class SqlExecuteParams(Model):
+    """`uses: sql/execute`: one parameterized statement. Templates never go in `query`: values go in `params`."""
+
+    query: StrictStr
+    """SQL with `$1`, `$2`... placeholders; `run_id` and `step_id` are available as named values in params."""
+    params: list[Any] | None = None
+    """Values bound to `$1`, `$2`... (templates allowed here)."""
+    dsnSecretRef: StrictStr | None = None
+    """Secret holding a DSN; default: the project database."""
+    maxRows: PositiveInt = 1000
+    """Rows returned at most."""
+
+
+class StoragePutParams(Model):
+    """`uses: storage/put`: write an object under the project prefix."""
+
+    key: StrictStr
+    """Object key (template)."""
+    body: Any = None
+    """Content: JSON value or string (templates allowed)."""
+    contentType: StrictStr = "application/json"
+    """Content type stored with the object."""
+
+
+class StorageGetParams(Model):
+    """`uses: storage/get`: read an object under the project prefix."""
+
+    key: StrictStr
+    """Object key (template)."""
+
+
+class QueuePublishParams(Model):
+    """`uses: queue/publish`: publish an event envelope onto the bus; the idempotency key derives from the step."""
+
+    type: StrictStr = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    """Event type, e.g. `billing.invoice.finalized`."""
+    data: Any = None
+    """Event payload (templates allowed)."""
+    partitionKey: StrictStr | None = None
+    """Partition key (template)."""
+
+
+class BotInvokeParams(Model):
+    """`uses: bot/invoke` (§15): an LLM call whose validated answer is the recorded step result."""
+
+    bot: StrictStr | None = None
+    """Bot id, e.g. `bot_support_triage`."""
+    prompt: StrictStr
+    """Jinja2 template over the run state."""
+    input: dict[str, Any] | None = None
+    """Extra values for the prompt."""
+    schema_: dict[str, StrictStr] | None = Field(None, alias="schema")
+    """Expected answer: field -> `string`, `number`, `boolean` or an enum `p1|p2|p3`."""
+    maxOutputTokens: PositiveInt = 1024
+    """Upper bound of the answer's tokens."""
+    model: StrictStr | None = None
+    """Model name passed to the endpoint."""
+    secretRef: StrictStr | None = None
+    """Secret holding base URL and key of the OpenAI-compatible endpoint."""
+
+
+BUILTIN_PARAMS: dict[str, type[Model]] = {
+    "pass": PassParams,
+    "http": HttpParams,
+    "vpn/http": VpnHttpParams,
+    "sql/execute": SqlExecuteParams,
+    "storage/put": StoragePutParams,
+    "storage/get": StorageGetParams,
+    "queue/publish": QueuePublishParams,
+    "bot/invoke": BotInvokeParams,
+}

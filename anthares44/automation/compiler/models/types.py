@@ -1,0 +1,122 @@
+"""Value types of the YAML surface: durations, cron expressions, IANA zones, identifiers.
+
+Each is an `Annotated` pydantic type whose validator raises `PydanticCustomError` with an `a44_*` error type;
+`compiler/mapping.py` turns those error types into stable diagnostic codes at the YAML position.
+Durations are kept as integer milliseconds after validation; their JSON Schema stays the string form users write.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, StrictBool, StrictInt, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+MAX_DURATION_MS = 72 * 3600 * 1000  # a run may span up to 72 h of wall clock (§3.1)
+
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
+DURATION_PATTERN = r"^(?=\d)(\d+h)?(\d+m(?!s))?(\d+s)?(\d+ms)?$"
+
+
+def parse_duration(value: Any) -> int:
+    """'250ms', '15s', '2m', '6h', '1h30m' -> milliseconds. Bare numbers are refused: the unit is the point."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise PydanticCustomError("a44_duration", "expected a duration such as 250ms, 15s, 2m or 6h")
+    if isinstance(value, (int, float)):
+        raise PydanticCustomError("a44_duration", "duration {value} has no unit; write e.g. {value}s or {value}ms",
+                                  {"value": value})
+    text = value.strip()
+    m = _DURATION.match(text)
+    if not text or not m or not any(m.groups()):
+        raise PydanticCustomError("a44_duration",
+                                  "'{value}' is not a duration; use a number with a unit: 250ms, 15s, 2m, 6h",
+                                  {"value": value})
+    h, mi, s, ms = (int(g) if g else 0 for g in m.groups())
+    total = h * 3_600_000 + mi * 60_000 + s * 1000 + ms
+    if total <= 0:
+        raise PydanticCustomError("a44_duration", "duration must be greater than zero")
+    if total > MAX_DURATION_MS:
+        raise PydanticCustomError("a44_duration",
+                                  "duration {value} exceeds the 72h maximum a run may span", {"value": value})
+    return total
+
+
+def format_duration(ms: int) -> str:
+    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+Duration = Annotated[
+    int, BeforeValidator(parse_duration),
+    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN,
+                    "description": "A duration: a number with a unit (ms, s, m, h), e.g. `250ms`, `15s`, `6h`; "
+                                   "at most 72h.",
+                    "examples": ["250ms", "15s", "2m", "6h"]}),
+]
+
+
+def check_cron(value: Any) -> str:
+    if not isinstance(value, str):
+        raise PydanticCustomError("a44_cron", "cron must be a string of five fields, e.g. \"15 3 * * *\"")
+    fields = value.split()
+    if len(fields) != 5:
+        raise PydanticCustomError(
+            "a44_cron", "cron '{value}' has {n} fields; five are required: minute hour day-of-month month "
+                        "day-of-week", {"value": value, "n": len(fields)})
+    from croniter import croniter  # lazy: only files with schedules pay for it
+
+    try:
+        ok = croniter.is_valid(value)
+    except Exception:  # croniter raises assorted types on odd input  # noqa: BLE001
+        ok = False
+    if not ok:
+        raise PydanticCustomError("a44_cron", "cron '{value}' is not a valid five-field expression",
+                                  {"value": value})
+    return " ".join(fields)
+
+
+Cron = Annotated[str, BeforeValidator(check_cron),
+                 WithJsonSchema({"type": "string", "pattern": r"^\s*(\S+\s+){4}\S+\s*$",
+                                 "description": "Five-field cron: minute hour day-of-month month day-of-week, "
+                                                "e.g. `15 3 * * *`."})]
+
+
+def check_tz(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise PydanticCustomError("a44_tz", "tz must be an IANA time zone name such as America/Sao_Paulo")
+    import zoneinfo
+
+    try:
+        if value != value.strip() or value.startswith("/") or ".." in value:
+            raise ValueError
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        raise PydanticCustomError("a44_tz", "'{value}' is not a known IANA time zone (e.g. America/Sao_Paulo, "
+                                            "Europe/Lisbon, UTC)", {"value": value}) from None
+    return value
+
+
+TimeZone = Annotated[str, BeforeValidator(check_tz),
+                     WithJsonSchema({"type": "string", "description": "IANA time zone, e.g. `America/Sao_Paulo`.",
+                                     "examples": ["America/Sao_Paulo", "Europe/Lisbon", "UTC"]})]
+
+
+def check_version(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PydanticCustomError("a44_version", "version must be a positive integer (1, 2, 3...), got '{value}'",
+                                  {"value": value})
+    return value
+
+
+Version = Annotated[int, BeforeValidator(check_version),
+                    WithJsonSchema({"type": "integer", "minimum": 1,
+                                    "description": "Positive integer; increment it whenever the steps change."})]
+
+StepId = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]
+ObjectId = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,127}$")]
+PositiveInt = Annotated[StrictInt, Field(ge=1)]
+Bool = StrictBool

@@ -1,0 +1,101 @@
+"""The workflow file (§3): name, version, triggers, concurrency and the steps.
+
+A step's connector parameters are not fields here: they sit on the step (built-ins) or under `with:`
+(plugins) and are validated by the connector's own model in `rules/connector_params.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, StrictStr
+
+from .base import Model, OpenModel
+from .triggers import InlineTrigger
+from .types import Bool, Duration, PositiveInt, StepId, Version
+
+
+class Retry(Model):
+    """How a failing step is retried (§3.2). Permanent errors (other 4xx, validation) skip the remaining retries."""
+
+    max: int = Field(3, ge=0, le=100, strict=True)
+    """Retries after the first attempt (0 = no retry)."""
+    strategy: Literal["exponential-jitter", "fixed", "none"] = "exponential-jitter"
+    """`exponential-jitter`: delay before attempt n+1 drawn uniformly from [0, min(base*2^(n-1), cap)]."""
+    base: Duration | None = None
+    """First backoff bound (default 1s)."""
+    cap: Duration | None = None
+    """Largest backoff bound (default 300s); lower it for deadline-bound flows."""
+
+
+class Concurrency(Model):
+    """At most `max` runs of this workflow at once; `partitionKey` orders runs per key."""
+
+    max: PositiveInt = 100
+    """Runs of this workflow in flight at once."""
+    partitionKey: StrictStr | None = None
+    """Template rendered at ingestion, e.g. `{{ input.invoiceId }}`."""
+
+
+class Compensation(OpenModel):
+    """A step-like mapping that undoes a step (saga, §6): `uses` plus that connector's parameters."""
+
+    uses: StrictStr
+    """The connector that undoes the effect."""
+    timeout: Duration | None = None
+    """Time limit of one compensation attempt (default: the step's timeout)."""
+    with_: dict[str, Any] | None = Field(None, alias="with")
+    """Parameters of a `connector/...` plugin."""
+
+
+class Step(OpenModel):
+    """One step: a connector call (`uses`), a durable `sleep`, or `uses: pass`."""
+
+    id: StepId
+    """Unique within the workflow; appears in logs, metrics and replay (`--from-step`)."""
+    uses: StrictStr | None = None
+    """The connector: a built-in (`http`, `vpn/http`, `sql/execute`, `storage/put`, `storage/get`, `queue/publish`,
+    `bot/invoke`, `pass`), a declared connector id (`con_...`) or a plugin (`connector/payments.authorize`)."""
+    timeout: Duration | None = None
+    """Mandatory (except sleep steps): the time limit of one attempt, e.g. `15s`."""
+    retry: Retry | None = None
+    """Retry policy; default: no retry."""
+    compensate: StrictStr | Compensation | None = None
+    """Connector (or step-like mapping) that undoes this step if a later step fails for good."""
+    if_: StrictStr | None = Field(None, alias="if")
+    """CEL condition over `input`, `steps` (earlier steps) and `trigger`; false skips the step."""
+    needs: list[StepId] | None = None
+    """Steps that must finish first; turns the list into a DAG."""
+    exclusive: Bool = False
+    """If the run's lease expires while this step runs, wait for a person instead of re-granting (§7.3)."""
+    sleep: Duration | None = None
+    """A durable wait (`{id: cooldown, sleep: 30s}`); takes no `uses` and no `timeout`."""
+    with_: dict[str, Any] | None = Field(None, alias="with")
+    """Parameters of a `connector/...` plugin, validated by the plugin's own model."""
+    description: StrictStr | None = None
+    """Free text."""
+
+
+class Workflow(Model):
+    """A workflow: one per file."""
+
+    kind: Literal["workflow"] | None = None
+    """Optional; the file kind is recognised by shape."""
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")
+    """Lowercase name; the workflow id is `wf_` + name with `-` turned into `_`."""
+    version: Version
+    """Mandatory positive integer; increment it whenever the steps change."""
+    description: StrictStr | None = None
+    """Free text."""
+    trigger: InlineTrigger | None = None
+    """Inline trigger shorthand, e.g. `trigger: {event: billing.invoice.finalized}`."""
+    triggers: list[InlineTrigger] | None = None
+    """Several inline triggers."""
+    queue: StrictStr | None = None
+    """Queue id (`q_...`); default: the project's default queue (concurrency 100, ordering none)."""
+    concurrency: Concurrency | None = None
+    """Workflow-level concurrency limit and partition key."""
+    timeout: Duration | None = None
+    """Deadline of a whole run (default and maximum 72h)."""
+    steps: list[Step] = Field(min_length=1)
+    """The steps, run in the order written unless `needs` says otherwise."""

@@ -1,0 +1,56 @@
+"""The set of files compiled together: every declaration indexed by id, plus what the machine knows
+(installed connector plugins), so rules can settle references across files.
+
+`mode` is "lint" or "publish": a reference the linted files cannot settle (a plugin not installed here, a
+workflow declared in another repo) is a warning in lint and an error at publish.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .documents import Decl
+from .source import SourceFile
+
+PLUGIN_GROUP = "anthares44.automation.connectors"
+
+
+def workflow_id(name: str) -> str:
+    """`invoice-settle` -> `wf_invoice_settle` (§3)."""
+    return "wf_" + name.replace("-", "_")
+
+
+@dataclass
+class Project:
+    sources: list[SourceFile]
+    decls: list[Decl]
+    mode: str = "lint"
+    known_workflows: set[str] = field(default_factory=set)   # published elsewhere (publish mode: from the store)
+    known_connectors: set[str] = field(default_factory=set)
+
+    def of_kind(self, kind: str) -> list[Decl]:
+        return [d for d in self.decls if d.kind == kind and d.model is not None]
+
+    @cached_property
+    def workflows(self) -> dict[str, Decl]:
+        return {workflow_id(d.model.name): d for d in self.of_kind("workflow")}
+
+    @cached_property
+    def triggers(self) -> dict[str, Decl]:
+        return {d.model.id: d for d in self.of_kind("trigger")}
+
+    @cached_property
+    def connectors(self) -> dict[str, Decl]:
+        return {d.model.id: d for d in self.of_kind("connector")}
+
+    @cached_property
+    def queues(self) -> dict[str, Decl]:
+        return {d.model.id: d for d in self.of_kind("queue")}
+
+    @cached_property
+    def plugins(self) -> dict[str, object]:
+        """Installed connector plugins by name (entry points; loaded only when their params are checked)."""
+        from importlib.metadata import entry_points
+
+        return {ep.name: ep for ep in entry_points(group=PLUGIN_GROUP)}

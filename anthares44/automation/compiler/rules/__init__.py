@@ -1,0 +1,19 @@
+"""Semantic rules: one module per concern, each with its own stable codes, all run over the whole project.
+
+A rule is a module exposing `check(project) -> Iterable[Diagnostic]`. Rules never raise for user input: a
+declaration whose model failed validation is skipped (its shape errors are already reported).
+"""
+
+from __future__ import annotations
+
+from ...diagnostics import Diagnostic
+from . import connectors, dag, expressions, retry, sql, steps, templates, triggers
+
+RULES = (steps, connectors, dag, retry, expressions, templates, sql, triggers)
+
+
+def run_rules(project) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for rule in RULES:
+        out.extend(rule.check(project))
+    return out

@@ -1,0 +1,92 @@
+"""Connector rules (§3.7, §14): `uses`/`compensate` resolve, and parameters fit the connector's own model.
+
+A reference that cannot be right (a misspelled built-in) is an error. A reference the linted files cannot
+settle (a plugin not installed here, a `con_...` declared elsewhere) is a warning in lint, an error at publish.
+"""
+
+from __future__ import annotations
+
+from ...diagnostics import Diagnostic, Severity, register
+from ..models import BUILTIN_PARAMS
+from ..resolve import PLUGIN_PREFIX, plugin_params_model, resolve
+from ..validation import did_you_mean, validate
+
+A44210 = register("A44210", "unknown connector")
+A44211 = register("A44211", "reference cannot be settled from the linted files", Severity.WARNING)
+A44212 = register("A44212", "parameters in the wrong place")
+A44213 = register("A44213", "connector plugin failed to load")
+
+# keys of the Step model itself; everything else on a step is a connector parameter
+STEP_KEYS = {"id", "uses", "timeout", "retry", "compensate", "if", "needs", "exclusive", "sleep", "with",
+             "description"}
+
+
+def unresolved(project, code_path, src, what: str, known: list[str]) -> Diagnostic:
+    sev = Severity.ERROR if project.mode == "publish" else Severity.WARNING
+    shown = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "") if known else "none"
+    return Diagnostic.at(A44211, f"{what} cannot be settled from the files linted here; known: {shown}",
+                         src.path, src.span(code_path), severity=sev,
+                         hint="publish refuses it until it exists; lint --strict fails on it")
+
+
+def check(project):
+    for decl in project.of_kind("workflow"):
+        for i, step in enumerate(decl.model.steps):
+            if step.uses is None:
+                continue
+            path = decl.path + ("steps", i)
+            yield from _check_use(project, decl, path, step.uses, step.model_extra or {}, step.with_, "uses")
+            comp = step.compensate
+            if isinstance(comp, str):
+                yield from _check_use(project, decl, path, comp, {}, None, "compensate")
+            elif comp is not None:
+                yield from _check_use(project, decl, path + ("compensate",), comp.uses, comp.model_extra or {},
+                                      comp.with_, "uses")
+
+
+def _check_use(project, decl, path, uses, extra: dict, with_, key):
+    src = decl.src
+    res = resolve(uses, project)
+    at = path + (key,)
+    if res.kind == "unknown":
+        options = sorted(BUILTIN_PARAMS) + sorted(project.connectors)
+        hint = did_you_mean(uses, options) or ("plugins are written connector/<name>; built-ins are: " +
+                                               ", ".join(sorted(BUILTIN_PARAMS)))
+        yield Diagnostic.at(A44210, f"unknown connector {uses!r}", src.path, src.span(at), hint=hint)
+        return
+    if res.kind == "unresolved":
+        if uses.startswith(PLUGIN_PREFIX):
+            known = [PLUGIN_PREFIX + n for n in sorted(project.plugins)]
+            yield unresolved(project, at, src, f"connector plugin {uses!r} is not installed on this machine and",
+                             known)
+        else:
+            yield unresolved(project, at, src, f"connector {uses!r} is not declared in these files and",
+                             sorted(project.connectors))
+        return
+    if res.kind == "plugin" or (res.kind == "unresolved" and uses.startswith(PLUGIN_PREFIX)):
+        for k in extra:
+            yield Diagnostic.at(A44212, f"{k!r} is not a step key; parameters of plugin {uses!r} go under 'with:'",
+                                src.path, src.span(path + (k,), key=True), hint=f"move it under `with:`")
+        model, err = plugin_params_model(uses, project)
+        if err:
+            yield Diagnostic.at(A44213, f"plugin {uses!r} failed to load: {err}", src.path, src.span(at))
+        elif model is not None:
+            _, diags = validate(src, model, with_ or {}, base=path + ("with",))
+            yield from diags
+        return
+    # built-in or declared: parameters sit on the step
+    if with_ is not None:
+        yield Diagnostic.at(A44212, f"'with:' is for connector plugins; {uses!r} takes its parameters on the step",
+                            src.path, src.span(path + ("with",), key=True),
+                            hint="move the keys under `with:` up to the step")
+    if res.params_model is not None:
+        _, diags = validate(src, res.params_model, dict(extra), base=path)
+        for d in diags:
+            if d.code == "A44101":  # unknown key: offer step keys too in the hint
+                key = d.message.split("'")[1] if "'" in d.message else ""
+                fields = [f.alias or n for n, f in res.params_model.model_fields.items()]
+                hint = did_you_mean(key, fields + sorted(STEP_KEYS))
+                d = Diagnostic.at(d.code, f"unknown key {key!r} for a {res.type or uses} step; its parameters "
+                                          f"are: {', '.join(fields)}", d.file,
+                                  src.span(path + (key,), key=True), hint=hint)
+            yield d

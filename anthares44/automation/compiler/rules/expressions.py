@@ -1,0 +1,51 @@
+"""Expression rules (§5): every `if:` and event `filter:` parses and type-checks against its known roots.
+
+`if:` sees `input`, `trigger` and `steps` of the steps that certainly finished before it (its transitive
+`needs`, or all earlier steps in a sequential workflow); an event `filter:` sees `data` and the envelope fields.
+Issues from the CEL checker carry an offset into the expression, mapped back into the YAML scalar.
+"""
+
+from __future__ import annotations
+
+from ...diagnostics import Diagnostic, Severity
+from ..graph import predecessors
+
+IF_ROOTS = {"input", "steps", "trigger", "run"}
+FILTER_ROOTS = {"data", "id", "type", "idempotency_key", "partition_key", "occurred_at", "attempt", "trigger_id"}
+
+
+def expression_diagnostics(src, path, text: str, roots: set[str], step_ids: set[str] | None = None):
+    from ...grammar import compile_expression
+
+    res = compile_expression(text, roots=roots, step_ids=step_ids, expect_bool=True)
+    for issue in res.issues:
+        sev = Severity.WARNING if issue.severity == "warning" else Severity.ERROR
+        yield Diagnostic.at(issue.code, issue.message, src.path,
+                            src.scalar_span(path, issue.offset, max(issue.length, 1)), severity=sev,
+                            hint=issue.hint)
+
+
+def check(project):
+    for decl in project.of_kind("workflow"):
+        wf = decl.model
+        before = predecessors(wf)
+        for i, step in enumerate(wf.steps):
+            if step.if_ is not None:
+                yield from expression_diagnostics(decl.src, decl.path + ("steps", i, "if"), step.if_, IF_ROOTS,
+                                                  before[step.id])
+        for j, trig in enumerate(_inline(wf)):
+            if trig.filter is not None:
+                key = ("trigger",) if wf.trigger is not None and j == 0 else ("triggers", j - (wf.trigger is not None))
+                yield from expression_diagnostics(decl.src, decl.path + key + ("filter",), trig.filter, FILTER_ROOTS)
+    for decl in project.of_kind("trigger"):
+        flt = getattr(decl.model, "filter", None)
+        if flt is not None:
+            yield from expression_diagnostics(decl.src, decl.path + ("filter",), flt, FILTER_ROOTS)
+
+
+def _inline(wf):
+    out = []
+    if wf.trigger is not None:
+        out.append(wf.trigger)
+    out.extend(wf.triggers or ())
+    return out

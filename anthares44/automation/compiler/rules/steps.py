@@ -1,0 +1,46 @@
+"""Step shape rules: unique ids, mandatory timeout (§3.1), and the sleep-step form (§3.5b)."""
+
+from __future__ import annotations
+
+from ...diagnostics import Diagnostic, register
+
+A44200 = register("A44200", "duplicate step id")
+A44201 = register("A44201", "step has no timeout")
+A44202 = register("A44202", "sleep step takes no uses, timeout or retry")
+A44203 = register("A44203", "step has neither uses nor sleep")
+
+
+def check(project):
+    for decl in project.of_kind("workflow"):
+        src, wf = decl.src, decl.model
+        seen: dict[str, int] = {}
+        for i, step in enumerate(wf.steps):
+            path = decl.path + ("steps", i)
+            if step.id in seen:
+                yield Diagnostic.at(A44200, f"step id {step.id!r} is already used by step {seen[step.id] + 1} "
+                                            f"(line {src.span(decl.path + ('steps', seen[step.id], 'id')).line})",
+                                    src.path, src.span(path + ("id",)), hint="step ids must be unique")
+            else:
+                seen[step.id] = i
+            if step.sleep is not None:
+                for key in ("uses", "timeout", "retry", "compensate", "exclusive", "with"):
+                    if key in (decl_data := _step_data(decl, i)):
+                        yield Diagnostic.at(A44202, f"sleep step {step.id!r} takes no {key!r}", src.path,
+                                            src.span(path + (key,), key=True),
+                                            hint="a sleep holds no worker; split the effect into its own step")
+                continue
+            if step.uses is None:
+                yield Diagnostic.at(A44203, f"step {step.id!r} has neither 'uses' nor 'sleep'", src.path,
+                                    src.span(path, key=False),
+                                    hint="add `uses: <connector>` (e.g. http, sql/execute, pass) or `sleep: 30s`")
+                continue
+            if step.timeout is None:
+                yield Diagnostic.at(A44201, f"step {step.id!r} has no timeout; every step must declare one",
+                                    src.path, src.span(path + ("id",)),
+                                    hint="add e.g. `timeout: 15s` (size it from the step's p99 plus 50%)")
+
+
+def _step_data(decl, i) -> dict:
+    steps = decl.data.get("steps") if isinstance(decl.data, dict) else None
+    item = steps[i] if isinstance(steps, list) and i < len(steps) else None
+    return item if isinstance(item, dict) else {}

@@ -1,0 +1,87 @@
+"""The one Jinja2 environment of the product: sandboxed, StrictUndefined, no autoescape (values are data,
+not HTML). The compiler checks templates with it and the runtime renders them with it.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from .validation import did_you_mean
+
+_MARK = re.compile(r"\{\{|\{%")
+
+
+def is_template(text: str) -> bool:
+    return bool(_MARK.search(text))
+
+
+@lru_cache(maxsize=1)
+def environment():
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
+                                         keep_trailing_newline=True)
+
+
+def _offset_of_line(text: str, lineno: int) -> int:
+    off = 0
+    for _ in range(max(lineno - 1, 0)):
+        nxt = text.find("\n", off)
+        if nxt < 0:
+            break
+        off = nxt + 1
+    return off
+
+
+def _name_offset(text: str, name: str) -> int:
+    for m in re.finditer(r"\{\{|\{%", text):
+        hit = re.compile(r"\b" + re.escape(name) + r"\b").search(text, m.end())
+        if hit:
+            return hit.start()
+    return 0
+
+
+def template_issues(text: str, roots: set[str], step_ids: set[str] | None):
+    """Yields (kind, message, offset, length, hint); kind is 'syntax', 'root' or 'step'."""
+    from jinja2 import TemplateSyntaxError, nodes
+
+    env = environment()
+    try:
+        ast = env.parse(text)
+    except TemplateSyntaxError as exc:
+        off = _offset_of_line(text, exc.lineno or 1)
+        yield "syntax", f"template syntax error: {exc.message}", off, 1, None
+        return
+    except Exception as exc:  # noqa: BLE001 - jinja2 can raise other errors on odd input; never leak them
+        yield "syntax", f"template syntax error: {exc}", 0, 1, None
+        return
+    from jinja2 import meta
+
+    for name in sorted(meta.find_undeclared_variables(ast)):
+        if name not in roots:
+            yield ("root", f"template uses {name!r}; known names here: {', '.join(sorted(roots))}",
+                   _name_offset(text, name), len(name), did_you_mean(name, roots))
+    if step_ids is None or "steps" not in roots:
+        return
+    for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
+        target = node.node
+        if not (isinstance(target, nodes.Name) and target.name == "steps"):
+            continue
+        if isinstance(node, nodes.Getattr):
+            sid = node.attr
+        elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
+            sid = node.arg.value
+        else:
+            continue
+        if sid not in step_ids:
+            known = ", ".join(sorted(step_ids)) or "none"
+            yield ("step", f"template reads steps.{sid}, which is not a step that finished before this one "
+                           f"(available: {known})", max(text.find(sid), 0), len(sid),
+                   did_you_mean(sid, step_ids))
+
+
+def compile_template(text: str):
+    """Compile for rendering (runtime); the compiler has already proven it parses."""
+    return environment().from_string(text)

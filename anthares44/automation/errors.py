@@ -1,0 +1,99 @@
+"""Runtime error codes (`E_...`) and the one exception type that carries them.
+
+Compile-time problems are `Diagnostic`s (diagnostics.py); everything that can go wrong while ingesting or
+running is an `A44Error` with a stable code from `CODES`. A code says whether it is retryable (§6.3), so the
+interpreter never has to guess from exception types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    code: str
+    retryable: bool
+    title: str
+
+
+CODES: dict[str, ErrorCode] = {}
+
+
+def _code(code: str, retryable: bool, title: str) -> str:
+    CODES[code] = ErrorCode(code, retryable, title)
+    return code
+
+
+# Steps and connectors (§6, §14)
+E_STEP_TIMEOUT = _code("E_STEP_TIMEOUT", True, "the step did not finish within its timeout")
+E_NETWORK = _code("E_NETWORK", True, "the connection to the far side failed")
+E_TUNNEL_DOWN = _code("E_TUNNEL_DOWN", True, "the private network route is unavailable; no fallback is taken")
+E_CIRCUIT_OPEN = _code("E_CIRCUIT_OPEN", True, "the connector's circuit breaker is open")
+E_CONNECTOR_NOT_FOUND = _code("E_CONNECTOR_NOT_FOUND", False, "the step's connector is not installed")
+E_CONNECTOR_FAILED = _code("E_CONNECTOR_FAILED", False, "the connector raised an unexpected error")
+E_PARAMS_INVALID = _code("E_PARAMS_INVALID", False, "rendered step parameters failed validation")
+E_TEMPLATE = _code("E_TEMPLATE", False, "a template could not be rendered at run time")
+E_RESULT_TOO_LARGE = _code("E_RESULT_TOO_LARGE", False, "the step result could not be stored")
+E_LEASE_EXPIRED = _code("E_LEASE_EXPIRED", True, "the worker's lease expired before the step was recorded")
+E_EXCLUSIVE_UNCONFIRMED = _code("E_EXCLUSIVE_UNCONFIRMED", False,
+                                "an exclusive step lost its lease; a person must confirm the outcome")
+E_COMPENSATION_FAILED = _code("E_COMPENSATION_FAILED", False, "a compensation exhausted its budget")
+E_NONDETERMINISTIC_REPLAY = _code("E_NONDETERMINISTIC_REPLAY", False,
+                                  "the code workflow's step sequence differs from the recorded one")
+E_RUN_DEADLINE = _code("E_RUN_DEADLINE", False, "the run exceeded its 72 h wall-clock limit")
+
+# Expressions at run time (§5): evaluation errors are values inside CEL; this is the code a step gets when
+# an `if` expression ends in an error.
+E_EXPR_EVAL = _code("E_EXPR_EVAL", False, "an expression could not be evaluated")
+
+# Ingestion (§8, §9, §10)
+E_IDEMPOTENCY_KEY_REQUIRED = _code("E_IDEMPOTENCY_KEY_REQUIRED", False, "manual runs need --idempotency-key")
+E_ENVELOPE_INVALID = _code("E_ENVELOPE_INVALID", False, "the event envelope could not be deserialized")
+E_EVENT_TOO_OLD = _code("E_EVENT_TOO_OLD", False, "the event is older than the trigger's deliver.maxAge")
+E_TIMESTAMP_SKEW = _code("E_TIMESTAMP_SKEW", False, "the webhook timestamp is more than 300 s from the clock")
+E_SIGNATURE_INVALID = _code("E_SIGNATURE_INVALID", False, "the webhook signature is missing or wrong")
+
+# Publishing and the store
+E_WORKFLOW_NOT_FOUND = _code("E_WORKFLOW_NOT_FOUND", False, "no published workflow has that id")
+E_VERSION_CONFLICT = _code("E_VERSION_CONFLICT", False, "that version was published with other steps")
+E_VERSION_REGRESSION = _code("E_VERSION_REGRESSION", False, "a higher version of that workflow is published")
+E_RUN_NOT_FOUND = _code("E_RUN_NOT_FOUND", False, "no run has that id")
+E_DB_UNAVAILABLE = _code("E_DB_UNAVAILABLE", True, "the PostgreSQL database cannot be reached")
+E_DB = _code("E_DB", False, "the database refused an operation")
+E_DB_SCHEMA = _code("E_DB_SCHEMA", False,
+                    "the database schema is missing or does not match this package; run `a44 automation db migrate`")
+
+
+class A44Error(Exception):
+    """An error a user can see: a stable code, what happened, and what to do next."""
+
+    def __init__(self, code: str, message: str, *, step_id: str | None = None, hint: str | None = None,
+                 details: dict | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.step_id = step_id
+        self.hint = hint
+        self.details = details or {}
+
+    @property
+    def retryable(self) -> bool:
+        info = CODES.get(self.code)
+        if info is not None:
+            return info.retryable
+        # E_UPSTREAM_<status>: retryable for the statuses of §6.3 only
+        if self.code.startswith("E_UPSTREAM_"):
+            return self.code[len("E_UPSTREAM_"):] in {"408", "429", "500", "502", "503", "504"}
+        return False
+
+    def to_dict(self) -> dict:
+        d = {"code": self.code, "message": self.message}
+        if self.step_id:
+            d["step_id"] = self.step_id
+        if self.hint:
+            d["hint"] = self.hint
+        return d
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}" + (f" (hint: {self.hint})" if self.hint else "")

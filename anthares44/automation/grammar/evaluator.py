@@ -1,0 +1,300 @@
+"""Syntax tree -> Python closures, built once per expression; evaluating is calling the root closure.
+
+Each closure takes an `_Ctx` (variables, comprehension locals, remaining budget) and returns a value or
+an `Err`. Strict operations propagate the first error argument; `&&`, `||`, `?:` and the all/exists
+macros absorb errors as CEL specifies. The budget is charged per call, per comprehension iteration and
+per element built; running out raises `CostExceeded`, which (unlike an error value) nothing absorbs.
+"""
+
+from __future__ import annotations
+
+from . import functions as F
+from .ast import Node
+from .values import (E_COST, E_DUPLICATE_KEY, E_NO_SUCH_KEY, E_NO_SUCH_OVERLOAD, E_TYPE, E_UNKNOWN_IDENT,
+                     E_UNSUPPORTED, TYPES, CostExceeded, Err, UInt, map_get, no_overload, type_name,
+                     valid_key)
+
+DEFAULT_BUDGET = 1_000_000
+_MISSING = object()
+
+
+class _Ctx:
+    __slots__ = ("vars", "locals", "budget")
+
+    def __init__(self, variables: dict, budget: int) -> None:
+        self.vars = variables
+        self.locals: dict = {}
+        self.budget = budget
+
+    def charge(self, n: int) -> None:
+        self.budget -= n
+        if self.budget < 0:
+            raise CostExceeded()
+
+
+def build(node: Node):
+    """Compile a tree into its root closure."""
+    return _Compiler().compile(node, frozenset())
+
+
+class _Compiler:
+    def compile(self, node: Node, scope: frozenset):
+        return getattr(self, "_" + node.kind)(node, scope)
+
+    # -- literals ------------------------------------------------------------------------------
+    def _const(self, value):
+        return lambda ctx: value
+
+    def _int(self, node, scope):
+        return self._const(node.args[0])
+
+    def _uint(self, node, scope):
+        return self._const(UInt(node.args[0]))
+
+    def _double(self, node, scope):
+        return self._const(float(node.args[0]))
+
+    def _string(self, node, scope):
+        return self._const(node.args[0])
+
+    def _bytes(self, node, scope):
+        return self._const(bytes.fromhex(node.args[0]))
+
+    def _bool(self, node, scope):
+        return self._const(bool(node.args[0]))
+
+    def _null(self, node, scope):
+        return self._const(None)
+
+    # -- names ---------------------------------------------------------------------------------
+    def _ident(self, node, scope):
+        name: str = node.args[0]
+        off = node.offset
+        if name in scope:
+            return lambda ctx: ctx.locals[name]
+        name = name.lstrip(".")
+        builtin = TYPES.get(name, _MISSING)
+
+        def ident(ctx):
+            v = ctx.vars.get(name, _MISSING)
+            if v is _MISSING:
+                if builtin is not _MISSING:
+                    return builtin
+                return Err(E_UNKNOWN_IDENT, f"undeclared reference to '{name}'", off)
+            return v
+        return ident
+
+    def _select(self, node, scope):
+        operand = self.compile(node.args[0], scope)
+        field: str = node.args[1]
+        off = node.offset
+        qualified = _qualified_name(node, scope)
+
+        def select(ctx):
+            if qualified is not None:  # a variable may itself be named "a.b.c" (CEL qualified names)
+                v = ctx.vars.get(qualified, _MISSING)
+                if v is not _MISSING:
+                    return v
+            obj = operand(ctx)
+            if type(obj) is dict:
+                found, v = map_get(obj, field)
+                if found:
+                    return v
+                return Err(E_NO_SUCH_KEY, f"no such key: '{field}'", off)
+            if type(obj) is Err:
+                return obj
+            return Err(E_TYPE, f"cannot select field '{field}' from a value of type {type_name(obj)}", off)
+        return select
+
+    def _has(self, node, scope):
+        operand = self.compile(node.args[0], scope)
+        field: str = node.args[1]
+        off = node.offset
+
+        def has(ctx):
+            obj = operand(ctx)
+            if type(obj) is dict:
+                return map_get(obj, field)[0]
+            if type(obj) is Err:
+                return obj
+            return Err(E_TYPE, f"has() cannot test field '{field}' on a value of type {type_name(obj)}", off)
+        return has
+
+    def _index(self, node, scope):
+        operand = self.compile(node.args[0], scope)
+        key = self.compile(node.args[1], scope)
+        return self._strict(F.index, [operand, key], node.offset)
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _call(self, node, scope):
+        name, target, args = node.args
+        fns = ([self.compile(target, scope)] if target is not None else []) + \
+              [self.compile(a, scope) for a in args]
+        impl = F.lookup(name, target is not None, len(fns))
+        if impl is None:
+            shown = name.strip("_") if name.startswith("_") else name
+            msg = f"no such function or overload: {shown}/{len(fns)}"
+            err = Err(E_NO_SUCH_OVERLOAD, msg, node.offset)
+
+            def unknown(ctx):
+                for f in fns:  # still surface argument errors first, as strict evaluation does
+                    v = f(ctx)
+                    if type(v) is Err:
+                        return v
+                return err
+            return unknown
+        return self._strict(impl, fns, node.offset)
+
+    @staticmethod
+    def _strict(impl, fns, off):
+        if len(fns) == 1:
+            (f0,) = fns
+
+            def call1(ctx):
+                ctx.charge(1)
+                a = f0(ctx)
+                if type(a) is Err:
+                    return a
+                return _located(impl(a), off)
+            return call1
+        if len(fns) == 2:
+            f0, f1 = fns
+
+            def call2(ctx):
+                ctx.charge(1)
+                a = f0(ctx)
+                if type(a) is Err:
+                    return a
+                b = f1(ctx)
+                if type(b) is Err:
+                    return b
+                return _located(impl(a, b), off)
+            return call2
+
+        def calln(ctx):  # pragma: no cover - no standard function takes more than two arguments
+            ctx.charge(1)
+            vals = []
+            for f in fns:
+                v = f(ctx)
+                if type(v) is Err:
+                    return v
+                vals.append(v)
+            return _located(impl(*vals), off)
+        return calln
+
+    # -- logic ---------------------------------------------------------------------------------
+    def _and(self, node, scope):
+        return self._logic(node, scope, short=False, op="_&&_")
+
+    def _or(self, node, scope):
+        return self._logic(node, scope, short=True, op="_||_")
+
+    def _logic(self, node, scope, short: bool, op: str):
+        fns = [self.compile(a, scope) for a in node.args[0]]
+        off = node.offset
+
+        def logic(ctx):
+            # CEL's commutative logic: the deciding value (false for &&, true for ||) wins over errors
+            # whatever side they are on; otherwise the first error (or non-bool) is the result.
+            err = None
+            for f in fns:
+                v = f(ctx)
+                if v is short:
+                    return short
+                if v is not (not short) and err is None:
+                    err = v if type(v) is Err else no_overload(op, v, offset=off)
+            return err if err is not None else (not short)
+        return logic
+
+    def _cond(self, node, scope):
+        test, then, other = (self.compile(a, scope) for a in node.args)
+        off = node.offset
+
+        def cond(ctx):
+            t = test(ctx)
+            if t is True:
+                return then(ctx)
+            if t is False:
+                return other(ctx)
+            return t if type(t) is Err else no_overload("_?_:_", t, offset=off)
+        return cond
+
+    # -- aggregates ----------------------------------------------------------------------------
+    def _list(self, node, scope):
+        fns = [self.compile(a, scope) for a in node.args[0]]
+
+        def make_list(ctx):
+            ctx.charge(1 + len(fns))
+            out = []
+            for f in fns:
+                v = f(ctx)
+                if type(v) is Err:
+                    return v
+                out.append(v)
+            return out
+        return make_list
+
+    def _map(self, node, scope):
+        entries = [(self.compile(k, scope), self.compile(v, scope), k.offset) for k, v in node.args[0]]
+
+        def make_map(ctx):
+            ctx.charge(1 + len(entries))
+            out = {}
+            for kf, vf, koff in entries:
+                k = kf(ctx)
+                if type(k) is Err:
+                    return k
+                if not valid_key(k):
+                    return Err(E_TYPE, f"unsupported map key type: {type_name(k)}", koff)
+                if map_get(out, k)[0]:
+                    return Err(E_DUPLICATE_KEY, f"Failed with repeated key: {k!r}", koff)
+                v = vf(ctx)
+                if type(v) is Err:
+                    return v
+                out[k] = v
+            return out
+        return make_map
+
+    def _message(self, node, scope):
+        err = Err(E_UNSUPPORTED, f"message construction ({node.args[0]}{{...}}) is not supported",
+                  node.offset)
+        return lambda ctx: err
+
+    # -- macros --------------------------------------------------------------------------------
+    def _comp(self, node, scope):
+        from .macros import build_macro
+        macro, rng, var, _var2, args = node.args
+        inner = scope | {var}
+        return build_macro(macro, self.compile(rng, scope), var,
+                           [self.compile(a, inner) for a in args], node.offset)
+
+
+def _located(v, off):
+    if type(v) is Err and v.offset < 0:
+        v.offset = off
+    return v
+
+
+def _qualified_name(node: Node, scope: frozenset) -> str | None:
+    parts = []
+    while node.kind == "select":
+        parts.append(node.args[1])
+        node = node.args[0]
+    if node.kind != "ident" or node.args[0] in scope:
+        return None
+    parts.append(node.args[0].lstrip("."))
+    return ".".join(reversed(parts))
+
+
+def run(root, variables: dict, budget: int = DEFAULT_BUDGET):
+    """Evaluate a compiled root closure; cost/recursion exhaustion become error values here."""
+    ctx = _Ctx(variables, budget)
+    try:
+        return root(ctx)
+    except CostExceeded:
+        return Err(E_COST, f"evaluation exceeded its cost budget ({budget} steps)")
+    except RecursionError:
+        return Err(E_COST, "evaluation nested too deeply (input value or expression)")
+
+
+__all__ = ["build", "run", "DEFAULT_BUDGET", "E_NO_SUCH_OVERLOAD"]

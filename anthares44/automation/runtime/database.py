@@ -1,0 +1,146 @@
+"""Where the database is: `A44_DATABASE_URL`, or the embedded server under `$A44_HOME/pg` (started on demand).
+
+The embedded server outlives the command that started it and is reused by the next one. Its coordinates are in
+`$A44_HOME/pg/state.json` (port, pid, password) and are only trusted after a liveness check, so the files
+left behind by a `kill -9` are harmless. `$A44_HOME/pg/lock` (flock) serialises start/stop, so two commands
+starting together do not both run initdb or pick two ports.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+import subprocess
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from ..errors import E_DB_UNAVAILABLE, A44Error
+from .embedded import SUPERUSER, EmbeddedServer, bin_dir, free_port, port_accepts
+
+DATABASE_NAME = "a44"
+
+
+def a44_home() -> Path:
+    return Path(os.environ.get("A44_HOME") or "~/.a44").expanduser()
+
+
+def external_url() -> str | None:
+    return os.environ.get("A44_DATABASE_URL") or None
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@dataclass(frozen=True)
+class EmbeddedStatus:
+    running: bool
+    port: int | None
+    pid: int | None
+    data_dir: Path
+    url: str | None
+
+
+class LocalDatabase:
+    """The embedded PostgreSQL of one `$A44_HOME`."""
+
+    def __init__(self, home: Path | None = None):
+        self.home = (home or a44_home()).resolve()
+        self.dir = self.home / "pg"
+        self.server = EmbeddedServer(self.dir, durable=True)
+        self._state_file = self.dir / "state.json"
+
+    @contextmanager
+    def _locked(self):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / "lock", "a+") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _state(self) -> dict:
+        try:
+            return json.loads(self._state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _write_state(self, state: dict) -> None:
+        tmp = self._state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.chmod(0o600)  # it holds the password
+        tmp.replace(self._state_file)
+
+    def _url(self, port: int, password: str, database: str = DATABASE_NAME) -> str:
+        return f"postgresql://{SUPERUSER}:{quote(password, safe='')}@127.0.0.1:{port}/{database}"
+
+    def status(self) -> EmbeddedStatus:
+        st = self.server.status()
+        state = self._state()
+        running = st is not None and port_accepts(st.port)
+        url = self._url(st.port, state["password"]) if running and state.get("password") else None
+        return EmbeddedStatus(running=running, port=st.port if st else None, pid=st.pid if st else None,
+                              data_dir=self.server.data, url=url)
+
+    def start(self) -> str:
+        """Start the server unless it runs already; create the cluster and the `a44` database the first time.
+        Returns the URL."""
+        with self._locked():
+            state = self._state()
+            st = self.server.status()
+            if st is None or not port_accepts(st.port):
+                if st is not None:
+                    self.server.stop()  # alive but not answering: restart it cleanly
+                password = state.get("password")
+                if not self.server.initialized() or not password:
+                    password = secrets.token_urlsafe(24)
+                    if self.server.data.exists():
+                        # a cluster whose password we lost cannot be used; keep it aside, never delete data
+                        self.server.data.rename(self.dir / f"data.orphaned.{secrets.token_hex(4)}")
+                    self.server.initdb(password)
+                # keep the previous port when it is free, so a URL a user saved keeps working
+                port = state.get("port")
+                if not port or port_accepts(port):
+                    port = free_port()
+                st = self.server.start(port)
+                state = {"port": st.port, "pid": st.pid, "password": password, "data_dir": str(self.server.data)}
+                self._write_state(state)
+                self._ensure_database(st.port)
+            return self._url(st.port, state["password"])
+
+    def _ensure_database(self, port: int) -> None:
+        """Create the `a44` database the first time (the wheel's `createdb`; "already exists" is fine)."""
+        state = self._state()
+        env = {**os.environ, "PGPASSWORD": state["password"]}
+        proc = subprocess.run([str(bin_dir() / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", SUPERUSER,
+                               DATABASE_NAME], capture_output=True, text=True, env=env, timeout=30)
+        if proc.returncode != 0 and "already exists" not in proc.stderr:
+            raise A44Error(E_DB_UNAVAILABLE, f"could not create database {DATABASE_NAME}: {proc.stderr.strip()}")
+
+    def stop(self) -> bool:
+        with self._locked():
+            return self.server.stop()
+
+
+def resolve_url(*, start: bool = True) -> str | None:
+    """The URL of the database in use: A44_DATABASE_URL, else the embedded one (started when `start`)."""
+    url = external_url()
+    if url:
+        return url
+    local = LocalDatabase()
+    if start:
+        return local.start()
+    return local.status().url

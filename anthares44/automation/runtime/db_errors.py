@@ -1,0 +1,67 @@
+"""Translation of asyncpg / socket errors into `A44Error`: no driver exception leaves the store.
+
+Unique violations map to a specific code by constraint name (CONSTRAINT_CODES); connection failures of every
+kind become E_DB_UNAVAILABLE (retryable); a missing schema becomes E_DB_SCHEMA; anything else E_DB with the
+SQLSTATE, so a user can search for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import asyncpg
+
+from ..errors import E_DB, E_DB_SCHEMA, E_DB_UNAVAILABLE, E_VERSION_CONFLICT, A44Error
+from .database import redact
+
+# constraint name -> (code, what to tell the user)
+CONSTRAINT_CODES: dict[str, tuple[str, str]] = {
+    "workflow_versions_pkey": (E_VERSION_CONFLICT,
+                               "that workflow version was published concurrently; increment `version` and publish again"),
+}
+
+_UNAVAILABLE = (
+    OSError,  # refused, unreachable, DNS (socket.gaierror is an OSError)
+    asyncio.TimeoutError,
+    TimeoutError,
+    asyncpg.PostgresConnectionError,  # includes CannotConnectNowError, ConnectionDoesNotExistError
+    asyncpg.ConnectionFailureError,
+    asyncpg.InvalidCatalogNameError,  # the database in the URL does not exist
+    asyncpg.InvalidAuthorizationSpecificationError,  # includes InvalidPasswordError
+    asyncpg.TooManyConnectionsError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.CannotConnectNowError,
+)
+
+
+def translate(exc: BaseException, *, operation: str, url: str | None = None) -> A44Error | None:
+    """The A44Error for a driver failure, or None if `exc` is not a database failure (re-raise it as is)."""
+    if isinstance(exc, A44Error):
+        return exc
+    where = f" at {redact(url)}" if url else ""
+    if isinstance(exc, _UNAVAILABLE):
+        reason = str(exc) or type(exc).__name__
+        if isinstance(exc, socket.gaierror):
+            reason = f"host name not resolved ({exc})"
+        elif isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+            reason = "timed out"
+        return A44Error(E_DB_UNAVAILABLE, f"cannot reach PostgreSQL{where} during {operation}: {reason}",
+                        hint="check A44_DATABASE_URL (or unset it to use the embedded server) and "
+                             "`a44 automation db status`")
+    if isinstance(exc, asyncpg.InterfaceError) and "closed" in str(exc):
+        return A44Error(E_DB_UNAVAILABLE, f"the connection to PostgreSQL{where} was lost during {operation}: {exc}")
+    if isinstance(exc, (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError, asyncpg.UndefinedFunctionError)):
+        return A44Error(E_DB_SCHEMA, f"{operation}: {exc}", hint="run `a44 automation db migrate`")
+    if isinstance(exc, asyncpg.UniqueViolationError):
+        mapped = CONSTRAINT_CODES.get(exc.constraint_name or "")
+        if mapped:
+            return A44Error(mapped[0], mapped[1], details={"constraint": exc.constraint_name})
+    if isinstance(exc, asyncpg.PostgresError):
+        state = getattr(exc, "sqlstate", None) or "?"
+        return A44Error(E_DB, f"{operation} failed: {exc} (SQLSTATE {state})",
+                        details={"sqlstate": state, "constraint": getattr(exc, "constraint_name", None)})
+    if isinstance(exc, asyncpg.InterfaceError):
+        return A44Error(E_DB, f"{operation} failed: {exc}")
+    return None

@@ -1,0 +1,91 @@
+"""Loader of the named SQL queries in `runtime/queries/*.sql` (and of the migration files): the only Python
+that holds SQL text, and it only reads it.
+
+Format of a query file:
+
+    -- name: create_run
+    -- purpose: insert a run, claim its idempotency key and log its creation, in one statement
+    insert into ...;
+
+A query runs from its `-- name:` line to the next one. Every query needs a one-line `-- purpose:`. Other
+engineers add files next to these (one per concern); names must be unique across all files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+QUERY_DIR = Path(__file__).parent / "queries"
+_NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+_PURPOSE = re.compile(r"^--\s*purpose:\s*(\S.*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    purpose: str
+    sql: str
+    source: str
+
+
+class QueryError(Exception):
+    """A malformed query file: a bug in this package, reported at load time rather than at first use."""
+
+
+def parse(text: str, source: str) -> list[Query]:
+    marks = list(_NAME.finditer(text))
+    out = []
+    for i, m in enumerate(marks):
+        body = text[m.end(): marks[i + 1].start() if i + 1 < len(marks) else len(text)]
+        purpose = _PURPOSE.search(body)
+        if purpose is None:
+            raise QueryError(f"{source}: query {m.group(1)} has no '-- purpose:' line")
+        sql = _PURPOSE.sub("", body, count=1).strip()
+        if not sql:
+            raise QueryError(f"{source}: query {m.group(1)} is empty")
+        out.append(Query(m.group(1), purpose.group(1).strip(), sql, source))
+    return out
+
+
+@cache
+def load_queries(directory: Path = QUERY_DIR) -> dict[str, Query]:
+    """All named queries, keyed by name; loaded once per process."""
+    queries: dict[str, Query] = {}
+    for path in sorted(directory.glob("*.sql")):
+        for q in parse(path.read_text(encoding="utf-8"), path.name):
+            if q.name in queries:
+                raise QueryError(f"query {q.name} is defined in both {queries[q.name].source} and {path.name}")
+            queries[q.name] = q
+    return queries
+
+
+def sql(name: str) -> str:
+    return load_queries()[name].sql
+
+
+MIGRATION_DIR = Path(__file__).parent / "migrations"
+_MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    number: int
+    name: str
+    sql: str
+
+
+@cache
+def load_migrations(directory: Path = MIGRATION_DIR) -> tuple[Migration, ...]:
+    found = []
+    for path in sorted(directory.glob("*.sql")):
+        m = _MIGRATION_FILE.match(path.name)
+        if m is None:
+            raise QueryError(f"migration file {path.name} is not named NNNN_name.sql")
+        found.append(Migration(int(m.group(1)), path.stem, path.read_text(encoding="utf-8")))
+    numbers = [m.number for m in found]
+    if numbers != list(range(1, len(found) + 1)):
+        raise QueryError(f"migrations must be numbered 0001, 0002, ... without gaps; found {numbers}")
+    return tuple(found)

@@ -1,0 +1,43 @@
+-- Queries of the migration runner (migrations.py) and of partition upkeep.
+
+-- name: migration_lock
+-- purpose: session advisory lock so that only one process applies migrations at a time
+select pg_advisory_lock(hashtext('a44.automation.migrate'));
+
+-- name: migration_unlock
+-- purpose: release the migration advisory lock
+select pg_advisory_unlock(hashtext('a44.automation.migrate'));
+
+-- name: migration_bootstrap
+-- purpose: create the schema and the table that records applied migrations, if missing
+create schema if not exists automation;
+create table if not exists automation.schema_migrations (
+    number     integer     not null primary key,
+    name       text        not null,
+    sha256     text        not null,
+    applied_at timestamptz not null
+);
+
+-- name: migration_applied
+-- purpose: the migrations already applied, in order
+select number, name, sha256, applied_at from automation.schema_migrations order by number;
+
+-- name: migration_record
+-- purpose: remember that a migration was applied (same transaction as the migration)
+insert into automation.schema_migrations (number, name, sha256, applied_at) values ($1, $2, $3, $4);
+
+-- name: partitions_ensure
+-- purpose: create the step_attempts monthly partitions from the month of $1 to $2 months ahead
+select automation.ensure_step_attempt_partitions($1::timestamptz, $2::integer);
+
+-- name: partitions_list
+-- purpose: the partitions of step_attempts with their bounds, for status output and tests
+select c.relname as name, pg_get_expr(c.relpartbound, c.oid) as bound
+from pg_inherits i
+join pg_class c on c.oid = i.inhrelid
+where i.inhparent = 'automation.step_attempts'::regclass
+order by c.relname;
+
+-- name: server_version
+-- purpose: the server's version number (e.g. 180006), to refuse PostgreSQL older than 14
+select current_setting('server_version_num')::integer;

@@ -1,0 +1,227 @@
+-- The automation schema produced by runtime/migrations/*.sql (generated; do not edit).
+-- Regenerate: .venv/bin/python -m anthares44.automation.runtime.schema_dump
+
+CREATE SCHEMA automation;
+
+CREATE FUNCTION automation.ensure_step_attempt_partitions(p_at timestamp with time zone, p_months_ahead integer) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+    first_month timestamp := date_trunc('month', p_at at time zone 'UTC');
+    lo timestamptz;
+    hi timestamptz;
+    part text;
+    created integer := 0;
+begin
+    perform pg_advisory_xact_lock(hashtext('a44.automation.step_attempts.partitions'));
+    for i in 0 .. p_months_ahead loop
+        lo := (first_month + make_interval(months => i)) at time zone 'UTC';
+        hi := (first_month + make_interval(months => i + 1)) at time zone 'UTC';
+        part := 'step_attempts_y' || to_char(lo at time zone 'UTC', 'YYYY') || 'm' || to_char(lo at time zone 'UTC', 'MM');
+        if to_regclass('automation.' || part) is null then
+            execute format('create table automation.%I (like automation.step_attempts including defaults including constraints)', part);
+            execute format('with moved as (delete from automation.step_attempts_default where started_at >= %L and started_at < %L returning *) '
+                           'insert into automation.%I select * from moved', lo, hi, part);
+            execute format('alter table automation.step_attempts attach partition automation.%I for values from (%L) to (%L)',
+                           part, lo, hi);
+            created := created + 1;
+        end if;
+    end loop;
+    return created;
+end
+$$;
+
+CREATE FUNCTION automation.notify_run_event() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    perform pg_notify('a44_run_events', new.run_id);
+    return null;
+end
+$$;
+
+CREATE TABLE automation.idempotency_keys (
+    project_id text NOT NULL,
+    key text NOT NULL,
+    run_id text NOT NULL,
+    created_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.run_events (
+    id bigint NOT NULL,
+    run_id text NOT NULL,
+    project_id text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    kind text NOT NULL,
+    state text,
+    step_id text,
+    attempt integer,
+    status text,
+    error_code text,
+    message text,
+    data jsonb
+);
+
+ALTER TABLE automation.run_events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME automation.run_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE automation.runs (
+    run_id text NOT NULL,
+    project_id text NOT NULL,
+    workflow_id text NOT NULL,
+    version integer NOT NULL,
+    state text NOT NULL,
+    input jsonb DEFAULT '{}'::jsonb NOT NULL,
+    idempotency_key text NOT NULL,
+    trigger_id text,
+    event_id text,
+    partition_key text,
+    queue text,
+    epoch integer DEFAULT 0 NOT NULL,
+    current_step text,
+    failed_step text,
+    error_code text,
+    error_message text,
+    result jsonb,
+    summary jsonb,
+    lease_owner text,
+    lease_deadline timestamp with time zone,
+    lease_grants integer DEFAULT 0 NOT NULL,
+    lease_reclaims integer DEFAULT 0 NOT NULL,
+    next_wake_at timestamp with time zone,
+    deadline_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT runs_lease_check CHECK (((lease_owner IS NULL) = (lease_deadline IS NULL))),
+    CONSTRAINT runs_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'waiting'::text, 'sleeping'::text, 'awaiting_confirmation'::text, 'compensating'::text, 'succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])))
+);
+
+CREATE TABLE automation.schema_migrations (
+    number integer NOT NULL,
+    name text NOT NULL,
+    sha256 text NOT NULL,
+    applied_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.step_attempts (
+    run_id text NOT NULL,
+    step_id text NOT NULL,
+    attempt integer NOT NULL,
+    idempotency_key text NOT NULL,
+    status text NOT NULL,
+    error_code text,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone,
+    result jsonb,
+    result_ref text,
+    result_bytes integer,
+    error_message text,
+    epoch integer DEFAULT 0 NOT NULL,
+    kind text DEFAULT 'action'::text NOT NULL,
+    project_id text NOT NULL,
+    worker_id text,
+    lease_grant integer,
+    CONSTRAINT step_attempts_attempt_check CHECK ((attempt >= 1)),
+    CONSTRAINT step_attempts_finished_check CHECK (((status = 'running'::text) = (finished_at IS NULL))),
+    CONSTRAINT step_attempts_kind_check CHECK ((kind = ANY (ARRAY['action'::text, 'compensation'::text]))),
+    CONSTRAINT step_attempts_result_check CHECK (((result IS NULL) OR (result_ref IS NULL))),
+    CONSTRAINT step_attempts_status_check CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'timeout'::text, 'skipped'::text, 'compensated'::text, 'compensation_failed'::text, 'lease_expired'::text])))
+)
+PARTITION BY RANGE (started_at);
+
+CREATE TABLE automation.step_attempts_default (
+    run_id text CONSTRAINT step_attempts_run_id_not_null NOT NULL,
+    step_id text CONSTRAINT step_attempts_step_id_not_null NOT NULL,
+    attempt integer CONSTRAINT step_attempts_attempt_not_null NOT NULL,
+    idempotency_key text CONSTRAINT step_attempts_idempotency_key_not_null NOT NULL,
+    status text CONSTRAINT step_attempts_status_not_null NOT NULL,
+    error_code text,
+    started_at timestamp with time zone CONSTRAINT step_attempts_started_at_not_null NOT NULL,
+    finished_at timestamp with time zone,
+    result jsonb,
+    result_ref text,
+    result_bytes integer,
+    error_message text,
+    epoch integer DEFAULT 0 CONSTRAINT step_attempts_epoch_not_null NOT NULL,
+    kind text DEFAULT 'action'::text CONSTRAINT step_attempts_kind_not_null NOT NULL,
+    project_id text CONSTRAINT step_attempts_project_id_not_null NOT NULL,
+    worker_id text,
+    lease_grant integer,
+    CONSTRAINT step_attempts_attempt_check CHECK ((attempt >= 1)),
+    CONSTRAINT step_attempts_finished_check CHECK (((status = 'running'::text) = (finished_at IS NULL))),
+    CONSTRAINT step_attempts_kind_check CHECK ((kind = ANY (ARRAY['action'::text, 'compensation'::text]))),
+    CONSTRAINT step_attempts_result_check CHECK (((result IS NULL) OR (result_ref IS NULL))),
+    CONSTRAINT step_attempts_status_check CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'timeout'::text, 'skipped'::text, 'compensated'::text, 'compensation_failed'::text, 'lease_expired'::text])))
+);
+
+CREATE TABLE automation.workflow_versions (
+    project_id text NOT NULL,
+    workflow_id text NOT NULL,
+    version integer NOT NULL,
+    sha256 text NOT NULL,
+    ir jsonb NOT NULL,
+    published_at timestamp with time zone NOT NULL,
+    CONSTRAINT workflow_versions_sha256_check CHECK ((sha256 <> ''::text)),
+    CONSTRAINT workflow_versions_version_check CHECK ((version > 0))
+);
+
+ALTER TABLE ONLY automation.step_attempts ATTACH PARTITION automation.step_attempts_default DEFAULT;
+
+ALTER TABLE ONLY automation.idempotency_keys
+    ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (project_id, key);
+
+ALTER TABLE ONLY automation.run_events
+    ADD CONSTRAINT run_events_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY automation.runs
+    ADD CONSTRAINT runs_pkey PRIMARY KEY (run_id);
+
+ALTER TABLE ONLY automation.schema_migrations
+    ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (number);
+
+ALTER TABLE ONLY automation.step_attempts
+    ADD CONSTRAINT step_attempts_pkey PRIMARY KEY (run_id, step_id, epoch, kind, attempt, started_at);
+
+ALTER TABLE ONLY automation.step_attempts_default
+    ADD CONSTRAINT step_attempts_default_pkey PRIMARY KEY (run_id, step_id, epoch, kind, attempt, started_at);
+
+ALTER TABLE ONLY automation.workflow_versions
+    ADD CONSTRAINT workflow_versions_pkey PRIMARY KEY (project_id, workflow_id, version);
+
+CREATE INDEX idempotency_keys_created_idx ON automation.idempotency_keys USING btree (created_at);
+
+CREATE INDEX run_events_run_idx ON automation.run_events USING btree (run_id, id);
+
+CREATE INDEX runs_due_idx ON automation.runs USING btree (next_wake_at) WHERE (next_wake_at IS NOT NULL);
+
+CREATE INDEX runs_partition_idx ON automation.runs USING btree (project_id, queue, partition_key, created_at) WHERE (state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text]));
+
+CREATE INDEX runs_project_created_idx ON automation.runs USING btree (project_id, created_at DESC);
+
+CREATE INDEX runs_project_state_idx ON automation.runs USING btree (project_id, state, created_at DESC);
+
+CREATE INDEX runs_project_workflow_idx ON automation.runs USING btree (project_id, workflow_id, created_at DESC);
+
+CREATE INDEX step_attempts_project_step_idx ON ONLY automation.step_attempts USING btree (project_id, step_id, started_at);
+
+CREATE INDEX step_attempts_default_project_id_step_id_started_at_idx ON automation.step_attempts_default USING btree (project_id, step_id, started_at);
+
+ALTER INDEX automation.step_attempts_pkey ATTACH PARTITION automation.step_attempts_default_pkey;
+
+ALTER INDEX automation.step_attempts_project_step_idx ATTACH PARTITION automation.step_attempts_default_project_id_step_id_started_at_idx;
+
+CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
+
+ALTER TABLE ONLY automation.runs
+    ADD CONSTRAINT runs_version_fkey FOREIGN KEY (project_id, workflow_id, version) REFERENCES automation.workflow_versions(project_id, workflow_id, version);
+
+ALTER TABLE automation.step_attempts
+    ADD CONSTRAINT step_attempts_run_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;

@@ -1,0 +1,322 @@
+"""The store: the only code that executes SQL. It runs the named queries of `queries/*.sql` on an asyncpg pool,
+takes every timestamp from the injected clock, and turns driver errors into `A44Error` (db_errors.py).
+
+Other runtime modules (interpreter, ingestion, API) either call the operations below or add their own named
+queries in a new `queries/<concern>.sql` and run them through `fetch` / `fetchrow` / `fetchval` / `execute` /
+`transaction`, which apply the same error translation.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import asyncpg
+
+from ..clock import Clock, SystemClock
+from ..errors import (E_DB, E_DB_SCHEMA, E_IDEMPOTENCY_KEY_REQUIRED, E_RUN_NOT_FOUND, E_VERSION_CONFLICT, E_VERSION_REGRESSION,
+                      E_WORKFLOW_NOT_FOUND, A44Error)
+from . import migrations
+from .database import a44_home
+from .db_errors import translate
+from .queries import sql
+from .results import ResultFiles, encode_json
+from .ulid import new_run_id
+
+DEFAULT_PROJECT = "pj_default"
+IDEMPOTENCY_WINDOW = timedelta(hours=24)  # §8.2
+RUN_WALL_CLOCK_LIMIT = timedelta(hours=72)  # §3.1
+
+# Run states (docs/store.md has the meaning of each; the interpreter owns the transitions).
+RUN_STATES = ("pending", "running", "waiting", "sleeping", "awaiting_confirmation", "compensating",
+              "succeeded", "failed", "compensation_failed", "cancelled")
+TERMINAL_RUN_STATES = frozenset({"succeeded", "failed", "compensation_failed", "cancelled"})
+ATTEMPT_STATUSES = ("running", "succeeded", "failed", "timeout", "skipped", "compensated", "compensation_failed",
+                    "lease_expired")
+FINISHED_ATTEMPT_STATUSES = frozenset(ATTEMPT_STATUSES) - {"running"}
+ATTEMPT_KINDS = ("action", "compensation")
+
+
+class CreatedRun(NamedTuple):
+    run_id: str
+    created: bool
+    key_age_seconds: float  # 0 for a new run; the age of the original claim otherwise
+    version: int
+
+
+@dataclass(frozen=True)
+class RunPage:
+    total: int
+    runs: list[dict]
+
+
+@dataclass(frozen=True)
+class AttemptRef:
+    """Identifies one attempt row (started_at is part of the key: it selects the monthly partition)."""
+    run_id: str
+    step_id: str
+    attempt: int
+    epoch: int
+    kind: str
+    project_id: str
+    started_at: datetime
+
+
+def _jsonb_text(value: str) -> str:
+    # Callers hand the store JSON text they encoded (results.encode_json), so the size rule sees the real bytes.
+    if not isinstance(value, str):
+        raise TypeError("jsonb parameters are passed as JSON text")
+    return value
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    for typ in ("jsonb", "json"):
+        await conn.set_type_codec(typ, encoder=_jsonb_text, decoder=json.loads, schema="pg_catalog")
+
+
+class Store:
+    def __init__(self, pool: asyncpg.Pool, *, url: str, clock: Clock, results_dir: Path):
+        self._pool = pool
+        self.url = url
+        self.clock = clock
+        self.results = ResultFiles(results_dir)
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+    @classmethod
+    async def connect(cls, url: str, *, clock: Clock | None = None, results_dir: Path | None = None,
+                      min_size: int = 1, max_size: int = 10, connect_timeout: float = 10) -> "Store":
+        try:
+            pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, init=_init_connection,
+                                             timeout=connect_timeout, command_timeout=None,
+                                             server_settings={"application_name": "a44"})
+        except Exception as exc:
+            err = translate(exc, operation="connect", url=url)
+            if err is None:
+                raise
+            raise err from exc
+        return cls(pool, url=url, clock=clock or SystemClock(), results_dir=results_dir or a44_home() / "results")
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def __aenter__(self) -> "Store":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    # --- running named queries ---------------------------------------------------------------------------
+    @asynccontextmanager
+    async def connection(self, operation: str):
+        """A pooled connection; driver errors inside the block become A44Error."""
+        try:
+            async with self._pool.acquire() as conn:
+                yield conn
+        except Exception as exc:
+            err = translate(exc, operation=operation, url=self.url)
+            if err is None:
+                raise
+            if err is exc:
+                raise
+            raise err from exc
+
+    @asynccontextmanager
+    async def transaction(self, operation: str):
+        async with self.connection(operation) as conn:
+            async with conn.transaction():
+                yield conn
+
+    async def fetch(self, name: str, *args) -> list[asyncpg.Record]:
+        async with self.connection(name) as conn:
+            return await conn.fetch(sql(name), *args)
+
+    async def fetchrow(self, name: str, *args) -> asyncpg.Record | None:
+        async with self.connection(name) as conn:
+            return await conn.fetchrow(sql(name), *args)
+
+    async def fetchval(self, name: str, *args) -> Any:
+        async with self.connection(name) as conn:
+            return await conn.fetchval(sql(name), *args)
+
+    async def execute(self, name: str, *args) -> str:
+        async with self.connection(name) as conn:
+            return await conn.execute(sql(name), *args)
+
+    # --- schema ------------------------------------------------------------------------------------------
+    async def migrate(self) -> migrations.MigrationReport:
+        async with self.connection("migrate") as conn:
+            return await migrations.migrate(conn, self.clock.now())
+
+    async def ensure_partitions(self, months_ahead: int = migrations.PARTITION_MONTHS_AHEAD) -> int:
+        """Create step_attempts partitions from this month to `months_ahead` later; the daemon calls it at start
+        and daily."""
+        async with self.connection("ensure_partitions") as conn:
+            return await migrations.ensure_partitions(conn, self.clock.now(), months_ahead)
+
+    async def schema_info(self) -> dict:
+        """Server version and migrations applied / pending, for `db status`."""
+        from .queries import load_migrations
+
+        version = await self.fetchval("server_version")
+        try:
+            applied = [r["name"] for r in await self.fetch("migration_applied")]
+        except A44Error as exc:
+            if exc.code != E_DB_SCHEMA:
+                raise
+            applied = []
+        pending = [m.name for m in load_migrations() if m.name not in applied]
+        return {"server_version_num": version, "applied": applied, "pending": pending}
+
+    async def list_partitions(self) -> list[dict]:
+        return [dict(r) for r in await self.fetch("partitions_list")]
+
+    # --- workflow versions (§3.8) ------------------------------------------------------------------------
+    async def publish_version(self, project: str, workflow_id: str, version: int, sha256: str, ir: dict) -> str:
+        """Store `ir` as `version`: 'created', or 'unchanged' when that version exists with the same sha256."""
+        async with self.transaction("publish_version") as conn:
+            await conn.execute(sql("version_lock"), project, workflow_id)
+            same = await conn.fetchrow(sql("version_get"), project, workflow_id, version)
+            if same is not None:
+                if same["sha256"] == sha256:
+                    return "unchanged"
+                raise A44Error(E_VERSION_CONFLICT,
+                               f"{workflow_id} version {version} is already published with different steps "
+                               f"(sha256 {same['sha256'][:12]}, this one {sha256[:12]})",
+                               hint=f"increment `version:` (to {await self._next_version(conn, project, workflow_id)}) "
+                                    f"and publish again; runs in flight keep version {version}")
+            latest = await conn.fetchrow(sql("version_latest"), project, workflow_id)
+            if latest is not None and latest["version"] > version:
+                raise A44Error(E_VERSION_REGRESSION,
+                               f"{workflow_id} version {version} is lower than the published version "
+                               f"{latest['version']}",
+                               hint=f"set `version: {latest['version'] + 1}` (versions only go up)")
+            await conn.execute(sql("version_insert"), project, workflow_id, version, sha256, encode_json(ir),
+                               self.clock.now())
+            return "created"
+
+    @staticmethod
+    async def _next_version(conn: asyncpg.Connection, project: str, workflow_id: str) -> int:
+        latest = await conn.fetchrow(sql("version_latest"), project, workflow_id)
+        return (latest["version"] if latest else 0) + 1
+
+    async def get_version(self, project: str, workflow_id: str, version: int) -> dict:
+        row = await self.fetchrow("version_get", project, workflow_id, version)
+        if row is None:
+            raise A44Error(E_WORKFLOW_NOT_FOUND, f"{workflow_id} version {version} is not published in {project}",
+                           hint="`a44 automation publish FILE` first")
+        return dict(row)
+
+    async def latest_version(self, project: str, workflow_id: str) -> dict:
+        row = await self.fetchrow("version_latest", project, workflow_id)
+        if row is None:
+            raise A44Error(E_WORKFLOW_NOT_FOUND, f"no version of {workflow_id} is published in {project}",
+                           hint="`a44 automation publish FILE` first")
+        return dict(row)
+
+    # --- runs (§8.2, §8.5) -------------------------------------------------------------------------------
+    async def create_run(self, project: str, workflow_id: str, input: Any, idempotency_key: str, *,
+                         trigger_id: str | None = None, partition_key: str | None = None, queue: str | None = None,
+                         event_id: str | None = None, version: int | None = None) -> CreatedRun:
+        """Create a pending run of the latest (or the given) version, unless `idempotency_key` was claimed in
+        the last 24 h: then nothing is created and the original run id is returned (created=False)."""
+        if not idempotency_key or not idempotency_key.strip():
+            raise A44Error(E_IDEMPOTENCY_KEY_REQUIRED, "a run needs a non-empty idempotency key",
+                           hint="pass --idempotency-key K (the same K within 24 h returns the original run)")
+        now = self.clock.now()
+        run_id = new_run_id(now)
+        row = await self.fetchrow("run_create", project, workflow_id, version, run_id, encode_json(input),
+                                  idempotency_key, trigger_id, partition_key, queue, now, IDEMPOTENCY_WINDOW,
+                                  now + RUN_WALL_CLOCK_LIMIT, event_id)
+        if row["version"] is None:
+            which = f"version {version} of {workflow_id}" if version is not None else workflow_id
+            raise A44Error(E_WORKFLOW_NOT_FOUND, f"{which} is not published in {project}",
+                           hint="`a44 automation publish FILE` first")
+        if row["created_run_id"] is not None:
+            return CreatedRun(run_id, True, 0.0, row["version"])
+        # The key is held by a run younger than the window. Read it in a new statement: a concurrent creator
+        # that just committed is visible now, while it was not in the insert's snapshot.
+        held = await self.fetchrow("idempotency_key_get", project, idempotency_key)
+        if held is None:  # the holder rolled back or was purged in between: try again
+            return await self.create_run(project, workflow_id, input, idempotency_key, trigger_id=trigger_id,
+                                         partition_key=partition_key, queue=queue, event_id=event_id,
+                                         version=version)
+        age = max(0.0, (now - held["created_at"]).total_seconds())
+        return CreatedRun(held["run_id"], False, age, row["version"])
+
+    async def get_run(self, run_id: str, project: str | None = None) -> dict:
+        row = await self.fetchrow("run_get", run_id, project)
+        if row is None:
+            raise A44Error(E_RUN_NOT_FOUND, f"no run {run_id}" + (f" in {project}" if project else ""),
+                           hint="`a44 automation runs` lists the runs")
+        return dict(row)
+
+    async def list_runs(self, project: str, *, state: str | None = None, workflow: str | None = None,
+                        step: str | None = None, since: datetime | timedelta | None = None, limit: int = 50,
+                        offset: int = 0) -> RunPage:
+        """Runs newest first, with the total that match. `step` matches runs whose current or failed step is
+        it, or that have an attempt of it; `since` is an instant or an age (48 h -> created in the last 48 h)."""
+        if isinstance(since, timedelta):
+            since = self.clock.now() - since
+        args = (project, state, workflow, step, since)
+        async with self.connection("list_runs") as conn:
+            total = await conn.fetchval(sql("runs_count"), *args)
+            rows = await conn.fetch(sql("runs_list"), *args, limit, offset)
+        return RunPage(total=total, runs=[dict(r) for r in rows])
+
+    # --- step attempts (§7.4) ----------------------------------------------------------------------------
+    async def record_attempt_start(self, run_id: str, step_id: str, attempt: int, *, project: str,
+                                   idempotency_key: str | None = None, epoch: int = 0, kind: str = "action",
+                                   worker_id: str | None = None, lease_grant: int | None = None,
+                                   started_at: datetime | None = None) -> AttemptRef:
+        """Write the attempt's row (status running) before the attempt runs."""
+        if kind not in ATTEMPT_KINDS:
+            raise ValueError(f"attempt kind must be one of {ATTEMPT_KINDS}")
+        started_at = started_at or self.clock.now()
+        key = idempotency_key or f"{run_id}:{step_id}"  # §2: the per-step key every connector receives
+        await self.fetchval("attempt_start", run_id, step_id, attempt, key, started_at, epoch, kind, project,
+                            worker_id, lease_grant)
+        return AttemptRef(run_id, step_id, attempt, epoch, kind, project, started_at)
+
+    async def record_attempt_finish(self, ref: AttemptRef, status: str, *, result: Any = None,
+                                    error_code: str | None = None, error_message: str | None = None,
+                                    finished_at: datetime | None = None) -> dict:
+        """Finish a running attempt. Results over 256 KB go to a file first and the row keeps its reference.
+        Returns {'result_ref', 'result_bytes'}. A44Error E_DB if the attempt is not running any more."""
+        if status not in FINISHED_ATTEMPT_STATUSES:
+            raise ValueError(f"an attempt finishes with one of {sorted(FINISHED_ATTEMPT_STATUSES)}, not {status!r}")
+        stored = self.results.store(result, project_id=ref.project_id, run_id=ref.run_id, step_id=ref.step_id,
+                                    epoch=ref.epoch, kind=ref.kind, attempt=ref.attempt)
+        finished_at = finished_at or self.clock.now()
+        event_id = await self.fetchval("attempt_finish", ref.run_id, ref.step_id, ref.epoch, ref.kind, ref.attempt,
+                                       ref.started_at, status, error_code, error_message, stored.inline,
+                                       stored.ref, stored.size, finished_at)
+        if event_id is None:
+            raise A44Error(E_DB, f"attempt {ref.attempt} of step {ref.step_id} in {ref.run_id} is not running "
+                                 f"(finished already, or its lease expired); refusing to overwrite it",
+                           step_id=ref.step_id)
+        return {"result_ref": stored.ref, "result_bytes": stored.size}
+
+    async def list_attempts(self, run_id: str) -> list[dict]:
+        return [dict(r) for r in await self.fetch("attempts_list", run_id)]
+
+    def load_result(self, attempt_row: dict) -> Any:
+        """The attempt's result, reading the file when the row holds a reference."""
+        if attempt_row.get("result_ref"):
+            return ResultFiles.load(attempt_row["result_ref"])
+        return attempt_row.get("result")
+
+    # --- run events --------------------------------------------------------------------------------------
+    async def append_run_event(self, run_id: str, project: str, kind: str, *, state: str | None = None,
+                               step_id: str | None = None, attempt: int | None = None, status: str | None = None,
+                               error_code: str | None = None, message: str | None = None,
+                               data: Any = None, at: datetime | None = None) -> int:
+        return await self.fetchval("run_event_append", run_id, project, at or self.clock.now(), kind, state,
+                                   step_id, attempt, status, error_code, message,
+                                   None if data is None else encode_json(data))
+
+    async def list_run_events(self, run_id: str, after_id: int = 0, limit: int = 1000) -> list[dict]:
+        return [dict(r) for r in await self.fetch("run_events_list", run_id, after_id, limit)]
