@@ -42,6 +42,10 @@ E_COMPENSATION_FAILED = _code("E_COMPENSATION_FAILED", False, "a compensation ex
 E_NONDETERMINISTIC_REPLAY = _code("E_NONDETERMINISTIC_REPLAY", False,
                                   "the code workflow's step sequence differs from the recorded one")
 E_RUN_DEADLINE = _code("E_RUN_DEADLINE", False, "the run exceeded its 72 h wall-clock limit")
+E_ILLEGAL_TRANSITION = _code("E_ILLEGAL_TRANSITION", False,
+                              "the run state machine does not allow that transition (docs/states.md)")
+E_CONFIRMED_FAILED = _code("E_CONFIRMED_FAILED", False,
+                           "a person confirmed that an interrupted exclusive step failed")
 
 # Expressions at run time (§5): evaluation errors are values inside CEL; this is the code a step gets when
 # an `if` expression ends in an error.
@@ -63,6 +67,11 @@ E_DB_UNAVAILABLE = _code("E_DB_UNAVAILABLE", True, "the PostgreSQL database cann
 E_DB = _code("E_DB", False, "the database refused an operation")
 E_DB_SCHEMA = _code("E_DB_SCHEMA", False,
                     "the database schema is missing or does not match this package; run `a44 automation db migrate`")
+
+# The sql/execute connector (§14): the user's statement, as opposed to the store's own queries (E_DB)
+E_SQL = _code("E_SQL", False, "the step's SQL statement was refused by the database")
+E_SQL_CONFLICT = _code("E_SQL_CONFLICT", True,
+                       "the step's SQL statement hit a serialization failure, deadlock or lock timeout")
 
 
 class A44Error(Exception):

@@ -70,7 +70,7 @@ def test_literals_and_precedence(text, expected):
 
 def test_message_construction_parses_but_is_reported():
     res = compile_expression("pkg.Msg{field: 1}")
-    assert res.program is None and res.issues[0].code == "A44303"
+    assert res.program is None and res.issues[0].code == "A44306"
     assert "not supported" in res.issues[0].message
     assert compile_unchecked("pkg.Msg{field: 1, other: 'x',}").program is not None
 

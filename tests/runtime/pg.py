@@ -85,7 +85,8 @@ def pg_template(pg_admin_url) -> str:
     asyncio.run(_admin(pg_admin_url, f"create database {name}"))
 
     async def migrate():
-        store = await Store.connect(with_database(pg_admin_url, name), min_size=1, max_size=1)
+        # migrated at the ManualClock's start, so tests on the default clock find their partitions made
+        store = await Store.connect(with_database(pg_admin_url, name), min_size=1, max_size=1, clock=ManualClock())
         try:
             await store.migrate()
         finally:

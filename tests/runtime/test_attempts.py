@@ -62,7 +62,7 @@ def test_finishing_an_attempt_twice_is_refused(store, run_id, aio):
 
 
 def test_result_over_256kb_goes_to_a_file(store, run_id, aio, tmp_path):
-    small = {"blob": "x" * (MAX_INLINE_BYTES - 20)}  # 256 KB exactly once serialised: still inline
+    small = {"blob": "x" * (MAX_INLINE_BYTES - len('{"blob":""}'))}  # exactly 256 KB serialised: still inline
     big = {"blob": "y" * MAX_INLINE_BYTES}
     r1 = aio(store.record_attempt_start(run_id, "small", 1, project=P))
     out1 = aio(store.record_attempt_finish(r1, "succeeded", result=small))

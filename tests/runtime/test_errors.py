@@ -1,10 +1,14 @@
 """Driver errors never escape the store: they become A44Error with a code a user can act on."""
 
+import shutil
+import tempfile
+from pathlib import Path
+
 import asyncpg
 import pytest
 
 from anthares44.automation.errors import E_DB, E_DB_SCHEMA, E_DB_UNAVAILABLE, A44Error
-from anthares44.automation.runtime.embedded import free_port
+from anthares44.automation.runtime.embedded import EmbeddedServer, free_port
 from anthares44.automation.runtime.store import Store
 from tests.runtime.pg import with_database
 
@@ -41,16 +45,22 @@ def test_constraint_violation_is_db_with_sqlstate(store, aio):
     assert not isinstance(exc.value, asyncpg.PostgresError)
 
 
-def test_server_gone_mid_session_is_db_unavailable(store, aio, pg_url, pg_admin_url):
-    async def body():
-        admin = await asyncpg.connect(pg_admin_url)
+def test_server_stopped_under_a_connected_store_is_db_unavailable(aio, tmp_path):
+    # a server of its own: stopping the session's server would break the other tests
+    root = Path(tempfile.mkdtemp(prefix="a44-test-pg-stop-"))
+    server = EmbeddedServer(root, durable=False)
+    try:
+        server.initdb()
+        port = server.start(free_port()).port
+        store = aio(Store.connect(f"postgresql://postgres@127.0.0.1:{port}/postgres", results_dir=tmp_path))
         try:
-            await admin.execute("select pg_terminate_backend(pid) from pg_stat_activity "
-                                "where datname = $1 and pid <> pg_backend_pid()", pg_url.rsplit("/", 1)[1])
+            aio(store.migrate())
+            server.stop()
+            with pytest.raises(A44Error) as exc:
+                aio(store.list_runs("pj_default"))
+            assert exc.value.code == E_DB_UNAVAILABLE
         finally:
-            await admin.close()
-        await store.list_runs("pj_default")
-
-    with pytest.raises(A44Error) as exc:
-        aio(body())
-    assert exc.value.code == E_DB_UNAVAILABLE
+            aio(store.close())
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)

@@ -19,6 +19,11 @@ VERBS: dict[str, str] = {
     "expr": "cmd_expr",
     "schedule": "cmd_schedule",
     "db": "cmd_db",
+    "publish": "cmd_publish",
+    "run": "cmd_run",
+    "runs": "cmd_runs",
+    "logs": "cmd_logs",
+    "serve": "cmd_serve",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2

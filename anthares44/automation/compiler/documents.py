@@ -49,6 +49,7 @@ def classify(data: Any) -> str | None:
     if "steps" in data or ("name" in data and "version" in data):
         return "workflow"
     typ = data.get("type")
+    typ = typ if isinstance(typ, str) else None  # `type: [..]` is a shape error of the model, not a kind
     if typ in TRIGGER_MODELS or "cron" in data or "event" in data or "workflow" in data:
         return "trigger"
     if typ in DECLARABLE_TYPES or "baseUrl" in data or str(data.get("id", "")).startswith("con_"):
@@ -118,7 +119,7 @@ def _model_for(src: SourceFile, kind: str, item: Any, path: tuple) -> type[BaseM
         src.error(A44013, "trigger has no 'type'; expected one of: " + ", ".join(TRIGGER_MODELS),
                   src.span(path, key=False), hint=f"add `type: {guess}`" if guess else None)
         return None
-    if typ not in TRIGGER_MODELS:
+    if not isinstance(typ, str) or typ not in TRIGGER_MODELS:
         src.error(A44013, f"unknown trigger type {typ!r}; expected one of: {', '.join(TRIGGER_MODELS)}",
                   src.span(path + ("type",)), hint=did_you_mean(str(typ), TRIGGER_MODELS))
         return None

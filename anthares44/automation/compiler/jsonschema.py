@@ -150,6 +150,13 @@ def _definitions() -> dict[str, dict[str, Any]]:
     models = [Workflow, ConnectorDecl, Queue, *TRIGGER_MODELS.values(), *dict.fromkeys(BUILTIN_PARAMS.values())]
     _, top = models_json_schema([(m, "validation") for m in models], by_alias=True, ref_template=REF + "{model}")
     defs: dict[str, dict[str, Any]] = top["$defs"]
+    from .models.docstrings import all_models, field_docs
+
+    for name, model in all_models(models).items():
+        props = defs.get(name, {}).get("properties", {})
+        for key, doc in field_docs(model).items():
+            if key in props:
+                props[key]["description"] = doc
     for schema in defs.values():
         _polish(schema)
     for typ, model in TRIGGER_MODELS.items():

@@ -35,11 +35,16 @@ def discover(paths: list[str]) -> tuple[list[str], list[Diagnostic]]:
     diags: list[Diagnostic] = []
     for p in paths:
         if os.path.isdir(p):
+            before = len(files)
             for root, dirs, names in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
                 for n in sorted(names):
                     if n.endswith(YAML_SUFFIXES) and not n.startswith(".") and n != ".pre-commit-hooks.yaml":
                         files.append(os.path.normpath(os.path.join(root, n)))
+            if len(files) == before:
+                diags.append(Diagnostic.at(A44902, "no workflow files found: this directory holds no *.yaml or "
+                                                   "*.yml file", os.path.normpath(p), Span(1, 1, 1, 1),
+                                           hint="pass the directory that holds the workflow files"))
         elif os.path.isfile(p):
             files.append(os.path.normpath(p))
         else:

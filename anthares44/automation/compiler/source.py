@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,28 +106,34 @@ def load_bytes(raw: bytes, display: str) -> SourceFile:
         src.error(A44007, f"file is larger than {MAX_FILE_BYTES // 1024} KiB; workflow files are small",
                   Span(1, 1, 1, 1), hint="split it, or move data out of the definition")
         return src
+    bom = len(_BOM) if raw.startswith(_BOM) else 0
     try:
-        text = raw.decode("utf-8-sig")
+        text = raw[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        src.error(A44004, f"byte 0x{raw[exc.start]:02x} at offset {exc.start} is not valid UTF-8",
+        at = exc.start + bom  # the decoder counts from after the byte order mark
+        line = raw.count(b"\n", 0, at) + 1
+        line_start = max(raw.rfind(b"\n", 0, at) + 1, bom)
+        col = len(raw[line_start:at].decode("utf-8")) + 1  # in characters, like every other column
+        src.error(A44004, f"byte 0x{raw[at]:02x} at offset {at} is not valid UTF-8",
                   Span(line, col, line, col + 1), hint="save the file as UTF-8")
         return src
     return load_text(text, display, src)
 
 
+_BOM = b"\xef\xbb\xbf"
 _TAB_INDENT = re.compile(r"^( *)\t", re.MULTILINE)
 
 
 def load_text(text: str, display: str, src: SourceFile | None = None) -> SourceFile:
     src = src or SourceFile(display)
+    if "\r" in text:  # YAML reads CR and CRLF as line breaks: count lines (and map columns) the same way
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     src.text = text
     tabs = False
     for m in _TAB_INDENT.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
         col = len(m.group(1)) + 1
-        if _inside_block_scalar(text, m.start()):
+        if _inside_block_scalar(text, m.end() - 1):
             continue
         tabs = True
         src.error(A44003, "tab character used for indentation; YAML allows only spaces",
@@ -141,16 +148,31 @@ def load_text(text: str, display: str, src: SourceFile | None = None) -> SourceF
 
 
 def _inside_block_scalar(text: str, pos: int) -> bool:
-    """A tab inside a literal block scalar's content is content, not indentation: crude look-back."""
-    prev = text.rfind("\n", 0, pos)
+    """A tab inside a literal/folded block scalar's content is content, not indentation.
+
+    Walks back from the tab's line: block content lines are all indented at least as much as the block's
+    content, and the header line (`key: |`) is indented less than every line after it. So the tab is
+    content when, walking back, a line ending in a block indicator is indented less than every non-blank
+    line seen since; it is not once a line at column 1 that is no such header is reached."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    lowest = len(text[line_start:pos]) - len(text[line_start:pos].lstrip(" "))
+    prev = line_start - 1
     while prev > 0:
         start = text.rfind("\n", 0, prev) + 1
         line = text[start:prev]
+        prev = start - 1
         if line.strip() == "":
-            prev = start - 1
             continue
-        return bool(re.search(r"[|>][-+0-9]*\s*(#.*)?$", line))
+        indent = len(line) - len(line.lstrip(" "))
+        if indent < lowest and _BLOCK_HEADER.search(line):
+            return True
+        if indent == 0:
+            return False
+        lowest = min(lowest, indent)
     return False
+
+
+_BLOCK_HEADER = re.compile(r"[|>][-+0-9]*[ \t]*(#.*)?$")
 
 
 def _compose(src: SourceFile) -> None:
@@ -158,9 +180,16 @@ def _compose(src: SourceFile) -> None:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-    yaml = YAML(typ="rt", pure=True)
     try:
-        docs = list(yaml.compose_all(io.StringIO(src.text)))
+        with warnings.catch_warnings():  # e.g. ReusedAnchorWarning: legal YAML, and never our stderr's business
+            warnings.simplefilter("ignore")
+            try:
+                # libyaml (ruamel.yaml.clib) composes ~10x faster than the pure scanner, with the same marks;
+                # but it is YAML 1.1 and refuses some valid 1.2 (`{url: https://x}`): on any error the pure
+                # 1.2 parser decides, and its message is the one users see.
+                docs = list(YAML(typ="safe").compose_all(io.StringIO(src.text)))
+            except (YAMLError, ValueError, RecursionError):
+                docs = list(YAML(typ="rt", pure=True).compose_all(io.StringIO(src.text)))
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
@@ -169,11 +198,16 @@ def _compose(src: SourceFile) -> None:
         msg = f"YAML syntax error: {problem}" + (f" ({ctx})" if ctx and ctx != problem else "")
         src.error(A44001, msg, Span(line, col, line, col + 1))
         return
-    except (YAMLError, RecursionError, ValueError) as exc:  # composer/reader failures without marks
+    except RecursionError:  # ruamel composes recursively: absurd nesting ends here
+        src.error(A44006, f"document nests more than {MAX_DEPTH} levels deep", Span(1, 1, 1, 1),
+                  hint="flatten the structure")
+        return
+    except (YAMLError, ValueError) as exc:  # composer/reader failures without marks
         src.error(A44001, f"YAML syntax error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
                   Span(1, 1, 1, 1))
         return
-    docs = [d for d in docs if d is not None]
+    # an empty document (`---` and nothing else) holds no content either
+    docs = [d for d in docs if d is not None and not (d.id == "scalar" and d.value == "" and d.tag.endswith(":null"))]
     if not docs:
         src.error(A44008, "file has no content", Span(1, 1, 1, 1))
         return
@@ -190,13 +224,18 @@ def _compose(src: SourceFile) -> None:
     except _TooLarge as exc:
         src.data = None
         src.nodes.clear()
-        src.error(A44006, f"document expands to more than {MAX_NODES:,} values through aliases or nesting",
-                  exc.span, hint="YAML aliases (*name) are expanded; avoid alias chains")
+        if exc.deep:
+            src.error(A44006, f"document nests more than {MAX_DEPTH} levels deep", exc.span,
+                      hint="flatten the structure")
+        else:
+            src.error(A44006, f"document expands to more than {MAX_NODES:,} values through aliases or nesting",
+                      exc.span, hint="YAML aliases (*name) are expanded; avoid alias chains")
 
 
 class _TooLarge(Exception):
-    def __init__(self, span: Span):
+    def __init__(self, span: Span, deep: bool = False):
         self.span = span
+        self.deep = deep
 
 
 def _span(node) -> Span:
@@ -218,11 +257,11 @@ class _Builder:
     def build(self, node, path: Path, key_span: Span | None, depth: int) -> Any:
         self.count += 1
         if self.count > MAX_NODES or depth > MAX_DEPTH:
-            raise _TooLarge(_span(node))
+            raise _TooLarge(_span(node), deep=depth > MAX_DEPTH)
         kind = node.id
         if path not in self.src.nodes:  # an alias reached again must not overwrite the first position
             self.src.nodes[path] = NodeInfo(_span(node), key_span,
-                                            getattr(node, "style", None) if kind == "scalar" else None,
+                                            (getattr(node, "style", None) or None) if kind == "scalar" else None,
                                             node.start_mark.index, node.end_mark.index)
         if kind == "scalar":
             return _scalar(node)
@@ -251,7 +290,9 @@ class _Builder:
 
 def _scalar(node) -> Any:
     tag, text = node.tag, node.value
-    if getattr(node, "style", None) in ("'", '"', "|", ">"):
+    if getattr(node, "style", None) == ">":
+        return text.replace("\a", "")  # ruamel's round-trip scanner marks fold points with BEL characters
+    if getattr(node, "style", None) in ("'", '"', "|"):
         return text
     if tag.endswith(":null"):
         return None

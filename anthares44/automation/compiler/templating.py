@@ -59,7 +59,16 @@ def template_issues(text: str, roots: set[str], step_ids: set[str] | None):
         return
     from jinja2 import meta
 
-    for name in sorted(meta.find_undeclared_variables(ast)):
+    try:
+        # code generation is where jinja2 notices unknown filters and tests
+        undeclared = meta.find_undeclared_variables(ast)
+    except TemplateSyntaxError as exc:
+        yield "syntax", f"template error: {exc.message}", _offset_of_line(text, exc.lineno or 1), 1, None
+        return
+    except Exception as exc:  # noqa: BLE001 - never leak jinja2 internals
+        yield "syntax", f"template error: {exc}", 0, 1, None
+        return
+    for name in sorted(undeclared):
         if name not in roots:
             yield ("root", f"template uses {name!r}; known names here: {', '.join(sorted(roots))}",
                    _name_offset(text, name), len(name), did_you_mean(name, roots))

@@ -152,7 +152,7 @@ class Checker:
                 self.visit(val, scope)
             return "map"
         if k == "message":
-            self.findings.append(Finding(codes.TYPE_ERROR, f"message construction ({n.args[0]}{{...}}) is not "
+            self.findings.append(Finding(codes.UNSUPPORTED, f"message construction ({n.args[0]}{{...}}) is not "
                                          "supported: use a map literal", n.offset, len(n.args[0])))
             for _f, val in n.args[1]:
                 self.visit(val, scope)

@@ -5,7 +5,7 @@ Evaluation error codes (`E_EXPR_*`) live in `values.py`; the runtime maps them a
 
 from __future__ import annotations
 
-from ..diagnostics import Severity, register
+from ..diagnostics import register
 
 SYNTAX = register("A44300", "CEL syntax error")
 UNKNOWN_ROOT = register("A44301", "unknown identifier in expression")
@@ -13,4 +13,4 @@ UNKNOWN_STEP = register("A44302", "expression references an unknown or later ste
 TYPE_ERROR = register("A44303", "type error in expression")
 NOT_BOOL = register("A44304", "expression must be a boolean")
 TOO_COMPLEX = register("A44305", "expression too complex (size or nesting limit)")
-UNSUPPORTED = register("A44306", "expression uses an unsupported feature", Severity.WARNING)
+UNSUPPORTED = register("A44306", "expression uses a feature this CEL does not support")

@@ -38,6 +38,23 @@ _lock = threading.Lock()
 _parser: Lark | None = None
 
 
+def _cache_path() -> str | bool:
+    """Where lark keeps the analysed grammar (2-4x faster start: the lint CLI pays it on every run).
+    Keyed by lark itself on grammar text, options and lark version; any failure to write it is harmless."""
+    import os
+    import tempfile
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "a44")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            raise OSError
+    except OSError:
+        folder = tempfile.gettempdir()
+    return os.path.join(folder, "cel-parser.lark-cache")
+
+
 def _get_parser() -> Lark:
     global _parser
     if _parser is None:
@@ -45,7 +62,8 @@ def _get_parser() -> Lark:
             if _parser is None:
                 text = resources.files(__package__).joinpath("cel.lark").read_text(encoding="utf-8")
                 _parser = Lark(text, parser="lalr", lexer="contextual", transformer=_Build(),
-                               maybe_placeholders=False, propagate_positions=False)
+                               maybe_placeholders=False, propagate_positions=False,
+                               cache=_cache_path())
     return _parser
 
 

@@ -31,6 +31,18 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.notify_run_due() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if new.next_wake_at is not null and new.lease_owner is null
+       and (tg_op = 'INSERT' or new.next_wake_at is distinct from old.next_wake_at) then
+        perform pg_notify('a44_runs_due', (floor(extract(epoch from new.next_wake_at) * 1000))::bigint::text);
+    end if;
+    return null;
+end
+$$;
+
 CREATE FUNCTION automation.notify_run_event() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -129,6 +141,7 @@ CREATE TABLE automation.step_attempts (
     project_id text NOT NULL,
     worker_id text,
     lease_grant integer,
+    retry_at timestamp with time zone,
     CONSTRAINT step_attempts_attempt_check CHECK ((attempt >= 1)),
     CONSTRAINT step_attempts_finished_check CHECK (((status = 'running'::text) = (finished_at IS NULL))),
     CONSTRAINT step_attempts_kind_check CHECK ((kind = ANY (ARRAY['action'::text, 'compensation'::text]))),
@@ -155,6 +168,7 @@ CREATE TABLE automation.step_attempts_default (
     project_id text CONSTRAINT step_attempts_project_id_not_null NOT NULL,
     worker_id text,
     lease_grant integer,
+    retry_at timestamp with time zone,
     CONSTRAINT step_attempts_attempt_check CHECK ((attempt >= 1)),
     CONSTRAINT step_attempts_finished_check CHECK (((status = 'running'::text) = (finished_at IS NULL))),
     CONSTRAINT step_attempts_kind_check CHECK ((kind = ANY (ARRAY['action'::text, 'compensation'::text]))),
@@ -219,6 +233,8 @@ ALTER INDEX automation.step_attempts_pkey ATTACH PARTITION automation.step_attem
 ALTER INDEX automation.step_attempts_project_step_idx ATTACH PARTITION automation.step_attempts_default_project_id_step_id_started_at_idx;
 
 CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
+
+CREATE TRIGGER runs_due_notify AFTER INSERT OR UPDATE OF next_wake_at, lease_owner ON automation.runs FOR EACH ROW EXECUTE FUNCTION automation.notify_run_due();
 
 ALTER TABLE ONLY automation.runs
     ADD CONSTRAINT runs_version_fkey FOREIGN KEY (project_id, workflow_id, version) REFERENCES automation.workflow_versions(project_id, workflow_id, version);

@@ -226,26 +226,26 @@ class Store:
         if not idempotency_key or not idempotency_key.strip():
             raise A44Error(E_IDEMPOTENCY_KEY_REQUIRED, "a run needs a non-empty idempotency key",
                            hint="pass --idempotency-key K (the same K within 24 h returns the original run)")
-        now = self.clock.now()
-        run_id = new_run_id(now)
-        row = await self.fetchrow("run_create", project, workflow_id, version, run_id, encode_json(input),
-                                  idempotency_key, trigger_id, partition_key, queue, now, IDEMPOTENCY_WINDOW,
-                                  now + RUN_WALL_CLOCK_LIMIT, event_id)
-        if row["version"] is None:
-            which = f"version {version} of {workflow_id}" if version is not None else workflow_id
-            raise A44Error(E_WORKFLOW_NOT_FOUND, f"{which} is not published in {project}",
-                           hint="`a44 automation publish FILE` first")
-        if row["created_run_id"] is not None:
-            return CreatedRun(run_id, True, 0.0, row["version"])
-        # The key is held by a run younger than the window. Read it in a new statement: a concurrent creator
-        # that just committed is visible now, while it was not in the insert's snapshot.
-        held = await self.fetchrow("idempotency_key_get", project, idempotency_key)
-        if held is None:  # the holder rolled back or was purged in between: try again
-            return await self.create_run(project, workflow_id, input, idempotency_key, trigger_id=trigger_id,
-                                         partition_key=partition_key, queue=queue, event_id=event_id,
-                                         version=version)
-        age = max(0.0, (now - held["created_at"]).total_seconds())
-        return CreatedRun(held["run_id"], False, age, row["version"])
+        for _ in range(3):
+            now = self.clock.now()
+            run_id = new_run_id(now)
+            row = await self.fetchrow("run_create", project, workflow_id, version, run_id, encode_json(input),
+                                      idempotency_key, trigger_id, partition_key, queue, now, IDEMPOTENCY_WINDOW,
+                                      now + RUN_WALL_CLOCK_LIMIT, event_id)
+            if row["version"] is None:
+                which = f"version {version} of {workflow_id}" if version is not None else workflow_id
+                raise A44Error(E_WORKFLOW_NOT_FOUND, f"{which} is not published in {project}",
+                               hint="`a44 automation publish FILE` first")
+            if row["created_run_id"] is not None:
+                return CreatedRun(run_id, True, 0.0, row["version"])
+            # The key is held by a run younger than the window. Read it in a new statement: a concurrent
+            # creator that just committed is visible now, while it was not in the insert's snapshot.
+            held = await self.fetchrow("idempotency_key_get", project, idempotency_key)
+            if held is not None:
+                age = max(0.0, (now - held["created_at"]).total_seconds())
+                return CreatedRun(held["run_id"], False, age, row["version"])
+            # the holder rolled back or was purged in between: claim again
+        raise A44Error(E_DB, f"idempotency key {idempotency_key!r} kept changing hands; try again")
 
     async def get_run(self, run_id: str, project: str | None = None) -> dict:
         row = await self.fetchrow("run_get", run_id, project)

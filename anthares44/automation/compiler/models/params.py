@@ -32,12 +32,14 @@ class HttpParams(Model):
     """Absolute URL (template); with a declared connector use `path`."""
     path: StrictStr | None = None
     """Path joined to the declared connector's `baseUrl` (template)."""
-    headers: dict[str, StrictStr] | None = None
-    """Request headers (templates)."""
+    headers: dict[str, StrictStr | int | float] | None = None
+    """Request headers (templates; a number from a `{{ expr }}` template is sent as its text)."""
     query: dict[str, Any] | None = None
     """Query-string parameters (templates)."""
+    json_: Any = Field(None, alias="json")
+    """JSON body (strings may be templates); sent with `Content-Type: application/json`."""
     body: Any = None
-    """JSON body (strings may be templates)."""
+    """Raw body: a string is sent as is; any other value is sent as JSON. Use `json` or `body`, not both."""
     retryOn: list[int] | None = None
     """Statuses retried (default 408, 429, 500, 502, 503, 504)."""
     maxResponseBytes: PositiveInt = 1_048_576

@@ -50,7 +50,7 @@ def _inline(src, path, trig):
     wrong = [k for k in _SCHEDULE_ONLY if kind != "cron" and getattr(trig, k) is not None]
     wrong += [k for k in _EVENT_ONLY if kind != "event" and getattr(trig, k) is not None]
     for k in wrong:
-        yield Diagnostic.at(A44603, f"{k!r} does not apply to a {kind} trigger", src.path,
+        yield Diagnostic.at(A44603, f"{k!r} does not apply to {'an' if kind[0] in 'aeiou' else 'a'} {kind} trigger", src.path,
                             src.span(path + (k,), key=True))
 
 

@@ -1,0 +1,4 @@
+"""Application functions (publish, run, wait, runs, logs, follow) shared by the CLI and the REST API.
+
+`anthares44.automation.api` re-exports the public names; import from there.
+"""

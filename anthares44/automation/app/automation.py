@@ -1,0 +1,279 @@
+"""`Automation`: the application functions behind the CLI (and, later, the REST API) for one project: publish,
+run, wait, runs, logs and follow. One async API; the CLI calls it through `asyncio.run`.
+
+    async with await Automation.connect(project="pj_checkout_prod") as auto:
+        report = await auto.publish(["workflows/"])
+        handle = await auto.run("wf_invoice_settle", {"invoiceId": "inv_8812"}, "manual-inv_8812-2026-07-19")
+        async for event in auto.follow(handle.run_id):
+            ...
+
+Everything here goes through the `Store` (the only code that speaks SQL); waiting uses LISTEN/NOTIFY
+(`watch.py`), never a busy loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, AsyncIterator
+
+from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, E_TEMPLATE, A44Error
+from .durations import parse_duration
+from .views import attempt_view, event_view, run_view
+from .watch import SAFETY_RECHECK_S, RunListener
+
+DEFAULT_PROJECT = "pj_default"
+MANUAL_TRIGGER = "manual"       # trigger_id recorded on runs started by `run` (CLI / API)
+E_INVALID_ARGUMENT = "E_INVALID_ARGUMENT"
+_EVENT_PAGE = 1000
+
+
+class InvalidArgument(A44Error):
+    """A caller's argument is wrong (unknown state, bad duration...): the CLI maps it to exit 2 (usage)."""
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(E_INVALID_ARGUMENT, message, hint=hint)
+
+
+def resolve_project(project: str | None = None) -> str:
+    """`--project`, else `A44_PROJECT`, else `pj_default`."""
+    return project or os.environ.get("A44_PROJECT") or DEFAULT_PROJECT
+
+
+def workflow_ref(workflow: str) -> str:
+    """`wf_invoice_settle` stays; the YAML name `invoice-settle` becomes `wf_invoice_settle` (§3)."""
+    workflow = (workflow or "").strip()
+    if not workflow:
+        raise InvalidArgument("a workflow id is required", hint="e.g. wf_invoice_settle (or its name, invoice-settle)")
+    return workflow if workflow.startswith("wf_") else "wf_" + workflow.replace("-", "_")
+
+
+def require_idempotency_key(key: str | None) -> str:
+    """Manual runs are refused without a key (§8.5): the key is what makes a repeated command harmless."""
+    if key is None or not str(key).strip():
+        raise A44Error(E_IDEMPOTENCY_KEY_REQUIRED,
+                       "a manual run needs an idempotency key, so that repeating a test (or a command retried after "
+                       "a timeout) does not start a duplicate run",
+                       hint="pass --idempotency-key K, derived from the data (e.g. manual-inv_8812-2026-07-19); "
+                            "the same K within 24 h returns the original run")
+    return str(key)
+
+
+def _did_you_mean(word: str, candidates) -> str | None:
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.5)
+    return f"did you mean {close[0]!r}?" if close else None
+
+
+def render_partition_key(ir: dict, input: Any) -> str | None:
+    """The run's partition key from the workflow's `concurrency.partitionKey` (a template over `input`), so
+    per-partition ordering (§10.2) applies to manual runs too. E_TEMPLATE when the input lacks what it reads:
+    the run is refused before anything is created."""
+    spec = (ir.get("concurrency") or {}).get("partition_key")
+    if spec is None:
+        return None
+    from ..runtime.render import make_scope, render_params
+
+    try:
+        value = render_params(spec, make_scope(input=input, trigger={"id": MANUAL_TRIGGER, "type": "manual"}))
+    except A44Error as exc:
+        raise A44Error(E_TEMPLATE, f"the workflow's partition key cannot be rendered from this input: {exc.message}",
+                       hint="pass an --input with the fields the partition key reads") from None
+    return None if value is None or value == "" else str(value)
+
+
+@dataclass(frozen=True)
+class RunHandle:
+    """What `run` returns at once: the run id, whether it was created or deduplicated (and the key's age), and
+    with `wait`, the run as it ended (`run`), or as it stood when the timeout passed (`timed_out`)."""
+    run_id: str
+    created: bool
+    key_age_seconds: float
+    workflow_id: str
+    version: int
+    run: dict | None = None
+    timed_out: bool = False
+
+    @property
+    def state(self) -> str | None:
+        return self.run["state"] if self.run else None
+
+    def to_dict(self) -> dict:
+        return {"run_id": self.run_id, "created": self.created, "key_age_seconds": round(self.key_age_seconds, 3),
+                "workflow_id": self.workflow_id, "version": self.version, "timed_out": self.timed_out,
+                "run": self.run}
+
+
+@dataclass(frozen=True)
+class RunPage:
+    total: int
+    runs: list[dict]
+
+    def to_dict(self) -> dict:
+        return {"total": self.total, "runs": self.runs}
+
+
+class Automation:
+    def __init__(self, store, project: str | None = None, *, owns_store: bool = False):
+        self.store = store
+        self.project = resolve_project(project)
+        self._owns_store = owns_store
+        self._listener = RunListener(store)
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+    @classmethod
+    async def connect(cls, database_url: str | None = None, project: str | None = None, *, clock=None,
+                      migrate: bool = False, pool_size: int = 4) -> "Automation":
+        """Connect to `database_url`, else A44_DATABASE_URL, else the embedded server (started if needed).
+        `migrate` applies pending migrations first (publish does, so a fresh embedded database just works)."""
+        from ..runtime.database import resolve_url
+        from ..runtime.store import Store
+
+        url = database_url or await asyncio.to_thread(resolve_url, start=True)
+        store = await Store.connect(url, clock=clock, min_size=1, max_size=max(2, pool_size))
+        try:
+            if migrate:
+                await store.migrate()
+        except BaseException:
+            await store.close()
+            raise
+        return cls(store, project, owns_store=True)
+
+    async def close(self) -> None:
+        await self._listener.close()
+        if self._owns_store:
+            await self.store.close()
+
+    async def __aenter__(self) -> "Automation":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    # --- publish (§3.8) ----------------------------------------------------------------------------------
+    async def publish(self, paths: list[str]):
+        """Compile and store; see `publishing.publish`. Returns a PublishReport."""
+        from .publishing import publish
+
+        return await publish(self.store, self.project, list(paths))
+
+    # --- run (§8.2, §8.5) --------------------------------------------------------------------------------
+    async def run(self, workflow: str, input: Any = None, idempotency_key: str | None = None, *,
+                  wait: bool = False, timeout: float | str | timedelta | None = None) -> RunHandle:
+        """Start a run of the latest published version and return at once; the same key within 24 h returns the
+        original run and creates nothing. With `wait`, return when the run reaches a terminal state (or when
+        `timeout` passes: `timed_out=True`)."""
+        require_idempotency_key(idempotency_key)
+        wid = workflow_ref(workflow)
+        input = {} if input is None else input
+        latest = await self.store.latest_version(self.project, wid)
+        created = await self.store.create_run(
+            self.project, wid, input, str(idempotency_key), trigger_id=MANUAL_TRIGGER,
+            partition_key=render_partition_key(latest["ir"], input), queue=latest["ir"].get("queue"),
+            version=latest["version"])
+        version = created.version
+        if not created.created:  # report the original run's own workflow/version, not the one asked for
+            original = await self.store.get_run(created.run_id)
+            wid, version = original["workflow_id"], original["version"]
+        handle = RunHandle(created.run_id, created.created, created.key_age_seconds, wid, version)
+        if not wait:
+            return handle
+        run, timed_out = await self.wait(created.run_id, timeout)
+        return RunHandle(handle.run_id, handle.created, handle.key_age_seconds, wid, version, run, timed_out)
+
+    async def wait(self, run_id: str, timeout: float | str | timedelta | None = None) -> tuple[dict, bool]:
+        """Block until the run is terminal: (run, False); or until `timeout` passes: (run as it stands, True).
+        Sleeps on LISTEN a44_run_events; re-checks every few seconds in case a notification is lost."""
+        from ..runtime.store import TERMINAL_RUN_STATES
+
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + parse_duration(timeout).total_seconds()
+        async with self._listener.watch(run_id) as woke:
+            while True:
+                state = await self._state(run_id)
+                if state in TERMINAL_RUN_STATES:
+                    return await self.get_run(run_id), False
+                left = None if deadline is None else deadline - loop.time()
+                if left is not None and left <= 0:
+                    return await self.get_run(run_id), True
+                await woke.wait(SAFETY_RECHECK_S if left is None else min(SAFETY_RECHECK_S, left))
+
+    async def _state(self, run_id: str) -> str:
+        state = await self.store.fetchval("run_state", run_id, self.project)
+        if state is None:
+            await self.store.get_run(run_id, self.project)  # raises E_RUN_NOT_FOUND with its hint
+        return state
+
+    async def get_run(self, run_id: str) -> dict:
+        """The run (with input, result and summary); E_RUN_NOT_FOUND when it is not in this project."""
+        row = await self.store.get_run(run_id, self.project)
+        return run_view(row, self.store.clock.now(), detail=True)
+
+    # --- runs (§6.2, §13) --------------------------------------------------------------------------------
+    async def runs(self, state: str | None = None, workflow: str | None = None, step: str | None = None,
+                   since: str | float | timedelta | datetime | None = None, limit: int = 50,
+                   offset: int = 0) -> RunPage:
+        """Runs newest first and the total that match. `since` is an age (`48h`, seconds, timedelta) or an
+        instant; `step` matches runs whose current or failed step is it, or that attempted it."""
+        from ..runtime.store import RUN_STATES
+
+        if state is not None and state not in RUN_STATES:
+            known = f"known states: {', '.join(RUN_STATES)}"
+            close = _did_you_mean(state, RUN_STATES)
+            raise InvalidArgument(f"unknown run state {state!r}", hint=f"{close} {known}" if close else known)
+        if limit < 0 or offset < 0:
+            raise InvalidArgument("limit and offset must not be negative")
+        if since is not None and not isinstance(since, datetime):
+            try:
+                since = parse_duration(since)
+            except ValueError as exc:
+                raise InvalidArgument(str(exc)) from None
+        page = await self.store.list_runs(self.project, state=state,
+                                          workflow=workflow_ref(workflow) if workflow else None,
+                                          step=step, since=since, limit=limit, offset=offset)
+        now = self.store.clock.now()
+        return RunPage(page.total, [run_view(r, now) for r in page.runs])
+
+    # --- logs (§7.4, §8.5) -------------------------------------------------------------------------------
+    async def logs(self, run_id: str) -> list[dict]:
+        """Every attempt of the run in the order they started (actions and compensations, all epochs)."""
+        await self.store.get_run(run_id, self.project)  # E_RUN_NOT_FOUND rather than an empty list
+        return [attempt_view(a) for a in await self.store.list_attempts(run_id)]
+
+    async def follow(self, run_id: str, after_id: int = 0) -> AsyncIterator[dict]:
+        """The run's events (run.created, attempt.started, attempt.finished, run.state...) from `after_id` on, as
+        they are recorded; ends once the run is terminal and every event up to then was yielded."""
+        from ..runtime.store import TERMINAL_RUN_STATES
+
+        await self.store.get_run(run_id, self.project)
+        last = after_id
+        async with self._listener.watch(run_id) as woke:
+            while True:
+                # state first, events second: a terminal state read here means its event is already written
+                # (state change and event share one transaction), so draining now yields everything
+                state = await self._state(run_id)
+                while True:
+                    batch = await self.store.list_run_events(run_id, last, _EVENT_PAGE)
+                    for row in batch:
+                        last = row["id"]
+                        yield event_view(row)
+                    if len(batch) < _EVENT_PAGE:
+                        break
+                if state in TERMINAL_RUN_STATES:
+                    return
+                await woke.wait(SAFETY_RECHECK_S)
+
+    # --- exclusive steps (§7.3) --------------------------------------------------------------------------
+    async def resolve(self, run_id: str, step_id: str, outcome: str, *, by: str | None = None) -> dict:
+        """A person's answer for an `exclusive` step whose lease expired: succeeded | failed | retry. The
+        interpreter owns the transition (`runtime.engine.resolve_confirmation`, which refuses a run not parked on
+        that step); `by` is recorded with the decision. Returns the run as it stands afterwards."""
+        from ..runtime.engine import OUTCOMES, resolve_confirmation
+
+        if outcome not in OUTCOMES:
+            raise InvalidArgument(f"unknown outcome {outcome!r}", hint=f"one of: {', '.join(OUTCOMES)}")
+        await self.store.get_run(run_id, self.project)  # E_RUN_NOT_FOUND outside this project
+        await resolve_confirmation(self.store, run_id, step_id, outcome, by=by)
+        return await self.get_run(run_id)

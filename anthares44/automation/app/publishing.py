@@ -1,0 +1,94 @@
+"""Publishing (§3.8): compile files in publish mode, refuse on any error, store each workflow's IR as its version.
+
+The compiler decides what is valid (every diagnostic, not just the first); the store decides what may be stored
+(identical = `unchanged`, same version with other steps = `E_VERSION_CONFLICT`, lower version =
+`E_VERSION_REGRESSION`). Runs in flight are untouched: they pinned their version when created.
+
+Workflows are stored one by one, each in its own transaction: a refused workflow does not block the others of
+the same call, and publishing again after a fix reports the already-stored ones as `unchanged`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import E_VERSION_CONFLICT, E_VERSION_REGRESSION, A44Error
+
+CREATED, UNCHANGED, REFUSED = "created", "unchanged", "refused"
+_REFUSALS = {E_VERSION_CONFLICT, E_VERSION_REGRESSION}
+
+
+@dataclass(frozen=True)
+class PublishedWorkflow:
+    workflow_id: str
+    version: int
+    sha256: str
+    file: str | None
+    outcome: str                      # created | unchanged | refused
+    error: A44Error | None = None     # why it was refused
+
+    def to_dict(self) -> dict:
+        return {"workflow_id": self.workflow_id, "version": self.version, "sha256": self.sha256, "file": self.file,
+                "outcome": self.outcome, "error": self.error.to_dict() if self.error else None}
+
+
+@dataclass
+class PublishReport:
+    project: str
+    files: list[str]
+    diagnostics: list = field(default_factory=list)          # every Diagnostic, errors and warnings
+    workflows: list[PublishedWorkflow] = field(default_factory=list)
+    triggers: list[str] = field(default_factory=list)        # standalone trigger files compiled (not stored yet)
+
+    @property
+    def errors(self) -> int:
+        from ..diagnostics import Severity
+        return sum(1 for d in self.diagnostics if d.severity is Severity.ERROR)
+
+    @property
+    def ok(self) -> bool:
+        """Nothing was refused: no compile error and no workflow refused by the store."""
+        return self.errors == 0 and all(w.outcome != REFUSED for w in self.workflows)
+
+    def to_dict(self) -> dict:
+        return {"project": self.project, "ok": self.ok, "workflows": [w.to_dict() for w in self.workflows],
+                "triggers": self.triggers, "diagnostics": [d.to_dict() for d in self.diagnostics],
+                "files": self.files}
+
+
+def compile_for_publish(paths: list[str]):
+    """The compiler's result in publish mode (unresolved references are errors there)."""
+    from ..compiler.lint import lint_paths
+
+    return lint_paths(list(paths), mode="publish", lower=True)
+
+
+async def publish(store, project: str, paths: list[str]) -> PublishReport:
+    """Compile `paths`; when there is no error diagnostic, store every workflow. Never raises for a user's mistake
+    (those are in the report); database failures raise A44Error."""
+    import asyncio
+
+    from ..compiler.ir import TriggerIR, WorkflowIR, to_json
+
+    # compiling is CPU work: off the event loop, so a server publishing for one client keeps serving others
+    result = await asyncio.to_thread(compile_for_publish, paths)
+    report = PublishReport(project=project, files=list(result.files), diagnostics=list(result.diagnostics))
+    if report.errors:
+        return report  # refuse everything: a half-valid project is not published
+    for key in sorted(result.irs):
+        ir: Any = result.irs[key]
+        if isinstance(ir, TriggerIR):
+            report.triggers.append(key)
+            continue
+        if not isinstance(ir, WorkflowIR):  # pragma: no cover - lowering only makes these two
+            continue
+        file = (ir.source or {}).get("file")
+        try:
+            outcome = await store.publish_version(project, ir.workflow_id, ir.version, ir.sha256, to_json(ir))
+            report.workflows.append(PublishedWorkflow(ir.workflow_id, ir.version, ir.sha256, file, outcome))
+        except A44Error as exc:
+            if exc.code not in _REFUSALS:
+                raise
+            report.workflows.append(PublishedWorkflow(ir.workflow_id, ir.version, ir.sha256, file, REFUSED, exc))
+    return report

@@ -1,0 +1,86 @@
+"""`a44 automation logs RUN [--follow]`: the run's step attempts (§7.4), or, with `--follow`, its event stream.
+
+Without --follow, one row per attempt in the order they started (compensations are rows too, KIND
+`compensation`):
+
+    run_01K0H3Q5Z8W6T3N2C4B7D9F1GH  wf_invoice_settle v3  succeeded
+    STEP           ATTEMPT  KIND    STATUS     ERROR           DURATION  STARTED
+    reserve-funds  1        action  failed     E_UPSTREAM_503  120ms     2026-07-19 14:02:11Z
+
+With --follow, every event of the run from its creation on, one line each, as it is recorded (LISTEN/NOTIFY, no
+polling); the command returns when the run reaches a terminal state. `--format json` prints one JSON document,
+or with --follow one JSON object per line. Exit 0 (whatever the run's outcome: `run --wait` is the verb that
+judges it), 1 database error or no such run, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .output import EXIT_OK, add_common_options, json_document, json_line, ms, run_api, table, when, write
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("logs", help="print a run's step attempts; --follow streams until it ends",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_id", metavar="RUN")
+    p.add_argument("--follow", "-F", action="store_true", help="stream new events until the run ends")
+    add_common_options(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_api(_follow if args.follow else _logs, args)
+
+
+async def _logs(auto, args) -> int:
+    run = await auto.get_run(args.run_id)
+    attempts = await auto.logs(args.run_id)
+    if args.format == "json":
+        write(json_document({"run": run, "attempts": attempts}))
+    else:
+        write(render_text(run, attempts))
+    return EXIT_OK
+
+
+def render_text(run: dict, attempts: list[dict]) -> str:
+    out = f"{run['run_id']}  {run['workflow_id']} v{run['version']}  {run['state']}"
+    if run.get("error_code"):
+        out += f"  {run.get('failed_step') or '-'} {run['error_code']}"
+    out += "\n"
+    if not attempts:
+        return out + "(no attempts yet)\n"
+    rows = [(a["step_id"], a["attempt"], a["kind"], a["status"], a["error_code"], ms(a["duration_ms"]),
+             when(a["started_at"])) for a in attempts]
+    return out + table(("step", "attempt", "kind", "status", "error", "duration", "started"), rows)
+
+
+async def _follow(auto, args) -> int:
+    async for event in auto.follow(args.run_id):
+        write(json_line(event) if args.format == "json" else event_line(event))
+    return EXIT_OK
+
+
+def event_line(e: dict) -> str:
+    """`14:02:11.884  attempt.finished  reserve-funds #1 failed E_UPSTREAM_503 (120ms)`"""
+    from ..app.views import iso
+
+    data = e.get("data") or {}
+    at = iso(e["at"])[11:23]
+    kind = e["kind"]
+    if kind.startswith("attempt."):
+        what = f"{e['step_id']} #{e['attempt']}"
+        if data.get("kind") == "compensation":
+            what += " (compensation)"
+        if kind == "attempt.finished":
+            what += f" {e['status']}"
+            if e.get("error_code"):
+                what += f" {e['error_code']}"
+            if data.get("duration_ms") is not None:
+                what += f" ({ms(data['duration_ms'])})"
+    else:
+        parts = [e.get("state"), e.get("step_id"), e.get("error_code"), e.get("message")]
+        what = " ".join(str(p) for p in parts if p)
+        if kind == "run.created" and data.get("version") is not None:
+            what += f" (version {data['version']})"
+    return f"{at}  {kind:<17} {what}".rstrip() + "\n"

@@ -1,0 +1,65 @@
+"""`a44 automation publish FILE...`: compile in publish mode and store each workflow's IR under its version (§3.8).
+
+Prints every diagnostic in the lint text format, then one line per workflow (`wf_x v3 created|unchanged|refused`,
+a refusal followed by the store's reason and hint). Exit 0 when nothing was refused, 1 when the compiler found an
+error (nothing is stored) or the store refused a workflow, 2 on usage errors. Applies pending database
+migrations first, so publishing to a fresh embedded database just works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .output import EXIT_ERROR, EXIT_OK, add_common_options, json_document, run_api, write
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("publish", help="compile workflow files and store them as their version",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="FILE", help="workflow files or directories (recursed for *.yaml)")
+    add_common_options(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_api(_publish, args, migrate=True)
+
+
+async def _publish(auto, args) -> int:
+    report = await auto.publish(args.paths)
+    if args.format == "json":
+        write(json_document(report.to_dict()))
+    else:
+        write(render_text(report, color_stream=sys.stdout))
+        print(summary_line(report), file=sys.stderr)
+    return EXIT_OK if report.ok else EXIT_ERROR
+
+
+def render_text(report, *, color_stream=None) -> str:
+    import os
+
+    from .reporters import ReportSettings, create
+    from .reporters.terminal import TerminalPolicy
+
+    policy = TerminalPolicy.for_stream("auto", color_stream or sys.stdout, env=os.environ)
+    out = create("text", ReportSettings(color=policy.color, snippets=policy.snippets)).render(
+        report.diagnostics, report.files)
+    for wf in report.workflows:
+        out += f"{wf.workflow_id} v{wf.version} {wf.outcome}\n"
+        if wf.error is not None:
+            out += f"  {wf.error.code} {wf.error.message}\n"
+            if wf.error.hint:
+                out += f"  hint: {wf.error.hint}\n"
+    for trigger in report.triggers:
+        out += f"{trigger} (trigger) compiled; standalone trigger files are not stored by publish yet\n"
+    return out
+
+
+def summary_line(report) -> str:
+    if report.errors:
+        return (f"publish refused: {report.errors} error{'s' if report.errors != 1 else ''} in "
+                f"{len(report.files)} file{'s' if len(report.files) != 1 else ''}; nothing was stored")
+    counts = {o: sum(1 for w in report.workflows if w.outcome == o) for o in ("created", "unchanged", "refused")}
+    line = ", ".join(f"{n} {o}" for o, n in counts.items() if n) or "no workflow found"
+    return f"{line} in project {report.project}"

@@ -1,0 +1,92 @@
+"""`a44 automation runs [--state S] [--workflow WF] [--step S] [--since 48h] [--limit N]`: list runs, the total first.
+
+Prints `total: N`, then a table: RUN, WORKFLOW, VER, STATE, STEP, ERROR, CREATED, DURATION (docs/cli.md has examples).
+STEP is the failed step, else the current one; DURATION runs from creation to the end (or to now while the run is
+not finished). `--state` takes one of the run states of docs/store.md (a typo gets a did-you-mean); `--step`
+matches runs whose current or failed step it is, or that attempted it; `--since` is an age (48h, 30m, 7d).
+Exit 0 (even when nothing matches), 1 database error, 2 usage error.
+
+`a44 automation runs resolve RUN --step S --outcome succeeded|failed|retry` settles an `exclusive` step whose lease
+expired (the run waits in `awaiting_confirmation` until a person says what happened, §7.3).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .output import EXIT_OK, add_common_options, json_document, ms, run_api, table, when, write
+
+OUTCOMES = ("succeeded", "failed", "retry")
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("runs", help="list runs (total first) filtered by state, workflow, step, age",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--state", metavar="S", help="run state, e.g. failed, compensation_failed, running")
+    p.add_argument("--workflow", metavar="WF", help="workflow id or name")
+    p.add_argument("--step", metavar="S", help="step id (current, failed or attempted)")
+    p.add_argument("--since", metavar="AGE", help="created within this age: 48h, 30m, 7d")
+    p.add_argument("--limit", type=_non_negative, default=50, metavar="N", help="rows to print (default 50; "
+                   "the total counts every match)")
+    add_common_options(p)
+    actions = p.add_subparsers(dest="runs_action", metavar="ACTION", parser_class=type(p))
+    r = actions.add_parser("resolve", help="settle an exclusive step awaiting confirmation (§7.3)",
+                           description="Tell the run what happened to an exclusive step whose lease expired: "
+                                       "succeeded (its effect happened), failed (it did not: fail the step), "
+                                       "retry (attempt it again).")
+    r.add_argument("run_id", metavar="RUN")
+    r.add_argument("--step", dest="resolve_step", required=True, metavar="S", help="the step awaiting confirmation")
+    r.add_argument("--outcome", required=True, choices=OUTCOMES)
+    r.add_argument("--by", metavar="NAME", help="who decided, recorded with the decision (default: $USER)")
+    add_common_options(r)
+    return p
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    if getattr(args, "runs_action", None) == "resolve":
+        return run_api(_resolve, args)
+    return run_api(_list, args)
+
+
+async def _list(auto, args) -> int:
+    page = await auto.runs(state=args.state, workflow=args.workflow, step=args.step, since=args.since,
+                           limit=args.limit)
+    if args.format == "json":
+        write(json_document(page.to_dict()))
+    else:
+        write(render_text(page))
+    return EXIT_OK
+
+
+def render_text(page) -> str:
+    out = f"total: {page.total}\n"
+    if not page.runs:
+        return out
+    rows = [(r["run_id"], r["workflow_id"], r["version"], r["state"], r["failed_step"] or r["current_step"],
+             r["error_code"], when(r["created_at"]), ms(r["duration_ms"])) for r in page.runs]
+    out += table(("run", "workflow", "ver", "state", "step", "error", "created", "duration"), rows)
+    if page.total > len(page.runs):
+        out += f"({len(page.runs)} of {page.total} shown; --limit N for more)\n"
+    return out
+
+
+async def _resolve(auto, args) -> int:
+    import getpass
+
+    by = args.by or getpass.getuser()
+    result = await auto.resolve(args.run_id, args.resolve_step, args.outcome, by=by)
+    if args.format == "json":
+        write(json_document(result))
+    else:
+        write(f"{args.run_id} step {args.resolve_step} resolved as {args.outcome}; run is {result['state']}\n")
+    return EXIT_OK

@@ -1,0 +1,110 @@
+"""Shared plumbing of the runtime verbs (publish, run, runs, logs): common options, running the async API,
+printing errors as `E_CODE message` + `hint:`, aligned tables and JSON documents.
+
+Exit codes of these verbs: 0 ok, 1 error or refusal (database unreachable, workflow refused, run ended badly),
+2 usage (bad arguments, bad --input JSON, missing --idempotency-key, unknown state), 124 `run --wait --timeout`
+elapsed before the run ended (as coreutils `timeout`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from typing import Any, Awaitable, Callable, Sequence, TextIO
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
+FORMATS = ("text", "json")
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--project", metavar="P", help="project id (default: $A44_PROJECT, else pj_default)")
+    parser.add_argument("--format", "-f", choices=FORMATS, default="text", help="output format (default: text)")
+
+
+def print_error(exc, stream: TextIO | None = None) -> None:
+    """`E_CODE message`, then `hint: ...` when there is one: one grep-able line, never a traceback."""
+    stream = stream or sys.stderr
+    print(f"{exc.code} {exc.message}", file=stream)
+    if exc.hint:
+        print(f"hint: {exc.hint}", file=stream)
+
+
+def usage_error(message: str, hint: str | None = None) -> int:
+    print(f"a44: error: {message}", file=sys.stderr)
+    if hint:
+        print(f"hint: {hint}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, migrate: bool = False) -> int:
+    """Connect an `Automation` for `args.project`, run `body(auto, args)`, close, and map errors to exit codes."""
+    import asyncio
+
+    from ..api import Automation, InvalidArgument
+    from ..errors import A44Error
+
+    async def main() -> int:
+        auto = await Automation.connect(project=args.project, migrate=migrate)
+        try:
+            return await body(auto, args)
+        finally:
+            await auto.close()
+
+    try:
+        return asyncio.run(main())
+    except InvalidArgument as exc:
+        print_error(exc)
+        return EXIT_USAGE
+    except A44Error as exc:
+        print_error(exc)
+        return EXIT_ERROR
+
+
+# --- text ------------------------------------------------------------------------------------------------
+def when(value: datetime | None) -> str:
+    """`2026-07-19 14:02:11Z` (UTC, to the second) for tables; `-` when unset."""
+    if value is None:
+        return "-"
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def ms(value: int | None) -> str:
+    from ..app.durations import format_seconds
+
+    return "-" if value is None else format_seconds(value / 1000)
+
+
+def cell(value: Any) -> str:
+    return "-" if value is None or value == "" else str(value)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Columns left-aligned, two spaces apart, upper-case headers; the last column is not padded."""
+    text_rows = [[cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in text_rows]) for i, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
+
+    return "\n".join([line([h.upper() for h in headers])] + [line(r) for r in text_rows]) + "\n"
+
+
+# --- json ------------------------------------------------------------------------------------------------
+def json_document(doc: Any) -> str:
+    """One indented JSON document (timestamps ISO 8601 UTC with `Z`, durations in ms)."""
+    from ..app.views import to_json
+
+    return to_json(doc) + "\n"
+
+
+def json_line(doc: Any) -> str:
+    """One compact JSON object per line (for streams: `logs --follow --format json`)."""
+    from ..app.views import to_json
+
+    return to_json(doc, indent=None) + "\n"
+
+
+def write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()

@@ -1,0 +1,22 @@
+"""The interpreter daemon (issue 3): leases, the interpreter, retries, compensation, the state machine.
+
+Modules (one job each):
+  states.py        run states, allowed transitions (enforced by the SQL in queries/interpreter.sql)
+  retry_policy.py  full-jitter retry delays, error classes, compensation waits
+  progress.py      where a run stands, rebuilt from its attempt rows
+  journal.py       one transaction per step transition, behind the lease fence
+  invoke.py        one connector call under the step timeout
+  interpreter.py   drives one leased run
+  compensation.py  the saga's way back
+  confirmation.py  resolve_confirmation: a person decides an interrupted exclusive step (§7.3)
+  worker.py        Engine: claim, drive, run_once (what tests and the daemon call)
+  daemon.py        WorkerSettings, Daemon: the serve loop, LISTEN/NOTIFY wake-ups, graceful shutdown
+"""
+
+from .confirmation import OUTCOMES, resolve_confirmation
+from .daemon import Daemon, WorkerSettings
+from .states import RUN_TRANSITIONS, allowed_from, is_legal
+from .worker import Engine
+
+__all__ = ["Engine", "Daemon", "WorkerSettings", "resolve_confirmation", "OUTCOMES", "RUN_TRANSITIONS",
+           "allowed_from", "is_legal"]

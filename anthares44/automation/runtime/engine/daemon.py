@@ -1,0 +1,240 @@
+"""`a44 automation serve` as a Python API: `WorkerSettings` and `Daemon`.
+
+The daemon migrates the schema and creates partitions at start, then loops: claim as many due runs as it has
+free slots (`concurrency` runs in flight), drive each in its own task, and sleep until something can be due:
+a NOTIFY on channel `a44_runs_due` (a run created or released, migration 0002), a driver finishing (a slot
+frees), or a timer to the earliest `next_wake_at` (a retry, a sleep, or a lease deadline of a worker that may
+have died), capped by the lease timeout. No busy polling. Several daemons share one database: claims use
+FOR UPDATE SKIP LOCKED.
+
+Shutdown (`request_stop`, SIGTERM/SIGINT in the CLI): stop claiming, let in-flight steps finish and be recorded
+for up to `grace`, release every lease (the run is due again at once for another daemon), exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from ...clock import Clock, SystemClock
+from ...errors import A44Error
+from ...stdlib_connectors.registry import ConnectorRegistry
+from ..store import Store
+from .journal import Lease
+from .worker import DEFAULT_LEASE, Engine, default_worker_id
+
+log = logging.getLogger("a44.daemon")
+NOTIFY_CHANNEL = "a44_runs_due"
+PARTITIONS_EVERY = timedelta(hours=24)
+
+
+def _duration(text: str | None, default: timedelta) -> timedelta:
+    if not text:
+        return default
+    from ...app.durations import parse_duration
+
+    return parse_duration(text)
+
+
+@dataclass
+class WorkerSettings:
+    database_url: str | None = None            # None: A44_DATABASE_URL, else the embedded server
+    worker_id: str = field(default_factory=default_worker_id)
+    lease_timeout: timedelta = DEFAULT_LEASE   # §18: p99 of the slowest step + 50 %
+    concurrency: int = 16                      # runs in flight in this daemon
+    grace: timedelta = timedelta(seconds=10)   # how long in-flight steps may finish at shutdown
+    claim_batch: int = 64                      # most runs granted per claim statement
+
+    @classmethod
+    def from_env(cls, **overrides) -> "WorkerSettings":
+        """Settings from A44_LEASE_TIMEOUT / A44_WORKER_ID / A44_CONCURRENCY, then `overrides` (not None)."""
+        s = cls(lease_timeout=_duration(os.environ.get("A44_LEASE_TIMEOUT"), DEFAULT_LEASE))
+        if os.environ.get("A44_WORKER_ID"):
+            s.worker_id = os.environ["A44_WORKER_ID"]
+        if os.environ.get("A44_CONCURRENCY"):
+            s.concurrency = int(os.environ["A44_CONCURRENCY"])
+        for k, v in overrides.items():
+            if v is not None:
+                setattr(s, k, v)
+        if s.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if s.lease_timeout < timedelta(milliseconds=300):
+            raise ValueError("the lease timeout must be at least 300ms")
+        return s
+
+
+class Daemon:
+    def __init__(self, settings: WorkerSettings, *, store: Store | None = None,
+                 registry: ConnectorRegistry | None = None, clock: Clock | None = None,
+                 rng: random.Random | None = None):
+        self.settings = settings
+        self._store = store
+        self._own_store = store is None
+        self._registry = registry
+        self._clock = clock
+        self._rng = rng
+        self.engine: Engine | None = None
+        self._stop = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._active: dict[asyncio.Task, object] = {}
+        self._timers: list[asyncio.TimerHandle] = []
+
+    @property
+    def store(self) -> Store:
+        assert self._store is not None, "start() first"
+        return self._store
+
+    def request_stop(self) -> None:
+        """Stop claiming and shut down gracefully (safe to call from a signal handler)."""
+        self._stop.set()
+        self._wake.set()
+
+    # --- lifecycle ----------------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        s = self.settings
+        if self._store is None:
+            from ..database import resolve_url
+
+            url = s.database_url or resolve_url(start=True)
+            self._store = await Store.connect(url, clock=self._clock or SystemClock(),
+                                              max_size=max(4, s.concurrency + 3))
+        await self._store.migrate()
+        await self._store.ensure_partitions()
+        self.engine = Engine(self._store, self._registry, worker_id=s.worker_id, lease=s.lease_timeout,
+                             clock=self._clock or self._store.clock, rng=self._rng, concurrency=s.concurrency)
+        log.warning("serving worker=%s lease=%ss concurrency=%d", s.worker_id, s.lease_timeout.total_seconds(),
+                    s.concurrency)
+
+    async def serve(self) -> None:
+        """start() if needed, then claim and drive runs until request_stop(); then shut down gracefully."""
+        if self.engine is None:
+            await self.start()
+        listener = asyncio.create_task(self._listen())
+        try:
+            await self._loop()
+        finally:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listener
+            await self._shutdown()
+
+    async def _loop(self) -> None:
+        engine, s = self.engine, self.settings
+        last_partitions = engine.clock.now()
+        failures = 0
+        while not self._stop.is_set():
+            self._wake.clear()
+            claimed = 0
+            free = s.concurrency - len(self._active)
+            try:
+                if free > 0:
+                    asked = min(free, s.claim_batch)
+                    rows = await engine.claim(asked)
+                    claimed = len(rows)
+                    for row in rows:
+                        task = asyncio.create_task(engine.drive_run(row))
+                        self._active[task] = row["run_id"]
+                        task.add_done_callback(self._done)
+                    if claimed == asked and free > claimed:
+                        continue        # a full batch and slots left: more may be due right now
+                if engine.clock.now() - last_partitions > PARTITIONS_EVERY:
+                    await self.store.ensure_partitions()
+                    last_partitions = engine.clock.now()
+                timeout = await self._until_next_due(claimed, free)
+                failures = 0
+            except A44Error as exc:
+                # the database is away (restart, network): keep the in-flight work, retry with a backoff
+                failures += 1
+                timeout = min(0.2 * 2 ** failures, 5.0)
+                log.warning("claim loop: %s; retrying in %.1fs", exc, timeout)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _until_next_due(self, claimed: int, free: int) -> float:
+        """Seconds until the earliest next_wake_at (capped by the lease timeout); a floor when due runs exist
+        but were all locked by other daemons, so a contended claim does not spin."""
+        cap = self.settings.lease_timeout.total_seconds()
+        if free <= 0:
+            return cap
+        due: datetime | None = await self.store.fetchval("lease_next_due")
+        if due is None:
+            return cap
+        wait = (due - self.engine.clock.now()).total_seconds()
+        if wait <= 0:
+            return 0.05 if claimed == 0 else 0.0
+        return min(wait, cap)
+
+    def _done(self, task: asyncio.Task) -> None:
+        self._active.pop(task, None)
+        self._wake.set()
+
+    async def _listen(self) -> None:
+        """Hold a connection LISTENing on a44_runs_due; re-LISTEN after the database comes back."""
+        loop = asyncio.get_running_loop()
+
+        def on_notify(conn, pid, channel, payload):
+            try:
+                due = datetime.fromtimestamp(int(payload) / 1000, tz=timezone.utc)
+            except ValueError:
+                self._wake.set()
+                return
+            delay = (due - self.engine.clock.now()).total_seconds()
+            if delay <= 0:
+                self._wake.set()
+            else:
+                self._timers = [t for t in self._timers if not t.cancelled() and t.when() > loop.time()]
+                self._timers.append(loop.call_later(delay, self._wake.set))
+
+        while True:
+            try:
+                async with self.store.connection("listen") as conn:
+                    await conn.add_listener(NOTIFY_CHANNEL, on_notify)
+                    self._wake.set()     # something may have become due while we were not listening
+                    while not conn.is_closed():
+                        await asyncio.sleep(1.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the database went away; the claim loop reports it
+                log.info("listener: %s; reconnecting", exc)
+            await asyncio.sleep(1.0)
+
+    async def _shutdown(self) -> None:
+        engine = self.engine
+        engine.stopping = True
+        for t in self._timers:
+            t.cancel()
+        names = dict(self._active)
+        if self._active:
+            log.warning("stopping: %d run(s) in flight, waiting up to %ss", len(self._active),
+                        self.settings.grace.total_seconds())
+            done, pending = await asyncio.wait(list(self._active), timeout=self.settings.grace.total_seconds())
+            for t in pending:
+                t.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+                # drivers cut off mid-step leave their attempt `running`; hand the runs back so the next worker
+                # decides (retry, or awaiting_confirmation for an exclusive step)
+                for t in pending:
+                    run_id = names.get(t)
+                    if run_id is not None:
+                        await self._release_quietly(run_id)
+        self._active.clear()
+        with contextlib.suppress(Exception):
+            await engine.registry.aclose()
+        if self._own_store and self._store is not None:
+            await self._store.close()
+        log.warning("stopped worker=%s", self.settings.worker_id)
+
+    async def _release_quietly(self, run_id: str) -> None:
+        try:
+            run = await self.store.get_run(run_id)
+            if run["lease_owner"] == self.settings.worker_id:
+                await self.engine.release(Lease(run_id, run["project_id"], run["workflow_id"], run["lease_owner"],
+                                                run["lease_grants"], run["epoch"]))
+        except A44Error as exc:
+            log.warning("could not release %s: %s (its lease expires on its own)", run_id, exc)

@@ -1,0 +1,337 @@
+"""Drives one leased run: rebuilds where it stands from the log, runs the steps that are ready (DAG branches
+concurrently), records every attempt before and after it runs, and ends each visit by finishing the run,
+releasing it to a durable wait (retry delay, sleep), parking it for a person, or handing it to compensation.
+
+Every decision point writes one `Batch` (one transaction): finishing step N and starting its successors
+commit together. Time comes from the engine's clock; jitter from its RNG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_LEASE_EXPIRED, E_RUN_DEADLINE, A44Error
+from ..queries import sql
+from ..redact import redact
+from ..render import make_scope
+from .compensation import Compensator
+from .invoke import Call, Outcome, invoke
+from .journal import Batch, Lease, LeaseLost
+from .progress import Attempt, Progress, StepProgress
+from .retry_policy import Failure, counts_against_budget, retry_delay_ms
+from .states import AWAITING_CONFIRMATION, COMPENSATING, FAILED, SLEEPING, SUCCEEDED, WAITING
+
+if TYPE_CHECKING:
+    from .worker import Engine
+
+log = logging.getLogger("a44.engine")
+
+
+class RunDriver:
+    def __init__(self, engine: "Engine", row):
+        self.engine = engine
+        self.clock = engine.clock
+        self.row = row
+        self.lease = Lease(row["run_id"], row["project_id"], row["workflow_id"], engine.worker_id,
+                           row["lease_grants"], row["epoch"])
+        self.lost = False
+        self.p: Progress | None = None
+        self.deadline: datetime = row["deadline_at"]
+        self._inflight: dict[asyncio.Task, tuple[Attempt, StepProgress]] = {}
+        self._ended = 0
+
+    # --- entry ------------------------------------------------------------------------------------------------
+    async def drive(self) -> str:
+        """Returns how the visit ended: a run state, 'released' (shutdown) or 'lost' (lease taken away)."""
+        task = asyncio.current_task()
+        renewer = asyncio.create_task(self._renew(task))
+        try:
+            await self._load()
+            return await self._visit()
+        except LeaseLost:
+            self.lost = True
+            self.engine.event("lease.lost", self.lease.run_id)
+            return "lost"
+        except asyncio.CancelledError:
+            if self.lost:
+                task.uncancel()
+                self.engine.event("lease.lost", self.lease.run_id)
+                return "lost"
+            raise
+        finally:
+            renewer.cancel()
+            for t in self._inflight:
+                t.cancel()
+            if self._inflight:
+                await asyncio.gather(*self._inflight, return_exceptions=True)
+
+    async def _load(self) -> None:
+        store, L = self.engine.store, self.lease
+        ir = await self.engine.workflow_ir(L.project_id, L.workflow_id, self.row["version"])
+        rows, order = [], []
+        if L.grant > 1:
+            # Only a lease holder writes attempts (a person's confirmation follows a grant too), so a first grant
+            # has nothing to read: one round trip and one commit fewer per run.
+            async with store.transaction("engine_load") as conn:
+                rows = await conn.fetch(sql("engine_attempts_of_run"), L.run_id, L.epoch)
+                order = [r["step_id"] for r in await conn.fetch(sql("engine_completion_order"), L.run_id, L.epoch)]
+        self.p = Progress(ir, [Attempt.from_row(r, store.load_result) for r in rows], order)
+        self.deadline = min(self.row["deadline_at"], self.row["created_at"] + timedelta(milliseconds=ir.deadline_ms))
+
+    async def _renew(self, driver: asyncio.Task) -> None:
+        """Push the lease deadline every lease/3 while the run is driven; a renewal that finds the lease gone
+        cancels the driver (it must stop touching the run)."""
+        lease_s = self.engine.lease.total_seconds()
+        while True:
+            await asyncio.sleep(lease_s / 3)
+            try:
+                ok = await self.engine.store.fetchval("lease_renew", self.lease.run_id, self.lease.owner,
+                                                      self.lease.grant, self.clock.now() + self.engine.lease)
+            except A44Error as exc:
+                log.warning("lease renewal of %s failed: %s", self.lease.run_id, exc)
+                continue
+            if ok is None:
+                self.lost = True
+                driver.cancel()
+                return
+
+    def _batch(self) -> Batch:
+        return Batch(self.engine.store, self.lease, self.engine.worker_id)
+
+    # --- one visit --------------------------------------------------------------------------------------------
+    async def _visit(self) -> str:
+        b = self._batch()
+        now = self.clock.now()
+        parked = self._recover_interrupted(b, now)
+        if parked is not None:
+            return await self._park(b, parked, now)
+        if self.row["state"] == COMPENSATING:
+            return await Compensator(self, b).run()
+        while True:
+            now = self.clock.now()
+            if self.engine.stopping and not self._inflight:
+                await b.commit(now)
+                await self.engine.release(self.lease)
+                return "released"
+            failure = self.p.failed_step()
+            dues: list[tuple[datetime, str]] = []
+            starts: list[tuple[Attempt, StepProgress]] = []
+            if failure is None and not self.engine.stopping:
+                starts = self._advance(b, now, dues)
+                failure = self.p.failed_step()
+            if not self._inflight and not starts:
+                if failure is not None:
+                    return await self._fail(b, failure, now)
+                if self.p.all_done():
+                    b.transition(SUCCEEDED, now, release=True, result=self.p.sink_outputs(),
+                                 summary=self.p.summary(), finished=True)
+                    await b.commit(now)
+                    self.engine.event("run.succeeded", self.lease.run_id)
+                    return SUCCEEDED
+                return await self._release_until(b, dues, now)
+            await b.commit(now)
+            for a, sp in starts:
+                self._inflight[asyncio.create_task(self._attempt(a, sp))] = (a, sp)
+            await self._await_completions(b, dues)
+
+    def _recover_interrupted(self, b: Batch, now: datetime) -> StepProgress | None:
+        """Attempts still `running` when a lease is granted were interrupted (the previous holder died or was cut
+        off): they become `lease_expired` and are tried again, unless the step is exclusive (§7.3)."""
+        parked = None
+        for sp in self.p.steps.values():
+            for a in (sp.last, sp.compensations[-1] if sp.compensations else None):
+                if a is None or a.status != "running" or (a.kind == "action" and sp.node.kind == "sleep"):
+                    continue
+                b.finish(a, "lease_expired", now, error=A44Error(
+                    E_LEASE_EXPIRED, f"the lease of the worker running attempt {a.attempt} expired", step_id=a.step_id))
+                if a.kind == "action" and sp.node.exclusive:
+                    parked = sp
+        return parked
+
+    async def _park(self, b: Batch, sp: StepProgress, now: datetime) -> str:
+        err = A44Error(E_EXCLUSIVE_UNCONFIRMED,
+                       f"exclusive step {sp.node.id} was interrupted (attempt {sp.last.attempt}); its effect is unknown",
+                       step_id=sp.node.id,
+                       hint=f"a44 automation runs resolve {self.lease.run_id} --step {sp.node.id} "
+                            f"--outcome succeeded|failed|retry")
+        b.current_step = sp.node.id
+        b.transition(AWAITING_CONFIRMATION, now, release=True, error=err)
+        b.event("alert", now, state=AWAITING_CONFIRMATION, step_id=sp.node.id, error_code=err.code,
+                message=err.message, data=self.alert_data(sp, err, err.hint))
+        await b.commit(now)
+        self.engine.event("run.awaiting_confirmation", self.lease.run_id, step=sp.node.id)
+        return AWAITING_CONFIRMATION
+
+    # --- choosing what runs next ------------------------------------------------------------------------------
+    def _advance(self, b: Batch, now: datetime, dues: list) -> list[tuple[Attempt, StepProgress]]:
+        """Start every step that is ready now; skip those whose `if` is false; finish sleeps that are over.
+        Repeats until nothing changes (a skip or a finished sleep can make successors ready)."""
+        starts: list[tuple[Attempt, StepProgress]] = []
+        busy = {sp.node.id for _, sp in self._inflight.values()}
+        if now >= self.deadline:
+            self._deadline_failure(b, now, busy)
+            return starts
+        changed = True
+        while changed:
+            changed = False
+            dues.clear()
+            for sid, sp in self.p.steps.items():
+                if sid in busy or sp.done or not self.p.ready(sid):
+                    continue
+                st = sp.state
+                if st == "failed":
+                    return starts
+                if st == "retry" and now < sp.last.retry_at:
+                    dues.append((sp.last.retry_at, WAITING))
+                    continue
+                if st == "not_started" and not self._condition_holds(b, sp, now):
+                    changed = True
+                    continue
+                if sp.node.kind == "sleep":
+                    changed |= self._sleep(b, sp, now, dues)
+                    continue
+                a = b.start(sid, sp.next_attempt, "action", now)
+                self.p.add(a)
+                busy.add(sid)
+                starts.append((a, sp))
+        return starts
+
+    def _condition_holds(self, b: Batch, sp: StepProgress, now: datetime) -> bool:
+        """Evaluate `if:`; false records a `skipped` attempt, an error a final E_EXPR_EVAL failure."""
+        if sp.node.condition is None:
+            return True
+        try:
+            value = self.engine.program(sp.node).evaluate(self.cel_scope(sp.node.id))
+            if not isinstance(value, bool):
+                raise A44Error(E_EXPR_EVAL, f"`if` of step {sp.node.id} gave {type(value).__name__}, not a bool")
+        except A44Error as err:
+            self.p.add(b.record(sp.node.id, 1, "action", "failed", now, error=err))
+            return False
+        except Exception as exc:  # EvalError and friends: the expression, not the worker, is at fault
+            err = A44Error(E_EXPR_EVAL, f"`if` of step {sp.node.id} ({sp.node.condition.cel}) failed: {exc}",
+                           step_id=sp.node.id)
+            self.p.add(b.record(sp.node.id, 1, "action", "failed", now, error=err))
+            return False
+        if value:
+            return True
+        self.p.add(b.record(sp.node.id, 1, "action", "skipped", now))
+        return False
+
+    def _sleep(self, b: Batch, sp: StepProgress, now: datetime, dues: list) -> bool:
+        """A durable sleep is a `running` attempt whose end is started_at + sleep_ms; the run is released until
+        then. Returns True when the sleep finished now."""
+        a = sp.last if sp.state == "running" else None
+        if a is None:
+            a = b.start(sp.node.id, sp.next_attempt, "action", now)
+            self.p.add(a)
+        end = a.started_at + timedelta(milliseconds=sp.node.sleep_ms or 0)
+        if now >= end:
+            b.finish(a, "succeeded", now)
+            self.p.finished(a)
+            return True
+        dues.append((end, SLEEPING))
+        return False
+
+    def _deadline_failure(self, b: Batch, now: datetime, busy: set[str]) -> None:
+        """§3.1: past the run's wall-clock limit, the first unfinished step fails with E_RUN_DEADLINE (final)."""
+        for sid, sp in self.p.steps.items():
+            if sid in busy or sp.done or not self.p.ready(sid) or sp.state == "failed":
+                continue
+            err = A44Error(E_RUN_DEADLINE, f"the run passed its wall-clock limit ({self.deadline.isoformat()}) "
+                                           f"before step {sid} finished", step_id=sid)
+            if sp.state == "running":   # a sleep that would end after the deadline
+                b.finish(sp.last, "failed", now, error=err)
+            else:
+                self.p.add(b.record(sid, sp.next_attempt, "action", "failed", now, error=err))
+            return
+
+    # --- running and recording attempts -----------------------------------------------------------------------
+    async def _attempt(self, a: Attempt, sp: StepProgress) -> Outcome:
+        node = sp.node
+        call = Call(node.id, node.connector, node.params, node.timeout_ms or 0, a.attempt)
+        out = await invoke(self.engine.registry, call, self.render_scope(node.id, a.attempt),
+                            run_id=self.lease.run_id, project_id=self.lease.project_id,
+                            workflow_id=self.lease.workflow_id, idempotency_key=f"{self.lease.run_id}:{node.id}",
+                            services=self.engine.services)
+        self._ended += 1
+        out.seq = self._ended    # completions that land together are recorded in the order they really ended
+        return out
+
+    async def _await_completions(self, b: Batch, dues: list) -> None:
+        """Wait for the first in-flight attempt to end (or for a retry/sleep of another branch to come due) and
+        add what ended to `b`, so that its finish commits with the starts it unlocks."""
+        timeout = None
+        if dues:
+            timeout = max(0.0, (min(d for d, _ in dues) - self.clock.now()).total_seconds())
+        done, _ = await asyncio.wait(self._inflight, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        now = self.clock.now()
+        for t in sorted(done, key=lambda t: t.result().seq):
+            a, sp = self._inflight.pop(t)
+            self._record(b, a, sp, t.result(), now)
+
+    def _record(self, b: Batch, a: Attempt, sp: StepProgress, out: Outcome, now: datetime) -> None:
+        if out.status == "succeeded":
+            b.finish(a, "succeeded", now, result=redact(out.result))
+            self.p.finished(a)
+            self.engine.event("step.succeeded", self.lease.run_id, step=a.step_id, attempt=a.attempt)
+            return
+        err = out.error
+        failure = Failure.of(err)
+        n = sp.counted_failures + (1 if counts_against_budget(out.status, err.code) else 0)
+        delay = retry_delay_ms(sp.node.retry, n, failure, self.engine.rng)
+        retry_at = now + timedelta(milliseconds=delay) if delay is not None else None
+        b.finish(a, out.status, now, error=err, retry_at=retry_at)
+        self.engine.event("step.failed", self.lease.run_id, step=a.step_id, attempt=a.attempt, code=err.code,
+                          retry_at=retry_at.isoformat() if retry_at else None)
+
+    # --- ending a visit ---------------------------------------------------------------------------------------
+    async def _release_until(self, b: Batch, dues: list, now: datetime) -> str:
+        """Nothing runs now: release the lease until the earliest due time (retry delay or sleep end)."""
+        if not dues:
+            raise RuntimeError(f"run {self.lease.run_id}: nothing runs, nothing is due and the run is not done")
+        wake = min(d for d, _ in dues)
+        state = WAITING if any(s == WAITING for _, s in dues) else SLEEPING
+        b.transition(state, now, next_wake_at=min(wake, self.deadline), release=True)
+        await b.commit(now)
+        self.engine.event(f"run.{state}", self.lease.run_id, until=wake.isoformat())
+        return state
+
+    async def _fail(self, b: Batch, sp: StepProgress, now: datetime) -> str:
+        """Final failure of step `sp`: compensate completed steps if any declare it (§6.1), else fail the run."""
+        last = sp.last
+        err = A44Error(last.error_code or E_RUN_DEADLINE, last.error_message or "", step_id=sp.node.id)
+        b.current_step = sp.node.id
+        if self.p.compensation_plan():
+            b.transition(COMPENSATING, now, failed_step=sp.node.id, error=err)
+            self.engine.event("run.compensating", self.lease.run_id, step=sp.node.id, code=err.code)
+            return await Compensator(self, b).run()
+        b.transition(FAILED, now, release=True, failed_step=sp.node.id, error=err, summary=self.p.summary(),
+                     finished=True)
+        await b.commit(now)
+        self.engine.event("run.failed", self.lease.run_id, step=sp.node.id, code=err.code)
+        return FAILED
+
+    # --- scopes -----------------------------------------------------------------------------------------------
+    def _run_info(self, step_id: str, attempt: int) -> dict:
+        return {"id": self.lease.run_id, "workflow_id": self.lease.workflow_id,
+                "idempotency_key": self.row["idempotency_key"], "attempt": attempt, "step_id": step_id}
+
+    def _trigger(self) -> dict:
+        return {"id": self.row["trigger_id"], "event_id": self.row["event_id"],
+                "partition_key": self.row["partition_key"]}
+
+    def render_scope(self, step_id: str, attempt: int) -> dict:
+        return make_scope(input=self.row["input"], steps=self.p.scope_steps(), trigger=self._trigger(),
+                          run=self._run_info(step_id, attempt))
+
+    def cel_scope(self, step_id: str) -> dict:
+        return {"input": self.row["input"], "steps": self.p.scope_steps(), "trigger": self._trigger(),
+                "run": {k: v for k, v in self._run_info(step_id, 1).items() if v is not None}}
+
+    def alert_data(self, sp: StepProgress, err: A44Error, action: str) -> dict[str, Any]:
+        return {"workflow_id": self.lease.workflow_id, "run_id": self.lease.run_id, "failed_step": sp.node.id,
+                "error_code": err.code, "error_message": err.message, "attempts": len(sp.actions),
+                "compensation_attempts": len(sp.compensations), "recommended_action": action}

@@ -1,0 +1,78 @@
+"""One attempt of one connector call: render the parameters, validate them, invoke under the step timeout, and
+turn whatever happened into an `Outcome`. Nothing here writes to the database; the interpreter records it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ...compiler.ir import ConnectorRef
+from ...errors import E_CONNECTOR_FAILED, E_STEP_TIMEOUT, A44Error
+from ...stdlib_connectors.protocol import StepContext
+from ...stdlib_connectors.registry import ConnectorRegistry, validate_params
+from ..render import render_params
+
+log = logging.getLogger("a44.engine")
+
+
+@dataclass
+class Outcome:
+    status: str                 # succeeded | failed | timeout
+    result: Any = None
+    error: A44Error | None = None
+    seq: int = 0                # order of ending among a run's concurrent attempts
+
+
+@dataclass(frozen=True)
+class Call:
+    """What to invoke: the step's (or its compensation's) connector, raw IR params and timeout."""
+    step_id: str
+    connector: ConnectorRef
+    params: dict
+    timeout_ms: int
+    attempt: int
+    kind: str = "action"
+
+
+async def invoke(registry: ConnectorRegistry, call: Call, scope: dict, *, run_id: str, project_id: str,
+                 workflow_id: str, idempotency_key: str, services: dict) -> Outcome:
+    try:
+        connector = registry.get(call.connector)
+        params = validate_params(connector, render_params(call.params, scope))
+    except A44Error as err:
+        return Outcome("failed", error=_with_step(err, call.step_id))
+    timeout_s = max(call.timeout_ms, 1) / 1000
+    ctx = StepContext(run_id=run_id, step_id=call.step_id, attempt=call.attempt, idempotency_key=idempotency_key,
+                      project_id=project_id, workflow_id=workflow_id, deadline=time.monotonic() + timeout_s,
+                      declared=registry.declared(call.connector.uses), services=services,
+                      logger=logging.getLogger(f"a44.connector.{connector.name}"))
+    try:
+        async with asyncio.timeout(timeout_s) as cm:
+            result = await connector.invoke(params, ctx)
+    except TimeoutError as exc:
+        if cm.expired():
+            return Outcome("timeout", error=A44Error(E_STEP_TIMEOUT, f"step {call.step_id} did not finish within "
+                                                                       f"{call.timeout_ms} ms", step_id=call.step_id))
+        return Outcome("failed", error=_unexpected(call, exc))
+    except A44Error as err:
+        return Outcome("failed", error=_with_step(err, call.step_id))
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a connector bug fails the step, never the worker
+        return Outcome("failed", error=_unexpected(call, exc))
+    return Outcome("succeeded", result=result)
+
+
+def _with_step(err: A44Error, step_id: str) -> A44Error:
+    if err.step_id is None:
+        err.step_id = step_id
+    return err
+
+
+def _unexpected(call: Call, exc: BaseException) -> A44Error:
+    log.debug("connector %s raised", call.connector.uses, exc_info=exc)
+    return A44Error(E_CONNECTOR_FAILED, f"connector {call.connector.uses!r} raised {type(exc).__name__}: {exc}",
+                    step_id=call.step_id)

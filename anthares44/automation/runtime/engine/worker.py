@@ -1,0 +1,135 @@
+"""The engine: claims due runs under leases and drives each with a `RunDriver`.
+
+`Engine` is the in-process API the daemon loops over and tests call directly: `claim()`, `run_once()` (claim a
+batch, drive each run until it ends or releases), `drive()` (repeat until nothing is due). It owns what drivers
+share: the store, the connector registry, the clock, the jitter RNG, the IR and CEL caches, and the counters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import secrets
+import socket
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+from ...clock import Clock
+from ...compiler.ir import NodeIR, WorkflowIR, load_workflow_ir
+from ...errors import A44Error
+from ...stdlib_connectors.registry import ConnectorRegistry
+from ..store import Store
+from .interpreter import RunDriver
+from .journal import Lease
+
+log = logging.getLogger("a44.engine")
+DEFAULT_LEASE = timedelta(seconds=30)
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
+
+
+class Engine:
+    def __init__(self, store: Store, registry: ConnectorRegistry | None = None, *, worker_id: str | None = None,
+                 lease: timedelta = DEFAULT_LEASE, clock: Clock | None = None, rng: random.Random | None = None,
+                 concurrency: int = 16, services: dict[str, Any] | None = None):
+        self.store = store
+        self.registry = registry if registry is not None else ConnectorRegistry()
+        self.worker_id = worker_id or default_worker_id()
+        self.lease = lease
+        self.clock = clock or store.clock
+        self.rng = rng or random.Random()
+        self.concurrency = concurrency
+        # sql/execute runs on the project database through the store's pool unless a step names another DSN
+        self.services = {"db_pool": store._pool, **(services or {})}
+        self.stopping = False
+        self.metrics: Counter[str] = Counter()
+        self._irs: dict[tuple[str, str, int], WorkflowIR] = {}
+        self._programs: dict[int, Any] = {}
+        self._ir_lock = asyncio.Lock()
+
+    # --- shared caches ----------------------------------------------------------------------------------------
+    async def workflow_ir(self, project: str, workflow_id: str, version: int) -> WorkflowIR:
+        """Published IR never changes (§3.8), so it is cached for the life of the engine."""
+        key = (project, workflow_id, version)
+        ir = self._irs.get(key)
+        if ir is None:
+            async with self._ir_lock:     # one read per version, even when a batch of its runs starts at once
+                ir = self._irs.get(key)
+                if ir is None:
+                    row = await self.store.get_version(project, workflow_id, version)
+                    ir = self._irs[key] = load_workflow_ir(row["ir"])
+        return ir
+
+    def program(self, node: NodeIR):
+        from ...grammar import load_program
+
+        prog = self._programs.get(id(node))
+        if prog is None:
+            prog = self._programs[id(node)] = load_program(node.condition.program)
+        return prog
+
+    # --- leases -----------------------------------------------------------------------------------------------
+    async def claim(self, limit: int | None = None) -> list:
+        """Grant up to `limit` due runs to this worker (FOR UPDATE SKIP LOCKED: daemons never get the same run)."""
+        rows = await self.store.fetch("lease_claim", self.worker_id, self.clock.now(), limit or self.concurrency,
+                                      self.lease)
+        for r in rows:
+            self.metrics["runs_claimed"] += 1
+            if r["prev_owner"] is not None:
+                self.metrics["lease_reclaim_total"] += 1
+                self.event("lease.reclaimed", r["run_id"], previous_owner=r["prev_owner"], level=logging.WARNING)
+            if r["prev_state"] != r["state"]:
+                self.event(f"run.{r['state']}", r["run_id"], previous=r["prev_state"])
+        return rows
+
+    async def release(self, lease: Lease) -> None:
+        """Hand a run back unfinished (shutdown): due again now, for any worker."""
+        await self.store.fetchval("lease_release", lease.run_id, lease.owner, lease.grant, self.clock.now())
+        self.event("lease.released", lease.run_id)
+
+    # --- driving ----------------------------------------------------------------------------------------------
+    async def drive_run(self, row) -> str:
+        """Drive one claimed run; never raises for a run's trouble (the lease expires and the run is retried)."""
+        try:
+            return await RunDriver(self, row).drive()
+        except A44Error as exc:
+            self.metrics["visit_errors"] += 1
+            log.warning("run %s: visit aborted by %s; it resumes when its lease expires", row["run_id"], exc)
+            return "error"
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a bug in one run must not stop the worker
+            self.metrics["visit_errors"] += 1
+            log.exception("run %s: visit failed; it resumes when its lease expires", row["run_id"])
+            return "error"
+
+    async def run_once(self, limit: int | None = None) -> dict[str, str]:
+        """Claim one batch of due runs and drive them concurrently to the end of this visit.
+        Returns {run_id: how the visit ended}."""
+        rows = await self.claim(limit)
+        outcomes = await asyncio.gather(*(self.drive_run(r) for r in rows))
+        return {r["run_id"]: o for r, o in zip(rows, outcomes)}
+
+    async def drive(self, max_rounds: int = 1000) -> dict[str, str]:
+        """`run_once` until nothing is due at the clock's current instant (tests: advance the clock, drive again).
+        Returns the last outcome of every run visited."""
+        seen: dict[str, str] = {}
+        for _ in range(max_rounds):
+            got = await self.run_once()
+            if not got:
+                return seen
+            seen.update(got)
+        raise RuntimeError(f"runs were still due after {max_rounds} rounds")
+
+    # --- observability ----------------------------------------------------------------------------------------
+    def event(self, what: str, run_id: str, *, level: int = logging.INFO, **fields) -> None:
+        """One structured line per state change: `what run=... key=value ...` (stderr via the daemon's handler)."""
+        self.metrics[what] += 1
+        if log.isEnabledFor(level):
+            extra = " ".join(f"{k}={v}" for k, v in fields.items() if v is not None)
+            log.log(level, "%s run=%s worker=%s%s", what, run_id, self.worker_id, f" {extra}" if extra else "")

@@ -1,0 +1,239 @@
+"""`uses: http` (and declared connectors of type `http`): one HTTP request, its response captured as the result.
+
+What this module decides, so the interpreter does not have to:
+  * where the request goes: `url`, or `path` joined to the declared connector's `baseUrl`;
+  * what is sent: declared headers, then the step's; `Idempotency-Key: {run_id}:{step_id}` (§2) unless the
+    step sets that header itself; bearer auth from a secret; `json` (JSON) or `body` (raw string, else JSON);
+  * how long it may take: until `ctx.deadline` (and at most the declared `timeout`);
+  * what came back: `{"status", "headers": {content-type, etag, location, retry-after present},
+    "json": ... | "text": ...}`, the body read up to `maxResponseBytes` (beyond it: text cut there and
+    `"truncated": true`);
+  * how a failure is classified (§6.3, §14): a status in `retryOn` (default 408, 429, 500, 502, 503, 504) is a
+    retryable `E_UPSTREAM_<status>`, any other status >= 400 a permanent one; `details["retryable"]` always says
+    which, because a custom `retryOn` can disagree with the code's default; `Retry-After` (seconds or an HTTP
+    date) on a retryable status becomes `details["retry_after_ms"]`; connection failures are `E_NETWORK`,
+    running out of time `E_STEP_TIMEOUT`.
+One aiohttp session per connector instance (so per registry), created on first use in the running event loop and
+closed by `aclose()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+from datetime import timezone
+from typing import Any
+
+from ..compiler.models.params import HttpParams
+from ..errors import E_NETWORK, E_PARAMS_INVALID, E_STEP_TIMEOUT, A44Error
+from .protocol import StepContext
+
+DEFAULT_RETRY_ON = (408, 429, 500, 502, 503, 504)
+CAPTURED_HEADERS = ("content-type", "etag", "location", "retry-after")
+ERROR_BODY_CHARS = 2_000     # of an error response kept in details, to show what the far side said
+_CHUNK = 64 * 1024
+
+
+def retry_after_ms(value: str | None, now: float | None = None) -> int | None:
+    """`Retry-After` as milliseconds from now: delta-seconds or an HTTP date (RFC 9110 §10.2.3); None if absent
+    or unparseable (the interpreter then uses its own backoff)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return int(value) * 1000
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    now = time.time() if now is None else now
+    return max(0, int((when.timestamp() - now) * 1000))
+
+
+def join_url(base: str, path: str) -> str:
+    return base.rstrip("/") + "/" + path.lstrip("/")
+
+
+def _query_pairs(query: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """Query values as strings: None is dropped, a list repeats the key, booleans are `true`/`false`."""
+    pairs: list[tuple[str, str]] = []
+    for key, value in (query or {}).items():
+        for v in value if isinstance(value, list) else [value]:
+            if v is None:
+                continue
+            if isinstance(v, bool):
+                v = "true" if v else "false"
+            elif isinstance(v, (dict, list)):
+                v = json.dumps(v, separators=(",", ":"))
+            pairs.append((key, str(v)))
+    return pairs
+
+
+class HttpConnector:
+    name = "http"
+    params_model = HttpParams
+
+    def __init__(self) -> None:
+        self._session = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- the shared session ---------------------------------------------------------------------------------------
+    async def _get_session(self, ctx: StepContext):
+        shared = ctx.services.get("http_session")
+        if shared is not None:
+            return shared
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            import aiohttp
+
+            # trust_env=False: a proxy from the environment must never silently reroute a step (§14, vpn/http)
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=256, ttl_dns_cache=60),
+                auto_decompress=True, trust_env=False)
+            self._loop = loop
+        return self._session
+
+    async def aclose(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    # -- one request ----------------------------------------------------------------------------------------------
+    async def invoke(self, params: Any, ctx: StepContext) -> dict[str, Any]:
+        p = params if isinstance(params, HttpParams) else HttpParams.model_validate(params)
+        decl = ctx.declared or {}
+        url = self._url(p, decl)
+        headers = await self._headers(p, decl, ctx)
+        retry_on = set(p.retryOn if p.retryOn is not None else decl.get("retryOn") or DEFAULT_RETRY_ON)
+        kwargs: dict[str, Any] = {}
+        if p.json_ is not None and p.body is not None:
+            raise A44Error(E_PARAMS_INVALID, "an http step takes `json` or `body`, not both")
+        if p.json_ is not None:
+            kwargs["json"] = p.json_
+        elif isinstance(p.body, str):
+            kwargs["data"] = p.body.encode()
+        elif p.body is not None:
+            kwargs["json"] = p.body
+
+        remaining = ctx.deadline - time.monotonic()
+        if decl.get("timeout"):
+            remaining = min(remaining, decl["timeout"] / 1000)
+        if remaining <= 0:
+            raise A44Error(E_STEP_TIMEOUT, f"no time left for {p.method} {url}")
+
+        import aiohttp
+
+        session = await self._get_session(ctx)
+        try:
+            async with asyncio.timeout(remaining):
+                async with session.request(
+                        p.method, url, headers=headers, params=_query_pairs(p.query),
+                        allow_redirects=p.method in ("GET", "HEAD"),
+                        timeout=aiohttp.ClientTimeout(total=remaining), **kwargs) as resp:
+                    result = await self._capture(resp, p.maxResponseBytes)
+        except TimeoutError:  # asyncio.timeout, and aiohttp's ServerTimeoutError subclasses it
+            raise A44Error(E_STEP_TIMEOUT, f"{p.method} {url} did not finish within {remaining:.3f} s") from None
+        except aiohttp.InvalidURL as exc:
+            raise A44Error(E_PARAMS_INVALID, f"invalid URL {str(exc.url)!r}") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise A44Error(E_NETWORK, f"{p.method} {url} failed: {type(exc).__name__}: {exc}") from None
+        self._classify(p.method, url, result, retry_on)
+        return result
+
+    @classmethod
+    def _url(cls, p: HttpParams, decl: dict[str, Any]) -> str:
+        url = cls._target(p, decl)
+        if not url.lower().startswith(("http://", "https://")):
+            raise A44Error(E_PARAMS_INVALID, f"an http step needs an http:// or https:// URL, got {url[:200]!r}")
+        return url
+
+    @staticmethod
+    def _target(p: HttpParams, decl: dict[str, Any]) -> str:
+        if p.url:
+            return p.url
+        if p.path is not None:
+            base = decl.get("baseUrl")
+            if not base:
+                raise A44Error(E_PARAMS_INVALID, "`path` needs a declared connector with a `baseUrl`; "
+                                                 "use `url` with `uses: http`")
+            return join_url(base, p.path)
+        raise A44Error(E_PARAMS_INVALID, "an http step needs `url` (or `path` on a declared connector)")
+
+    @staticmethod
+    async def _headers(p: HttpParams, decl: dict[str, Any], ctx: StepContext) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        for source in (decl.get("headers"), p.headers):
+            for k, v in (source or {}).items():
+                headers[k] = str(v)
+        lower = {k.lower() for k in headers}
+        if "idempotency-key" not in lower:
+            headers["Idempotency-Key"] = ctx.idempotency_key
+        auth = decl.get("auth")
+        if auth:
+            kind = auth.get("kind")
+            if kind == "bearer":
+                token = await ctx.secret(auth["secretRef"])
+                headers["Authorization"] = f"Bearer {token}"
+            else:
+                raise A44Error(E_PARAMS_INVALID, f"auth kind {kind!r} is not supported by this version of the http "
+                                                 f"connector (only `bearer`)",
+                               hint="use `auth: {kind: bearer, secretRef: ...}` until oauth2 support ships")
+        return headers
+
+    @staticmethod
+    async def _capture(resp, cap: int) -> dict[str, Any]:
+        # read at most cap + 1 bytes: enough to know the body was larger, never the whole of a huge body
+        buf = bytearray()
+        while len(buf) <= cap:
+            chunk = await resp.content.read(min(_CHUNK, cap + 1 - len(buf)))
+            if not chunk:
+                break
+            buf += chunk
+        truncated = len(buf) > cap
+        body = bytes(buf[:cap])
+        result: dict[str, Any] = {
+            "status": resp.status,
+            "headers": {h: resp.headers[h] for h in CAPTURED_HEADERS if h in resp.headers},
+        }
+        charset = resp.charset or "utf-8"
+        ctype = resp.headers.get("content-type", "").lower()
+        if not truncated and body and ("json" in ctype.split(";")[0]):
+            try:
+                result["json"] = json.loads(body.decode(charset, errors="strict"))
+                return result
+            except (ValueError, LookupError):
+                pass  # a JSON content type with a body that is not JSON: keep the text, the caller can see it
+        try:
+            result["text"] = body.decode(charset, errors="replace")
+        except LookupError:
+            result["text"] = body.decode("utf-8", errors="replace")
+        if truncated:
+            result["truncated"] = True
+        return result
+
+    @staticmethod
+    def _classify(method: str, url: str, result: dict[str, Any], retry_on: set[int]) -> None:
+        status = result["status"]
+        retryable = status in retry_on
+        if status < 400 and not retryable:
+            return
+        details: dict[str, Any] = {"retryable": retryable, "status": status}
+        if retryable:
+            after = retry_after_ms(result["headers"].get("retry-after"))
+            if after is not None:
+                details["retry_after_ms"] = after
+        if "json" in result:
+            details["body"] = result["json"]
+            if len(json.dumps(details["body"], default=str)) > ERROR_BODY_CHARS:
+                details["body"] = json.dumps(details["body"], default=str)[:ERROR_BODY_CHARS]
+        elif result.get("text"):
+            details["body"] = result["text"][:ERROR_BODY_CHARS]
+        from ..runtime.redact import redact
+
+        details = redact(details)
+        kind = "retryable" if retryable else "permanent"
+        raise A44Error(f"E_UPSTREAM_{status}", f"{method} {url} answered {status} ({kind})", details=details)

@@ -1,0 +1,56 @@
+"""The connector plugin protocol: what the interpreter calls and what a connector may rely on.
+
+A connector is an object with
+  * `name: str` — the `uses` value it answers to (`http`, `sql/execute`, or `payments.authorize` for a plugin
+    registered under the entry point group `anthares44.automation.connectors`),
+  * `params_model` — a pydantic model of its parameters (or None: it takes a free mapping),
+  * `async def invoke(self, params, ctx: StepContext) -> JSON value` — performs ONE external effect.
+It signals failure by raising `A44Error` with a stable code (retryable or not by code, see errors.py); any other
+exception is wrapped as `E_CONNECTOR_FAILED` (permanent) by the interpreter. The interpreter applies the timeout,
+records the result and retries; a connector never retries on its own.
+
+Two optional `A44Error.details` keys steer the retry, and win over the code's default: `retryable` (bool; e.g. an
+http connector with a custom `retryOn`) and `retry_after_ms` (int; the far side's `Retry-After`, used instead of
+the backoff delay). Shared services the interpreter passes in `StepContext.services`: `db_pool` (the project
+database's asyncpg pool, used by `sql/execute`) and optionally `http_session` (an aiohttp ClientSession).
+See docs/connectors.md.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What a connector knows about the attempt it serves. `idempotency_key` is `{run_id}:{step_id}` (§2):
+    the same for every attempt of the step, so the far side can deduplicate."""
+
+    run_id: str
+    step_id: str
+    attempt: int
+    idempotency_key: str
+    project_id: str
+    workflow_id: str
+    deadline: float                         # time.monotonic() by which the attempt must end
+    declared: dict[str, Any] | None = None  # the declared connector instance (`con_...`), as IR, if any
+    secrets: Callable[[str], Awaitable[str]] | None = None
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("a44.connector"))
+    services: dict[str, Any] = field(default_factory=dict)  # shared clients (db pool, http session)
+
+    async def secret(self, ref: str) -> str:
+        if self.secrets is None:
+            from ..errors import A44Error, E_PARAMS_INVALID
+
+            raise A44Error(E_PARAMS_INVALID, f"secret {ref!r} requested but no secret source is configured")
+        return await self.secrets(ref)
+
+
+@runtime_checkable
+class Connector(Protocol):
+    name: str
+    params_model: Any
+
+    async def invoke(self, params: Any, ctx: StepContext) -> Any: ...

@@ -1,0 +1,138 @@
+"""`uses: sql/execute` (§14): one parameterized statement on the project database or on a DSN held in a secret.
+
+Where it runs: `dsnSecretRef` (the step's, else the declared connector's) names a secret holding a PostgreSQL
+DSN; without one, the statement runs on the project database through the asyncpg pool the interpreter passes as
+`ctx.services["db_pool"]`. Pools for DSNs are made on first use and kept per connector instance (closed by
+`aclose()`), one per event loop.
+
+Values are never spliced: `params` are bound to `$1`, `$2`... after adaptation to the placeholder types
+(sql_values.py). The seed's effect guard works as written: `insert ... values ($1, $2, ...) on conflict (run_id,
+step_id) do nothing` with `params: ["{{ run.id }}", "{{ run.step_id }}", ...]`.
+
+Result: `{"rowCount": n, "rows": [...], "truncated": bool}`; `rowCount` comes from the command status
+(`UPDATE 3` -> 3), `rows` are the returned rows as JSON, at most `maxRows`.
+Errors: the database refusing the statement is `E_SQL` (permanent, with the SQLSTATE); serialization failures,
+deadlocks and lock timeouts are `E_SQL_CONFLICT` (retryable); a lost or refused connection is
+`E_DB_UNAVAILABLE` (retryable); running out of time is `E_STEP_TIMEOUT`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from ..compiler.models.params import SqlExecuteParams
+from ..errors import E_CONNECTOR_FAILED, E_SQL, E_SQL_CONFLICT, E_STEP_TIMEOUT, A44Error
+from .protocol import StepContext
+from .sql_values import adapt_params, to_json
+
+# SQLSTATEs that mean "the same statement may well succeed if tried again"
+CONFLICT_STATES = {"40001": "serialization failure", "40P01": "deadlock", "55P03": "lock not available"}
+
+
+async def _init_connection(conn) -> None:
+    # decode json/jsonb into values, as the store's pool does, so results look the same on either database;
+    # parameters arrive already encoded as JSON text (sql_values.adapt_params)
+    for typ in ("jsonb", "json"):
+        await conn.set_type_codec(typ, encoder=str, decoder=json.loads, schema="pg_catalog")
+
+
+def row_count(status: str | None) -> int:
+    """The affected/returned row count from a command status: `INSERT 0 1`, `UPDATE 3`, `SELECT 2`, `CREATE
+    TABLE` (no count: 0)."""
+    last = (status or "").rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0
+
+
+def _param_type(t) -> tuple[str, str | None]:
+    """(type name, element type name of an array or None) of a placeholder; asyncpg names arrays `int4[]`."""
+    if t.kind == "array":
+        elem = t.name[:-2] if t.name.endswith("[]") else t.name.lstrip("_")
+        return t.name, elem
+    return t.name, None
+
+
+class SqlExecuteConnector:
+    name = "sql/execute"
+    params_model = SqlExecuteParams
+
+    def __init__(self) -> None:
+        self._pools: dict[tuple[int, str], Any] = {}   # (id(loop), dsn) -> asyncpg.Pool
+
+    async def aclose(self) -> None:
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            try:
+                await pool.close()
+            except RuntimeError:
+                pool.terminate()  # made on a loop that has since closed
+
+    async def _pool(self, p: SqlExecuteParams, ctx: StepContext):
+        ref = p.dsnSecretRef or (ctx.declared or {}).get("dsnSecretRef")
+        if ref is None:
+            pool = ctx.services.get("db_pool")
+            if pool is None:
+                raise A44Error(E_CONNECTOR_FAILED, "sql/execute has no project database: the interpreter passes "
+                                                   "its asyncpg pool as ctx.services['db_pool']",
+                               hint="or set `dsnSecretRef` to a secret holding a PostgreSQL DSN")
+            return pool
+        dsn = await ctx.secret(ref)
+        key = (id(asyncio.get_running_loop()), dsn)
+        pool = self._pools.get(key)
+        if pool is None:
+            import asyncpg
+
+            pool = await asyncpg.create_pool(dsn, min_size=0, max_size=4, init=_init_connection,
+                                             server_settings={"application_name": "a44-sql-execute"})
+            self._pools[key] = pool
+        return pool
+
+    async def invoke(self, params: Any, ctx: StepContext) -> dict[str, Any]:
+        p = params if isinstance(params, SqlExecuteParams) else SqlExecuteParams.model_validate(params)
+        remaining = ctx.deadline - time.monotonic()
+        if remaining <= 0:
+            raise A44Error(E_STEP_TIMEOUT, "no time left to run the statement")
+        try:
+            async with asyncio.timeout(remaining):
+                pool = await self._pool(p, ctx)
+                async with pool.acquire() as conn:
+                    stmt = await conn.prepare(p.query)
+                    types = [_param_type(t) for t in stmt.get_parameters()]
+                    values = list(p.params or [])
+                    if len(values) != len(types):
+                        raise A44Error(E_SQL, f"the statement has {len(types)} placeholder(s) but params has "
+                                              f"{len(values)} value(s)")
+                    records = await stmt.fetch(*adapt_params(values, types))
+                    status = stmt.get_statusmsg()
+        except TimeoutError:
+            raise A44Error(E_STEP_TIMEOUT, f"the statement did not finish within {remaining:.3f} s") from None
+        except A44Error:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every driver failure must leave as a code
+            raise self._translate(exc) from None
+        rows = [to_json(r) for r in records[:p.maxRows]]
+        return {"rowCount": row_count(status), "rows": rows, "truncated": len(records) > p.maxRows}
+
+    @staticmethod
+    def _translate(exc: BaseException) -> A44Error:
+        import asyncpg
+
+        from ..runtime.db_errors import translate
+
+        state = getattr(exc, "sqlstate", None)
+        if state in CONFLICT_STATES:
+            return A44Error(E_SQL_CONFLICT, f"{CONFLICT_STATES[state]}: {exc} (SQLSTATE {state})",
+                            details={"sqlstate": state})
+        err = translate(exc, operation="sql/execute")
+        if err is not None and err.retryable:
+            return err  # E_DB_UNAVAILABLE: refused or lost connection
+        if isinstance(exc, (asyncpg.PostgresError, asyncpg.InterfaceError)):
+            detail = {"sqlstate": state} if state else {}
+            if getattr(exc, "constraint_name", None):
+                detail["constraint"] = exc.constraint_name
+            return A44Error(E_SQL, f"{exc}" + (f" (SQLSTATE {state})" if state else ""), details=detail)
+        if err is not None:
+            return err
+        return A44Error(E_SQL, f"{type(exc).__name__}: {exc}")

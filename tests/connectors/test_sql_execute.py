@@ -1,0 +1,156 @@
+"""sql/execute against the real PostgreSQL test database: the seed's effect guard, values in and out, row counts,
+caps and how failures are classified."""
+
+from __future__ import annotations
+
+import json
+
+import asyncpg
+import pytest
+
+from anthares44.automation.errors import (E_CONNECTOR_FAILED, E_DB_UNAVAILABLE, E_SQL, E_SQL_CONFLICT,
+                                          E_STEP_TIMEOUT, A44Error)
+from anthares44.automation.runtime.render import make_scope, render_params
+from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
+from tests.connectors.support import closed_port, run_step
+
+
+@pytest.fixture
+def db(store, make_ctx):
+    """(registry, ctx factory) wired to the store's own pool, as the interpreter wires it."""
+    pool = store._pool  # the interpreter hands the store's pool over; its json codec must be honoured
+
+    def ctx(**kw):
+        return make_ctx(services={"db_pool": pool}, **kw)
+
+    return ctx
+
+
+def sql(registry, aio, ctx, query, params=None, **extra):
+    return aio(run_step(registry, "sql/execute", {"query": query, "params": params, **extra}, ctx))
+
+
+def test_effect_guard_inserts_once_across_attempts(registry, db, aio):
+    sql(registry, aio, db(), "create table payments (run_id text, step_id text, amount numeric, "
+                              "primary key (run_id, step_id))")
+    # the step as the compiler lowers it: params are templates over the run scope
+    step = {"query": "insert into payments values ($1, $2, $3) on conflict (run_id, step_id) do nothing",
+            "params": [{"$tpl": "{{ run.id }}"}, {"$tpl": "{{ run.step_id }}"}, {"$tpl": "{{ input.amount }}"}]}
+    counts = []
+    for attempt in (1, 2):
+        ctx = db(run_id="run_A", step_id="mark-paid", attempt=attempt)
+        scope = make_scope(input={"amount": "12.50"}, run={"id": ctx.run_id, "step_id": ctx.step_id,
+                                                            "attempt": attempt})
+        counts.append(aio(run_step(registry, "sql/execute", render_params(step, scope), ctx))["rowCount"])
+    assert counts == [1, 0]
+    rows = sql(registry, aio, db(), "select run_id, step_id, amount from payments")["rows"]
+    assert rows == [{"run_id": "run_A", "step_id": "mark-paid", "amount": "12.50"}]
+
+
+def test_row_count_of_update_and_delete_comes_from_the_status(registry, db, aio):
+    sql(registry, aio, db(), "create table inv (id int primary key, status text)")
+    assert sql(registry, aio, db(), "insert into inv select g, 'open' from generate_series(1, 5) g")["rowCount"] == 5
+    out = sql(registry, aio, db(), "update inv set status = 'paid' where id <= $1", [3])
+    assert out == {"rowCount": 3, "rows": [], "truncated": False}
+    out = sql(registry, aio, db(), "delete from inv where status = $1 returning id", ["open"])
+    assert out["rowCount"] == 2 and sorted(r["id"] for r in out["rows"]) == [4, 5]
+
+
+def test_values_in_are_adapted_to_placeholder_types(registry, db, aio):
+    sql(registry, aio, db(), "create table t (i int8, n numeric, j jsonb, ts timestamptz, d date, s text, "
+                              "b bool, a int4[])")
+    sql(registry, aio, db(), "insert into t values ($1, $2, $3, $4, $5, $6, $7, $8)",
+        ["42", 0.1, {"k": [1, "x"]}, "2024-03-01T10:00:00Z", "2024-03-01", 7, "true", ["1", 2]])
+    row = sql(registry, aio, db(), "select * from t")["rows"][0]
+    assert row == {"i": 42, "n": "0.1", "j": {"k": [1, "x"]}, "ts": "2024-03-01T10:00:00+00:00",
+                   "d": "2024-03-01", "s": "7", "b": True, "a": [1, 2]}
+
+
+def test_values_out_are_json_safe(registry, db, aio):
+    row = sql(registry, aio, db(), """
+        select 1.50::numeric as dec, '2024-01-02 03:04:05+00'::timestamptz as ts, '\\x0102ff'::bytea as raw,
+               'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid as id, interval '90 seconds' as dur,
+               'NaN'::float8 as nan, '{"a": {"b": [1, 2]}}'::jsonb as doc, array[1.5, 2]::numeric[] as nums,
+               null::text as nothing, '12:30'::time as t""")["rows"][0]
+    assert row == {"dec": "1.50", "ts": "2024-01-02T03:04:05+00:00", "raw": "AQL/",
+                   "id": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "dur": 90.0, "nan": "nan",
+                   "doc": {"a": {"b": [1, 2]}}, "nums": ["1.5", "2"], "nothing": None, "t": "12:30:00"}
+    json.dumps(row, allow_nan=False)
+
+
+def test_rows_are_capped(registry, db, aio):
+    out = sql(registry, aio, db(), "select g from generate_series(1, 10) g", maxRows=3)
+    assert out == {"rowCount": 10, "rows": [{"g": 1}, {"g": 2}, {"g": 3}], "truncated": True}
+
+
+def test_values_are_bound_never_spliced(registry, db, aio):
+    sql(registry, aio, db(), "create table names (s text)")
+    evil = "x'); drop table names; --"
+    sql(registry, aio, db(), "insert into names values ($1)", [evil])
+    assert sql(registry, aio, db(), "select s from names")["rows"] == [{"s": evil}]
+
+
+def test_database_refusals_are_permanent_sql_errors(registry, db, aio):
+    sql(registry, aio, db(), "create table u (id int primary key)")
+    sql(registry, aio, db(), "insert into u values (1)")
+    cases = [("selec 1", None, "42601"), ("insert into u values ($1)", [1], "23505"),
+             ("select * from no_such_table", None, "42P01"), ("select $1::int", ["abc"], None),
+             ("select $1::int, $2::int", [1], None)]
+    for query, params, state in cases:
+        with pytest.raises(A44Error) as exc:
+            sql(registry, aio, db(), query, params)
+        err = exc.value
+        assert err.code == E_SQL and not err.retryable, (query, err)
+        if state:
+            assert err.details["sqlstate"] == state and state in err.message
+    assert exc.value.message.startswith("the statement has 2 placeholder(s)")
+
+
+def test_lock_not_available_is_retryable(registry, db, aio, pg_url):
+    sql(registry, aio, db(), "create table l (id int primary key)")
+    sql(registry, aio, db(), "insert into l values (1)")
+
+    async def hold_and_try():
+        other = await asyncpg.connect(pg_url)
+        try:
+            tx = other.transaction()
+            await tx.start()
+            await other.execute("select * from l for update")
+            try:
+                await run_step(registry, "sql/execute", {"query": "select * from l for update nowait"}, db())
+            finally:
+                await tx.rollback()
+        finally:
+            await other.close()
+
+    with pytest.raises(A44Error) as exc:
+        aio(hold_and_try())
+    assert exc.value.code == E_SQL_CONFLICT and exc.value.retryable and exc.value.details["sqlstate"] == "55P03"
+
+
+def test_slow_statement_is_step_timeout(registry, db, aio):
+    with pytest.raises(A44Error) as exc:
+        sql(registry, aio, db(timeout_s=0.3), "select pg_sleep(5)")
+    assert exc.value.code == E_STEP_TIMEOUT and exc.value.retryable
+    assert sql(registry, aio, db(), "select 1 as one")["rows"] == [{"one": 1}]  # the pool is still usable
+
+
+def test_dsn_from_a_secret(registry, make_ctx, aio, pg_url):
+    reg = ConnectorRegistry({"con_reporting": {"id": "con_reporting", "type": "sql/execute",
+                                               "dsnSecretRef": "sec_reporting"}})
+    try:
+        ctx = make_ctx(secrets={"sec_reporting": pg_url, "sec_down": f"postgresql://a44:pw@127.0.0.1:{closed_port()}/x"})
+        out = aio(run_step(reg, "con_reporting", {"query": "select $1::jsonb as doc", "params": [{"a": 1}]}, ctx))
+        assert out["rows"] == [{"doc": {"a": 1}}]
+        with pytest.raises(A44Error) as exc:
+            aio(run_step(reg, "sql/execute", {"query": "select 1", "dsnSecretRef": "sec_down"}, ctx))
+        assert exc.value.code == E_DB_UNAVAILABLE and exc.value.retryable
+        assert "pw@" not in exc.value.message
+    finally:
+        aio(reg.aclose())
+
+
+def test_no_project_pool_is_a_clear_configuration_error(registry, make_ctx, aio):
+    with pytest.raises(A44Error) as exc:
+        aio(run_step(registry, "sql/execute", {"query": "select 1"}, make_ctx()))
+    assert exc.value.code == E_CONNECTOR_FAILED and "db_pool" in exc.value.message

@@ -1,0 +1,80 @@
+"""`a44 automation db ...` as a user runs it: real subprocesses, a real embedded server under a temp A44_HOME,
+and the system's psql on the URL it prints."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from anthares44.automation.runtime.embedded import free_port
+
+
+def a44(*args, env):
+    return subprocess.run([sys.executable, "-m", "anthares44.automation.cli.main", "automation", "db", *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.fixture
+def home_env():
+    # not under pytest's 0700 basetemp: the server may run as another user (root cannot run postgres)
+    home = Path(tempfile.mkdtemp(prefix="a44-test-home-"))
+    env = {k: v for k, v in os.environ.items() if k not in ("A44_DATABASE_URL", "A44_HOME")}
+    env["A44_HOME"] = str(home)
+    yield env
+    a44("stop", env=env)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.skipif(shutil.which("psql") is None, reason="no psql on this machine")
+def test_db_url_round_trips_through_psql_and_the_server_is_reused(home_env):
+    first = a44("url", env=home_env)
+    assert first.returncode == 0, first.stderr
+    url = first.stdout.strip()
+    assert url.startswith("postgresql://postgres:") and "@127.0.0.1:" in url
+    psql = subprocess.run(["psql", url, "-XtAc", "select current_database() || ' ' || inet_server_addr()"],
+                          capture_output=True, text=True, timeout=30)
+    assert psql.returncode == 0, psql.stderr
+    assert psql.stdout.strip() == "a44 127.0.0.1/32"
+    # a second command finds the same server running
+    state = a44("status", "--format", "json", env=home_env)
+    assert state.returncode == 0 and '"running": true' in state.stdout
+    assert a44("url", env=home_env).stdout.strip() == url
+    migrated = a44("migrate", env=home_env)
+    assert migrated.returncode == 0 and "0001_init" in migrated.stdout, migrated.stderr
+    assert "0 pending" in a44("status", env=home_env).stdout
+    # TCP needs the password: the URL without it is refused
+    no_pw = url.split("://", 1)[0] + "://postgres@" + url.split("@", 1)[1]
+    refused = subprocess.run(["psql", no_pw, "-XtAwc", "select 1"], capture_output=True, text=True, timeout=30,
+                             env={**os.environ, "PGPASSWORD": ""})
+    assert refused.returncode != 0
+    stop = a44("stop", env=home_env)
+    assert stop.returncode == 0 and "stopped" in stop.stdout
+    assert a44("status", env=home_env).returncode == 3
+
+
+def test_unreachable_database_url_is_a_coded_error_not_a_traceback():
+    env = {**os.environ, "A44_DATABASE_URL": f"postgresql://a44:pw@127.0.0.1:{free_port()}/a44"}
+    for action in ("status", "migrate"):
+        out = a44(action, env=env)
+        assert out.returncode == 1
+        assert out.stderr.startswith("E_DB_UNAVAILABLE "), out.stderr
+        assert "Traceback" not in out.stderr and ":pw@" not in out.stderr
+    assert a44("url", env=env).stdout.strip() == env["A44_DATABASE_URL"]
+
+
+def test_concurrent_starts_share_one_server_and_kill_9_leaves_nothing_stale(home_env):
+    procs = [subprocess.Popen([sys.executable, "-m", "anthares44.automation.cli.main", "automation", "db", "url"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=home_env)
+             for _ in range(3)]
+    urls = {p.communicate(timeout=120)[0].strip() for p in procs}
+    assert len(urls) == 1 and all(p.returncode == 0 for p in procs)
+    pid = int((Path(home_env["A44_HOME"]) / "pg" / "data" / "postmaster.pid").read_text().split()[0])
+    os.kill(pid, 9)  # postmaster.pid and state.json stay behind
+    again = a44("url", env=home_env)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == urls.pop()  # same port and password after the restart
+    assert a44("status", env=home_env).returncode == 0

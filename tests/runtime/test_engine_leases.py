@@ -1,0 +1,136 @@
+"""Leases (§7.2, §7.3) in one process with a ManualClock: disjoint claims, a dead worker's step re-granted with
+attempt + 1 and counted, a zombie's late write refused, renewal, exclusive steps parked until a person resolves
+them, and the state machine refusing illegal transitions."""
+
+import asyncio
+
+import pytest
+
+from anthares44.automation.errors import A44Error
+from anthares44.automation.runtime.engine import resolve_confirmation
+from anthares44.automation.runtime.engine.journal import Batch, Lease
+from tests.runtime.engine_support import Script, attempts, engine, node, publish_and_run, run_row, state_changes, workflow
+
+
+async def _start_and_die(eng, script: Script, step: str):
+    """Drive until `step` is in flight, then kill the driver (its attempt row stays `running`)."""
+    task = asyncio.create_task(eng.run_once())
+    while not script.called(step):
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+def test_two_engines_never_claim_the_same_run(store, clock, aio):
+    ir = workflow([node("a", uses="pass", params={"output": 1})])
+    for i in range(30):
+        aio(publish_and_run(store, ir, key=f"k{i}"))
+    e1, e2 = engine(store, clock=clock, worker_id="w1"), engine(store, clock=clock, worker_id="w2")
+
+    async def both():
+        return await asyncio.gather(e1.claim(20), e2.claim(20))
+
+    r1, r2 = aio(both())
+    ids1, ids2 = {r["run_id"] for r in r1}, {r["run_id"] for r in r2}
+    assert not ids1 & ids2 and len(ids1 | ids2) == 30
+
+
+def test_a_dead_workers_step_is_granted_again_with_attempt_plus_one(store, clock, aio):
+    s = Script(plan={"a": ["block:never"]})
+    run_id = aio(publish_and_run(store, workflow([node("a"), node("b")])))
+    dead = engine(store, s, clock=clock, worker_id="dead")
+    aio(_start_and_die(dead, s, "a"))
+    other = engine(store, s, clock=clock, worker_id="other")
+    assert aio(other.drive()) == {}                       # lease still valid: nobody takes it
+    clock.advance(31)
+    assert aio(other.drive()) == {run_id: "succeeded"}
+    assert [a for a in aio(attempts(store, run_id)) if a[0] == "a"] == [
+        ("a", "action", 1, "lease_expired", "E_LEASE_EXPIRED"),
+                                                ("a", "action", 2, "succeeded", None)]
+    assert {c[3] for c in s.calls if c[0] == "a"} == {f"{run_id}:a"}     # same key on both attempts
+    assert aio(run_row(store, run_id))["lease_reclaims"] == 1
+    assert other.metrics["lease_reclaim_total"] == 1
+    assert aio(store.fetchval("lease_reclaim_total", None)) == 1
+
+
+def test_a_zombie_cannot_record_after_its_lease_was_regranted(store, clock, aio):
+    s = Script(plan={"a": ["block:go", "ok"]})
+    run_id = aio(publish_and_run(store, workflow([node("a")])))
+    zombie = engine(store, s, clock=clock, worker_id="zombie")
+    other = engine(store, s, clock=clock, worker_id="other")
+
+    async def scenario():
+        z = asyncio.create_task(zombie.run_once())
+        while not s.called("a"):
+            await asyncio.sleep(0.01)
+        clock.advance(31)
+        assert await other.drive() == {run_id: "succeeded"}
+        s.events["go"].set()                               # the zombie's call returns now
+        return await z
+
+    assert aio(scenario()) == {run_id: "lost"}
+    assert [a[3] for a in aio(attempts(store, run_id))] == ["lease_expired", "succeeded"]
+
+
+def test_renewal_keeps_the_lease_while_a_step_runs(store, clock, aio):
+    s = Script(plan={"a": ["block:go"]})
+    run_id = aio(publish_and_run(store, workflow([node("a")])))
+    holder = engine(store, s, clock=clock, worker_id="holder", lease_s=0.3)   # renews every 0.1 s
+    other = engine(store, s, clock=clock, worker_id="other", lease_s=0.3)
+
+    async def scenario():
+        h = asyncio.create_task(holder.run_once())
+        for _ in range(5):
+            await asyncio.sleep(0.15)
+            clock.advance(0.1)
+            assert await other.claim() == []
+        s.events["go"].set()
+        return await h
+
+    assert aio(scenario()) == {run_id: "succeeded"}
+    assert aio(run_row(store, run_id))["lease_reclaims"] == 0
+
+
+@pytest.mark.parametrize("outcome,final,a_calls", [("succeeded", "succeeded", 1), ("failed", "failed", 1),
+                                                    ("retry", "succeeded", 2)])
+def test_exclusive_step_parks_until_a_person_resolves_it(store, clock, aio, outcome, final, a_calls):
+    s = Script(plan={"pay": ["block:never", "ok"]})
+    run_id = aio(publish_and_run(store, workflow([node("pay", exclusive=True), node("after")])))
+    aio(_start_and_die(engine(store, s, clock=clock, worker_id="dead"), s, "pay"))
+    clock.advance(31)
+    eng = engine(store, s, clock=clock, worker_id="w2")
+    assert aio(eng.drive()) == {run_id: "awaiting_confirmation"}
+    run = aio(run_row(store, run_id))
+    assert (run["current_step"], run["error_code"], run["next_wake_at"]) == ("pay", "E_EXCLUSIVE_UNCONFIRMED", None)
+    assert any(e["kind"] == "alert" for e in aio(store.list_run_events(run_id)))
+    clock.advance(3600)
+    assert aio(eng.drive()) == {}                         # parked: never re-granted on its own
+    assert s.called("pay") == 1
+    with pytest.raises(A44Error) as exc:
+        aio(resolve_confirmation(store, run_id, "after", outcome))
+    assert exc.value.code == "E_ILLEGAL_TRANSITION"
+    aio(resolve_confirmation(store, run_id, "pay", outcome, by="ops@example"))
+    assert aio(eng.drive()) == {run_id: final}
+    assert s.called("pay") == a_calls
+    assert s.called("after") == (1 if final == "succeeded" else 0)
+    if outcome == "failed":
+        assert aio(run_row(store, run_id))["error_code"] == "E_CONFIRMED_FAILED"
+    assert ("awaiting_confirmation", "pending") in aio(state_changes(store, run_id))
+
+
+def test_illegal_transitions_are_refused_and_change_nothing(store, clock, aio):
+    run_id = aio(publish_and_run(store, workflow([node("a")])))
+    eng = engine(store, clock=clock)
+    (row,) = aio(eng.claim())
+    lease = Lease(run_id, row["project_id"], row["workflow_id"], eng.worker_id, row["lease_grants"], row["epoch"])
+    b = Batch(store, lease, eng.worker_id)
+    b.transition("compensation_failed", clock.now())     # running -> compensation_failed is not allowed
+    with pytest.raises(A44Error) as exc:
+        aio(b.commit(clock.now()))
+    assert exc.value.code == "E_ILLEGAL_TRANSITION" and exc.value.details == {
+        "from": "running", "to": "compensation_failed", "run_id": run_id}
+    assert aio(run_row(store, run_id))["state"] == "running"
+    with pytest.raises(A44Error) as exc:
+        aio(resolve_confirmation(store, run_id, "a", "retry"))
+    assert exc.value.code == "E_ILLEGAL_TRANSITION"
