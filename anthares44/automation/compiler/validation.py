@@ -34,7 +34,7 @@ _TYPE_NAMES = {
     "int_type": "an integer", "int_parsing": "an integer", "string_type": "a string", "bool_type": "true or false",
     "bool_parsing": "true or false", "float_type": "a number", "float_parsing": "a number", "dict_type": "a mapping",
     "list_type": "a list", "model_type": "a mapping", "model_attributes_type": "a mapping",
-    "int_from_float": "an integer",
+    "int_from_float": "an integer", "finite_number": "a finite number",
 }
 
 
@@ -72,7 +72,33 @@ def validate(src: SourceFile, model: type[BaseModel], data: Any,
         return model.model_validate(data), []
     except ValidationError as exc:
         diags = [_diagnostic(src, model, data, base, err) for err in exc.errors(include_url=False)]
-        return None, diags
+        return None, _merge_type_errors(diags)
+
+
+def _merge_type_errors(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """A union field (`compensate: str | mapping`) fails once per member: say it once, with every option."""
+    out: list[Diagnostic] = []
+    seen: dict[tuple, int] = {}
+    for d in diags:
+        key = (d.code, d.line, d.col)
+        if d.code != A44103 or key not in seen:
+            seen.setdefault(key, len(out))
+            out.append(d)
+            continue
+        first = out[seen[key]]
+        head, _, got = first.message.rpartition(", got ")
+        extra = d.message.rpartition(", got ")[0].rpartition("expected ")[2]
+        out[seen[key]] = Diagnostic(first.code, first.severity, f"{head} or {extra}, got {got}", first.file,
+                                    first.line, first.col, first.end_line, first.end_col, first.hint)
+    return out
+
+
+def path_text(path: tuple) -> str:
+    """`("steps", 0, "compensate")` -> `steps[0].compensate`."""
+    text = ""
+    for p in path:
+        text += f"[{p}]" if isinstance(p, int) else (f".{p}" if text else str(p))
+    return text or "document"
 
 
 def _data_path(data: Any, loc: tuple) -> tuple[tuple, Any, Any]:
@@ -132,7 +158,7 @@ def _diagnostic(src: SourceFile, model, data, base: tuple, err: dict) -> Diagnos
     path, parent, value = _data_path(data, loc)
     full = base + path
     ctx = err.get("ctx") or {}
-    where = ".".join(str(p) for p in path) or "document"
+    where = path_text(path)
     if etype == "extra_forbidden":
         key = str(path[-1]) if path else "?"
         owner = _model_at(model, path)
@@ -149,7 +175,7 @@ def _diagnostic(src: SourceFile, model, data, base: tuple, err: dict) -> Diagnos
                                  hint="add e.g. `tz: America/Sao_Paulo`; assuming UTC shifts runs by an hour "
                                       "twice a year where clocks change")
         return Diagnostic.at(A44102, f"missing required key {key!r}" +
-                             (f" in {'.'.join(map(str, path[:-1]))}" if len(path) > 1 else ""),
+                             (f" in {path_text(path[:-1])}" if len(path) > 1 else ""),
                              src.path, src.span(parent_path, key=True) if parent_path else src.span(()))
     if etype in _CUSTOM:
         return Diagnostic.at(_CUSTOM[etype], f"{where}: {err['msg']}", src.path, src.span(full))

@@ -310,8 +310,10 @@ class _Build(Transformer):
     def negate(self, children):
         *ops, operand = children
         node = operand
-        if operand.kind in ("int", "double") and ops:
-            # fold one minus into the literal so -9223372036854775808 is representable
+        if ops and (operand.kind == "double" or (operand.kind == "int" and operand.args[0] >= 0)):
+            # fold one minus into the literal so -9223372036854775808 is representable; a literal that is
+            # already negative was folded before (`-(-9223372036854775808)`): negating it again is arithmetic,
+            # which overflows at evaluation as CEL says, not a literal out of range
             op = ops.pop()
             if operand.kind == "int":
                 node = make("int", op.start_pos, operand.args[0] * -1)

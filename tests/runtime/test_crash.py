@@ -1,0 +1,113 @@
+"""Crash tests with real processes (§2, §7.2): `kill -9` of a daemon mid-step, and the database restarted under
+load. The far side is a loopback HTTP server; the effect is a `sql/execute` insert guarded by
+`on conflict (run_id, step_id) do nothing`."""
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+
+import asyncpg
+
+from anthares44.automation.clock import SystemClock
+from anthares44.automation.compiler.ir import to_json
+from anthares44.automation.runtime.embedded import EmbeddedServer, free_port
+from anthares44.automation.runtime.store import Store
+from tests.runtime.daemon_support import EFFECTS_DDL, FarSide, ServeProcess, http_sql_workflow, wait_until
+
+
+async def _setup(url: str, ir, n: int, home: Path) -> list[str]:
+    store = await Store.connect(url, clock=SystemClock(), results_dir=home / "results")
+    try:
+        await store.migrate()
+        await store.ensure_partitions()
+        conn = await asyncpg.connect(url)
+        await conn.execute(EFFECTS_DDL)
+        await conn.close()
+        await store.publish_version("pj_default", ir.workflow_id, ir.version, ir.sha256, to_json(ir))
+        return [(await store.create_run("pj_default", ir.workflow_id, {}, f"k{i}")).run_id for i in range(n)]
+    finally:
+        await store.close()
+
+
+async def _states(url: str, run_ids) -> dict[str, str]:
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch("select run_id, state from automation.runs where run_id = any($1)", list(run_ids))
+        return {r["run_id"]: r["state"] for r in rows}
+    finally:
+        await conn.close()
+
+
+async def _query(url: str, sql: str, *args):
+    conn = await asyncpg.connect(url)
+    try:
+        return await conn.fetch(sql, *args)
+    finally:
+        await conn.close()
+
+
+def test_kill_9_mid_step_then_another_daemon_completes_the_run(pg_url, tmp_path):
+    far = FarSide()
+    ir = http_sql_workflow(far)
+    (run_id,) = asyncio.run(_setup(pg_url, ir, 1, tmp_path))
+    first = ServeProcess(pg_url, tmp_path, worker_id="first")
+    second = None
+    try:
+        assert far.held.wait(30), first.output()
+        first.kill9()                                     # dies with `middle` in flight
+        far.release()
+        second = ServeProcess(pg_url, tmp_path, worker_id="second")
+        wait_until(lambda: asyncio.run(_states(pg_url, [run_id])).get(run_id) == "succeeded", 30,
+                   "the run to complete on the second daemon")
+    finally:
+        for p in (first, second):
+            if p is not None:
+                p.stop()
+        far.close()
+    assert far.count("/ok/first") == 1                    # completed before the crash: ran exactly once
+    assert 1 <= far.count("/hold/middle") <= 2            # interrupted: at most twice
+    assert {k for (p, k) in far.hits if p == "/hold/middle"} == {f"{run_id}:middle"}
+    effects = asyncio.run(_query(pg_url, "select step_id from effects where run_id = $1", run_id))
+    assert [r["step_id"] for r in effects] == ["effect"]
+    rows = asyncio.run(_query(pg_url, "select step_id, attempt, status, worker_id from automation.step_attempts "
+                                      "where run_id = $1 order by started_at, attempt", run_id))
+    by_step = {}
+    for r in rows:
+        by_step.setdefault(r["step_id"], []).append((r["status"], r["worker_id"]))
+    assert by_step["first"] == [("succeeded", "first")]
+    assert by_step["middle"] == [("lease_expired", "first"), ("succeeded", "second")]
+    assert by_step["effect"] == [("succeeded", "second")] and by_step["done"] == [("succeeded", "second")]
+    run = asyncio.run(_query(pg_url, "select lease_reclaims from automation.runs where run_id = $1", run_id))
+    assert run[0]["lease_reclaims"] == 1
+
+
+def test_database_restart_under_load_loses_no_run(tmp_path):
+    root = Path(tempfile.mkdtemp(prefix="a44-crash-pg-"))
+    server = EmbeddedServer(root, durable=True)
+    server.initdb()
+    port = free_port()
+    server.start(port, wait_s=20)
+    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    far = FarSide(hold_s=0.2)
+    ir = http_sql_workflow(far, name="restart")
+    daemon = None
+    try:
+        run_ids = asyncio.run(_setup(url, ir, 30, tmp_path))
+        daemon = ServeProcess(url, tmp_path, worker_id="survivor", extra=["--concurrency", "8"])
+        wait_until(lambda: far.count("/hold/middle") >= 5, 30, "runs in flight")
+        server.stop()                                      # under load: steps in flight, leases held
+        asyncio.run(asyncio.sleep(1.0))
+        server.start(port, wait_s=20)
+        wait_until(lambda: set(asyncio.run(_states(url, run_ids)).values()) == {"succeeded"}, 60,
+                   "every run to complete after the restart", interval=0.5)
+        effects = asyncio.run(_query(url, "select run_id from effects where step_id = 'effect'"))
+        assert sorted(r["run_id"] for r in effects) == sorted(run_ids)      # each effect exactly once
+        assert far.count("/ok/first") >= 30
+        assert "E_DB_UNAVAILABLE" in daemon.output()      # the daemon did see the database go away
+    finally:
+        if daemon is not None:
+            daemon.stop()
+        far.close()
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
