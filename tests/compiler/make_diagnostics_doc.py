@@ -29,9 +29,9 @@ DOC = HERE.parent.parent / "docs" / "diagnostics.md"
 NO_EXAMPLE = {
     "A44100": "the fallback for pydantic error types that have no code of their own; every error type the models "
               "can produce today has a specific code, so no file reaches it.",
-    "A44213": "needs a connector plugin that is installed on the linting machine and fails to import; the "
-              "golden tests cannot install one, so `tests/compiler/test_codes.py` covers it with a fake entry "
-              "point instead.",
+    "A44213": "needs a connector plugin that is installed on the linting machine and fails to import; golden "
+              "cases are plain files, so `tests/compiler/test_codes.py` installs a real broken "
+              "distribution instead.",
 }
 
 # The example shown for a code, when the first failing case by name is not the most telling one.

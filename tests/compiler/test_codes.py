@@ -30,8 +30,8 @@ ALL_CODES = sorted(CODES)
 EXEMPT = {
     "A44100": "the fallback for pydantic error types that have no code of their own; every type our models can "
               "produce is mapped, so no file reaches it: test_unmapped_pydantic_error_is_A44100 below feeds one",
-    "A44213": "needs an installed connector plugin whose import fails; golden tests cannot install one, so "
-              "test_plugin_that_fails_to_load_is_A44213 below fakes the entry point instead",
+    "A44213": "needs an installed connector plugin whose import fails; golden cases are plain files, so "
+              "test_plugin_that_fails_to_load_is_A44213 below installs a real broken distribution instead",
 }
 
 
@@ -132,20 +132,10 @@ def test_doc_parser_reads_what_the_generator_writes():
 
 
 # ---------------------------------------------------------------- exempt codes, covered without goldens
-class _FakeEntryPoint:
-    def __init__(self, name, obj=None, error=None):
-        self.name, self._obj, self._error = name, obj, error
+def _lint_with_plugins(tmp_path, monkeypatch, source, entry_points, text):
+    from tests.plugin_dist import install_plugin
 
-    def load(self):
-        if self._error:
-            raise self._error
-        return self._obj
-
-
-def _lint_with_plugins(tmp_path, monkeypatch, plugins, text):
-    from anthares44.automation.compiler.project import Project
-
-    monkeypatch.setattr(Project, "plugins", property(lambda self: plugins))
+    install_plugin(tmp_path, monkeypatch, source, entry_points)
     (tmp_path / "workflow.yaml").write_text(text)
     out, _err, code = run_lint(tmp_path, ["workflow.yaml"])
     return out, code
@@ -162,37 +152,45 @@ steps:
 
 
 def test_plugin_that_fails_to_load_is_A44213(tmp_path, monkeypatch):
-    broken = _FakeEntryPoint("acme.charge", error=ImportError("No module named 'acme_sdk'"))
-    out, code = _lint_with_plugins(tmp_path, monkeypatch, {"acme.charge": broken}, PLUGIN_WF)
+    source = "import acme_sdk_that_is_not_installed\ncharge = object()\n"
+    out, code = _lint_with_plugins(tmp_path, monkeypatch, source, {"acme.charge": "charge"}, PLUGIN_WF)
     assert out == ("workflow.yaml:5:11: error A44213 plugin 'connector/acme.charge' failed to load: "
-                   "ImportError: No module named 'acme_sdk'\n")
+                   "ModuleNotFoundError: No module named 'acme_sdk_that_is_not_installed'\n")
     assert code == 1
 
 
+PARAMS_PLUGIN = """
+from pydantic import BaseModel, ConfigDict
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    amount: int
+
+class Charge:
+    name = "acme.charge"
+    params_model = Params
+
+    async def invoke(self, params, ctx):
+        return {"charged": params.amount}
+
+charge = Charge()
+"""
+
+
 def test_plugin_that_loads_is_clean_and_its_params_model_is_used(tmp_path, monkeypatch):
-    from pydantic import BaseModel, ConfigDict
-
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid")
-        amount: int
-
-    class Charge:
-        params_model = Params
-
-    ep = _FakeEntryPoint("acme.charge", obj=Charge)
-    out, code = _lint_with_plugins(tmp_path, monkeypatch, {"acme.charge": ep}, PLUGIN_WF)
+    eps = {"acme.charge": "charge"}
+    out, code = _lint_with_plugins(tmp_path, monkeypatch, PARAMS_PLUGIN, eps, PLUGIN_WF)
     assert (out, code) == ("", 0)
-    out, code = _lint_with_plugins(tmp_path, monkeypatch, {"acme.charge": ep},
-                                   PLUGIN_WF.replace("amount: 10", "amount: ten"))
+    (tmp_path / "workflow.yaml").write_text(PLUGIN_WF.replace("amount: 10", "amount: ten"))
+    out, _err, code = run_lint(tmp_path, ["workflow.yaml"])
     assert "A44103" in out and code == 1
 
 
 def test_plugin_params_on_the_step_are_A44212(tmp_path, monkeypatch):
-    ep = _FakeEntryPoint("acme.charge", obj=object())
     text = PLUGIN_WF.replace("    with: {amount: 10}\n", "    amount: 10\n")
-    out, code = _lint_with_plugins(tmp_path, monkeypatch, {"acme.charge": ep}, text)
-    assert out.startswith("workflow.yaml:7:5: error A44212 'amount' is not a step key; parameters of plugin "
-                          "'connector/acme.charge' go under 'with:'\n")
+    out, code = _lint_with_plugins(tmp_path, monkeypatch, PARAMS_PLUGIN, {"acme.charge": "charge"}, text)
+    assert ("workflow.yaml:7:5: error A44212 'amount' is not a step key; parameters of plugin "
+            "'connector/acme.charge' go under 'with:'\n") in out
     assert code == 1
 
 
