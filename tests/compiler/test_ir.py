@@ -87,6 +87,7 @@ def test_seed_workflow_lowers_with_every_default_resolved():
     reserve, mark = ir.nodes
     assert (reserve.index, reserve.kind, reserve.timeout_ms, reserve.exclusive) == (0, "call", 15_000, False)
     assert reserve.connector.model_dump() == {"uses": "connector/payments.authorize", "kind": "unresolved",
+                                              "config": None,
                                               "type": None}
     assert reserve.retry.model_dump() == {"max": 5, "strategy": "exponential-jitter", "base_ms": 1_000,
                                           "cap_ms": 300_000}
@@ -96,7 +97,8 @@ def test_seed_workflow_lowers_with_every_default_resolved():
     assert comp.timeout_ms == 15_000 and comp.params == {}
     assert reserve.condition is None and reserve.sleep_ms is None and reserve.params == {}
 
-    assert mark.connector.model_dump() == {"uses": "sql/execute", "kind": "builtin", "type": "sql/execute"}
+    assert mark.connector.model_dump() == {"uses": "sql/execute", "kind": "builtin", "type": "sql/execute",
+                                           "config": None}
     assert mark.timeout_ms == 5_000
     assert mark.retry.model_dump() == {"max": 0, "strategy": "none", "base_ms": 1_000, "cap_ms": 300_000}
     assert mark.compensate is None
@@ -439,3 +441,20 @@ def test_doc_lists_every_ir_field():
         for name in model.model_fields:
             assert re.search(rf"\b{name}\b", text), f"docs/ir.md does not mention {model.__name__}.{name}"
 
+
+
+def test_declared_connector_config_travels_in_the_ir(tmp_path):
+    """The interpreter reads only IR: a `con_...` step carries its declaration, durations in ms."""
+    (tmp_path / "con.yaml").write_text(
+        "- id: con_erp\n  type: http\n  baseUrl: http://127.0.0.1:9\n  timeout: 20s\n"
+        "  auth: {kind: bearer, secretRef: sec_erp}\n")
+    (tmp_path / "wf.yaml").write_text(
+        "name: erp-sync\nversion: 1\nsteps:\n  - id: push\n    uses: con_erp\n    timeout: 5s\n    path: /orders\n")
+    from anthares44.automation.compiler.lint import lint_paths
+
+    result = lint_paths([str(tmp_path)], lower=True)
+    assert [d.code for d in result.diagnostics] == []
+    ref = result.irs["wf_erp_sync"].nodes[0].connector
+    assert (ref.kind, ref.type) == ("declared", "http")
+    assert ref.config == {"id": "con_erp", "type": "http", "baseUrl": "http://127.0.0.1:9", "timeout": 20000,
+                          "auth": {"kind": "bearer", "secretRef": "sec_erp"}}

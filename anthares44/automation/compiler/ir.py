@@ -44,6 +44,7 @@ class ConnectorRef(IR):
     uses: str
     kind: Literal["builtin", "declared", "plugin", "unresolved"]
     type: str | None
+    config: dict[str, Any] | None = None   # a declared instance's configuration, snapshotted at publish
 
 
 class CompensationIR(IR):

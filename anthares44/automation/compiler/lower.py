@@ -42,7 +42,11 @@ def _expr(text: str | None, roots: set[str]) -> Expr | None:
 def _connector(uses: str, project) -> ConnectorRef:
     res = resolve(uses, project)
     kind = res.kind if res.kind in ("builtin", "declared", "plugin") else "unresolved"
-    return ConnectorRef(uses=uses, kind=kind, type=res.type)
+    decl = project.connectors.get(uses) if kind == "declared" else None
+    # the interpreter reads only IR: a declared connector's settings travel inside the workflow's IR, so a
+    # published version keeps the configuration it was tested with (secrets stay references)
+    config = decl.model.model_dump(mode="json", by_alias=True, exclude_none=True) if decl is not None else None
+    return ConnectorRef(uses=uses, kind=kind, type=res.type, config=config)
 
 
 def _params(step_model) -> dict:

@@ -102,6 +102,9 @@ class ConnectorRegistry:
             return self._registered[uses]
         if uses.startswith(PLUGIN_PREFIX):
             return self._plugin(uses[len(PLUGIN_PREFIX):], uses)
+        config = ref.get("config") if isinstance(ref, Mapping) else getattr(ref, "config", None)
+        if config:  # the IR carries the declaration it was published with
+            return self._declared_from(uses, config, type_)
         if uses in self._declared or uses.startswith("con_"):
             return self._declared_instance(uses, type_)
         return self._builtin(uses)
@@ -166,10 +169,13 @@ class ConnectorRegistry:
         if cfg is None:
             raise self._not_found(uses, "it is not among the declared connectors this worker was given; "
                                         "publish its connectors file")
+        return self._declared_from(uses, cfg, type_hint)
+
+    def _declared_from(self, uses: str, cfg: dict[str, Any], type_hint: str | None) -> Connector:
         type_ = cfg.get("type") or type_hint
         if type_ not in _BUILTINS:
             raise self._not_found(uses, f"its type {type_!r} is not available in this version")
-        return DeclaredConnector(uses, cfg, self._builtin(type_))
+        return DeclaredConnector(uses, dict(cfg), self._builtin(type_))
 
     def _scan(self) -> dict[str, metadata.EntryPoint]:
         if self._entry_points is None:

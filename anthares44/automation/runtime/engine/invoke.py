@@ -47,7 +47,8 @@ async def invoke(registry: ConnectorRegistry, call: Call, scope: dict, *, run_id
     timeout_s = max(call.timeout_ms, 1) / 1000
     ctx = StepContext(run_id=run_id, step_id=call.step_id, attempt=call.attempt, idempotency_key=idempotency_key,
                       project_id=project_id, workflow_id=workflow_id, deadline=time.monotonic() + timeout_s,
-                      declared=registry.declared(call.connector.uses), services=services,
+                      declared=call.connector.config or registry.declared(call.connector.uses),
+                      services=services,
                       logger=logging.getLogger(f"a44.connector.{connector.name}"))
     try:
         async with asyncio.timeout(timeout_s) as cm:
