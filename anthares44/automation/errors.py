@@ -106,3 +106,10 @@ class A44Error(Exception):
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}" + (f" (hint: {self.hint})" if self.hint else "")
+
+# The connector library (§14, §15, §17), appended by the connectors work
+E_SECRET_NOT_FOUND = _code("E_SECRET_NOT_FOUND", False, "a referenced secret is not defined in any secret source")
+E_AUTH_FAILED = _code("E_AUTH_FAILED", False, "the connector could not obtain credentials (e.g. an OAuth2 token)")
+E_BOT_INVALID_ANSWER = _code("E_BOT_INVALID_ANSWER", True, "the model's answer failed the step's schema")
+E_STORAGE = _code("E_STORAGE", False, "the object store refused or failed an operation")
+E_STORAGE_NOT_FOUND = _code("E_STORAGE_NOT_FOUND", False, "no object has that key")

@@ -211,12 +211,13 @@ def test_declared_connector_path_headers_bearer_and_retry_on(serve, make_ctx, ai
         aio(reg.aclose())
 
 
-def test_oauth2_is_refused_clearly(make_ctx, aio):
+def test_unknown_auth_kind_is_refused_clearly(make_ctx, aio):
     reg = ConnectorRegistry({"con_o": {"id": "con_o", "type": "http", "baseUrl": "http://127.0.0.1:9",
-                                       "auth": {"kind": "oauth2-client-credentials", "secretRef": "sec_o"}}})
+                                       "auth": {"kind": "digest", "secretRef": "sec_o"}}})
     with pytest.raises(A44Error) as exc:
         aio(run_step(reg, "con_o", {"path": "/x"}, make_ctx()))
-    assert exc.value.code == E_PARAMS_INVALID and not exc.value.retryable and "oauth2" in exc.value.message
+    assert exc.value.code == E_PARAMS_INVALID and not exc.value.retryable and "digest" in exc.value.message
+    aio(reg.aclose())
 
 
 def test_parameter_errors_are_permanent(registry, make_ctx, aio):

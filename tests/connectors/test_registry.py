@@ -100,9 +100,11 @@ def test_declared_errors():
     with pytest.raises(A44Error) as exc:
         reg.get("con_nowhere")
     assert exc.value.code == E_CONNECTOR_NOT_FOUND and "declared" in exc.value.message
+    assert reg.get("con_vpn").inner.name == "vpn/http"   # never plain http (§14)
+    reg = ConnectorRegistry({"con_x": {"id": "con_x", "type": "ftp/put"}})
     with pytest.raises(A44Error) as exc:
-        reg.get("con_vpn")  # not shipped yet: refuse rather than fall back to plain http (§14)
-    assert exc.value.code == E_CONNECTOR_NOT_FOUND and "vpn/http" in exc.value.message
+        reg.get("con_x")  # a type this version does not ship: refused, never approximated
+    assert exc.value.code == E_CONNECTOR_NOT_FOUND and "ftp/put" in exc.value.message
 
 
 def test_entry_point_plugin_loads_once(plugin_dist, make_ctx, aio):

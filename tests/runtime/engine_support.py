@@ -144,9 +144,9 @@ def count_transactions(store) -> "Counter[str]":
     original = store.connection
 
     @asynccontextmanager
-    async def counted(operation: str):
+    async def counted(operation: str, **kw):
         counts[operation] += 1
-        async with original(operation) as conn:
+        async with original(operation, **kw) as conn:
             yield conn
 
     store.connection = counted

@@ -2,3 +2,5 @@
 
 `anthares44.automation.api` re-exports the public names; import from there.
 """
+
+from .ingestion import Ingestion  # noqa: E402,F401 - the ingestion verbs (events, webhooks, tokens)

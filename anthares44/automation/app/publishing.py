@@ -6,6 +6,11 @@ The compiler decides what is valid (every diagnostic, not just the first); the s
 
 Workflows are stored one by one, each in its own transaction: a refused workflow does not block the others of
 the same call, and publishing again after a fix reports the already-stored ones as `unchanged`.
+
+Triggers (§8.3) are stored after the workflows, in `automation.triggers` (runtime/ingestion/triggers.py): the
+standalone ones of trigger files and the inline ones of every workflow that was stored (created or unchanged); a
+trigger of a refused workflow is not stored. A webhook trigger gets its secret here (shown once by
+`a44 automation webhook secret T`).
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ class PublishReport:
     files: list[str]
     diagnostics: list = field(default_factory=list)          # every Diagnostic, errors and warnings
     workflows: list[PublishedWorkflow] = field(default_factory=list)
-    triggers: list[str] = field(default_factory=list)        # standalone trigger files compiled (not stored yet)
+    triggers: list[str] = field(default_factory=list)        # standalone trigger ids compiled
+    stored_triggers: list = field(default_factory=list)      # StoredTrigger (standalone and inline), once stored
 
     @property
     def errors(self) -> int:
@@ -53,7 +59,8 @@ class PublishReport:
 
     def to_dict(self) -> dict:
         return {"project": self.project, "ok": self.ok, "workflows": [w.to_dict() for w in self.workflows],
-                "triggers": self.triggers, "diagnostics": [d.to_dict() for d in self.diagnostics],
+                "triggers": self.triggers,
+                "stored_triggers": [t.to_dict() for t in self.stored_triggers], "diagnostics": [d.to_dict() for d in self.diagnostics],
                 "files": self.files}
 
 
@@ -76,10 +83,12 @@ async def publish(store, project: str, paths: list[str]) -> PublishReport:
     report = PublishReport(project=project, files=list(result.files), diagnostics=list(result.diagnostics))
     if report.errors:
         return report  # refuse everything: a half-valid project is not published
+    standalone: list[TriggerIR] = []
     for key in sorted(result.irs):
         ir: Any = result.irs[key]
         if isinstance(ir, TriggerIR):
             report.triggers.append(key)
+            standalone.append(ir)
             continue
         if not isinstance(ir, WorkflowIR):  # pragma: no cover - lowering only makes these two
             continue
@@ -91,4 +100,14 @@ async def publish(store, project: str, paths: list[str]) -> PublishReport:
             if exc.code not in _REFUSALS:
                 raise
             report.workflows.append(PublishedWorkflow(ir.workflow_id, ir.version, ir.sha256, file, REFUSED, exc))
+    refused = {w.workflow_id for w in report.workflows if w.outcome == REFUSED}
+    to_store = [(to_json(t), "standalone") for t in standalone if t.workflow_id not in refused]
+    for key in sorted(result.irs):
+        ir = result.irs[key]
+        if isinstance(ir, WorkflowIR) and ir.workflow_id not in refused:
+            to_store.extend((to_json(t), "inline") for t in ir.triggers)
+    if to_store:
+        from ..runtime.ingestion.triggers import store_triggers
+
+        report.stored_triggers = await store_triggers(store, project, to_store)
     return report

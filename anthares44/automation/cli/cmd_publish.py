@@ -51,8 +51,10 @@ def render_text(report, *, color_stream=None) -> str:
             out += f"  {wf.error.code} {wf.error.message}\n"
             if wf.error.hint:
                 out += f"  hint: {wf.error.hint}\n"
-    for trigger in report.triggers:
-        out += f"{trigger} (trigger) compiled; standalone trigger files are not stored by publish yet\n"
+    for trigger in report.stored_triggers:
+        out += f"{trigger.trigger_id} ({trigger.type} trigger, {trigger.origin}) {trigger.outcome}\n"
+        if trigger.secret_created:
+            out += (f"  webhook secret created: `a44 automation webhook secret {trigger.trigger_id}` shows it once\n")
     return out
 
 

@@ -21,6 +21,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--database-url", help="PostgreSQL URL (default A44_DATABASE_URL, else the embedded server)")
     p.add_argument("--grace", default="10s", metavar="DURATION",
                    help="at SIGTERM, how long in-flight steps may finish before leases are released (default 10s)")
+    p.add_argument("--http-port", type=int, default=None, metavar="PORT",
+                   help="also serve webhooks, the bus endpoint and the REST API on 127.0.0.1:PORT (default off; "
+                        "8044 by convention; `a44 automation ingest` serves only that)")
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="-v: a line per run state change; -vv: per step attempt too")
     return p
@@ -52,6 +55,7 @@ def run(args) -> int:
 
     async def main() -> None:
         daemon = Daemon(settings)
+        daemon.http_port = getattr(args, "http_port", None)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, daemon.request_stop)

@@ -24,6 +24,11 @@ VERBS: dict[str, str] = {
     "runs": "cmd_runs",
     "logs": "cmd_logs",
     "serve": "cmd_serve",
+    "webhook": "cmd_webhook",
+    "events": "cmd_events",
+    "ingest": "cmd_ingest",
+    "connectors": "cmd_connectors",
+    "secrets": "cmd_secrets",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -53,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         sub = mod.add_parser(verbs)
         sub.set_defaults(_run=mod.run)
+    from . import cmd_auth  # `a44 auth ...`: API tokens and credentials, a group beside `automation`
+    cmd_auth.add_group(top)
     return parser
 
 

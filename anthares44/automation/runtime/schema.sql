@@ -36,7 +36,8 @@ CREATE FUNCTION automation.notify_run_due() RETURNS trigger
     AS $$
 begin
     if new.next_wake_at is not null and new.lease_owner is null
-       and (tg_op = 'INSERT' or new.next_wake_at is distinct from old.next_wake_at) then
+       and (tg_op = 'INSERT' or new.next_wake_at is distinct from old.next_wake_at)
+       and current_setting('a44.notify', true) is distinct from 'deferred' then
         perform pg_notify('a44_runs_due', (floor(extract(epoch from new.next_wake_at) * 1000))::bigint::text);
     end if;
     return null;
@@ -47,10 +48,91 @@ CREATE FUNCTION automation.notify_run_event() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
-    perform pg_notify('a44_run_events', new.run_id);
+    if current_setting('a44.notify', true) is distinct from 'deferred' then
+        perform pg_notify('a44_run_events', new.run_id);
+    end if;
     return null;
 end
 $$;
+
+CREATE TABLE automation.api_tokens (
+    token_id text NOT NULL,
+    project_id text NOT NULL,
+    name text NOT NULL,
+    token_sha256 text NOT NULL,
+    scopes text[] NOT NULL,
+    allow_cidrs cidr[] DEFAULT '{}'::cidr[] NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone,
+    revoked_at timestamp with time zone,
+    last_used_at timestamp with time zone
+);
+
+CREATE TABLE automation.circuit_breakers (
+    project_id text NOT NULL,
+    connector_id text NOT NULL,
+    state text DEFAULT 'closed'::text NOT NULL,
+    opened_until timestamp with time zone,
+    open_for_ms integer DEFAULT 0 NOT NULL,
+    probe_owner text,
+    probe_until timestamp with time zone,
+    opened_count integer DEFAULT 0 NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT circuit_breakers_state_check CHECK ((state = ANY (ARRAY['closed'::text, 'open'::text, 'half_open'::text])))
+);
+
+CREATE TABLE automation.circuit_samples (
+    project_id text NOT NULL,
+    connector_id text NOT NULL,
+    bucket timestamp with time zone NOT NULL,
+    ok integer DEFAULT 0 NOT NULL,
+    failed integer DEFAULT 0 NOT NULL
+);
+
+CREATE TABLE automation.dead_letters (
+    dead_letter_id text NOT NULL,
+    project_id text NOT NULL,
+    queue text,
+    trigger_id text,
+    workflow_id text,
+    event_id text,
+    envelope text NOT NULL,
+    error_code text NOT NULL,
+    error_message text,
+    attempts integer DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.event_deliveries (
+    event_id text NOT NULL,
+    trigger_id text NOT NULL,
+    project_id text NOT NULL,
+    outcome text NOT NULL,
+    run_id text,
+    at timestamp with time zone NOT NULL,
+    CONSTRAINT event_deliveries_outcome_check CHECK ((outcome = ANY (ARRAY['created'::text, 'deduplicated'::text, 'filtered'::text, 'dead_lettered'::text])))
+);
+
+CREATE TABLE automation.event_keys (
+    project_id text NOT NULL,
+    key text NOT NULL,
+    event_id text NOT NULL,
+    created_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.events (
+    event_id text NOT NULL,
+    project_id text NOT NULL,
+    type text NOT NULL,
+    idempotency_key text NOT NULL,
+    partition_key text,
+    trigger_id text,
+    source text NOT NULL,
+    occurred_at timestamp with time zone NOT NULL,
+    received_at timestamp with time zone NOT NULL,
+    envelope text NOT NULL,
+    CONSTRAINT events_source_check CHECK ((source = ANY (ARRAY['bus'::text, 'webhook'::text])))
+);
 
 CREATE TABLE automation.idempotency_keys (
     project_id text NOT NULL,
@@ -116,6 +198,21 @@ CREATE TABLE automation.runs (
     CONSTRAINT runs_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'waiting'::text, 'sleeping'::text, 'awaiting_confirmation'::text, 'compensating'::text, 'succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])))
 );
 
+CREATE TABLE automation.schedule_occurrences (
+    project_id text NOT NULL,
+    trigger_id text NOT NULL,
+    occurrence_key text NOT NULL,
+    fire_at timestamp with time zone NOT NULL,
+    status text NOT NULL,
+    run_id text,
+    catch_up boolean DEFAULT false NOT NULL,
+    expires_at timestamp with time zone,
+    error_code text,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT schedule_occurrences_status_check CHECK ((status = ANY (ARRAY['started'::text, 'skipped_overlap'::text, 'queued'::text, 'expired'::text, 'missed'::text])))
+);
+
 CREATE TABLE automation.schema_migrations (
     number integer NOT NULL,
     name text NOT NULL,
@@ -176,6 +273,31 @@ CREATE TABLE automation.step_attempts_default (
     CONSTRAINT step_attempts_status_check CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'timeout'::text, 'skipped'::text, 'compensated'::text, 'compensation_failed'::text, 'lease_expired'::text])))
 );
 
+CREATE TABLE automation.triggers (
+    project_id text NOT NULL,
+    trigger_id text NOT NULL,
+    type text NOT NULL,
+    workflow_id text NOT NULL,
+    event text,
+    ir jsonb NOT NULL,
+    origin text DEFAULT 'standalone'::text NOT NULL,
+    active boolean DEFAULT true NOT NULL,
+    published_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT triggers_origin_check CHECK ((origin = ANY (ARRAY['standalone'::text, 'inline'::text]))),
+    CONSTRAINT triggers_type_check CHECK ((type = ANY (ARRAY['event'::text, 'webhook'::text, 'schedule'::text, 'manual'::text])))
+);
+
+CREATE TABLE automation.webhook_secrets (
+    secret_id text NOT NULL,
+    project_id text NOT NULL,
+    trigger_id text NOT NULL,
+    secret text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone,
+    revealed_at timestamp with time zone
+);
+
 CREATE TABLE automation.workflow_versions (
     project_id text NOT NULL,
     workflow_id text NOT NULL,
@@ -189,6 +311,30 @@ CREATE TABLE automation.workflow_versions (
 
 ALTER TABLE ONLY automation.step_attempts ATTACH PARTITION automation.step_attempts_default DEFAULT;
 
+ALTER TABLE ONLY automation.api_tokens
+    ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (token_id);
+
+ALTER TABLE ONLY automation.api_tokens
+    ADD CONSTRAINT api_tokens_sha256_key UNIQUE (token_sha256);
+
+ALTER TABLE ONLY automation.circuit_breakers
+    ADD CONSTRAINT circuit_breakers_pkey PRIMARY KEY (project_id, connector_id);
+
+ALTER TABLE ONLY automation.circuit_samples
+    ADD CONSTRAINT circuit_samples_pkey PRIMARY KEY (project_id, connector_id, bucket);
+
+ALTER TABLE ONLY automation.dead_letters
+    ADD CONSTRAINT dead_letters_pkey PRIMARY KEY (dead_letter_id);
+
+ALTER TABLE ONLY automation.event_deliveries
+    ADD CONSTRAINT event_deliveries_pkey PRIMARY KEY (event_id, trigger_id);
+
+ALTER TABLE ONLY automation.event_keys
+    ADD CONSTRAINT event_keys_pkey PRIMARY KEY (project_id, key);
+
+ALTER TABLE ONLY automation.events
+    ADD CONSTRAINT events_pkey PRIMARY KEY (event_id);
+
 ALTER TABLE ONLY automation.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (project_id, key);
 
@@ -197,6 +343,9 @@ ALTER TABLE ONLY automation.run_events
 
 ALTER TABLE ONLY automation.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (run_id);
+
+ALTER TABLE ONLY automation.schedule_occurrences
+    ADD CONSTRAINT schedule_occurrences_pkey PRIMARY KEY (project_id, occurrence_key);
 
 ALTER TABLE ONLY automation.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (number);
@@ -207,8 +356,22 @@ ALTER TABLE ONLY automation.step_attempts
 ALTER TABLE ONLY automation.step_attempts_default
     ADD CONSTRAINT step_attempts_default_pkey PRIMARY KEY (run_id, step_id, epoch, kind, attempt, started_at);
 
+ALTER TABLE ONLY automation.triggers
+    ADD CONSTRAINT triggers_pkey PRIMARY KEY (project_id, trigger_id);
+
+ALTER TABLE ONLY automation.webhook_secrets
+    ADD CONSTRAINT webhook_secrets_pkey PRIMARY KEY (secret_id);
+
 ALTER TABLE ONLY automation.workflow_versions
     ADD CONSTRAINT workflow_versions_pkey PRIMARY KEY (project_id, workflow_id, version);
+
+CREATE INDEX dead_letters_project_idx ON automation.dead_letters USING btree (project_id, created_at DESC);
+
+CREATE INDEX event_keys_created_idx ON automation.event_keys USING btree (created_at);
+
+CREATE INDEX events_project_received_idx ON automation.events USING btree (project_id, received_at DESC);
+
+CREATE INDEX events_project_type_idx ON automation.events USING btree (project_id, type, received_at DESC);
 
 CREATE INDEX idempotency_keys_created_idx ON automation.idempotency_keys USING btree (created_at);
 
@@ -224,9 +387,21 @@ CREATE INDEX runs_project_state_idx ON automation.runs USING btree (project_id, 
 
 CREATE INDEX runs_project_workflow_idx ON automation.runs USING btree (project_id, workflow_id, created_at DESC);
 
+CREATE INDEX runs_trigger_active_idx ON automation.runs USING btree (project_id, trigger_id) WHERE ((trigger_id IS NOT NULL) AND (state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])));
+
+CREATE INDEX schedule_occurrences_pending_idx ON automation.schedule_occurrences USING btree (project_id, trigger_id, fire_at) WHERE ((status = 'queued'::text) OR ((status = 'started'::text) AND (run_id IS NULL)));
+
+CREATE INDEX schedule_occurrences_trigger_idx ON automation.schedule_occurrences USING btree (project_id, trigger_id, fire_at DESC);
+
 CREATE INDEX step_attempts_project_step_idx ON ONLY automation.step_attempts USING btree (project_id, step_id, started_at);
 
 CREATE INDEX step_attempts_default_project_id_step_id_started_at_idx ON automation.step_attempts_default USING btree (project_id, step_id, started_at);
+
+CREATE INDEX triggers_event_idx ON automation.triggers USING btree (project_id, event) WHERE (active AND (type = 'event'::text));
+
+CREATE INDEX triggers_type_idx ON automation.triggers USING btree (type) WHERE active;
+
+CREATE INDEX webhook_secrets_trigger_idx ON automation.webhook_secrets USING btree (project_id, trigger_id, created_at DESC);
 
 ALTER INDEX automation.step_attempts_pkey ATTACH PARTITION automation.step_attempts_default_pkey;
 
@@ -241,3 +416,6 @@ ALTER TABLE ONLY automation.runs
 
 ALTER TABLE automation.step_attempts
     ADD CONSTRAINT step_attempts_run_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY automation.webhook_secrets
+    ADD CONSTRAINT webhook_secrets_trigger_fkey FOREIGN KEY (project_id, trigger_id) REFERENCES automation.triggers(project_id, trigger_id) ON DELETE CASCADE;

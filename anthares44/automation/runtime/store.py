@@ -9,6 +9,7 @@ queries in a new `queries/<concern>.sql` and run them through `fetch` / `fetchro
 from __future__ import annotations
 
 import json
+import re
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -73,14 +74,57 @@ def _jsonb_text(value: str) -> str:
     return value
 
 
+def _session_neutral(name: str) -> bool:
+    """A named query that leaves no session state behind (no session advisory lock, LISTEN or SET): a pooled
+    connection that ran only such queries needs no reset query when it goes back to the pool."""
+    text = sql(name).lower()
+    return not (text.lstrip().startswith(("set ", "reset", "listen", "unlisten", "declare", "prepare"))
+                or "pg_advisory_lock" in text or _SESSION_SET_CONFIG.search(text) is not None)
+
+
+_SESSION_SET_CONFIG = re.compile(r"set_config\([^;]*?,\s*false\s*\)")   # is_local = false: outlives the transaction
+_NEUTRAL: dict[str, bool] = {}
+
+
+def _neutral(name: str) -> bool:
+    got = _NEUTRAL.get(name)
+    if got is None:
+        got = _NEUTRAL[name] = _session_neutral(name)
+    return got
+
+
+class _Resets:
+    """asyncpg's pool resets every connection it gets back with `SELECT pg_advisory_unlock_all(); CLOSE ALL;
+    UNLISTEN *; RESET ALL;`: one more round trip and one more transaction per use (docs/runtime.md measured it).
+    A use that ran only session-neutral named queries (or a transaction whose caller vouched for it) is recorded
+    here and skips that statement; every other use (raw `connection()`, a connector borrowing `Store.pool`, a
+    LISTEN) gets the full reset. asyncpg itself still rolls back an open transaction and drops listeners."""
+
+    def __init__(self) -> None:
+        self.clean: set[int] = set()
+
+    def mark_clean(self, conn) -> int:
+        key = id(getattr(conn, "_con", None) or conn)
+        self.clean.add(key)
+        return key
+
+    async def __call__(self, conn: asyncpg.Connection) -> None:
+        if id(conn) in self.clean:
+            self.clean.discard(id(conn))
+            return
+        await conn.execute(conn.get_reset_query())
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     for typ in ("jsonb", "json"):
         await conn.set_type_codec(typ, encoder=_jsonb_text, decoder=json.loads, schema="pg_catalog")
 
 
 class Store:
-    def __init__(self, pool: asyncpg.Pool, *, url: str, clock: Clock, results_dir: Path):
+    def __init__(self, pool: asyncpg.Pool, *, url: str, clock: Clock, results_dir: Path,
+                 resets: _Resets | None = None):
         self._pool = pool
+        self._resets = resets or _Resets()
         self.url = url
         self.clock = clock
         self.results = ResultFiles(results_dir)
@@ -89,16 +133,24 @@ class Store:
     @classmethod
     async def connect(cls, url: str, *, clock: Clock | None = None, results_dir: Path | None = None,
                       min_size: int = 1, max_size: int = 10, connect_timeout: float = 10) -> "Store":
+        resets = _Resets()
         try:
             pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, init=_init_connection,
-                                             timeout=connect_timeout, command_timeout=None,
+                                             timeout=connect_timeout, command_timeout=None, reset=resets,
                                              server_settings={"application_name": "a44"})
         except Exception as exc:
             err = translate(exc, operation="connect", url=url)
             if err is None:
                 raise
             raise err from exc
-        return cls(pool, url=url, clock=clock or SystemClock(), results_dir=results_dir or a44_home() / "results")
+        return cls(pool, url=url, clock=clock or SystemClock(), results_dir=results_dir or a44_home() / "results",
+                   resets=resets)
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The asyncpg pool (what `sql/execute` borrows as `ctx.services['db_pool']`). Connections acquired from it
+        directly get asyncpg's full session reset when released."""
+        return self._pool
 
     async def close(self) -> None:
         await self._pool.close()
@@ -111,10 +163,15 @@ class Store:
 
     # --- running named queries ---------------------------------------------------------------------------
     @asynccontextmanager
-    async def connection(self, operation: str):
-        """A pooled connection; driver errors inside the block become A44Error."""
+    async def connection(self, operation: str, *, session_neutral: bool = False):
+        """A pooled connection; driver errors inside the block become A44Error. `session_neutral=True` promises
+        the block leaves no session state (no SET without LOCAL, LISTEN, session advisory lock, cursor WITH
+        HOLD): the connection then goes back to the pool without asyncpg's reset statement."""
+        marked = None
         try:
             async with self._pool.acquire() as conn:
+                if session_neutral:
+                    marked = self._resets.mark_clean(conn)
                 yield conn
         except Exception as exc:
             err = translate(exc, operation=operation, url=self.url)
@@ -123,27 +180,33 @@ class Store:
             if err is exc:
                 raise
             raise err from exc
+        finally:
+            if marked is not None:       # consumed by the release's reset; or the connection was terminated
+                self._resets.clean.discard(marked)
 
     @asynccontextmanager
-    async def transaction(self, operation: str):
-        async with self.connection(operation) as conn:
+    async def transaction(self, operation: str, *, session_neutral: bool = False):
+        """One transaction on a pooled connection (see `connection` for `session_neutral`)."""
+        async with self.connection(operation, session_neutral=session_neutral) as conn:
             async with conn.transaction():
                 yield conn
 
+    # Named queries run with the same SQL text object every time, so asyncpg's per-connection statement cache
+    # prepares each once per pooled connection.
     async def fetch(self, name: str, *args) -> list[asyncpg.Record]:
-        async with self.connection(name) as conn:
+        async with self.connection(name, session_neutral=_neutral(name)) as conn:
             return await conn.fetch(sql(name), *args)
 
     async def fetchrow(self, name: str, *args) -> asyncpg.Record | None:
-        async with self.connection(name) as conn:
+        async with self.connection(name, session_neutral=_neutral(name)) as conn:
             return await conn.fetchrow(sql(name), *args)
 
     async def fetchval(self, name: str, *args) -> Any:
-        async with self.connection(name) as conn:
+        async with self.connection(name, session_neutral=_neutral(name)) as conn:
             return await conn.fetchval(sql(name), *args)
 
     async def execute(self, name: str, *args) -> str:
-        async with self.connection(name) as conn:
+        async with self.connection(name, session_neutral=_neutral(name)) as conn:
             return await conn.execute(sql(name), *args)
 
     # --- schema ------------------------------------------------------------------------------------------

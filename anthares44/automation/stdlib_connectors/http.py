@@ -20,14 +20,15 @@ closed by `aclose()`.
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import json
 import time
 from datetime import timezone
 from typing import Any
 
-from ..compiler.models.params import HttpParams
-from ..errors import E_NETWORK, E_PARAMS_INVALID, E_STEP_TIMEOUT, A44Error
+from ..compiler.models.params import HttpParams, VpnHttpParams
+from ..errors import (E_AUTH_FAILED, E_NETWORK, E_PARAMS_INVALID, E_STEP_TIMEOUT, E_TUNNEL_DOWN, A44Error)
 from .protocol import StepContext
 
 DEFAULT_RETRY_ON = (408, 429, 500, 502, 503, 504)
@@ -80,6 +81,9 @@ class HttpConnector:
     def __init__(self) -> None:
         self._session = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._tokens: dict[tuple, tuple[str, float]] = {}      # oauth2: key -> (access token, expiry monotonic)
+        self._token_locks: dict[tuple, asyncio.Lock] = {}
+        self.monotonic = time.monotonic                       # tests move token expiry without sleeping
 
     # -- the shared session ---------------------------------------------------------------------------------------
     async def _get_session(self, ctx: StepContext):
@@ -103,8 +107,15 @@ class HttpConnector:
         self._session = None
 
     # -- one request ----------------------------------------------------------------------------------------------
+    async def _route(self, p: HttpParams, decl: dict[str, Any], ctx: StepContext) -> tuple[Any, dict[str, Any], Any]:
+        """(session, extra request kwargs, route) of this request: the default route for `http`."""
+        return await self._get_session(ctx), {}, None
+
+    def _connect_error(self, exc: BaseException, method: str, url: str, route: Any = None) -> A44Error:
+        return A44Error(E_NETWORK, f"{method} {url} failed: {type(exc).__name__}: {exc}")
+
     async def invoke(self, params: Any, ctx: StepContext) -> dict[str, Any]:
-        p = params if isinstance(params, HttpParams) else HttpParams.model_validate(params)
+        p = params if isinstance(params, self.params_model) else self.params_model.model_validate(params)
         decl = ctx.declared or {}
         url = self._url(p, decl)
         headers = await self._headers(p, decl, ctx)
@@ -124,25 +135,129 @@ class HttpConnector:
             remaining = min(remaining, decl["timeout"] / 1000)
         if remaining <= 0:
             raise A44Error(E_STEP_TIMEOUT, f"no time left for {p.method} {url}")
+        deadline = time.monotonic() + remaining
 
         import aiohttp
 
-        session = await self._get_session(ctx)
+        session, route_kw, route = await self._route(p, decl, ctx)
+        auth = decl.get("auth") or {}
+        oauth = auth.get("kind") == "oauth2-client-credentials"
         try:
             async with asyncio.timeout(remaining):
-                async with session.request(
-                        p.method, url, headers=headers, params=_query_pairs(p.query),
-                        allow_redirects=p.method in ("GET", "HEAD"),
-                        timeout=aiohttp.ClientTimeout(total=remaining), **kwargs) as resp:
-                    result = await self._capture(resp, p.maxResponseBytes)
+                token = None
+                if oauth:
+                    token = await self._oauth_token(session, route_kw, auth, decl, ctx, deadline)
+                    headers["Authorization"] = f"Bearer {token}"
+                result = await self._send(session, p, url, headers, kwargs, route_kw, deadline)
+                if oauth and result["status"] == 401:
+                    # the token may have been revoked or expired early: one fresh token, one more request
+                    self._forget_token(auth, decl, ctx, token)
+                    token = await self._oauth_token(session, route_kw, auth, decl, ctx, deadline)
+                    headers["Authorization"] = f"Bearer {token}"
+                    result = await self._send(session, p, url, headers, kwargs, route_kw, deadline)
         except TimeoutError:  # asyncio.timeout, and aiohttp's ServerTimeoutError subclasses it
             raise A44Error(E_STEP_TIMEOUT, f"{p.method} {url} did not finish within {remaining:.3f} s") from None
         except aiohttp.InvalidURL as exc:
             raise A44Error(E_PARAMS_INVALID, f"invalid URL {str(exc.url)!r}") from None
         except (aiohttp.ClientError, OSError) as exc:
-            raise A44Error(E_NETWORK, f"{p.method} {url} failed: {type(exc).__name__}: {exc}") from None
+            raise self._connect_error(exc, p.method, url, route) from None
         self._classify(p.method, url, result, retry_on)
         return result
+
+    async def _send(self, session, p: HttpParams, url: str, headers: dict[str, str], kwargs: dict[str, Any],
+                    route_kw: dict[str, Any], deadline: float) -> dict[str, Any]:
+        import aiohttp
+
+        left = max(deadline - time.monotonic(), 0.001)
+        async with session.request(
+                p.method, url, headers=headers, params=_query_pairs(p.query),
+                allow_redirects=p.method in ("GET", "HEAD"),
+                timeout=aiohttp.ClientTimeout(total=left), **route_kw, **kwargs) as resp:
+            return await self._capture(resp, p.maxResponseBytes)
+
+    # -- oauth2 client credentials ---------------------------------------------------------------------------------
+    def _token_key(self, auth: dict[str, Any], decl: dict[str, Any], ctx: StepContext) -> tuple:
+        return (ctx.project_id, self._token_url(auth, decl), auth.get("secretRef"), auth.get("scope"))
+
+    @staticmethod
+    def _token_url(auth: dict[str, Any], decl: dict[str, Any]) -> str:
+        if auth.get("tokenUrl"):
+            return auth["tokenUrl"]
+        if decl.get("baseUrl"):
+            return join_url(decl["baseUrl"], "/oauth/token")
+        raise A44Error(E_PARAMS_INVALID, "oauth2-client-credentials needs `auth.tokenUrl` (or a `baseUrl`)")
+
+    def _forget_token(self, auth, decl, ctx, token: str | None) -> None:
+        key = self._token_key(auth, decl, ctx)
+        cached = self._tokens.get(key)
+        if cached is not None and cached[0] == token:
+            del self._tokens[key]
+
+    async def _oauth_token(self, session, route_kw: dict[str, Any], auth: dict[str, Any], decl: dict[str, Any],
+                           ctx: StepContext, deadline: float) -> str:
+        """A cached access token, or a new one from the token endpoint (client credentials grant, RFC 6749 §4.4,
+        client authenticated with HTTP Basic). Cached until `expires_in` minus a margin; one fetch at a time per
+        (project, token URL, secret, scope)."""
+        key = self._token_key(auth, decl, ctx)
+        cached = self._tokens.get(key)
+        if cached is not None and cached[1] > self.monotonic():
+            return cached[0]
+        lock = self._token_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            cached = self._tokens.get(key)
+            if cached is not None and cached[1] > self.monotonic():
+                return cached[0]
+            token, lifetime = await self._fetch_token(session, route_kw, auth, decl, ctx, deadline)
+            margin = min(60.0, lifetime * 0.1)
+            self._tokens[key] = (token, self.monotonic() + lifetime - margin)
+            return token
+
+    async def _fetch_token(self, session, route_kw, auth, decl, ctx, deadline) -> tuple[str, float]:
+        import aiohttp
+
+        ref = auth.get("secretRef")
+        raw = await ctx.secret(ref)
+        try:
+            cred = json.loads(raw)
+        except ValueError:
+            cred = None
+        if not isinstance(cred, dict):
+            raise A44Error(E_AUTH_FAILED, f"secret {ref} must be JSON {{\"client_id\": ..., \"client_secret\": ...}}"
+                                          f" for oauth2-client-credentials")
+        cid = cred.get("client_id") or cred.get("clientId")
+        csecret = cred.get("client_secret") or cred.get("clientSecret")
+        if not cid or not csecret:
+            raise A44Error(E_AUTH_FAILED, f"secret {ref} lacks client_id or client_secret")
+        url = self._token_url(auth, decl)
+        form = {"grant_type": "client_credentials"}
+        if auth.get("scope"):
+            form["scope"] = auth["scope"]
+        left = max(deadline - time.monotonic(), 0.001)
+        basic = base64.b64encode(f"{cid}:{csecret}".encode()).decode("ascii")
+        async with session.post(url, data=form, headers={"Accept": "application/json",
+                                                         "Authorization": f"Basic {basic}"}, allow_redirects=False,
+                                timeout=aiohttp.ClientTimeout(total=left), **route_kw) as resp:
+            body = await resp.content.read(64 * 1024)
+            status = resp.status
+            retry_after = resp.headers.get("retry-after")
+        if status in DEFAULT_RETRY_ON:
+            details: dict[str, Any] = {"retryable": True, "status": status}
+            after = retry_after_ms(retry_after)
+            if after is not None:
+                details["retry_after_ms"] = after
+            raise A44Error(f"E_UPSTREAM_{status}", f"the token endpoint {url} answered {status}", details=details)
+        if status >= 300:
+            raise A44Error(E_AUTH_FAILED, f"the token endpoint {url} refused the client credentials of {ref} "
+                                          f"({status})", details={"status": status})
+        try:
+            doc = json.loads(body)
+            token = doc["access_token"]
+            if not isinstance(token, str) or not token:
+                raise ValueError("empty access_token")
+            lifetime = float(doc.get("expires_in") or 3600)
+        except (ValueError, KeyError, TypeError):
+            raise A44Error(E_AUTH_FAILED, f"the token endpoint {url} answered without a usable access_token") from None
+        return token, max(lifetime, 0.0)
 
     @classmethod
     def _url(cls, p: HttpParams, decl: dict[str, Any]) -> str:
@@ -178,10 +293,9 @@ class HttpConnector:
             if kind == "bearer":
                 token = await ctx.secret(auth["secretRef"])
                 headers["Authorization"] = f"Bearer {token}"
-            else:
-                raise A44Error(E_PARAMS_INVALID, f"auth kind {kind!r} is not supported by this version of the http "
-                                                 f"connector (only `bearer`)",
-                               hint="use `auth: {kind: bearer, secretRef: ...}` until oauth2 support ships")
+            elif kind != "oauth2-client-credentials":   # that one is added per request (token cache, 401 refresh)
+                raise A44Error(E_PARAMS_INVALID, f"auth kind {kind!r} is not supported by the http connector",
+                               hint="use `bearer` or `oauth2-client-credentials`")
         return headers
 
     @staticmethod
@@ -237,3 +351,71 @@ class HttpConnector:
         details = redact(details)
         kind = "retryable" if retryable else "permanent"
         raise A44Error(f"E_UPSTREAM_{status}", f"{method} {url} answered {status} ({kind})", details=details)
+
+
+_TUNNEL_ERRNOS = {99, 101, 113}   # EADDRNOTAVAIL (the VPN address is gone), ENETUNREACH, EHOSTUNREACH (Linux)
+
+
+class VpnHttpConnector(HttpConnector):
+    """`uses: vpn/http`: `http` routed through the project's named private `network` (network.py): through its
+    egress proxy or bound to its local address. When the route cannot be used the step fails with
+    `E_TUNNEL_DOWN` (retryable) and nothing is sent any other way: there is no fallback to the default route."""
+
+    name = "vpn/http"
+    params_model = VpnHttpParams
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._bound: dict[str, Any] = {}       # local address -> session whose connections bind to it
+
+    async def _route(self, p, decl, ctx):
+        from .network import resolve_route
+
+        network = getattr(p, "network", None) or decl.get("network")
+        if not network:
+            raise A44Error(E_PARAMS_INVALID, "a vpn/http step needs a `network` (on the step or its connector)")
+        route = resolve_route(ctx.project_id, network, ctx.services.get("networks"))
+        if route.proxy:
+            # a session of our own (never the shared one: it could carry other defaults); the proxy is explicit
+            return await self._get_session(_Private(ctx)), {"proxy": route.proxy}, route
+        return await self._bound_session(route.local_address), {}, route
+
+    async def _bound_session(self, address: str):
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        sess = self._bound.get(address)
+        if sess is None or sess.closed or sess._loop is not loop:
+            sess = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=64, local_addr=(address, 0), ttl_dns_cache=60),
+                trust_env=False)
+            self._bound[address] = sess
+        return sess
+
+    def _connect_error(self, exc: BaseException, method: str, url: str, route: Any = None) -> A44Error:
+        import aiohttp
+
+        if route is not None:
+            down = isinstance(exc, (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError))
+            if route.local_address is not None and isinstance(exc, (aiohttp.ClientConnectorError, OSError)):
+                errno = getattr(getattr(exc, "os_error", exc), "errno", None)
+                down = down or errno in _TUNNEL_ERRNOS
+            if down:
+                return A44Error(E_TUNNEL_DOWN, f"{method} {url}: network {route.network!r} ({route.describe()}) is "
+                                               f"unavailable: {type(exc).__name__}; nothing was sent by another route",
+                                details={"retryable": True, "network": route.network})
+        return super()._connect_error(exc, method, url, route)
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        for sess in self._bound.values():
+            if not sess.closed:
+                await sess.close()
+        self._bound.clear()
+
+
+class _Private:
+    """A context view without the shared `http_session`, so vpn/http always uses a session of its own."""
+
+    def __init__(self, ctx: StepContext):
+        self.services = {k: v for k, v in ctx.services.items() if k != "http_session"}

@@ -32,6 +32,11 @@ _BUILTINS: dict[str, str] = {
     "pass": "anthares44.automation.stdlib_connectors.pass_:PassConnector",
     "http": "anthares44.automation.stdlib_connectors.http:HttpConnector",
     "sql/execute": "anthares44.automation.stdlib_connectors.sql_execute:SqlExecuteConnector",
+    "vpn/http": "anthares44.automation.stdlib_connectors.http:VpnHttpConnector",
+    "storage/put": "anthares44.automation.stdlib_connectors.storage:StoragePutConnector",
+    "storage/get": "anthares44.automation.stdlib_connectors.storage:StorageGetConnector",
+    "bot/invoke": "anthares44.automation.stdlib_connectors.bot:BotInvokeConnector",
+    "queue/publish": "anthares44.automation.stdlib_connectors.queue:QueuePublishConnector",
 }
 
 
@@ -76,8 +81,17 @@ class ConnectorRegistry:
     """Resolves connector references to connector objects; owns the built-ins' shared clients."""
 
     def __init__(self, declared: Mapping[str, Any] | Iterable[Any] | None = None, *,
-                 entry_point_group: str = ENTRY_POINT_GROUP):
+                 entry_point_group: str = ENTRY_POINT_GROUP, secrets: Any = None, clock: Any = None,
+                 networks: Mapping[str, Any] | None = None, storage: Any = None):
+        from ..runtime.secrets import SecretSource
+        from .breaker import CircuitBreakers
+
         self._group = entry_point_group
+        # where `ctx.secret(ref)` looks (environment, then $A44_HOME/secrets.json); a mapping is a static source
+        self.secrets = secrets if callable(secrets) else SecretSource(secrets)
+        self.breakers = CircuitBreakers(clock)
+        self.networks = networks          # vpn/http routes; None: read from $A44_HOME/networks.json (network.py)
+        self.storage = storage            # the object store of storage/*; None: $A44_HOME/storage
         self._declared: dict[str, dict[str, Any]] = {}
         if isinstance(declared, Mapping):
             for cid, decl in declared.items():
@@ -116,12 +130,63 @@ class ConnectorRegistry:
         conn = self.get(ref)
         bound = validate_params(conn, params)
         try:
-            return await conn.invoke(bound, ctx)
+            return await self.call(conn, bound, ctx)
         except A44Error:
             raise
         except Exception as exc:  # noqa: BLE001 - a connector bug must still end as a coded, recorded failure
             raise A44Error(E_CONNECTOR_FAILED, f"connector {conn.name!r} raised {type(exc).__name__}: {exc}",
                            step_id=ctx.step_id) from exc
+
+    async def call(self, conn: Connector, params: Any, ctx: StepContext) -> Any:
+        """Invoke an already validated connector the way every attempt must be invoked (the interpreter calls this):
+          * `ctx.secret()` reads this registry's secret source unless the context brings its own;
+          * the registry's services (`storage`, `networks`) are visible to the connector in `ctx.services`;
+          * a declared instance with `circuitBreaker:` goes through its breaker (breaker.py, state in PostgreSQL);
+          * every secret value handed out is scrubbed from the result and from an error's message and details."""
+        extra = {k: v for k, v in (("storage", self.storage), ("networks", self.networks),
+                                   ("clock", self.breakers.clock)) if v is not None and k not in ctx.services}
+        changes: dict[str, Any] = {}
+        if ctx.secrets is None:
+            changes["secrets"] = self.secrets
+        if extra:
+            changes["services"] = {**ctx.services, **extra}
+        if changes:
+            ctx = dataclasses.replace(ctx, **changes)
+        breaker = None
+        if isinstance(conn, DeclaredConnector):
+            breaker = conn.config.get("circuitBreaker")
+        try:
+            if breaker is not None:
+                result = await self.breakers.call(conn.name, breaker, ctx, lambda: conn.invoke(params, ctx))
+            else:
+                result = await conn.invoke(params, ctx)
+        except A44Error as err:
+            self._scrub_error(err, ctx)
+            raise
+        return self._scrub(result, ctx)
+
+    def _secret_values(self, ctx: StepContext) -> tuple[str, ...]:
+        values = getattr(ctx.secrets, "values", None)
+        mine = self.secrets.values() if hasattr(self.secrets, "values") else ()
+        return (*(values() if callable(values) else ()), *mine)
+
+    def _scrub(self, value: Any, ctx: StepContext) -> Any:
+        from ..runtime.secrets import scrub
+
+        needles = self._secret_values(ctx)
+        return scrub(value, needles) if needles else value
+
+    def _scrub_error(self, err: A44Error, ctx: StepContext) -> None:
+        needles = self._secret_values(ctx)
+        if not needles:
+            return
+        from ..runtime.secrets import scrub
+
+        err.message = scrub(err.message, needles)
+        err.args = (err.message,)
+        if err.hint:
+            err.hint = scrub(err.hint, needles)
+        err.details = scrub(err.details, needles)
 
     def declared(self, uses: str) -> dict[str, Any] | None:
         """The configuration of a declared instance, as plain JSON, or None."""

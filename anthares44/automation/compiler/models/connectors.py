@@ -18,7 +18,7 @@ class Auth(Model):
     kind: Literal["bearer", "oauth2-client-credentials"]
     """`bearer` sends the secret as a token; `oauth2-client-credentials` fetches and caches a token."""
     secretRef: str = Field(pattern=r"^sec_[A-Za-z0-9_]+$")
-    """Secret id, e.g. `sec_erp_client`."""
+    """Secret id, e.g. `sec_erp_client`: the token for `bearer`; JSON `{"client_id", "client_secret"}` for oauth2."""
     tokenUrl: StrictStr | None = None
     """OAuth2 token endpoint (default: `{baseUrl}/oauth/token`)."""
     scope: StrictStr | None = None
@@ -52,7 +52,7 @@ class ConnectorDecl(Model):
     baseUrl: StrictStr | None = None
     """Base URL that step `path`s are joined to."""
     network: StrictStr | None = None
-    """Private network (vpn/http): the route; never falls back to the default route."""
+    """Private network (vpn/http), routed as configured in `$A44_HOME/networks.json`; never the default route."""
     auth: Auth | None = None
     """Authentication."""
     headers: dict[str, StrictStr] | None = None

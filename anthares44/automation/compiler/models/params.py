@@ -111,7 +111,7 @@ class BotInvokeParams(Model):
     model: StrictStr | None = None
     """Model name passed to the endpoint."""
     secretRef: StrictStr | None = None
-    """Secret holding base URL and key of the OpenAI-compatible endpoint."""
+    """Secret holding the endpoint: JSON `{"baseUrl", "apiKey", "model"}`, or the bare key (with a `baseUrl`)."""
 
 
 BUILTIN_PARAMS: dict[str, type[Model]] = {

@@ -52,5 +52,5 @@ async def resolve_confirmation(store: Store, run_id: str, step_id: str, outcome:
                 message = f"{who} confirmed that step {step_id} failed after its lease expired"
             await conn.fetchval(sql("engine_attempt_record"), run_id, step_id, last + 1, f"{run_id}:{step_id}", now,
                                 row["epoch"], "action", row["project_id"], f"confirmed-by:{who}", None, status, code,
-                                message, result, None if result is None else len(result.encode()))
+                                message, result, None if result is None else len(result.encode()), None, None, now)
     return {"run_id": run_id, "step_id": step_id, "outcome": outcome, "state": PENDING}

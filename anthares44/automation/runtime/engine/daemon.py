@@ -49,6 +49,7 @@ class WorkerSettings:
     concurrency: int = 16                      # runs in flight in this daemon
     grace: timedelta = timedelta(seconds=10)   # how long in-flight steps may finish at shutdown
     claim_batch: int = 64                      # most runs granted per claim statement
+    schedules: bool = True                     # run the scheduler of schedule triggers (§11, docs/schedules.md)
 
     @classmethod
     def from_env(cls, **overrides) -> "WorkerSettings":
@@ -114,25 +115,62 @@ class Daemon:
         """start() if needed, then claim and drive runs until request_stop(); then shut down gracefully."""
         if self.engine is None:
             await self.start()
+        http = await self._start_http()
         listener = asyncio.create_task(self._listen())
+        scheduler = self._start_scheduler()
         try:
             await self._loop()
         finally:
             listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await listener
+            if scheduler is not None:  # decisions are transactions: cancelling one mid-way loses nothing
+                scheduler.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await scheduler
+            if http is not None:  # stop taking webhooks/events before the workers stop
+                await http.stop()
+                await http.store.close()
             await self._shutdown()
+
+    async def _start_http(self):
+        """The ingestion plane's HTTP server (runtime/http) when `http_port` is set (`serve --http-port N`), on its
+        own connection pool so requests never wait for worker connections."""
+        port = getattr(self, "http_port", None)
+        if port is None:
+            return None
+        from ..http import HttpServer
+
+        store = await Store.connect(self.store.url, clock=self.store.clock, max_size=20)
+        try:
+            return await HttpServer(store, host=getattr(self, "http_host", "127.0.0.1"), port=port).start()
+        except BaseException:
+            await store.close()
+            raise
+
+    def _start_scheduler(self) -> asyncio.Task | None:
+        """The scheduler (runtime/scheduling) as a task of this daemon; several daemons may each run one."""
+        if not self.settings.schedules:
+            return None
+        from ..scheduling import Scheduler
+
+        sched = Scheduler(self.store, clock=self.engine.clock, name=self.settings.worker_id)
+        return asyncio.create_task(sched.serve(self._stop))
 
     async def _loop(self) -> None:
         engine, s = self.engine, self.settings
         last_partitions = engine.clock.now()
         failures = 0
+        backlog = False     # the last claim came back full: more runs are probably due
         while not self._stop.is_set():
             self._wake.clear()
             claimed = 0
             free = s.concurrency - len(self._active)
+            # with a backlog, refill by a quarter of the slots at a time instead of one claim per finished run
+            # (fewer claim statements and commits per run, docs/runtime.md); when idle, claim at once
+            refill = max(1, min(s.concurrency, s.claim_batch) // 4) if backlog else 1
             try:
-                if free > 0:
+                if free >= refill:
                     asked = min(free, s.claim_batch)
                     rows = await engine.claim(asked)
                     claimed = len(rows)
@@ -140,12 +178,16 @@ class Daemon:
                         task = asyncio.create_task(engine.drive_run(row))
                         self._active[task] = row["run_id"]
                         task.add_done_callback(self._done)
-                    if claimed == asked and free > claimed:
+                    backlog = claimed == asked
+                    if backlog and free > claimed:
                         continue        # a full batch and slots left: more may be due right now
                 if engine.clock.now() - last_partitions > PARTITIONS_EVERY:
                     await self.store.ensure_partitions()
                     last_partitions = engine.clock.now()
-                timeout = await self._until_next_due(claimed, free)
+                if backlog and self._active:    # a finishing run wakes the loop; no need to ask when
+                    timeout = s.lease_timeout.total_seconds()
+                else:
+                    timeout = await self._until_next_due(claimed, free)
                 failures = 0
             except A44Error as exc:
                 # the database is away (restart, network): keep the in-flight work, retry with a backoff
@@ -224,6 +266,8 @@ class Daemon:
                     if run_id is not None:
                         await self._release_quietly(run_id)
         self._active.clear()
+        with contextlib.suppress(Exception):
+            await engine.notifier.drain()
         with contextlib.suppress(Exception):
             await engine.registry.aclose()
         if self._own_store and self._store is not None:

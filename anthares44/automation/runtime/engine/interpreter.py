@@ -75,7 +75,7 @@ class RunDriver:
         if L.grant > 1:
             # Only a lease holder writes attempts (a person's confirmation follows a grant too), so a first grant
             # has nothing to read: one round trip and one commit fewer per run.
-            async with store.transaction("engine_load") as conn:
+            async with store.transaction("engine_load", session_neutral=True) as conn:
                 rows = await conn.fetch(sql("engine_attempts_of_run"), L.run_id, L.epoch)
                 order = [r["step_id"] for r in await conn.fetch(sql("engine_completion_order"), L.run_id, L.epoch)]
         self.p = Progress(ir, [Attempt.from_row(r, store.load_result) for r in rows], order)
@@ -99,7 +99,7 @@ class RunDriver:
                 return
 
     def _batch(self) -> Batch:
-        return Batch(self.engine.store, self.lease, self.engine.worker_id)
+        return Batch(self.engine.store, self.lease, self.engine.worker_id, self.engine.notifier)
 
     # --- one visit --------------------------------------------------------------------------------------------
     async def _visit(self) -> str:
@@ -120,7 +120,7 @@ class RunDriver:
             dues: list[tuple[datetime, str]] = []
             starts: list[tuple[Attempt, StepProgress]] = []
             if failure is None and not self.engine.stopping:
-                starts = self._advance(b, now, dues)
+                starts = await self._advance(b, now, dues)
                 failure = self.p.failed_step()
             if not self._inflight and not starts:
                 if failure is not None:
@@ -166,9 +166,10 @@ class RunDriver:
         return AWAITING_CONFIRMATION
 
     # --- choosing what runs next ------------------------------------------------------------------------------
-    def _advance(self, b: Batch, now: datetime, dues: list) -> list[tuple[Attempt, StepProgress]]:
-        """Start every step that is ready now; skip those whose `if` is false; finish sleeps that are over.
-        Repeats until nothing changes (a skip or a finished sleep can make successors ready)."""
+    async def _advance(self, b: Batch, now: datetime, dues: list) -> list[tuple[Attempt, StepProgress]]:
+        """Start every step that is ready now; skip those whose `if` is false; finish sleeps that are over; run
+        steps without external effect (`pass`) on the spot. Repeats until nothing changes (a skip, a finished
+        sleep or a `pass` step can make successors ready)."""
         starts: list[tuple[Attempt, StepProgress]] = []
         busy = {sp.node.id for _, sp in self._inflight.values()}
         if now >= self.deadline:
@@ -192,6 +193,10 @@ class RunDriver:
                     continue
                 if sp.node.kind == "sleep":
                     changed |= self._sleep(b, sp, now, dues)
+                    continue
+                if self.engine.inline(sp.node):
+                    await self._run_inline(b, sp, now)
+                    changed = True
                     continue
                 a = b.start(sid, sp.next_attempt, "action", now)
                 self.p.add(a)
@@ -249,13 +254,39 @@ class RunDriver:
             return
 
     # --- running and recording attempts -----------------------------------------------------------------------
-    async def _attempt(self, a: Attempt, sp: StepProgress) -> Outcome:
-        node = sp.node
-        call = Call(node.id, node.connector, node.params, node.timeout_ms or 0, a.attempt)
-        out = await invoke(self.engine.registry, call, self.render_scope(node.id, a.attempt),
+    async def _invoke(self, node, attempt: int) -> Outcome:
+        call = Call(node.id, node.connector, node.params, node.timeout_ms or 0, attempt)
+        return await invoke(self.engine.registry, call, self.render_scope(node.id, attempt),
                             run_id=self.lease.run_id, project_id=self.lease.project_id,
                             workflow_id=self.lease.workflow_id, idempotency_key=f"{self.lease.run_id}:{node.id}",
                             services=self.engine.services)
+
+    async def _run_inline(self, b: Batch, sp: StepProgress, now: datetime) -> None:
+        """A step without external effect (`pass`): nothing outside the run can observe it, so it needs no
+        `running` row before it runs. It runs now and its one attempt row (started_at = now, finished, result or
+        error, retry due time) goes into the batch: it counts as done only when that batch commits, together
+        with the transition it belongs to. A crash before the commit leaves no trace; the step simply runs again."""
+        node, attempt = sp.node, sp.next_attempt
+        out = await self._invoke(node, attempt)
+        end = self.clock.now()
+        b.current_step = node.id
+        if out.status == "succeeded":
+            a = b.record(node.id, attempt, "action", "succeeded", now, result=redact(out.result), finished_at=end)
+            self.p.add(a)
+            self.p.finished(a)
+            self.engine.event("step.succeeded", self.lease.run_id, step=node.id, attempt=attempt)
+            return
+        err = out.error
+        n = sp.counted_failures + (1 if counts_against_budget(out.status, err.code) else 0)
+        delay = retry_delay_ms(node.retry, n, Failure.of(err), self.engine.rng)
+        retry_at = end + timedelta(milliseconds=delay) if delay is not None else None
+        self.p.add(b.record(node.id, attempt, "action", out.status, now, error=err, retry_at=retry_at,
+                            finished_at=end))
+        self.engine.event("step.failed", self.lease.run_id, step=node.id, attempt=attempt, code=err.code,
+                          retry_at=retry_at.isoformat() if retry_at else None)
+
+    async def _attempt(self, a: Attempt, sp: StepProgress) -> Outcome:
+        out = await self._invoke(sp.node, a.attempt)
         self._ended += 1
         out.seq = self._ended    # completions that land together are recorded in the order they really ended
         return out

@@ -52,7 +52,7 @@ async def invoke(registry: ConnectorRegistry, call: Call, scope: dict, *, run_id
                       logger=logging.getLogger(f"a44.connector.{connector.name}"))
     try:
         async with asyncio.timeout(timeout_s) as cm:
-            result = await connector.invoke(params, ctx)
+            result = await registry.call(connector, params, ctx)  # secrets, circuit breaker, scrubbing
     except TimeoutError as exc:
         if cm.expired():
             return Outcome("timeout", error=A44Error(E_STEP_TIMEOUT, f"step {call.step_id} did not finish within "

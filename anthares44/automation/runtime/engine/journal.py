@@ -8,6 +8,8 @@ to one commit is what keeps commits per run low (docs/runtime.md).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,6 +20,11 @@ from ..results import encode_json
 from ..store import Store
 from .progress import Attempt
 from .states import allowed_from, illegal
+
+log = logging.getLogger("a44.engine")
+
+
+_UNCHECKED = frozenset({"engine_attempt_start", "engine_attempt_record", "run_event_append"})
 
 
 class LeaseLost(Exception):
@@ -34,11 +41,51 @@ class Lease:
     epoch: int
 
 
+class Notifier:
+    """Sends, after commit, the NOTIFYs that the interpreter's transactions defer (migration 0006): run ids on
+    `a44_run_events` (what `logs --follow` and `run --wait` listen to) and the earliest due time of the runs
+    released to a wait on `a44_runs_due` (other daemons arm a timer; on waking they ask the database for the next
+    due time, so the earliest is enough). One statement carries everything pending; while it is in flight new
+    commits accumulate for the next one, so under load one notifying transaction serves many runs, and when idle
+    a notification leaves right after its commit. Notifications are hints: listeners re-read the tables, and
+    re-check on their own timers, so one lost with a crashed daemon only delays a follower."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._runs: set[str] = set()
+        self._due: datetime | None = None
+        self._task: asyncio.Task | None = None
+
+    def add(self, run_ids, due: datetime | None = None) -> None:
+        self._runs.update(run_ids)
+        if due is not None and (self._due is None or due < self._due):
+            self._due = due
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while self._runs or self._due is not None:
+            runs, due = list(self._runs), self._due
+            self._runs, self._due = set(), None
+            payload = None if due is None else str(int(due.timestamp() * 1000))
+            try:
+                await self.store.fetchval("engine_notify", runs, payload)
+            except A44Error as exc:
+                log.info("deferred notify of %d run(s) failed: %s", len(runs), exc)
+
+    async def drain(self) -> None:
+        """Wait until everything pending is sent (end of `run_once`, daemon shutdown)."""
+        while self._task is not None and not self._task.done():
+            await asyncio.shield(self._task)
+
+
 class Batch:
-    def __init__(self, store: Store, lease: Lease, worker_id: str):
+    def __init__(self, store: Store, lease: Lease, worker_id: str, notifier: Notifier | None = None):
         self.store = store
         self.lease = lease
         self.worker_id = worker_id
+        self.notifier = notifier
+        self._due: datetime | None = None
         self._ops: list[tuple[str, tuple]] = []
         self.current_step: str | None = None
         self.transition_to: str | None = None
@@ -74,15 +121,20 @@ class Batch:
         return a
 
     def record(self, step_id: str, attempt: int, kind: str, status: str, at: datetime, *,
-               error: A44Error | None = None, result: Any = None) -> Attempt:
-        """An attempt that starts and ends at once: `skipped`, or failed before anything ran."""
+               error: A44Error | None = None, result: Any = None, retry_at: datetime | None = None,
+               finished_at: datetime | None = None) -> Attempt:
+        """An attempt written once, already finished: `skipped`, failed before anything ran, or a step without
+        external effect (`pass`) that ran on the spot. Results follow the 256 KB rule like `finish`."""
         L = self.lease
-        text = None if result is None else encode_json(result)
+        finished_at = finished_at or at
+        stored = self.store.results.store(result, project_id=L.project_id, run_id=L.run_id, step_id=step_id,
+                                          epoch=L.epoch, kind=kind, attempt=attempt)
         code, message = (error.code, error.message) if error else (None, None)
         self._ops.append(("engine_attempt_record", (L.run_id, step_id, attempt, self._key(step_id, kind), at,
                                                     L.epoch, kind, L.project_id, self.worker_id, L.grant, status,
-                                                    code, message, text, None if text is None else len(text.encode()))))
-        return Attempt(step_id, kind, attempt, status, at, at, code, message, result)
+                                                    code, message, stored.inline, stored.size, retry_at,
+                                                    stored.ref, finished_at)))
+        return Attempt(step_id, kind, attempt, status, at, finished_at, code, message, result, retry_at)
 
     # --- the run ----------------------------------------------------------------------------------------------
     def transition(self, to: str, at: datetime, *, next_wake_at: datetime | None = None, release: bool = False,
@@ -95,6 +147,8 @@ class Batch:
                                              None if result is None else encode_json(result),
                                              None if summary is None else encode_json(summary), finished, at)))
         self.transition_to = to
+        if release and next_wake_at is not None:
+            self._due = next_wake_at
 
     def event(self, kind: str, at: datetime, *, state: str | None = None, step_id: str | None = None,
               error_code: str | None = None, message: str | None = None, data: Any = None) -> None:
@@ -111,11 +165,35 @@ class Batch:
         L = self.lease
         ops, self._ops = self._ops, []
         current, self.current_step = self.current_step, None
-        async with self.store.transaction("engine_commit") as conn:
+        due, self._due = self._due, None
+        await self._write(L, ops, current, at)
+        if self.notifier is not None:
+            self.notifier.add((L.run_id,), due)
+        else:   # no engine to defer to: notify now (the triggers stayed silent for this transaction)
+            await self.store.fetchval("engine_notify", [L.run_id],
+                                      None if due is None else str(int(due.timestamp() * 1000)))
+
+    async def _write(self, L: Lease, ops: list, current: str | None, at: datetime) -> None:
+        async with self.store.transaction("engine_commit", session_neutral=True) as conn:
             state = await conn.fetchval(sql("run_fence"), L.run_id, L.owner, L.grant, current, at)
             if state is None:
                 raise LeaseLost(L.run_id)
-            for name, args in ops:
+            i = 0
+            while i < len(ops):
+                name, args = ops[i]
+                if name in _UNCHECKED:
+                    # consecutive writes whose result nothing checks (the attempts of several `pass` steps, or
+                    # the starts of parallel branches) go in one pipelined round trip
+                    j = i + 1
+                    while j < len(ops) and ops[j][0] == name:
+                        j += 1
+                    if j - i > 1:
+                        await conn.executemany(sql(name), [a for _, a in ops[i:j]])
+                    else:
+                        await conn.execute(sql(name), *args)
+                    i = j
+                    continue
+                i += 1
                 row = await conn.fetchrow(sql(name), *args)
                 if name == "engine_attempt_finish" and row is None:
                     raise LeaseLost(f"{L.run_id}: attempt {args[4]} of {args[1]} is not running any more")

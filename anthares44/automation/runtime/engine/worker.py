@@ -23,7 +23,7 @@ from ...errors import A44Error
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ..store import Store
 from .interpreter import RunDriver
-from .journal import Lease
+from .journal import Lease, Notifier
 
 log = logging.getLogger("a44.engine")
 DEFAULT_LEASE = timedelta(seconds=30)
@@ -45,11 +45,13 @@ class Engine:
         self.rng = rng or random.Random()
         self.concurrency = concurrency
         # sql/execute runs on the project database through the store's pool unless a step names another DSN
-        self.services = {"db_pool": store._pool, **(services or {})}
+        self.services = {"db_pool": store.pool, **(services or {})}
         self.stopping = False
         self.metrics: Counter[str] = Counter()
         self._irs: dict[tuple[str, str, int], WorkflowIR] = {}
         self._programs: dict[int, Any] = {}
+        self._inline: dict[int, bool] = {}
+        self.notifier = Notifier(store)     # NOTIFYs of step transactions, sent after commit (journal.py)
         self._ir_lock = asyncio.Lock()
 
     # --- shared caches ----------------------------------------------------------------------------------------
@@ -73,11 +75,29 @@ class Engine:
             prog = self._programs[id(node)] = load_program(node.condition.program)
         return prog
 
+    def inline(self, node: NodeIR) -> bool:
+        """True for a step whose connector has no external effect (the built-in `pass`): the interpreter runs it
+        on the spot and writes its attempt once, already finished, in the transaction of the transition that
+        made it ready (docs/runtime.md). A step with an effect always gets its `running` row first."""
+        got = self._inline.get(id(node))
+        if got is None:
+            from ...stdlib_connectors.pass_ import PassConnector
+
+            try:
+                got = node.kind == "call" and node.connector is not None and \
+                    type(self.registry.get(node.connector)) is PassConnector
+            except Exception:  # noqa: BLE001 - unknown connector: the normal path reports it as the step's error
+                got = False
+            self._inline[id(node)] = got
+        return got
+
     # --- leases -----------------------------------------------------------------------------------------------
     async def claim(self, limit: int | None = None) -> list:
         """Grant up to `limit` due runs to this worker (FOR UPDATE SKIP LOCKED: daemons never get the same run)."""
         rows = await self.store.fetch("lease_claim", self.worker_id, self.clock.now(), limit or self.concurrency,
                                       self.lease)
+        # the claim's run.state events are not notified on their own (0006): the visit's first commit, which
+        # follows at once, notifies the run
         for r in rows:
             self.metrics["runs_claimed"] += 1
             if r["prev_owner"] is not None:
@@ -113,6 +133,7 @@ class Engine:
         Returns {run_id: how the visit ended}."""
         rows = await self.claim(limit)
         outcomes = await asyncio.gather(*(self.drive_run(r) for r in rows))
+        await self.notifier.drain()
         return {r["run_id"]: o for r, o in zip(rows, outcomes)}
 
     async def drive(self, max_rounds: int = 1000) -> dict[str, str]:

@@ -3,11 +3,19 @@
 -- run_transition, which refuses a transition the state machine (engine/states.py, docs/states.md) does not allow.
 
 -- name: run_fence
--- purpose: lock the run for this transaction if ($2, grant $3) still holds its lease, noting the current step; no row = lease lost
+-- purpose: lock the run for this transaction if ($2, grant $3) still holds its lease, noting the current step, and defer this transaction's NOTIFYs to the engine (0006); no row = lease lost
 update automation.runs
 set current_step = coalesce($4, current_step), updated_at = $5
 where run_id = $1 and lease_owner = $2 and lease_grants = $3
-returning state;
+returning state, set_config('a44.notify', 'deferred', true);
+
+-- name: engine_notify
+-- purpose: after commit, wake `logs --follow` / `run --wait` of runs $1 (a44_run_events) and daemons for the earliest due time $2 in epoch ms (a44_runs_due), in one statement
+select count(*) from (
+    select pg_notify('a44_run_events', r) from unnest($1::text[]) as r
+    union all
+    select pg_notify('a44_runs_due', $2::text) where $2::text is not null
+) n;
 
 -- name: run_transition
 -- purpose: move a leased run to state $4 only from one of $5 (else no row), optionally releasing the lease, and log run.state
@@ -69,17 +77,19 @@ from a
 returning id;
 
 -- name: engine_attempt_record
--- purpose: insert an attempt that starts and ends at $5 (skipped by `if`, failed by deadline or expression, confirmed by a person) and log it
+-- purpose: insert an attempt already finished: started at $5, finished at $18 (skipped by `if`, failed by deadline or expression, confirmed by a person, or a `pass` step run on the spot) and log it
 with a as (
     insert into automation.step_attempts (run_id, step_id, attempt, idempotency_key, status, error_code,
                                           error_message, result, started_at, finished_at, epoch, kind,
-                                          project_id, worker_id, lease_grant, result_bytes)
-    values ($1, $2, $3, $4, $11, $12, $13, $14::jsonb, $5, $5, $6, $7, $8, $9, $10, $15)
-    returning run_id, step_id, attempt, epoch, kind, project_id, started_at, status, error_code, error_message
+                                          project_id, worker_id, lease_grant, result_bytes, retry_at, result_ref)
+    values ($1, $2, $3, $4, $11, $12, $13, $14::jsonb, $5, $18, $6, $7, $8, $9, $10, $15, $16, $17)
+    returning run_id, step_id, attempt, epoch, kind, project_id, started_at, finished_at, status, error_code,
+              error_message, retry_at
 )
 insert into automation.run_events (run_id, project_id, at, kind, step_id, attempt, status, error_code, message, data)
-select run_id, project_id, started_at, 'attempt.finished', step_id, attempt, status, error_code, error_message,
-       jsonb_build_object('epoch', epoch, 'kind', kind, 'duration_ms', 0)
+select run_id, project_id, finished_at, 'attempt.finished', step_id, attempt, status, error_code, error_message,
+       jsonb_build_object('epoch', epoch, 'kind', kind, 'retry_at', retry_at,
+                          'duration_ms', round(extract(epoch from finished_at - started_at) * 1000))
 from a
 returning id;
 

@@ -2,7 +2,7 @@
 -- grant number fences every later write, so a worker whose lease was re-granted cannot write any more.
 
 -- name: lease_claim
--- purpose: grant up to $3 due runs to worker $1 at instant $2 for $4 (skip locked), counting takeovers of expired leases, logging state changes
+-- purpose: grant up to $3 due runs to worker $1 at instant $2 for $4 (skip locked), counting takeovers of expired leases, logging state changes (their NOTIFY deferred to the engine, 0006)
 with due as (
     select run_id, state as prev_state, lease_owner as prev_owner
     from automation.runs
@@ -37,7 +37,7 @@ with due as (
     from granted
     where prev_owner is not null
 )
-select * from granted;
+select *, set_config('a44.notify', 'deferred', true) as notify from granted;
 
 -- name: lease_renew
 -- purpose: push the deadline of a lease still held by ($2, grant $3) to $4; no row = the lease was lost

@@ -1,0 +1,104 @@
+"""`a44 automation schedule preview FILE [--trigger ID] --from ISO --to ISO [--format json]`: every firing of the
+schedule triggers in FILE over a window (UTC instant, local time with offset, occurrence key, and whether the
+firing was shifted out of a DST gap or is the second instant of a fold), computed as the scheduler does (§11).
+
+`schedule occurrences [--trigger ID]` lists what the scheduler recorded in the database."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("schedule", help="preview schedule firings; list recorded occurrences",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="schedule_cmd", metavar="COMMAND")
+    sub.required = True
+    pv = sub.add_parser("preview", help="the firings of schedule triggers over a window, before publishing")
+    pv.add_argument("file", metavar="FILE", help="a trigger file, a workflow file or a directory")
+    pv.add_argument("--trigger", metavar="ID", help="only this trigger")
+    pv.add_argument("--from", dest="start", required=True, metavar="ISO",
+                    help="window start, inclusive (an ISO instant; without offset: local time of the trigger)")
+    pv.add_argument("--to", dest="end", required=True, metavar="ISO", help="window end, exclusive")
+    pv.add_argument("--format", choices=("text", "json"), default="text")
+    oc = sub.add_parser("occurrences", help="occurrences recorded by the scheduler")
+    oc.add_argument("--trigger", metavar="ID")
+    oc.add_argument("--project", default=None, help="project (default A44_PROJECT or pj_default)")
+    oc.add_argument("--database-url", help="PostgreSQL URL (default A44_DATABASE_URL, else the embedded server)")
+    oc.add_argument("--limit", type=int, default=200)
+    oc.add_argument("--format", choices=("text", "json"), default="text")
+    return p
+
+
+def run(args) -> int:
+    if args.schedule_cmd == "preview":
+        return _preview(args)
+    return _occurrences(args)
+
+
+def _preview(args) -> int:
+    from ..compiler.lint import lint_paths
+    from ..diagnostics import has_errors
+    from ..runtime.scheduling.occurrences import ScheduleError
+    from ..runtime.scheduling.preview import preview, render_text, schedule_triggers
+    from .cmd_lint import LintSettings, report
+
+    result = lint_paths([args.file], lower=True)
+    if has_errors(result.diagnostics):
+        report(LintSettings((args.file,), "text", False, "never"), result.diagnostics, result.files,
+               stdout=sys.stdout, stderr=sys.stderr)
+        return 1
+    triggers = schedule_triggers(result.irs)
+    if args.trigger:
+        triggers = [t for t in triggers if t.id == args.trigger]
+        if not triggers:
+            print(f"E_TRIGGER_NOT_FOUND no schedule trigger {args.trigger!r} in {args.file}", file=sys.stderr)
+            return 1
+    if not triggers:
+        print(f"E_TRIGGER_NOT_FOUND no schedule trigger in {args.file}", file=sys.stderr)
+        return 1
+    try:
+        previews = [preview(t, args.start, args.end) for t in triggers]
+    except (ScheduleError, ValueError) as exc:
+        print(f"a44: error: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(json.dumps({"triggers": [p.to_dict() for p in previews]}, indent=2))
+    else:
+        sys.stdout.write(render_text(previews))
+    return 0
+
+
+def _occurrences(args) -> int:
+    import asyncio
+    import os
+
+    from ..errors import A44Error
+    from ..runtime.database import resolve_url
+    from ..runtime.scheduling import list_occurrences
+    from ..runtime.store import DEFAULT_PROJECT, Store
+
+    project = args.project or os.environ.get("A44_PROJECT") or DEFAULT_PROJECT
+
+    async def main():
+        store = await Store.connect(args.database_url or resolve_url(start=True))
+        try:
+            return await list_occurrences(store, project, args.trigger, args.limit)
+        finally:
+            await store.close()
+
+    try:
+        rows = asyncio.run(main())
+    except A44Error as exc:
+        print(f"{exc.code} {exc.message}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        print(json.dumps([{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()}
+                          for r in rows], indent=2))
+        return 0
+    for r in rows:
+        print(f"{r['fire_at'].isoformat()}  {r['occurrence_key']}  {r['status']}"
+              f"{'  catch-up' if r['catch_up'] else ''}  {r['run_id'] or ''}".rstrip())
+    return 0

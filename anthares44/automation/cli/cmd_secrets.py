@@ -1,0 +1,70 @@
+"""`a44 automation secrets set|list|rm`: the encrypted secret file `$A44_HOME/secrets.json` (§17).
+
+`set NAME` reads the value from stdin (or `--file F`), never from the command line, where it would land in the shell
+history and the process list; one trailing newline is removed. Values are encrypted with the key in
+`A44_SECRET_KEY` or `$A44_HOME/secret.key` (created 0600 on the first `set`); the file is 0600 too. `list` prints
+names only. `rm NAME` deletes one. A variable `A44_SECRET_<NAME>` overrides the file at run time (runtime/secrets.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .output import EXIT_ERROR, EXIT_OK, FORMATS, print_error, usage_error
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("secrets", help="manage the encrypted secrets connectors reference",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(dest="secrets_verb", metavar="VERB", required=True)
+    s = verbs.add_parser("set", help="store a secret (value from stdin or --file, never from argv)")
+    s.add_argument("name", help="secret id, sec_...")
+    s.add_argument("--file", metavar="F", help="read the value from this file instead of stdin")
+    ls = verbs.add_parser("list", help="secret names (never values)")
+    ls.add_argument("--format", "-f", choices=FORMATS, default="text")
+    rm = verbs.add_parser("rm", help="delete a secret")
+    rm.add_argument("name")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import A44Error
+    from ..runtime.secrets import SECRET_REF, SecretFile
+
+    f = SecretFile()
+    try:
+        if args.secrets_verb == "set":
+            if not SECRET_REF.match(args.name):
+                return usage_error(f"{args.name!r} is not a secret id", "use sec_ followed by letters, digits or _")
+            if args.file:
+                with open(args.file, encoding="utf-8") as fh:
+                    value = fh.read()
+            else:
+                if sys.stdin.isatty():
+                    print("value (end with Ctrl-D):", file=sys.stderr)
+                value = sys.stdin.read()
+            value = value[:-1] if value.endswith("\n") else value
+            if not value:
+                return usage_error("the secret value is empty")
+            f.set(args.name, value)
+            print(f"stored {args.name} in {f.path}", file=sys.stderr)
+        elif args.secrets_verb == "list":
+            names = f.names()
+            if args.format == "json":
+                print(json.dumps(names))
+            else:
+                for n in names:
+                    print(n)
+        elif args.secrets_verb == "rm":
+            if not f.remove(args.name):
+                print(f"E_SECRET_NOT_FOUND no secret {args.name} in {f.path}", file=sys.stderr)
+                return EXIT_ERROR
+    except A44Error as exc:
+        print_error(exc)
+        return EXIT_ERROR
+    except OSError as exc:
+        print(f"a44: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK

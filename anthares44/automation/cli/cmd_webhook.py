@@ -1,0 +1,169 @@
+"""`a44 automation webhook secret|rotate|sign|send|list`: the signed webhooks of §9 (docs/webhooks.md).
+
+    a44 automation webhook secret trg_erp_sync          # shows the secret once
+    a44 automation webhook rotate trg_erp_sync          # new secret; the old one stays valid 48 h more
+    a44 automation webhook sign --trigger trg_erp_sync --file payload.json
+    a44 automation webhook send --trigger trg_erp_sync --file payload.json --idempotency-key K --repeat 2
+
+`sign` and `send` use the current secret from the database without printing it. `send` posts to
+`--url` (default $A44_API_URL, else http://127.0.0.1:8044: `a44 automation serve --http-port 8044`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .output import EXIT_ERROR, EXIT_OK, add_common_options, json_document, run_api, usage_error, write
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("webhook", help="webhook secrets, signing and test sends", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = p.add_subparsers(dest="webhook_verb", metavar="VERB")
+    verbs.required = True
+    s = verbs.add_parser("secret", help="show a webhook trigger's secret (once)")
+    s.add_argument("trigger", metavar="TRIGGER")
+    add_common_options(s)
+    r = verbs.add_parser("rotate", help="add a new secret; the old one stays valid 48 h more")
+    r.add_argument("trigger", metavar="TRIGGER")
+    add_common_options(r)
+    for name, help_ in (("sign", "print valid signature headers for a body"),
+                        ("send", "sign and POST a body, printing the dedupe decision")):
+        q = verbs.add_parser(name, help=help_)
+        q.add_argument("--trigger", required=True)
+        q.add_argument("--file", required=True, help="the JSON body (sent byte for byte)")
+        q.add_argument("--idempotency-key", default=None)
+        q.add_argument("--timestamp", type=int, default=None, help="Unix seconds (default now)")
+        if name == "send":
+            q.add_argument("--repeat", type=int, default=1)
+            q.add_argument("--url", default=None, help="server base URL (default $A44_API_URL or "
+                                                       "http://127.0.0.1:8044)")
+        add_common_options(q)
+    lst = verbs.add_parser("list", help="webhook triggers and their URLs")
+    add_common_options(lst)
+    return p
+
+
+def run(args) -> int:
+    if args.webhook_verb in ("sign", "send"):
+        try:
+            with open(args.file, "rb") as fh:
+                args.body = fh.read()
+        except OSError as exc:
+            return usage_error(f"cannot read {args.file}: {exc.strerror}")
+    if args.webhook_verb == "send" and args.repeat < 1:
+        return usage_error("--repeat must be at least 1")
+    return run_api({"secret": _secret, "rotate": _rotate, "sign": _sign, "send": _send,
+                    "list": _list}[args.webhook_verb], args, migrate=True)
+
+
+async def _secret(auto, args) -> int:
+    from ..runtime.ingestion.triggers import reveal_secret
+
+    secret = await reveal_secret(auto.store, auto.project, args.trigger)
+    if args.format == "json":
+        write(json_document({"trigger_id": args.trigger, "secret": secret}))
+    else:
+        write(secret + "\n")
+        print(f"shown once; POST /v1/{auto.project}/{args.trigger} signs with it", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _rotate(auto, args) -> int:
+    from ..runtime.ingestion.triggers import rotate_secret
+
+    out = await rotate_secret(auto.store, auto.project, args.trigger)
+    if args.format == "json":
+        write(json_document(out))
+    else:
+        write(out["secret"] + "\n")
+        print(f"new secret of {args.trigger} (shown once); the previous one stays valid until "
+              f"{out['previous_valid_until']:%Y-%m-%dT%H:%M:%SZ}, then it is refused", file=sys.stderr)
+    return EXIT_OK
+
+
+def headers_for(secret: str, body: bytes, ts: int, key: str | None) -> dict:
+    from ..runtime.ingestion.webhooks import sign
+
+    h = {"Content-Type": "application/json", "A44-Timestamp": str(ts), "A44-Signature": sign(secret, ts, body)}
+    if key is not None:
+        h["A44-Idempotency-Key"] = key
+    return h
+
+
+async def _sign(auto, args) -> int:
+    from ..runtime.ingestion.triggers import current_secret
+
+    secret = (await current_secret(auto.store, auto.project, args.trigger))["secret"]
+    ts = args.timestamp or int(time.time())
+    h = headers_for(secret, args.body, ts, args.idempotency_key)
+    if args.format == "json":
+        write(json_document(h))
+        return EXIT_OK
+    write(f"A44-Timestamp: {h['A44-Timestamp']}\nA44-Signature: {h['A44-Signature']}\n")
+    if args.idempotency_key is None:
+        write("A44-Idempotency-Key: (absent — the ingestion derives one from the body's hash)\n")
+    else:
+        write(f"A44-Idempotency-Key: {args.idempotency_key}\n")
+    return EXIT_OK
+
+
+async def _send(auto, args) -> int:
+    import json
+    import os
+
+    import aiohttp
+
+    from ..runtime.ingestion.triggers import current_secret
+
+    secret = (await current_secret(auto.store, auto.project, args.trigger))["secret"]
+    base = (args.url or os.environ.get("A44_API_URL") or "http://127.0.0.1:8044").rstrip("/")
+    url = f"{base}/v1/{auto.project}/{args.trigger}"
+    worst = EXIT_OK
+    docs = []
+    async with aiohttp.ClientSession() as session:
+        for i in range(1, args.repeat + 1):
+            ts = args.timestamp or int(time.time())
+            try:
+                async with session.post(url, data=args.body,
+                                        headers=headers_for(secret, args.body, ts, args.idempotency_key)) as resp:
+                    text = await resp.text()
+                    age = float(resp.headers.get("A44-Idempotency-Key-Age", "0") or 0)
+                    status = resp.status
+            except aiohttp.ClientError as exc:
+                print(f"E_NETWORK cannot reach {url}: {exc}", file=sys.stderr)
+                print("hint: start `a44 automation serve --http-port 8044` (or pass --url)", file=sys.stderr)
+                return EXIT_ERROR
+            try:
+                doc = json.loads(text)
+            except ValueError:
+                doc = {"raw": text}
+            docs.append({"n": i, "status": status, **doc, "key_age_seconds": age})
+            if args.format == "json":
+                continue
+            if status in (200, 202):
+                what = "created" if status == 202 else f"deduplicated (key age {age:.1f}s)"
+                write(f"{i}/{args.repeat}  {status} {doc.get('run_id')}   {what}\n")
+            else:
+                err = doc.get("error", {})
+                write(f"{i}/{args.repeat}  {status} {err.get('code', '-')} {err.get('message', text[:200])}\n")
+                worst = EXIT_ERROR
+    if args.format == "json":
+        write(json_document({"url": url, "responses": docs}))
+    return worst
+
+
+async def _list(auto, args) -> int:
+    from ..runtime.ingestion.triggers import list_triggers
+    from .output import table
+
+    rows = await list_triggers(auto.store, auto.project, "webhook")
+    if args.format == "json":
+        write(json_document({"triggers": [{"trigger_id": r["trigger_id"], "workflow_id": r["workflow_id"],
+                                           "path": f"/v1/{auto.project}/{r['trigger_id']}"} for r in rows]}))
+    else:
+        write(table(("trigger", "workflow", "path"),
+                    [(r["trigger_id"], r["workflow_id"], f"/v1/{auto.project}/{r['trigger_id']}") for r in rows]))
+    return EXIT_OK

@@ -1,0 +1,131 @@
+"""The OpenAPI 3.1 document served at `GET /v1/automation/openapi.json`."""
+
+from __future__ import annotations
+
+_ERR = {"$ref": "#/components/schemas/Error"}
+
+
+def _resp(desc: str, schema: dict | None = None) -> dict:
+    out: dict = {"description": desc}
+    if schema is not None:
+        out["content"] = {"application/json": {"schema": schema}}
+    return out
+
+
+def _errors(*codes: int) -> dict:
+    names = {400: "bad request", 401: "missing, unknown, expired or revoked token", 403: "scope or address refused",
+             404: "not found", 409: "version conflict", 413: "body too large", 415: "not application/json",
+             408: "E_TIMESTAMP_SKEW", 422: "refused (compile errors / template)", 405: "method not allowed"}
+    return {str(c): _resp(names[c], _ERR) for c in codes}
+
+
+def document() -> dict:
+    auth = [{"bearer": []}]
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "a44 automation", "version": "1",
+                 "description": "REST API of a44 automation (docs/api.md) and signed webhooks (docs/webhooks.md). "
+                                "Payloads are those of the CLI's --format json."},
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
+                                           "description": "a44_pat_... token (`a44 auth token create`); scopes "
+                                                          "automation:read (GET) and automation:write (POST)"},
+                                "webhookSignature": {"type": "apiKey", "in": "header", "name": "A44-Signature",
+                                                     "description": "hex HMAC-SHA256 of A44-Timestamp + '.' + raw "
+                                                                    "body, keyed by the trigger's secret"}},
+            "schemas": {
+                "Error": {"type": "object", "required": ["error"], "properties": {"error": {
+                    "type": "object", "required": ["code", "message"],
+                    "properties": {"code": {"type": "string"}, "message": {"type": "string"},
+                                   "hint": {"type": "string"}}}}},
+                "RunId": {"type": "object", "required": ["run_id"], "properties": {"run_id": {"type": "string"}}},
+                "Run": {"type": "object", "properties": {k: {} for k in (
+                    "run_id", "project_id", "workflow_id", "version", "state", "current_step", "failed_step",
+                    "error_code", "error_message", "idempotency_key", "trigger_id", "partition_key", "queue",
+                    "epoch", "created_at", "started_at", "finished_at", "duration_ms", "input", "result",
+                    "summary")}},
+                "RunHandle": {"type": "object", "properties": {k: {} for k in (
+                    "run_id", "created", "key_age_seconds", "workflow_id", "version", "timed_out", "run")}},
+                "RunPage": {"type": "object", "properties": {"total": {"type": "integer"},
+                                                             "runs": {"type": "array",
+                                                                      "items": {"$ref": "#/components/schemas/Run"}}}},
+                "RunRequest": {"type": "object", "required": ["workflow", "idempotency_key"], "properties": {
+                    "workflow": {"type": "string"}, "input": {}, "idempotency_key": {"type": "string"}}},
+                "EventRequest": {"type": "object", "required": ["type", "data", "idempotency_key"], "properties": {
+                    "type": {"type": "string"}, "data": {}, "idempotency_key": {"type": "string"},
+                    "partition_key": {"type": "string"},
+                    "occurred_at": {"type": "string", "format": "date-time"}}},
+                "EventResult": {"type": "object", "properties": {
+                    "event_id": {"type": "string"}, "created": {"type": "boolean"},
+                    "key_age_seconds": {"type": "number"}, "type": {"type": "string"},
+                    "idempotency_key": {"type": "string"},
+                    "deliveries": {"type": "array", "items": {"type": "object", "properties": {
+                        "trigger_id": {"type": "string"},
+                        "outcome": {"enum": ["created", "deduplicated", "filtered", "dropped", "dead_lettered"]},
+                        "run_id": {"type": ["string", "null"]}}}}}},
+                "PublishRequest": {"type": "object", "required": ["files"], "properties": {
+                    "files": {"type": "object", "additionalProperties": {"type": "string"},
+                              "description": "relative path -> YAML text"}}},
+            }},
+        "paths": {
+            "/v1/automation/publish": {"post": {
+                "summary": "compile and publish workflow and trigger files (as `a44 automation publish`)",
+                "security": auth, "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/PublishRequest"}}}},
+                "responses": {"200": _resp("PublishReport (publish --format json)"), **_errors(400, 401, 403, 422)}}},
+            "/v1/automation/runs": {
+                "post": {"summary": "start a run (idempotency key mandatory); 202 created, 200 deduplicated",
+                         "security": auth, "requestBody": {"required": True, "content": {"application/json": {
+                             "schema": {"$ref": "#/components/schemas/RunRequest"}}}},
+                         "responses": {"202": _resp("created", {"$ref": "#/components/schemas/RunHandle"}),
+                                       "200": _resp("deduplicated", {"$ref": "#/components/schemas/RunHandle"}),
+                                       **_errors(400, 401, 403, 404)}},
+                "get": {"summary": "list runs (as `a44 automation runs --format json`)", "security": auth,
+                        "parameters": [{"name": n, "in": "query", "schema": {"type": "string"}}
+                                       for n in ("state", "workflow", "step", "since", "limit", "offset")],
+                        "responses": {"200": _resp("RunPage", {"$ref": "#/components/schemas/RunPage"}),
+                                      **_errors(400, 401, 403)}}},
+            "/v1/automation/runs/{run_id}": {"get": {
+                "summary": "one run", "security": auth,
+                "parameters": [{"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {"200": _resp("Run", {"$ref": "#/components/schemas/Run"}), **_errors(401, 403, 404)}}},
+            "/v1/automation/runs/{run_id}/logs": {"get": {
+                "summary": "attempts of a run; with ?follow=true or Accept: text/event-stream, server-sent events "
+                           "until the run ends (resume with Last-Event-ID)",
+                "security": auth,
+                "parameters": [{"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}},
+                               {"name": "follow", "in": "query", "schema": {"type": "boolean"}}],
+                "responses": {"200": {"description": "{run, attempts} or text/event-stream",
+                                      "content": {"application/json": {}, "text/event-stream": {}}},
+                              **_errors(401, 403, 404)}}},
+            "/v1/automation/events": {
+                "post": {"summary": "publish an event on the bus; 202 created, 200 deduplicated (24 h)",
+                         "security": auth, "requestBody": {"required": True, "content": {"application/json": {
+                             "schema": {"$ref": "#/components/schemas/EventRequest"}}}},
+                         "responses": {"202": _resp("created", {"$ref": "#/components/schemas/EventResult"}),
+                                       "200": _resp("deduplicated", {"$ref": "#/components/schemas/EventResult"}),
+                                       **_errors(400, 401, 403)}},
+                "get": {"summary": "list events", "security": auth,
+                        "parameters": [{"name": n, "in": "query", "schema": {"type": "string"}}
+                                       for n in ("type", "limit", "offset")],
+                        "responses": {"200": _resp("{events: [...]}"), **_errors(401, 403)}}},
+            "/v1/automation/events/{event_id}": {"get": {
+                "summary": "one event: envelope and deliveries", "security": auth,
+                "parameters": [{"name": "event_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                "responses": {"200": _resp("event"), **_errors(401, 403, 404)}}},
+            "/v1/{project}/{trigger}": {"post": {
+                "summary": "signed webhook (§9); the body (any JSON, at most 1 MB) becomes the run input",
+                "security": [{"webhookSignature": []}],
+                "parameters": [
+                    {"name": "project", "in": "path", "required": True, "schema": {"type": "string",
+                                                                                   "pattern": "^pj_"}},
+                    {"name": "trigger", "in": "path", "required": True, "schema": {"type": "string"}},
+                    {"name": "A44-Timestamp", "in": "header", "required": True, "schema": {"type": "string"}},
+                    {"name": "A44-Signature", "in": "header", "required": True, "schema": {"type": "string"}},
+                    {"name": "A44-Idempotency-Key", "in": "header", "schema": {"type": "string"}}],
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {}}}},
+                "responses": {"202": _resp("run created", {"$ref": "#/components/schemas/RunId"}),
+                              "200": _resp("deduplicated: the original run", {"$ref": "#/components/schemas/RunId"}),
+                              "401": _resp("missing or bad signature", _ERR), **_errors(400, 404, 405, 408, 413, 415)}}},
+        },
+    }

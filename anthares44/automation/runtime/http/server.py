@@ -1,0 +1,331 @@
+"""The aiohttp application: webhook endpoint, REST API `/v1/automation`, OpenAPI, metrics (docs/api.md,
+docs/webhooks.md, docs/events.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from ...app.views import to_json
+from ...errors import A44Error
+from ..ingestion import bus, tokens, webhooks
+from ..ingestion.metrics import COUNTERS
+from ..ingestion.webhooks import MAX_BODY, Rejection, reject
+
+log = logging.getLogger("a44.http")
+
+STORE_KEY = web.AppKey("store", object)
+AUTOS_KEY = web.AppKey("autos", dict)
+PRINCIPAL_KEY = web.RequestKey("principal", object) if hasattr(web, "RequestKey") else "principal"
+MAX_API_BODY = 8 * 1024 * 1024
+_A44_HEADERS = ("A44-Signature", "A44-Timestamp", "A44-Idempotency-Key", "Content-Type")
+
+_STATUS_BY_CODE = {
+    "E_RUN_NOT_FOUND": 404, "E_WORKFLOW_NOT_FOUND": 404, "E_EVENT_NOT_FOUND": 404, "E_TRIGGER_NOT_FOUND": 404,
+    "E_INVALID_ARGUMENT": 400, "E_IDEMPOTENCY_KEY_REQUIRED": 400, "E_ENVELOPE_INVALID": 400, "E_TEMPLATE": 422,
+    "E_VERSION_CONFLICT": 409, "E_VERSION_REGRESSION": 409, "E_DB_UNAVAILABLE": 503,
+}
+
+
+def json_response(doc: Any, status: int = 200, headers: dict | None = None) -> web.Response:
+    return web.Response(text=to_json(doc, indent=None), status=status, content_type="application/json",
+                        headers=headers)
+
+
+def error_response(status: int, code: str, message: str, hint: str | None = None,
+                   headers: dict | None = None) -> web.Response:
+    err = {"code": code, "message": message}
+    if hint:
+        err["hint"] = hint
+    return json_response({"error": err}, status, headers)
+
+
+def a44_error_response(exc: A44Error) -> web.Response:
+    return error_response(_STATUS_BY_CODE.get(exc.code, 500), exc.code, exc.message, exc.hint)
+
+
+# --- webhooks (§9) ---------------------------------------------------------------------------------------------
+async def webhook(request: web.Request) -> web.StreamResponse:
+    try:
+        return await _webhook(request)
+    except Rejection as rej:
+        headers = {"Allow": "POST"} if rej.status == 405 else None
+        resp = json_response(rej.to_dict(), rej.status, headers)
+        if rej.status == 413:
+            resp.force_close()   # the rest of an oversized body is not read
+        return resp
+    except A44Error as exc:
+        COUNTERS.inc("webhook_rejected_total", reason="unavailable")
+        return a44_error_response(exc)
+
+
+async def _webhook(request: web.Request) -> web.StreamResponse:
+    store = request.app[STORE_KEY]
+    if request.method != "POST":
+        raise reject(405, "E_METHOD_NOT_ALLOWED", "method", "webhooks accept POST only")
+    project, trigger_id = request.match_info["project"], request.match_info["trigger"]
+    if not project.startswith("pj_"):
+        raise reject(404, "E_TRIGGER_NOT_FOUND", "not_found", "no such webhook")
+    for name in _A44_HEADERS:
+        if len(request.headers.getall(name, [])) > 1:
+            raise reject(400, "E_HEADER_DUPLICATED", "duplicate_header", f"{name} is sent more than once")
+    trigger = await webhooks.lookup(store, project, trigger_id, store.clock.now())
+    if trigger is None:
+        raise reject(404, "E_TRIGGER_NOT_FOUND", "not_found", f"no webhook trigger {trigger_id} in {project}")
+    ctype = request.headers.get("Content-Type", "")
+    mime, _, params = ctype.partition(";")
+    charset = params.strip().lower().replace(" ", "")
+    if mime.strip().lower() != "application/json" or (charset and charset not in ("charset=utf-8", "charset=\"utf-8\"")):
+        raise reject(415, "E_UNSUPPORTED_MEDIA_TYPE", "content_type", "Content-Type must be application/json")
+    body = await read_limited(request)
+    return _answer(await webhooks.accept_webhook(
+        store, project, trigger, timestamp=request.headers.get("A44-Timestamp"),
+        signature=request.headers.get("A44-Signature"),
+        idempotency_key=request.headers.get("A44-Idempotency-Key"), body=body))
+
+
+def _answer(result: webhooks.WebhookResult) -> web.Response:
+    return json_response({"run_id": result.run_id}, result.status,
+                         {"A44-Idempotency-Key-Age": f"{result.key_age_seconds:.3f}",
+                          "A44-Deduplicated": "false" if result.created else "true"})
+
+
+async def read_limited(request: web.Request, limit: int = MAX_BODY) -> bytes:
+    """The body, refusing with 413 as soon as it is known to exceed `limit` (Content-Length, or while streaming)."""
+    length = request.content_length
+    if length is not None and length > limit:
+        raise reject(413, "E_BODY_TOO_LARGE", "body_too_large", f"the body is over {limit} bytes")
+    chunks, size = [], 0
+    while True:
+        chunk = await request.content.read(65536)
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > limit:
+            raise reject(413, "E_BODY_TOO_LARGE", "body_too_large", f"the body is over {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+# --- REST API --------------------------------------------------------------------------------------------------
+def scope_for(request: web.Request) -> str:
+    return "automation:read" if request.method in ("GET", "HEAD") else "automation:write"
+
+
+@web.middleware
+async def api_auth(request: web.Request, handler):
+    path = request.path
+    if not path.startswith("/v1/automation") or path == "/v1/automation/openapi.json" \
+            or request.match_info.get("project") is not None:
+        return await handler(request)
+    try:
+        principal = await tokens.check_token(request.app[STORE_KEY], request.headers.get("Authorization"),
+                                             request.remote, scope_for(request))
+    except tokens.AuthError as exc:
+        COUNTERS.inc("api_rejected_total", reason=exc.reason)
+        headers = {"WWW-Authenticate": 'Bearer realm="a44"'} if exc.status == 401 else None
+        return error_response(exc.status, exc.code, exc.message, headers=headers)
+    except A44Error as exc:
+        return a44_error_response(exc)
+    request[PRINCIPAL_KEY] = principal
+    try:
+        return await handler(request)
+    except A44Error as exc:
+        return a44_error_response(exc)
+
+
+def automation_for(request: web.Request):
+    from ...app.automation import Automation
+
+    project = request[PRINCIPAL_KEY].project_id
+    autos = request.app[AUTOS_KEY]
+    if project not in autos:
+        autos[project] = Automation(request.app[STORE_KEY], project)
+    return autos[project]
+
+
+async def read_json(request: web.Request) -> Any:
+    if request.content_length is not None and request.content_length > MAX_API_BODY:
+        raise A44Error("E_INVALID_ARGUMENT", f"the body is over {MAX_API_BODY} bytes")
+    raw = await request.content.read(MAX_API_BODY + 1)
+    if len(raw) > MAX_API_BODY:
+        raise A44Error("E_INVALID_ARGUMENT", f"the body is over {MAX_API_BODY} bytes")
+    try:
+        return webhooks.parse_json(raw) if raw else {}
+    except ValueError as exc:
+        raise A44Error("E_INVALID_ARGUMENT", f"the body is not valid JSON: {exc}") from None
+
+
+def _obj(doc: Any) -> dict:
+    if not isinstance(doc, dict):
+        raise A44Error("E_INVALID_ARGUMENT", "the body must be a JSON object")
+    return doc
+
+
+async def api_publish(request: web.Request) -> web.Response:
+    """Body: {"files": {"relative/path.yaml": "<yaml text>", ...}}; answer: the PublishReport (as publish --format json)."""
+    doc = _obj(await read_json(request))
+    files = doc.get("files")
+    if not isinstance(files, dict) or not files or not all(isinstance(k, str) and isinstance(v, str)
+                                                           for k, v in files.items()):
+        raise A44Error("E_INVALID_ARGUMENT", "`files` must map relative paths to YAML texts")
+    auto = automation_for(request)
+    with tempfile.TemporaryDirectory(prefix="a44-publish-") as tmp:
+        root = Path(tmp)
+        for rel, text in files.items():
+            target = (root / rel).resolve()
+            if root.resolve() not in target.parents:
+                raise A44Error("E_INVALID_ARGUMENT", f"{rel!r} is not a relative path inside the project")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        report = await auto.publish([str(root)])
+        doc = report.to_dict()
+    doc["files"] = [os.path.relpath(f, str(root)) if str(f).startswith(str(root)) else f for f in doc["files"]]
+    return json_response(doc, 200 if report.ok else 422)
+
+
+async def api_run(request: web.Request) -> web.Response:
+    doc = _obj(await read_json(request))
+    key = doc.get("idempotency_key") or request.headers.get("A44-Idempotency-Key")
+    workflow = doc.get("workflow")
+    if not isinstance(workflow, str):
+        raise A44Error("E_INVALID_ARGUMENT", "`workflow` (string) is required")
+    if key is not None and not isinstance(key, str):
+        raise A44Error("E_INVALID_ARGUMENT", "`idempotency_key` must be a string")
+    handle = await automation_for(request).run(workflow, doc.get("input"), key)
+    return json_response(handle.to_dict(), 202 if handle.created else 200)
+
+
+async def api_runs(request: web.Request) -> web.Response:
+    q = request.query
+    try:
+        limit, offset = int(q.get("limit", 50)), int(q.get("offset", 0))
+    except ValueError:
+        raise A44Error("E_INVALID_ARGUMENT", "limit and offset are integers") from None
+    page = await automation_for(request).runs(state=q.get("state"), workflow=q.get("workflow"), step=q.get("step"),
+                                              since=q.get("since"), limit=min(limit, 1000), offset=offset)
+    return json_response(page.to_dict())
+
+
+async def api_run_get(request: web.Request) -> web.Response:
+    return json_response(await automation_for(request).get_run(request.match_info["run_id"]))
+
+
+async def api_logs(request: web.Request) -> web.StreamResponse:
+    auto = automation_for(request)
+    run_id = request.match_info["run_id"]
+    follow = request.query.get("follow", "").lower() in ("1", "true", "yes") or \
+        "text/event-stream" in request.headers.get("Accept", "")
+    if not follow:
+        run = await auto.get_run(run_id)
+        return json_response({"run": run, "attempts": await auto.logs(run_id)})
+    try:
+        after = int(request.headers.get("Last-Event-ID") or request.query.get("after", 0))
+    except ValueError:
+        after = 0
+    await auto.get_run(run_id)  # 404 before the stream starts
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await resp.prepare(request)
+    async for event in auto.follow(run_id, after):
+        payload = to_json(event, indent=None)
+        await resp.write(f"id: {event['id']}\nevent: {event['kind']}\ndata: {payload}\n\n".encode())
+    await resp.write(b"event: end\ndata: {}\n\n")
+    await resp.write_eof()
+    return resp
+
+
+async def api_events_publish(request: web.Request) -> web.Response:
+    doc = _obj(await read_json(request))
+    key = doc.get("idempotency_key", request.headers.get("A44-Idempotency-Key"))
+    result = await bus.publish_event(request.app[STORE_KEY], request[PRINCIPAL_KEY].project_id, doc.get("type"),
+                                     doc.get("data"), key, partition_key=doc.get("partition_key"),
+                                     occurred_at=doc.get("occurred_at"))
+    return json_response(result.to_dict(), result.status)
+
+
+async def api_events_list(request: web.Request) -> web.Response:
+    try:
+        limit, offset = int(request.query.get("limit", 50)), int(request.query.get("offset", 0))
+    except ValueError:
+        raise A44Error("E_INVALID_ARGUMENT", "limit and offset are integers") from None
+    events = await bus.list_events(request.app[STORE_KEY], request[PRINCIPAL_KEY].project_id,
+                                   request.query.get("type"), min(max(limit, 0), 1000), max(offset, 0))
+    return json_response({"events": events})
+
+
+async def api_event_get(request: web.Request) -> web.Response:
+    return json_response(await bus.get_event(request.app[STORE_KEY], request[PRINCIPAL_KEY].project_id,
+                                             request.match_info["event_id"]))
+
+
+async def openapi(request: web.Request) -> web.Response:
+    from .openapi import document
+
+    return json_response(document())
+
+
+async def metrics(request: web.Request) -> web.Response:
+    return web.Response(text=COUNTERS.render(), content_type="text/plain")
+
+
+async def health(request: web.Request) -> web.Response:
+    return json_response({"ok": True})
+
+
+def build_app(store) -> web.Application:
+    app = web.Application(middlewares=[api_auth], client_max_size=MAX_API_BODY)
+    app[STORE_KEY] = store
+    app[AUTOS_KEY] = {}
+    r = app.router
+    r.add_get("/v1/automation/openapi.json", openapi)
+    r.add_post("/v1/automation/publish", api_publish)
+    r.add_post("/v1/automation/runs", api_run)
+    r.add_get("/v1/automation/runs", api_runs)
+    r.add_get("/v1/automation/runs/{run_id}", api_run_get)
+    r.add_get("/v1/automation/runs/{run_id}/logs", api_logs)
+    r.add_post("/v1/automation/events", api_events_publish)
+    r.add_get("/v1/automation/events", api_events_list)
+    r.add_get("/v1/automation/events/{event_id}", api_event_get)
+    r.add_get("/metrics", metrics)
+    r.add_get("/healthz", health)
+    r.add_route("*", "/v1/{project}/{trigger}", webhook)
+
+    async def _close(app):
+        for auto in app[AUTOS_KEY].values():
+            await auto.close()
+    app.on_cleanup.append(_close)
+    return app
+
+
+class HttpServer:
+    """Runs the application on host:port inside the current event loop (serve / ingest / tests)."""
+
+    def __init__(self, store, host: str = "127.0.0.1", port: int = 8044):
+        self.store, self.host, self.port = store, host, port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> "HttpServer":
+        self._runner = web.AppRunner(build_app(self.store), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        if self.port == 0:
+            self.port = self._runner.addresses[0][1]
+        log.warning("http listening on http://%s:%d", self.host, self.port)
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

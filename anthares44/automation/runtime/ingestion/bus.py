@@ -1,0 +1,202 @@
+"""The event bus (§8): `publish_event` persists an envelope and delivers it to every subscribed event trigger, all
+in one transaction, so an accepted event (HTTP 202/200) has reached every subscriber durably: at-least-once
+delivery, at-most-once effect.
+
+Per subscribed trigger (active `event` triggers whose `event` equals the type), in this order:
+1. `deliver.maxAge`: an event older than it (by `occurred_at`) goes to `dead_letters` with `E_EVENT_TOO_OLD`;
+2. `filter` (CEL over `data` and the envelope fields), evaluated before any run exists: a miss (false, or an
+   evaluation error) increments `event_filter_miss_total{trigger}`; with `dropOnFilterMiss: false` the miss is
+   also recorded as a `filtered` delivery;
+3. a run of the workflow's latest version, input = the event `data`, `trigger_id` and `event_id` recorded, with
+   the idempotency key `{trigger_id}:{event idempotency key}`: one event delivered twice is one run per trigger.
+
+The event key itself is deduplicated per project for 24 h (§8.2): a repeat returns the original event and its
+deliveries and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any
+
+from ...app.views import iso
+from ...errors import A44Error
+from ..queries import sql
+from ..results import encode_json
+from ..store import IDEMPOTENCY_WINDOW
+from .ids import new_event_id, new_id
+from .metrics import COUNTERS
+from .runs import create_run_in, render_key, workflow_partition_key
+from .webhooks import E_ENVELOPE_INVALID, _check_strings
+
+E_EVENT_TOO_OLD = "E_EVENT_TOO_OLD"
+E_IDEMPOTENCY_KEY_REQUIRED = "E_IDEMPOTENCY_KEY_REQUIRED"
+MAX_KEY_LEN = 256
+MAX_TYPE_LEN = 200
+
+
+@dataclass
+class EventResult:
+    event_id: str
+    created: bool                       # False: the key was seen within 24 h (nothing written)
+    key_age_seconds: float
+    type: str
+    idempotency_key: str
+    deliveries: list[dict] = field(default_factory=list)   # {trigger_id, outcome, run_id}
+
+    @property
+    def status(self) -> int:
+        return 202 if self.created else 200
+
+    def to_dict(self) -> dict:
+        return {"event_id": self.event_id, "created": self.created, "key_age_seconds": round(self.key_age_seconds, 3),
+                "type": self.type, "idempotency_key": self.idempotency_key, "deliveries": self.deliveries}
+
+
+@lru_cache(maxsize=1024)
+def _program(text: str, tree: str):
+    from ...grammar import load_program
+
+    return load_program(json.loads(tree))
+
+
+def filter_matches(trigger_ir: dict, envelope: dict) -> bool:
+    flt = trigger_ir.get("filter")
+    if not flt:
+        return True
+    prog_ir = flt.get("program") or {"cel": flt.get("cel")}
+    try:
+        program = _program(flt.get("cel") or "", json.dumps(prog_ir, sort_keys=True))
+        activation = dict(envelope)
+        return program.evaluate(activation) is True
+    except Exception:  # noqa: BLE001 - an event the filter cannot read is a miss, never a crash
+        return False
+
+
+def _invalid(message: str) -> A44Error:
+    return A44Error(E_ENVELOPE_INVALID, message)
+
+
+def validate(type: Any, data: Any, idempotency_key: Any, partition_key: Any, occurred_at: Any) -> datetime | None:
+    if not isinstance(type, str) or not type.strip() or len(type) > MAX_TYPE_LEN or not type.isprintable():
+        raise _invalid(f"`type` must be a non-empty string of at most {MAX_TYPE_LEN} printable characters")
+    if idempotency_key is None or (isinstance(idempotency_key, str) and not idempotency_key.strip()):
+        raise A44Error(E_IDEMPOTENCY_KEY_REQUIRED, "an event needs an idempotency key",
+                       hint="derive it from the data, e.g. invoice:inv_8812:finalized:v1")
+    if not isinstance(idempotency_key, str) or len(idempotency_key) > MAX_KEY_LEN or not idempotency_key.isprintable():
+        raise _invalid(f"`idempotency_key` must be a string of 1..{MAX_KEY_LEN} printable characters")
+    if partition_key is not None and (not isinstance(partition_key, str) or len(partition_key) > MAX_KEY_LEN):
+        raise _invalid("`partition_key` must be a string")
+    try:
+        _check_strings(data)
+        encode_json(data)
+    except (ValueError, A44Error) as exc:
+        raise _invalid(f"`data` is not storable JSON: {getattr(exc, 'message', exc)}") from None
+    if occurred_at is None:
+        return None
+    if not isinstance(occurred_at, str):
+        raise _invalid("`occurred_at` must be an ISO 8601 string")
+    try:
+        when = datetime.fromisoformat(occurred_at.replace("Z", "+00:00"))
+    except ValueError:
+        raise _invalid(f"`occurred_at` {occurred_at[:40]!r} is not ISO 8601") from None
+    if when.tzinfo is None:
+        raise _invalid("`occurred_at` needs a UTC offset (e.g. 2026-07-19T14:02:11.884Z)")
+    return when.astimezone(timezone.utc)
+
+
+async def publish_event(store, project: str, type: str, data: Any, idempotency_key: str, *,
+                        partition_key: str | None = None, occurred_at: str | datetime | None = None) -> EventResult:
+    if isinstance(occurred_at, datetime):
+        occurred_at = iso(occurred_at)
+    when = validate(type, data, idempotency_key, partition_key, occurred_at)
+    now = store.clock.now()
+    when = when or now
+    event_id = new_event_id(now)
+    env = {"id": event_id, "type": type, "idempotency_key": idempotency_key, "partition_key": partition_key,
+           "occurred_at": iso(when), "attempt": 1, "data": data}
+    envelope = encode_json(env)
+    subscribers = await store.fetch("triggers_for_event", project, type)
+    async with store.transaction("event_publish") as conn:
+        claimed = await conn.fetchval(sql("event_key_claim"), project, idempotency_key, event_id, now,
+                                      IDEMPOTENCY_WINDOW)
+        if claimed is None:
+            held = await conn.fetchrow(sql("event_key_get"), project, idempotency_key)
+            deliveries = [dict(r) for r in await conn.fetch(sql("event_deliveries_list"), held["event_id"])]
+            result = EventResult(held["event_id"], False, max(0.0, (now - held["created_at"]).total_seconds()),
+                                 type, idempotency_key, [_delivery_doc(d) for d in deliveries])
+            COUNTERS.inc("events_published_total", outcome="deduplicated")
+            return result
+        await conn.execute(sql("event_insert"), event_id, project, type, idempotency_key, partition_key, None, "bus",
+                           when, now, envelope)
+        deliveries = []
+        for sub in subscribers:
+            deliveries.append(await _deliver(conn, project, sub, env, envelope, now, when))
+    COUNTERS.inc("events_published_total", outcome="created")
+    return EventResult(event_id, True, 0.0, type, idempotency_key, deliveries)
+
+
+def _delivery_doc(d: dict) -> dict:
+    return {"trigger_id": d["trigger_id"], "outcome": d["outcome"], "run_id": d.get("run_id")}
+
+
+async def _deliver(conn, project: str, sub, env: dict, envelope: str, now: datetime, when: datetime) -> dict:
+    tid, ir = sub["trigger_id"], sub["ir"]
+    deliver = ir.get("deliver") or {}
+    event_id = env["id"]
+    max_age = deliver.get("max_age_ms")
+    if max_age is not None and (now - when).total_seconds() * 1000 > max_age:
+        await conn.execute(sql("dead_letter_insert"), new_id("dl", now), project,
+                           (sub["workflow_ir"] or {}).get("queue"), tid, sub["workflow_id"], event_id, envelope,
+                           E_EVENT_TOO_OLD,
+                           f"event occurred at {env['occurred_at']}, older than the trigger's deliver.maxAge "
+                           f"({max_age} ms)", 0, now)
+        await conn.execute(sql("event_delivery_insert"), event_id, tid, project, "dead_lettered", None, now)
+        COUNTERS.inc("event_too_old_total", trigger=tid)
+        return {"trigger_id": tid, "outcome": "dead_lettered", "run_id": None}
+    if not filter_matches(ir, env):
+        COUNTERS.inc("event_filter_miss_total", trigger=tid)
+        if deliver.get("drop_on_filter_miss", True):
+            return {"trigger_id": tid, "outcome": "dropped", "run_id": None}
+        await conn.execute(sql("event_delivery_insert"), event_id, tid, project, "filtered", None, now)
+        return {"trigger_id": tid, "outcome": "filtered", "run_id": None}
+    if sub["version"] is None:  # pragma: no cover - publish stores workflows before their triggers
+        return {"trigger_id": tid, "outcome": "no_workflow", "run_id": None}
+    data = env["data"]
+    tctx = {"id": tid, "type": "event", "event": env}
+    workflow_ir = sub["workflow_ir"] or {}
+    try:
+        pk = render_key(ir["partition_key"], data, tctx, "the trigger's partition key") \
+            if ir.get("partition_key") is not None else env.get("partition_key")
+        if pk is None:
+            pk = workflow_partition_key(workflow_ir, data, tctx)
+    except A44Error:
+        pk = env.get("partition_key")
+    made = await create_run_in(conn, project, sub["workflow_id"], sub["version"], data,
+                               f"{tid}:{env['idempotency_key']}", trigger_id=tid, event_id=event_id,
+                               partition_key=pk, queue=workflow_ir.get("queue"), now=now)
+    outcome = "created" if made.created else "deduplicated"
+    await conn.execute(sql("event_delivery_insert"), event_id, tid, project, outcome, made.run_id, now)
+    return {"trigger_id": tid, "outcome": outcome, "run_id": made.run_id}
+
+
+async def list_events(store, project: str, type: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
+    return [dict(r) for r in await store.fetch("events_list", project, type, limit, offset)]
+
+
+async def get_event(store, project: str, event_id: str) -> dict:
+    row = await store.fetchrow("event_get", event_id, project)
+    if row is None:
+        raise A44Error("E_EVENT_NOT_FOUND", f"no event {event_id} in {project}",
+                       hint="`a44 automation events list` lists them")
+    doc = dict(row)
+    doc["envelope"] = json.loads(doc["envelope"])
+    doc["deliveries"] = [_delivery_doc(dict(d)) for d in await store.fetch("event_deliveries_list", event_id)]
+    return doc
+
+
+async def list_dead_letters(store, project: str, limit: int = 50) -> list[dict]:
+    return [dict(r) for r in await store.fetch("dead_letters_list", project, limit)]

@@ -1,0 +1,54 @@
+"""Creating a run inside an ingestion transaction, with the store's `run_create` statement (claim the idempotency
+key, insert the pending run, log it), so the envelope, the delivery and the run commit together."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from ...errors import E_TEMPLATE, A44Error
+from ..queries import sql
+from ..results import encode_json
+from ..store import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
+from ..ulid import new_run_id
+
+
+class Created(NamedTuple):
+    run_id: str | None       # None: the workflow has no published version
+    created: bool
+    key_age_seconds: float
+
+
+async def create_run_in(conn, project: str, workflow_id: str, version: int | None, input: Any, key: str, *,
+                        trigger_id: str, event_id: str | None, partition_key: str | None, queue: str | None,
+                        now: datetime) -> Created:
+    run_id = new_run_id(now)
+    row = await conn.fetchrow(sql("run_create"), project, workflow_id, version, run_id, encode_json(input), key,
+                              trigger_id, partition_key, queue, now, IDEMPOTENCY_WINDOW, now + RUN_WALL_CLOCK_LIMIT,
+                              event_id)
+    if row["version"] is None:
+        return Created(None, False, 0.0)
+    if row["created_run_id"] is not None:
+        return Created(run_id, True, 0.0)
+    held = await conn.fetchrow(sql("idempotency_key_get"), project, key)
+    if held is None:  # pragma: no cover - the holder vanished between two statements
+        raise A44Error("E_DB", f"idempotency key {key!r} changed hands; try again")
+    return Created(held["run_id"], False, max(0.0, (now - held["created_at"]).total_seconds()))
+
+
+def workflow_partition_key(workflow_ir: dict | None, input: Any, trigger: dict) -> str | None:
+    """The workflow's `concurrency.partitionKey` rendered over the run input (E_TEMPLATE when it cannot be)."""
+    spec = ((workflow_ir or {}).get("concurrency") or {}).get("partition_key")
+    if spec is None:
+        return None
+    return render_key(spec, input, trigger, "the workflow's partition key")
+
+
+def render_key(spec: Any, input: Any, trigger: dict, what: str) -> str | None:
+    from ..render import make_scope, render_params
+
+    try:
+        value = render_params(spec, make_scope(input=input, trigger=trigger))
+    except A44Error as exc:
+        raise A44Error(E_TEMPLATE, f"{what} cannot be rendered from this input: {exc.message}") from None
+    return None if value is None or value == "" else str(value)

@@ -1,0 +1,116 @@
+"""API tokens (§17): `a44_pat_` + 43 url-safe characters (32 random bytes), stored as sha256 only, bound to one
+project, scoped (`automation:read`, `automation:write`; write implies read), expiring, optionally limited to
+CIDRs. `check_token` decides 401 (missing, unknown, expired, revoked) versus 403 (scope, address)."""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from ...errors import A44Error
+from .ids import new_id
+
+SCOPES = ("automation:read", "automation:write")
+TOKEN_PREFIX = "a44_pat_"
+E_TOKEN_INVALID = "E_TOKEN_INVALID"
+E_FORBIDDEN = "E_FORBIDDEN"
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+
+
+@dataclass(frozen=True)
+class NewToken:
+    token_id: str
+    token: str                    # shown once
+    project_id: str
+    name: str
+    scopes: list[str]
+    allow_cidrs: list[str]
+    expires_at: datetime | None
+
+    def to_dict(self) -> dict:
+        return {"token_id": self.token_id, "token": self.token, "project_id": self.project_id, "name": self.name,
+                "scopes": self.scopes, "allow_cidrs": self.allow_cidrs, "expires_at": self.expires_at}
+
+
+@dataclass(frozen=True)
+class Principal:
+    token_id: str
+    project_id: str
+    name: str
+    scopes: frozenset[str]
+
+    def allows(self, scope: str) -> bool:
+        return scope in self.scopes or (scope == "automation:read" and "automation:write" in self.scopes)
+
+
+class AuthError(Exception):
+    def __init__(self, status: int, code: str, message: str, reason: str):
+        super().__init__(message)
+        self.status, self.code, self.message, self.reason = status, code, message, reason
+
+
+async def create_token(store, project: str, name: str, scopes: list[str], expires: timedelta | None,
+                       allow_cidrs: list[str] | None = None) -> NewToken:
+    if not name or not name.strip():
+        raise A44Error("E_INVALID_ARGUMENT", "a token needs a --name")
+    for s in scopes:
+        if s not in SCOPES:
+            raise A44Error("E_INVALID_ARGUMENT", f"unknown scope {s!r}", hint=f"one of: {', '.join(SCOPES)}")
+    if not scopes:
+        raise A44Error("E_INVALID_ARGUMENT", "a token needs a --scope", hint=f"one of: {', '.join(SCOPES)}")
+    cidrs = []
+    for c in allow_cidrs or []:
+        try:
+            cidrs.append(str(ipaddress.ip_network(c, strict=False)))
+        except ValueError:
+            raise A44Error("E_INVALID_ARGUMENT", f"{c!r} is not a CIDR", hint="e.g. 203.0.113.0/24") from None
+    now = store.clock.now()
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token_id = new_id("tok", now)
+    expires_at = now + expires if expires is not None else None
+    await store.execute("token_insert", token_id, project, name, token_hash(token), list(scopes), cidrs, now,
+                        expires_at)
+    return NewToken(token_id, token, project, name, list(scopes), cidrs, expires_at)
+
+
+async def check_token(store, authorization: str | None, remote: str | None, scope: str) -> Principal:
+    if not authorization:
+        raise AuthError(401, E_TOKEN_INVALID, "an API token is required (Authorization: Bearer a44_pat_...)",
+                        "missing")
+    kind, _, token = authorization.partition(" ")
+    token = token.strip()
+    if kind.lower() != "bearer" or not token:
+        raise AuthError(401, E_TOKEN_INVALID, "use Authorization: Bearer <token>", "malformed")
+    try:
+        address = str(ipaddress.ip_address((remote or "").split("%")[0]))
+    except ValueError:
+        address = "0.0.0.0"
+    row = await store.fetchrow("token_by_hash", token_hash(token), address)
+    now = store.clock.now()
+    if row is None:
+        raise AuthError(401, E_TOKEN_INVALID, "unknown API token", "unknown")
+    if row["revoked_at"] is not None:
+        raise AuthError(401, E_TOKEN_INVALID, "this API token was revoked", "revoked")
+    if row["expires_at"] is not None and row["expires_at"] <= now:
+        raise AuthError(401, E_TOKEN_INVALID, "this API token has expired", "expired")
+    if not row["address_allowed"]:
+        raise AuthError(403, E_FORBIDDEN, f"this API token is not allowed from {address}", "cidr")
+    principal = Principal(row["token_id"], row["project_id"], row["name"], frozenset(row["scopes"]))
+    if not principal.allows(scope):
+        raise AuthError(403, E_FORBIDDEN, f"this API token lacks the {scope} scope", "scope")
+    return principal
+
+
+async def list_tokens(store, project: str) -> list[dict]:
+    return [dict(r) for r in await store.fetch("tokens_list", project)]
+
+
+async def revoke_token(store, project: str, token_id: str) -> None:
+    if await store.fetchval("token_revoke", token_id, project, store.clock.now()) is None:
+        raise A44Error("E_TOKEN_NOT_FOUND", f"no active token {token_id} in {project}")

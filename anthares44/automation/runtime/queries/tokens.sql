@@ -1,0 +1,30 @@
+-- API tokens (§17): stored as sha256, scoped, expiring, CIDR-limited.
+
+-- name: token_insert
+-- purpose: store a new API token (its sha256 only)
+insert into automation.api_tokens (token_id, project_id, name, token_sha256, scopes, allow_cidrs, created_at,
+                                   expires_at)
+values ($1, $2, $3, $4, $5::text[], $6::cidr[], $7, $8);
+
+-- name: token_by_hash
+-- purpose: the token whose sha256 this is, with whether the client address is inside one of its CIDRs
+select token_id, project_id, name, scopes, allow_cidrs::text[] as allow_cidrs, created_at, expires_at, revoked_at,
+       (cardinality(allow_cidrs) = 0 or exists (select 1 from unnest(allow_cidrs) c where $2::inet <<= c))
+           as address_allowed
+from automation.api_tokens where token_sha256 = $1;
+
+-- name: token_touch
+-- purpose: remember when a token was last used
+update automation.api_tokens set last_used_at = $2 where token_id = $1;
+
+-- name: tokens_list
+-- purpose: the tokens of a project (never the token itself)
+select token_id, project_id, name, scopes, allow_cidrs::text[] as allow_cidrs, created_at, expires_at, revoked_at,
+       last_used_at
+from automation.api_tokens where project_id = $1 order by created_at desc, token_id;
+
+-- name: token_revoke
+-- purpose: revoke a token of a project; returns its id when it existed
+update automation.api_tokens set revoked_at = $3
+where token_id = $1 and project_id = $2 and revoked_at is null
+returning token_id;

@@ -1,0 +1,98 @@
+"""Private network routes of `vpn/http` (§14): which way a named `network` goes out, per project.
+
+Configured outside the workflow (operations owns routes, not workflow authors), in `$A44_HOME/networks.json`
+(or the file named by `A44_NETWORKS_FILE`), read on every lookup so a change needs no restart:
+
+    {
+      "pj_checkout": {                                  # project id
+        "vpn_pj_checkout": {"proxy": "http://10.8.0.1:3128"}
+      },
+      "*": {                                            # every project
+        "vpn_office": {"localAddress": "10.9.0.2"}
+      }
+    }
+
+A route is either
+  * `proxy`: an HTTP egress proxy on the private side: `http://` targets are sent to it in absolute form,
+    `https://` targets are tunnelled with CONNECT; or
+  * `localAddress`: a local source address (the VPN interface's): every connection is bound to it, so the kernel
+    routes it over that interface, and a bind failure (address gone because the tunnel is down) fails the step.
+A project entry wins over `*`. A network that is not configured, or a route that cannot be used, fails the step
+with `E_TUNNEL_DOWN`: there is no fallback to the default route, ever.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from ..errors import E_TUNNEL_DOWN, A44Error
+
+NETWORKS_FILE_ENV = "A44_NETWORKS_FILE"
+
+
+@dataclass(frozen=True)
+class Route:
+    network: str
+    proxy: str | None = None
+    local_address: str | None = None
+
+    def describe(self) -> str:
+        return f"proxy {self.proxy}" if self.proxy else f"local address {self.local_address}"
+
+
+def networks_file() -> Path:
+    env = os.environ.get(NETWORKS_FILE_ENV)
+    if env:
+        return Path(env).expanduser()
+    from ..runtime.database import a44_home
+
+    return a44_home() / "networks.json"
+
+
+def _load_file() -> dict[str, Any]:
+    path = networks_file()
+    if not path.exists():
+        return {}
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise A44Error(E_TUNNEL_DOWN, f"the network configuration {path} cannot be read: {exc}") from None
+    return doc if isinstance(doc, dict) else {}
+
+
+def resolve_route(project_id: str, network: str, config: Mapping[str, Any] | None = None) -> Route:
+    """The route of `network` for `project_id`; E_TUNNEL_DOWN when there is none or it is malformed."""
+    doc = config if config is not None else _load_file()
+    entry = None
+    for scope in (project_id, "*"):
+        nets = doc.get(scope)
+        if isinstance(nets, Mapping) and network in nets:
+            entry = nets[network]
+            break
+    if not isinstance(entry, Mapping):
+        raise A44Error(E_TUNNEL_DOWN, f"network {network!r} has no route for project {project_id!r}; "
+                                      f"the request was not sent (no fallback to the default route)",
+                       hint=f"configure it in {networks_file()}",
+                       details={"retryable": True, "network": network})
+    proxy, local = entry.get("proxy"), entry.get("localAddress")
+    if bool(proxy) == bool(local):
+        raise A44Error(E_TUNNEL_DOWN, f"network {network!r} must have exactly one of `proxy` or `localAddress`",
+                       details={"retryable": False, "network": network})
+    if proxy:
+        parts = urlsplit(str(proxy))
+        if parts.scheme != "http" or not parts.hostname:
+            raise A44Error(E_TUNNEL_DOWN, f"network {network!r}: proxy must be an http:// URL",
+                           details={"retryable": False, "network": network})
+        return Route(network, proxy=str(proxy))
+    try:
+        ipaddress.ip_address(str(local))
+    except ValueError:
+        raise A44Error(E_TUNNEL_DOWN, f"network {network!r}: localAddress must be an IP address",
+                       details={"retryable": False, "network": network}) from None
+    return Route(network, local_address=str(local))

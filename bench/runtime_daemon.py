@@ -1,0 +1,40 @@
+"""`a44 automation serve` without the CLI's argument parsing (helper of bench_runtime.py): the same
+`WorkerSettings.from_env` + `Daemon.serve()` with SIGTERM/SIGINT handlers, used when the `a44` entry point cannot
+start (the CLI is edited concurrently by other work) or with `--daemon module`.
+
+    python bench/runtime_daemon.py DATABASE_URL CONCURRENCY
+"""
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from anthares44.automation.runtime.engine import Daemon, WorkerSettings  # noqa: E402
+
+
+async def main(url: str, concurrency: int) -> None:
+    daemon = Daemon(WorkerSettings.from_env(database_url=url, concurrency=concurrency))
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, daemon.request_stop)
+    if os.environ.get("A44_BENCH_COUNT"):      # print round trips / transactions at exit (runtime_roundtrips)
+        from runtime_roundtrips import counting
+
+        with counting() as counts:
+            await daemon.serve()
+        print("COUNTS", dict(counts), file=sys.stderr, flush=True)
+        return
+    await daemon.serve()
+
+
+if __name__ == "__main__":
+    handler = logging.StreamHandler(sys.stderr)
+    logging.getLogger("a44").addHandler(handler)
+    logging.getLogger("a44").setLevel(logging.WARNING)
+    asyncio.run(main(sys.argv[1], int(sys.argv[2])))

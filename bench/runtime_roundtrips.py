@@ -1,0 +1,79 @@
+"""Round trips and transactions per run, counted in-process (helper of bench_runtime.py).
+
+An in-process `Engine` (what the daemon runs) drives N already-created 3-step `pass` runs; asyncpg's
+`Connection._execute` (every parameterised statement) and `Connection.execute` without arguments (simple
+queries: BEGIN, COMMIT, the pool's reset) are wrapped to count client/server round trips, and statements sent
+outside a transaction count as one transaction each (a BEGIN opens one). Statement preparation (one extra round
+trip per statement text per pooled connection, then cached by asyncpg) is counted apart as `prepares`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+
+import asyncpg.connection
+
+from anthares44.automation.runtime.engine import Engine
+from anthares44.automation.runtime.store import Store
+
+PROJECT = "pj_default"
+
+
+@contextmanager
+def counting():
+    counts: Counter[str] = Counter()
+    C = asyncpg.connection.Connection
+    orig_execute, orig__execute, orig_get_statement = C.execute, C._execute, C._get_statement
+    orig__executemany = C._executemany
+
+    def note(conn, what):
+        counts["round_trips"] += 1
+        if not conn.is_in_transaction():
+            counts["transactions"] += 1
+        counts[what] += 1
+
+    async def execute(self, query, *args, timeout=None):
+        if not args:
+            note(self, query.split()[0].lower() if query.strip() else "empty")
+        return await orig_execute(self, query, *args, timeout=timeout)
+
+    async def _execute(self, query, args, limit, timeout, **kw):
+        note(self, "statement")
+        return await orig__execute(self, query, args, limit, timeout, **kw)
+
+    async def _executemany(self, query, args, timeout, **kw):
+        note(self, "executemany")       # pipelined: one round trip for all the argument sets
+        return await orig__executemany(self, query, args, timeout, **kw)
+
+    async def _get_statement(self, query, timeout, **kw):
+        before = len(self._stmt_cache)
+        st = await orig_get_statement(self, query, timeout, **kw)
+        if len(self._stmt_cache) != before:
+            counts["prepares"] += 1
+        return st
+
+    C.execute, C._execute, C._get_statement, C._executemany = execute, _execute, _get_statement, _executemany
+    try:
+        yield counts
+    finally:
+        C.execute, C._execute, C._get_statement = orig_execute, orig__execute, orig_get_statement
+        C._executemany = orig__executemany
+
+
+async def count_round_trips(url: str, home: Path, n: int = 200, concurrency: int = 64) -> dict:
+    store = await Store.connect(url, min_size=2, max_size=concurrency + 3, results_dir=home / "results")
+    try:
+        await asyncio.gather(*(store.create_run(PROJECT, "wf_bench_pass", {"i": i}, f"rt-{id(store)}-{i}")
+                               for i in range(n)))
+        engine = Engine(store, worker_id="rt", concurrency=concurrency)
+        with counting() as counts:
+            await engine.drive()
+        states = await store.fetch("runs_list", PROJECT, None, "wf_bench_pass", None, None, n, 0)
+        assert sum(1 for r in states if r["state"] == "succeeded") == n, "not every run succeeded"
+    finally:
+        await store.close()
+    return {"round_trips_per_run": counts["round_trips"] / n, "transactions_per_run": counts["transactions"] / n,
+            "detail_per_run": {k: round(v / n, 2) for k, v in sorted(counts.items())}}

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# The main job, end to end on a laptop: the embedded PostgreSQL, the examples published, the interpreter daemon,
+# a run completing, its log, and the idempotency key deduplicating a repeat. With the example payments plugin
+# installed (pip install -e examples/plugins/a44-payments) it also runs the manual's invoice-settle exactly as the
+# manual writes it, against a loopback stand-in of the payments API.
+#
+#   python3 -m venv .venv && . .venv/bin/activate && pip install -e . -e examples/plugins/a44-payments && examples/demo.sh
+#
+# Uses $A44_HOME (default ~/.a44) for the embedded database, or A44_DATABASE_URL if set. Stops everything it
+# started (the daemon, the stand-in, and the embedded server if it was not already running). Exit 0 only when
+# the hello run succeeded (and, with the plugin, invoice-settle ended as the text as written must: see below).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")"          # examples/: the manual's paths (./workflows/...) are relative to it
+A44=${A44:-a44}
+command -v "$A44" >/dev/null || { echo "demo: '$A44' not found; install the package first (pip install -e .)" >&2; exit 2; }
+A44_PATH=$(command -v "$A44")
+PY=${PYTHON:-$(dirname "$A44_PATH")/python}
+[ -x "$PY" ] || PY=python3
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/a44-demo.XXXXXX")
+SERVE_PID="" STANDIN_PID="" STOP_DB=0
+
+if [ -t 1 ]; then say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }; else say() { printf '\n== %s\n' "$*"; }; fi
+
+cleanup() {
+  local rc=$?
+  set +e
+  if [ -n "$SERVE_PID" ] && kill -0 "$SERVE_PID" 2>/dev/null; then
+    kill -TERM "$SERVE_PID"; wait "$SERVE_PID" 2>/dev/null
+  fi
+  if [ -n "$STANDIN_PID" ] && kill -0 "$STANDIN_PID" 2>/dev/null; then
+    kill -TERM "$STANDIN_PID"; wait "$STANDIN_PID" 2>/dev/null
+  fi
+  if [ "$rc" -ne 0 ] && [ -s "$WORK/serve.log" ]; then
+    echo "--- last lines of the daemon's log ($WORK/serve.log) ---" >&2
+    tail -n 30 "$WORK/serve.log" >&2
+  fi
+  if [ "$STOP_DB" = 1 ]; then "$A44" automation db stop >/dev/null; fi
+  [ "$rc" -eq 0 ] && rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+has_plugin() {
+  "$PY" - <<'EOF' 2>/dev/null
+import sys
+from importlib.metadata import entry_points
+names = {ep.name for ep in entry_points(group="anthares44.automation.connectors")}
+sys.exit(0 if {"payments.authorize", "payments.void"} <= names else 1)
+EOF
+}
+
+# --- 1. the database -------------------------------------------------------------------------------------------
+say "database"
+if [ -z "${A44_DATABASE_URL:-}" ]; then
+  if ! "$A44" automation db status >/dev/null 2>&1; then STOP_DB=1; fi
+  "$A44" automation db start
+else
+  echo "using A44_DATABASE_URL"
+fi
+"$A44" automation db migrate >/dev/null
+
+# --- 2. publish ------------------------------------------------------------------------------------------------
+say "publish"
+PLUGIN=0
+if has_plugin; then PLUGIN=1; fi
+"$A44" automation publish ./workflows/hello.yaml
+if [ "$PLUGIN" = 1 ]; then
+  "$A44" automation publish ./workflows/invoice-settle.yaml
+else
+  echo "(the a44-payments plugin is not installed: skipping invoice-settle; pip install -e examples/plugins/a44-payments)"
+fi
+
+# --- 3. the payments stand-in and the daemon -------------------------------------------------------------------
+if [ "$PLUGIN" = 1 ] && [ -z "${A44_PAYMENTS_URL:-}" ]; then
+  say "payments API stand-in"
+  "$PY" -m a44_payments.standin --port 0 >"$WORK/standin.log" 2>&1 &
+  STANDIN_PID=$!
+  for _ in $(seq 100); do
+    grep -q "listening on" "$WORK/standin.log" 2>/dev/null && break
+    kill -0 "$STANDIN_PID" 2>/dev/null || { cat "$WORK/standin.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  A44_PAYMENTS_URL=$(sed -n 's/.*listening on //p' "$WORK/standin.log" | head -n 1)
+  [ -n "$A44_PAYMENTS_URL" ] || { echo "demo: the stand-in did not start" >&2; exit 1; }
+  export A44_PAYMENTS_URL
+  cat "$WORK/standin.log"
+fi
+
+say "daemon"
+"$A44" automation serve -v >"$WORK/serve.log" 2>&1 &
+SERVE_PID=$!
+for _ in $(seq 150); do
+  grep -q "serving worker=" "$WORK/serve.log" 2>/dev/null && break
+  kill -0 "$SERVE_PID" 2>/dev/null || { cat "$WORK/serve.log" >&2; exit 1; }
+  sleep 0.1
+done
+grep -m 1 "serving worker=" "$WORK/serve.log" || { echo "demo: the daemon did not start" >&2; exit 1; }
+
+# --- 4. a run to completion, its log, and the key again --------------------------------------------------------
+say "run hello (pass -> durable sleep 1s -> pass)"
+KEY="demo-hello-$(date -u +%Y%m%dT%H%M%SZ)-$$"       # a fresh run per demo; a real key comes from the data
+set +e
+"$A44" automation run hello --input '{"name":"Ana"}' --idempotency-key "$KEY" --wait --timeout 60s | tee "$WORK/hello.out"
+HELLO_RC=${PIPESTATUS[0]}
+set -e
+RUN_ID=$(awk 'NR==1 {print $1}' "$WORK/hello.out")
+
+say "logs $RUN_ID"
+"$A44" automation logs "$RUN_ID"
+
+say "the same idempotency key again: no new run"
+"$A44" automation run hello --input '{"name":"Ana"}' --idempotency-key "$KEY"
+
+# --- 5. the manual's invoice-settle, as written ----------------------------------------------------------------
+INVOICE_OK=1
+if [ "$PLUGIN" = 1 ]; then
+  say "invoice-settle, the manual's commands as written"
+  # mark-paid updates `invoices`; the manual assumes the table exists in the project database.
+  "$PY" - "$("$A44" automation db url)" <<'EOF'
+import asyncio, sys
+import asyncpg
+
+async def main(url):
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("create table if not exists invoices (id text primary key, status text not null)")
+        await conn.execute("insert into invoices values ('inv_8812', 'open') on conflict (id) do nothing")
+    finally:
+        await conn.close()
+
+asyncio.run(main(sys.argv[1]))
+EOF
+  echo '$ a44 automation run wf_invoice_settle --input '"'"'{"invoiceId":"inv_8812"}'"'"' --idempotency-key "manual-inv_8812-2026-07-19"'
+  "$A44" automation run wf_invoice_settle \
+    --input '{"invoiceId":"inv_8812"}' \
+    --idempotency-key "manual-inv_8812-2026-07-19" | tee "$WORK/invoice.out"
+  INV_ID=$(awk 'NR==1 {print $1}' "$WORK/invoice.out")
+  echo "\$ a44 automation logs $INV_ID --follow"
+  timeout 120 "$A44" automation logs "$INV_ID" --follow
+  "$A44" automation logs "$INV_ID"
+  # As written, mark-paid's `$1` has no `params:` (lint warns A44501), so PostgreSQL refuses the statement
+  # (E_SQL, permanent) and the saga voids the authorization: the run must end `failed`, not
+  # `compensation_failed`. Add `params: ["{{ input.invoiceId }}"]` to mark-paid (and bump version) to settle it.
+  STATE=$("$A44" automation logs "$INV_ID" --format json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["run"]["state"])')
+  echo "invoice-settle as written ended: $STATE (expected: failed at mark-paid, reserve-funds compensated by payments.void)"
+  [ "$STATE" = failed ] || INVOICE_OK=0
+fi
+
+say "result"
+if [ "$HELLO_RC" -eq 0 ] && [ "$INVOICE_OK" = 1 ]; then
+  echo "demo OK: run $RUN_ID succeeded"
+else
+  echo "demo FAILED: hello exit $HELLO_RC, invoice-settle ok=$INVOICE_OK" >&2
+  exit 1
+fi

@@ -1,0 +1,121 @@
+"""Secrets (§17): the sources (environment, encrypted file), and a real run on the engine whose connector uses a
+bearer secret, after which neither the whole database nor the log output contains the secret's value."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+
+import asyncpg
+import pytest
+from aiohttp import web
+
+from anthares44.automation.compiler.ir import ConnectorRef
+from anthares44.automation.errors import E_SECRET_NOT_FOUND, A44Error
+from anthares44.automation.runtime.secrets import SecretFile, SecretSource, decrypt, encrypt, scrub
+from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
+from tests.runtime.engine_support import node, publish_and_run, run_row, workflow
+
+SECRET = "s3cr3t-VALUE-9f8e7d6c"
+
+
+def test_env_then_file_then_missing(tmp_path, monkeypatch, aio):
+    monkeypatch.setenv("A44_HOME", str(tmp_path))
+    monkeypatch.delenv("A44_SECRET_KEY", raising=False)
+    f = SecretFile()
+    f.set("sec_file", "from-the-file")
+    assert stat.S_IMODE(os.stat(f.path).st_mode) == 0o600 and stat.S_IMODE(os.stat(f.key_path).st_mode) == 0o600
+    assert b"from-the-file" not in f.path.read_bytes()            # encrypted at rest
+    assert "sec_file" in f.path.read_text() and f.names() == ["sec_file"]
+    src = SecretSource()
+    assert aio(src("sec_file")) == "from-the-file"
+    monkeypatch.setenv("A44_SECRET_SEC_FILE", "from-the-env")
+    assert aio(src("sec_file")) == "from-the-env"                # the environment wins
+    with pytest.raises(A44Error) as exc:
+        aio(src("sec_nope"))
+    assert exc.value.code == E_SECRET_NOT_FOUND and "A44_SECRET_SEC_NOPE" in exc.value.hint
+    with pytest.raises(A44Error):
+        aio(src("../etc/passwd"))
+    assert f.remove("sec_file") and f.names() == []
+
+
+def test_wrong_key_or_tampering_fails_authentication(tmp_path, monkeypatch):
+    monkeypatch.setenv("A44_HOME", str(tmp_path))
+    key = os.urandom(32)
+    token = encrypt(key, b"hello", b"sec_a")
+    assert decrypt(key, token, b"sec_a") == b"hello"
+    for k, ad in ((os.urandom(32), b"sec_a"), (key, b"sec_b")):   # another key, or moved to another name
+        with pytest.raises(ValueError):
+            decrypt(k, token, ad)
+    monkeypatch.setenv("A44_SECRET_KEY", key.hex())
+    f = SecretFile()
+    f.set("sec_x", "v")
+    assert not f.key_path.exists() and f.get("sec_x") == "v"
+    monkeypatch.setenv("A44_SECRET_KEY", os.urandom(32).hex())
+    with pytest.raises(A44Error) as exc:
+        f.get("sec_x")
+    assert exc.value.code == E_SECRET_NOT_FOUND and "v" not in exc.value.message.split(":")[-1]
+
+
+def test_scrub_any_depth_and_structured_parts():
+    src = SecretSource({"sec_c": json.dumps({"client_id": "cid-123", "client_secret": "csecret-456"})})
+    src.get("sec_c")
+    out = scrub({"a": [{"b": "x cid-123 y"}], "csecret-456": 1}, src.values())
+    assert out == {"a": [{"b": "x [redacted] y"}], "[redacted]": 1}
+
+
+def echo_app(hits: list):
+    async def echo(request):
+        hits.append(dict(request.headers))
+        if request.path == "/fail":        # an error body that repeats the credential
+            return web.json_response({"error": "bad", "you_sent": request.headers.get("Authorization")}, status=500)
+        return web.json_response({"seen": request.headers.get("Authorization"),
+                                  "nested": [{"token": "tok-in-result"}]})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", echo)
+    return app
+
+
+def test_a_run_using_a_secret_leaves_no_trace_of_it(store, clock, pg_url, serve, aio, monkeypatch, caplog,
+                                                    tmp_path):
+    from anthares44.automation.runtime.engine import Engine
+
+    monkeypatch.setenv("A44_HOME", str(tmp_path))
+    monkeypatch.setenv("A44_SECRET_SEC_API", SECRET)
+    hits: list = []
+    base = serve(echo_app(hits))
+    config = {"id": "con_api", "type": "http", "baseUrl": base, "auth": {"kind": "bearer", "secretRef": "sec_api"}}
+    ref = ConnectorRef(uses="con_api", kind="declared", type="http", config=config)
+    ok = node("fetch", params={"path": "/echo"}).model_copy(update={"connector": ref})
+    bad = node("fail", params={"path": "/fail"}, retry=(1, "fixed"), base_ms=0).model_copy(update={"connector": ref})
+    ir = workflow([ok, bad], name="secrets")
+    run_id = aio(publish_and_run(store, ir))
+    caplog.set_level(logging.DEBUG)
+    eng = Engine(store, ConnectorRegistry(), clock=clock)
+    aio(eng.drive())
+    run = aio(run_row(store, run_id))
+    assert run["state"] == "failed" and run["error_code"] == "E_UPSTREAM_500"
+    assert len(hits) == 3 and all(h["Authorization"] == f"Bearer {SECRET}" for h in hits)   # it was sent
+
+    async def dump() -> str:
+        conn = await asyncpg.connect(pg_url)
+        try:
+            tables = await conn.fetch("select table_schema, table_name from information_schema.tables "
+                                      "where table_schema not in ('pg_catalog', 'information_schema') "
+                                      "and table_type = 'BASE TABLE'")
+            out = []
+            for t in tables:
+                rows = await conn.fetch(f'select t::text as r from "{t[0]}"."{t[1]}" t')
+                out.extend(r["r"] for r in rows)
+            return "\n".join(out)
+        finally:
+            await conn.close()
+
+    everything = aio(dump())
+    assert "[redacted]" in everything and "Bearer" in everything      # the results were written, scrubbed
+    assert SECRET not in everything
+    assert "tok-in-result" not in everything                          # key-based redaction at depth
+    assert SECRET not in caplog.text

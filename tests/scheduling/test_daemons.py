@@ -1,0 +1,64 @@
+"""Two `serve` daemons (in-process, each with its own pool and its scheduler task) on one database and one
+ManualClock: each occurrence starts exactly one run."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+
+from anthares44.automation.compiler.ir import to_json
+from anthares44.automation.runtime.engine import Daemon, WorkerSettings
+from anthares44.automation.runtime.scheduling import scheduler as scheduler_mod
+from anthares44.automation.runtime.store import Store
+from tests.runtime.engine_support import node, workflow
+
+from .support import PROJECT, add_trigger, schedule_ir
+
+UTC = timezone.utc
+T0 = datetime(2026, 3, 7, 12, 0, 30, tzinfo=UTC)
+
+
+def test_two_daemons_start_each_occurrence_once(aio, store, clock, pg_url, tmp_path, monkeypatch):
+    monkeypatch.setattr(scheduler_mod, "DEFAULT_POLL", timedelta(milliseconds=50))
+    clock.set(T0)
+    ir = workflow([node("nap", sleep_ms=3_600_000)], name="nightly")   # runs stay asleep: overlap matters
+    aio(store.publish_version(PROJECT, ir.workflow_id, 1, ir.sha256, to_json(ir)))
+    aio(add_trigger(store, schedule_ir("trg_d_allow", "* * * * *", overlap="allow"), T0))
+    aio(add_trigger(store, schedule_ir("trg_d_skip", "* * * * *", overlap="skip"), T0))
+
+    async def count(where: str) -> int:
+        async with store.connection("t") as conn:
+            return await conn.fetchval(f"select count(*) from automation.schedule_occurrences where {where}")
+
+    async def scenario():
+        stores = [await Store.connect(pg_url, clock=clock, results_dir=tmp_path / f"r{i}") for i in range(2)]
+        daemons = [Daemon(WorkerSettings(worker_id=f"d{i}", concurrency=4), store=s, clock=clock)
+                   for i, s in enumerate(stores)]
+        tasks = [asyncio.create_task(d.serve()) for d in daemons]
+        try:
+            for minute in range(1, 7):
+                clock.set(T0.replace(second=0) + timedelta(minutes=minute, seconds=1))
+                for _ in range(200):                       # both daemons see the new minute within ~50 ms
+                    if await count("true") == 2 * minute:
+                        break
+                    await asyncio.sleep(0.02)
+                assert await count("true") == 2 * minute
+        finally:
+            for d in daemons:
+                d.request_stop()
+            await asyncio.gather(*tasks)
+            for s in stores:
+                await s.close()
+
+    aio(scenario())
+    assert aio(count("trigger_id = 'trg_d_allow' and status = 'started' and run_id is not null")) == 6
+    # the first skip run sleeps for an hour: every later minute is skipped_overlap
+    assert aio(count("trigger_id = 'trg_d_skip' and status = 'started'")) == 1
+    assert aio(count("trigger_id = 'trg_d_skip' and status = 'skipped_overlap'")) == 5
+
+    async def runs():
+        async with store.connection("t") as conn:
+            return await conn.fetchrow("select count(*) as n, count(distinct idempotency_key) as keys "
+                                       "from automation.runs")
+    r = aio(runs())
+    assert r["n"] == r["keys"] == 7
