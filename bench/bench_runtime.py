@@ -139,6 +139,11 @@ class DaemonProc:
                 return int(line.split()[1]) / 1024
         return float("nan")
 
+    def cpu_s(self) -> float:
+        """user + system CPU seconds of the daemon so far."""
+        f = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
     def pause(self):
         self.proc.send_signal(signal.SIGSTOP)
 
@@ -257,6 +262,7 @@ async def throughput(url: str, home: Path, n: int, concurrency: int, latency_n: 
         x0 = await settled_commits(url)
         poll = await asyncpg.connect(url)
         polls = 0
+        cpu0 = d.cpu_s()
         t0 = time.time()
         d.resume()
         rss_peak = 0.0
@@ -276,6 +282,7 @@ async def throughput(url: str, home: Path, n: int, concurrency: int, latency_n: 
         bad = await poll.fetchval("select count(*) from automation.runs where state <> 'succeeded'")
         polls += 2
         await poll.close()
+        out["daemon_cpu_ms_per_run"] = (d.cpu_s() - cpu0) * 1000 / n
         out["hwm_mb"] = d.status("VmHWM")
         out["rss_peak_mb"] = rss_peak
         d.stop()
@@ -387,7 +394,8 @@ def bench(durable: bool, args) -> dict:
                   f"({tp['elapsed_s']:.2f}s, not succeeded {tp['failed']}) | latency p50 {tp.get('lat_p50', 0):.1f} "
                   f"p99 {tp.get('lat_p99', 0):.1f} ms (recorded p50 {tp.get('lat_rec_p50', 0):.1f}) | "
                   f"HWM {tp['hwm_mb']:.0f} MB | commits/run {tp['commits_per_run']:.2f} | "
-                  f"create_run/s {tp['create_s']:,.0f}", flush=True)
+                  f"create_run/s {tp['create_s']:,.0f} | daemon CPU {tp['daemon_cpu_ms_per_run']:.2f} ms/run "
+                  f"({tp['daemon_cpu_ms_per_run'] * tp['runs_s'] / 1000:.0%} of a core)", flush=True)
         if args.parked:
             res["parked"] = asyncio.run(parked(url, home, args.parked, args.concurrency, args.cycles))
             p = res["parked"]
@@ -426,6 +434,7 @@ def summary(res: dict, args) -> None:
         ("latency p50 / p99 ms, idle (client-observed)", f"{m['lat_p50']:.1f} / {m['lat_p99']:.1f}",
          f"DBOS {REFERENCE['dbos_latency_ms']}", f"p50 < {TARGET['p50_ms']}"),
         ("latency p50 / p99 ms, recorded finished-created", f"{m['lat_rec_p50']:.1f} / {m['lat_rec_p99']:.1f}", "", ""),
+        ("daemon CPU ms per run during the 2,000", f"{m['daemon_cpu_ms_per_run']:.2f}", "", ""),
         ("daemon peak RSS MB (VmHWM) during the 2,000", f"{m['hwm_mb']:.0f}", "", f"< {TARGET['rss_mb']}"),
     ]
     if "parked" in res:

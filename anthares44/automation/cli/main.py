@@ -50,12 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = auto.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     verbs.required = True
     for verb, modname in VERBS.items():
-        try:
-            mod = importlib.import_module(f"anthares44.automation.cli.{modname}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"anthares44.automation.cli.{modname}":
-                continue  # verb not built yet in this checkout
-            raise
+        mod = importlib.import_module(f"anthares44.automation.cli.{modname}")
         sub = mod.add_parser(verbs)
         sub.set_defaults(_run=mod.run)
     from . import cmd_auth  # `a44 auth ...`: API tokens and credentials, a group beside `automation`
@@ -66,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from ..errors import A44Error
+
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
@@ -73,6 +70,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except A44Error as exc:  # a verb that let a coded error through still prints it the one way
+        print(f"{exc.code} {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""), file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: say so plainly; the traceback only on request
+        import os
+        import traceback
+
+        if os.environ.get("A44_DEBUG"):
+            traceback.print_exc()
+        print(f"a44: internal error: {type(exc).__name__}: {exc}\n  hint: this is a bug in a44, not in your "
+              f"input; rerun with A44_DEBUG=1 for the traceback and report it", file=sys.stderr)
+        return 70
 
 
 if __name__ == "__main__":  # pragma: no cover
