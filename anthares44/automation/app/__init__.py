@@ -4,3 +4,4 @@
 """
 
 from .ingestion import Ingestion  # noqa: E402,F401 - the ingestion verbs (events, webhooks, tokens)
+from .replay import replay  # noqa: E402,F401 - replay from a step or an instant (§13)

@@ -78,6 +78,13 @@ async def publish(store, project: str, paths: list[str]) -> PublishReport:
 
     from ..compiler.ir import TriggerIR, WorkflowIR, to_json
 
+    code = [p for p in paths if str(p).endswith(".py")]
+    if code:    # workflows in code (§12): sdk/publish.py stores them beside the YAML ones
+        from ..sdk.publish import publish_code
+
+        rest = [p for p in paths if p not in code]
+        report = await publish(store, project, rest) if rest else PublishReport(project=project, files=[])
+        return report if report.errors else await publish_code(store, project, code, report)
     # compiling is CPU work: off the event loop, so a server publishing for one client keeps serving others
     result = await asyncio.to_thread(compile_for_publish, paths)
     report = PublishReport(project=project, files=list(result.files), diagnostics=list(result.diagnostics))

@@ -50,8 +50,13 @@ def render_text(run: dict, attempts: list[dict]) -> str:
     out += "\n"
     if not attempts:
         return out + "(no attempts yet)\n"
+    attempts = sorted(attempts, key=lambda a: a.get("epoch") or 0)   # stable: start order within an epoch
     rows = [(a["step_id"], a["attempt"], a["kind"], a["status"], a["error_code"], ms(a["duration_ms"]),
              when(a["started_at"])) for a in attempts]
+    if any(a.get("epoch") for a in attempts):   # replayed (§13): one epoch per replay, reused results marked
+        rows = [(a.get("epoch") or 0, *r[:3], r[3] + (" (reused)" if a.get("worker_id") == "reused" else ""), *r[4:])
+                for a, r in zip(attempts, rows)]
+        return out + table(("epoch", "step", "attempt", "kind", "status", "error", "duration", "started"), rows)
     return out + table(("step", "attempt", "kind", "status", "error", "duration", "started"), rows)
 
 

@@ -29,6 +29,7 @@ VERBS: dict[str, str] = {
     "ingest": "cmd_ingest",
     "connectors": "cmd_connectors",
     "secrets": "cmd_secrets",
+    "replay": "cmd_replay",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2

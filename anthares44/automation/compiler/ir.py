@@ -103,7 +103,7 @@ class ConcurrencyIR(IR):
 
 class WorkflowIR(IR):
     ir_version: int = IR_VERSION
-    kind: Literal["workflow"] = "workflow"
+    kind: Literal["workflow", "code"] = "workflow"     # code: a Python workflow (§12), see `code` and sdk/
     workflow_id: str
     name: str
     version: int
@@ -122,6 +122,12 @@ class WorkflowIR(IR):
             if n.id == step_id:
                 return n
         raise KeyError(step_id)
+
+
+class CodeWorkflowIR(WorkflowIR):
+    """A workflow written in Python (§12): no nodes; `code` says where the function is and hashes its source."""
+    kind: Literal["code"] = "code"
+    code: dict[str, Any]          # {module (file path), qualname, source_sha256}
 
 
 def canonical_json(doc: Any) -> str:
@@ -143,4 +149,4 @@ def load_workflow_ir(doc: dict) -> WorkflowIR:
     """Rebuild a WorkflowIR from stored JSON; refuses IR of another ir_version."""
     if doc.get("ir_version") != IR_VERSION:
         raise ValueError(f"IR version {doc.get('ir_version')!r} is not supported (expected {IR_VERSION})")
-    return WorkflowIR.model_validate(doc)
+    return (CodeWorkflowIR if doc.get("kind") == "code" else WorkflowIR).model_validate(doc)

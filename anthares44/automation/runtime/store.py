@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -96,21 +97,29 @@ def _neutral(name: str) -> bool:
 class _Resets:
     """asyncpg's pool resets every connection it gets back with `SELECT pg_advisory_unlock_all(); CLOSE ALL;
     UNLISTEN *; RESET ALL;`: one more round trip and one more transaction per use (docs/runtime.md measured it).
-    A use that ran only session-neutral named queries (or a transaction whose caller vouched for it) is recorded
-    here and skips that statement; every other use (raw `connection()`, a connector borrowing `Store.pool`, a
-    LISTEN) gets the full reset. asyncpg itself still rolls back an open transaction and drops listeners."""
+    A use that ran only session-neutral named queries (or a transaction whose caller vouched for it) marks its
+    connection here and the release skips that statement; every other use (raw `connection()`, a connector
+    borrowing `Store.pool`, a LISTEN) gets the full reset. asyncpg itself still rolls back an open transaction
+    and drops listeners. Marks are weak references: a closed connection leaves none behind."""
 
     def __init__(self) -> None:
-        self.clean: set[int] = set()
+        self.clean: "weakref.WeakSet[asyncpg.Connection]" = weakref.WeakSet()
 
-    def mark_clean(self, conn) -> int:
-        key = id(getattr(conn, "_con", None) or conn)
-        self.clean.add(key)
-        return key
+    @staticmethod
+    def _raw(conn) -> asyncpg.Connection:
+        raw = getattr(conn, "_con", None)     # a pool's PoolConnectionProxy wraps the connection
+        return raw if raw is not None else conn
+
+    def mark(self, conn, neutral: bool) -> None:
+        raw = self._raw(conn)
+        if neutral:
+            self.clean.add(raw)
+        else:
+            self.clean.discard(raw)
 
     async def __call__(self, conn: asyncpg.Connection) -> None:
-        if id(conn) in self.clean:
-            self.clean.discard(id(conn))
+        if conn in self.clean:
+            self.clean.discard(conn)
             return
         await conn.execute(conn.get_reset_query())
 
@@ -167,11 +176,9 @@ class Store:
         """A pooled connection; driver errors inside the block become A44Error. `session_neutral=True` promises
         the block leaves no session state (no SET without LOCAL, LISTEN, session advisory lock, cursor WITH
         HOLD): the connection then goes back to the pool without asyncpg's reset statement."""
-        marked = None
         try:
             async with self._pool.acquire() as conn:
-                if session_neutral:
-                    marked = self._resets.mark_clean(conn)
+                self._resets.mark(conn, session_neutral)
                 yield conn
         except Exception as exc:
             err = translate(exc, operation=operation, url=self.url)
@@ -180,9 +187,6 @@ class Store:
             if err is exc:
                 raise
             raise err from exc
-        finally:
-            if marked is not None:       # consumed by the release's reset; or the connection was terminated
-                self._resets.clean.discard(marked)
 
     @asynccontextmanager
     async def transaction(self, operation: str, *, session_neutral: bool = False):

@@ -31,6 +31,7 @@ from .worker import DEFAULT_LEASE, Engine, default_worker_id
 log = logging.getLogger("a44.daemon")
 NOTIFY_CHANNEL = "a44_runs_due"
 PARTITIONS_EVERY = timedelta(hours=24)
+POOL_MAX = int(os.environ.get("A44_POOL_MAX", "16"))
 
 
 def _duration(text: str | None, default: timedelta) -> timedelta:
@@ -49,6 +50,7 @@ class WorkerSettings:
     concurrency: int = 16                      # runs in flight in this daemon
     grace: timedelta = timedelta(seconds=10)   # how long in-flight steps may finish at shutdown
     claim_batch: int = 64                      # most runs granted per claim statement
+    pool_size: int | None = None               # connections; None: min(concurrency + 3, POOL_MAX)
     schedules: bool = True                     # run the scheduler of schedule triggers (§11, docs/schedules.md)
 
     @classmethod
@@ -102,8 +104,11 @@ class Daemon:
             from ..database import resolve_url
 
             url = s.database_url or resolve_url(start=True)
+            # a run holds a connection only while it writes (a step in flight holds none), so the pool stays
+            # small whatever --concurrency is: fewer backends to schedule on the server's cores, and never more
+            # than its max_connections (100 by default)
             self._store = await Store.connect(url, clock=self._clock or SystemClock(),
-                                              max_size=max(4, s.concurrency + 3))
+                                              max_size=s.pool_size or max(4, min(s.concurrency + 3, POOL_MAX)))
         await self._store.migrate()
         await self._store.ensure_partitions()
         self.engine = Engine(self._store, self._registry, worker_id=s.worker_id, lease=s.lease_timeout,

@@ -79,7 +79,9 @@ class RunDriver:
                 rows = await conn.fetch(sql("engine_attempts_of_run"), L.run_id, L.epoch)
                 order = [r["step_id"] for r in await conn.fetch(sql("engine_completion_order"), L.run_id, L.epoch)]
         self.p = Progress(ir, [Attempt.from_row(r, store.load_result) for r in rows], order)
-        self.deadline = min(self.row["deadline_at"], self.row["created_at"] + timedelta(milliseconds=ir.deadline_ms))
+        # a replayed run (epoch > 0, §13) gets a fresh wall clock: replay wrote its deadline_at from the IR
+        self.deadline = self.row["deadline_at"] if L.epoch else \
+            min(self.row["deadline_at"], self.row["created_at"] + timedelta(milliseconds=ir.deadline_ms))
 
     async def _renew(self, driver: asyncio.Task) -> None:
         """Push the lease deadline every lease/3 while the run is driven; a renewal that finds the lease gone

@@ -55,6 +55,7 @@ class Notifier:
         self._runs: set[str] = set()
         self._due: datetime | None = None
         self._task: asyncio.Task | None = None
+        self._last = float("-inf")
 
     def add(self, run_ids, due: datetime | None = None) -> None:
         self._runs.update(run_ids)
@@ -63,8 +64,15 @@ class Notifier:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._flush())
 
+    MIN_INTERVAL_S = 0.005     # at most ~200 notifying transactions a second; a follower waits 5 ms at worst
+
     async def _flush(self) -> None:
+        loop = asyncio.get_running_loop()
         while self._runs or self._due is not None:
+            wait = self._last + self.MIN_INTERVAL_S - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._last = loop.time()
             runs, due = list(self._runs), self._due
             self._runs, self._due = set(), None
             payload = None if due is None else str(int(due.timestamp() * 1000))

@@ -116,7 +116,10 @@ class Engine:
     async def drive_run(self, row) -> str:
         """Drive one claimed run; never raises for a run's trouble (the lease expires and the run is retried)."""
         try:
-            return await RunDriver(self, row).drive()
+            driver = RunDriver
+            if (await self.workflow_ir(row["project_id"], row["workflow_id"], row["version"])).kind == "code":
+                from .code_driver import CodeRunDriver as driver     # a workflow written in Python (§12)
+            return await driver(self, row).drive()
         except A44Error as exc:
             self.metrics["visit_errors"] += 1
             log.warning("run %s: visit aborted by %s; it resumes when its lease expires", row["run_id"], exc)

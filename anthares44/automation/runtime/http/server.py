@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,7 @@ async def _webhook(request: web.Request) -> web.StreamResponse:
     for name in _A44_HEADERS:
         if len(request.headers.getall(name, [])) > 1:
             raise reject(400, "E_HEADER_DUPLICATED", "duplicate_header", f"{name} is sent more than once")
+    received_at = time.monotonic()
     trigger = await webhooks.lookup(store, project, trigger_id, store.clock.now())
     if trigger is None:
         raise reject(404, "E_TRIGGER_NOT_FOUND", "not_found", f"no webhook trigger {trigger_id} in {project}")
@@ -88,7 +90,7 @@ async def _webhook(request: web.Request) -> web.StreamResponse:
     return _answer(await webhooks.accept_webhook(
         store, project, trigger, timestamp=request.headers.get("A44-Timestamp"),
         signature=request.headers.get("A44-Signature"),
-        idempotency_key=request.headers.get("A44-Idempotency-Key"), body=body))
+        idempotency_key=request.headers.get("A44-Idempotency-Key"), body=body, received_at=received_at))
 
 
 def _answer(result: webhooks.WebhookResult) -> web.Response:

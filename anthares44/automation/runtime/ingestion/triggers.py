@@ -18,6 +18,7 @@ from ...errors import A44Error
 from ..queries import sql
 from ..results import encode_json
 from .ids import new_id
+from .webhook_cache import invalidate
 
 ROTATION_GRACE = timedelta(hours=48)
 SECRET_PREFIX = "whsec_"
@@ -65,6 +66,7 @@ async def store_triggers(store, project: str, triggers: list[tuple[dict, str]]) 
                                        now, None)
                     created_secret = True
             out.append(StoredTrigger(tid, ir["type"], ir["workflow_id"], origin, outcome, created_secret))
+    invalidate(project)   # this process's webhook cache (other processes re-check in `webhook_ingest`)
     return out
 
 
@@ -97,6 +99,7 @@ async def current_secret(store, project: str, trigger_id: str) -> dict:
             await conn.execute(sql("webhook_secret_insert"), new_id("whs", now), project, trigger_id, new_secret(),
                                now, None)
             row = await conn.fetchrow(sql("webhook_secret_current"), project, trigger_id, now)
+            invalidate(project, trigger_id)
     return dict(row)
 
 
@@ -122,6 +125,7 @@ async def rotate_secret(store, project: str, trigger_id: str) -> dict:
     async with store.transaction("webhook_rotate") as conn:
         await conn.execute(sql("webhook_secrets_expire"), project, trigger_id, until)
         await conn.execute(sql("webhook_secret_insert"), new_id("whs", now), project, trigger_id, secret, now, now)
+    invalidate(project, trigger_id)
     return {"trigger_id": trigger_id, "secret": secret, "previous_valid_until": until}
 
 

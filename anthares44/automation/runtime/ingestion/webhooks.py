@@ -1,4 +1,6 @@
-"""Signed webhooks (§9): verify, then persist the envelope and create the run in one transaction.
+"""Signed webhooks (§9): verify, then persist the envelope and create the run in one statement (`webhook_ingest`),
+committed together with concurrent requests by the group committer (group_commit.py); the trigger and its secrets
+come from a short-lived cache that cannot accept what the database would refuse (webhook_cache.py).
 
 Order of the checks (every one before anything is written; each refusal counts in
 `webhook_rejected_total{reason}`): the HTTP layer answers 405 (method), 404 (unknown project/trigger), 415
@@ -23,7 +25,11 @@ from ...errors import A44Error
 from ..results import encode_json
 from .ids import new_event_id
 from .metrics import COUNTERS
-from .runs import create_run_in, workflow_partition_key
+from ..store import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
+from ..ulid import new_run_id
+from .group_commit import committer_for
+from .runs import workflow_partition_key
+from .webhook_cache import WebhookTarget, cache_for, from_row
 
 MAX_BODY = 1024 * 1024
 MAX_SKEW_S = 300
@@ -121,8 +127,8 @@ class WebhookResult:
         return {"run_id": self.run_id}
 
 
-def check_signature(secrets: list[str], timestamp: str | None, signature: str | None, body: bytes,
-                    now: datetime) -> None:
+def check_timestamp(timestamp: str | None, signature: str | None, now: datetime) -> str:
+    """The checks that need no secret (401 missing/malformed, 408 skew); returns the timestamp as signed."""
     if not timestamp:
         raise reject(401, E_SIGNATURE_INVALID, "missing_timestamp", "A44-Timestamp is missing")
     if not signature:
@@ -133,25 +139,69 @@ def check_signature(secrets: list[str], timestamp: str | None, signature: str | 
     if abs(int(ts) - now.timestamp()) > MAX_SKEW_S:
         raise reject(408, E_TIMESTAMP_SKEW, "timestamp_skew",
                      f"A44-Timestamp is more than {MAX_SKEW_S} s from the server clock")
+    return ts
+
+
+def signature_matches(secrets: list[str], ts: str, signature: str, body: bytes) -> str | None:
+    """The secret that signed (None: none did)."""
     given = signature.strip().lower().encode("ascii", "replace")
-    ok = False
+    matched = None
     for secret in secrets:
         expected = sign(secret, ts, body).encode("ascii")
-        ok |= hmac.compare_digest(expected, given)   # no early exit: time does not depend on which one matched
-    if not ok:
+        if hmac.compare_digest(expected, given) and matched is None:  # every secret is tried: no early exit
+            matched = secret
+    return matched
+
+
+def check_signature(secrets: list[str], timestamp: str | None, signature: str | None, body: bytes,
+                    now: datetime) -> None:
+    ts = check_timestamp(timestamp, signature, now)
+    if not signature_matches(secrets, ts, signature, body):
         raise reject(401, E_SIGNATURE_INVALID, "bad_signature", "A44-Signature does not match the body")
 
 
-async def lookup(store, project: str, trigger_id: str, now: datetime):
-    """The webhook trigger row (with valid secrets and latest workflow version), or None."""
-    return await store.fetchrow("webhook_lookup", project, trigger_id, now)
+async def lookup(store, project: str, trigger_id: str, now: datetime | None = None, *,
+                 fresh: bool = False) -> WebhookTarget | None:
+    """The webhook trigger (valid secrets, latest workflow version) or None; from the short-lived cache unless
+    `fresh` (webhook_cache.py says why a cached entry cannot accept what the database would refuse)."""
+    cache = cache_for(store)
+    if not fresh:
+        entry = cache.get(project, trigger_id)
+        if entry is not None:
+            return entry
+    row = await store.fetchrow("webhook_target", project, trigger_id, now or store.clock.now())
+    if row is None:
+        cache.drop(project, trigger_id)
+        return None
+    entry = from_row(row)
+    cache.put(project, entry)
+    return entry
 
 
-async def accept_webhook(store, project: str, trigger, *, timestamp: str | None, signature: str | None,
-                         idempotency_key: str | None, body: bytes) -> WebhookResult:
-    """Verify and ingest one request whose trigger row (`lookup`) is known. Raises Rejection."""
+def _not_found(project: str, trigger_id: str) -> Rejection:
+    return reject(404, "E_TRIGGER_NOT_FOUND", "not_found", f"no webhook trigger {trigger_id} in {project}")
+
+
+async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timestamp: str | None,
+                         signature: str | None, idempotency_key: str | None, body: bytes,
+                         received_at: float | None = None) -> WebhookResult:
+    """Verify and ingest one request whose trigger (`lookup`) is known. Raises Rejection.
+
+    Every check happens before the single write; the write (`webhook_ingest`, grouped with concurrent requests
+    into one transaction by group_commit.py) has committed when this returns. `received_at` (time.monotonic() when
+    the request arrived) spares a second read when `trigger` was read from the database during this request."""
     now = store.clock.now()
-    check_signature(list(trigger["secrets"] or []), timestamp, signature, body, now)
+    trigger_id = trigger.trigger_id
+    ts = check_timestamp(timestamp, signature, now)
+    secret = signature_matches(trigger.valid_secrets(now), ts, signature, body)
+    if secret is None:
+        # a secret added since the cached read (rotation, first use) must work at once: read again, then decide
+        fresh = await lookup(store, project, trigger.trigger_id, now, fresh=True) \
+            if received_at is None or trigger.fetched_at < received_at else None
+        secret = signature_matches(fresh.valid_secrets(now), ts, signature, body) if fresh is not None else None
+        if secret is None:
+            raise reject(401, E_SIGNATURE_INVALID, "bad_signature", "A44-Signature does not match the body")
+        trigger = fresh
     try:
         data = parse_json(body)
     except ValueError as exc:
@@ -163,29 +213,58 @@ async def accept_webhook(store, project: str, trigger, *, timestamp: str | None,
                          f"A44-Idempotency-Key must be 1..{MAX_KEY_LEN} printable characters")
     else:
         key = derived_key(body)
-    trigger_id = trigger["trigger_id"]
+    input_json = encode_json(data)
+    for _ in range(5):
+        row, event_id = await _write(store, project, trigger, secret, data, input_json, key, now)
+        if row is not None:
+            break
+        # the cached trigger, secret or workflow version changed under us; nothing was written: start over from a
+        # fresh read (which may now refuse the request)
+        trigger = await lookup(store, project, trigger_id, now, fresh=True)
+        if trigger is None:
+            raise _not_found(project, trigger_id)
+        secret = signature_matches(trigger.valid_secrets(now), ts, signature, body)
+        if secret is None:
+            raise reject(401, E_SIGNATURE_INVALID, "bad_signature", "A44-Signature does not match the body")
+    else:  # pragma: no cover - republished five times during one request
+        raise A44Error("E_DB", "the webhook trigger kept changing during the request; try again")
+    if row["created_run_id"] is not None:
+        COUNTERS.inc("webhook_accepted_total", outcome="created")
+        return WebhookResult(202, row["created_run_id"], True, 0.0, event_id, key)
+    run_key = f"{trigger.trigger_id}:{key}"
+    if row["held_run_id"] is not None:
+        run_id, held_at = row["held_run_id"], row["held_at"]
+    else:  # claimed by a concurrent request that committed after this statement's snapshot
+        held = await store.fetchrow("idempotency_key_get", project, run_key)
+        if held is None:  # pragma: no cover - the holder vanished between two statements
+            raise A44Error("E_DB", f"idempotency key {run_key!r} changed hands; try again")
+        run_id, held_at = held["run_id"], held["created_at"]
+    COUNTERS.inc("webhook_accepted_total", outcome="deduplicated")
+    return WebhookResult(200, run_id, False, max(0.0, (now - held_at).total_seconds()), None, key)
+
+
+async def _write(store, project: str, trigger: WebhookTarget, secret: str, data: Any, input_json: str, key: str,
+                 now: datetime):
+    """(row, event_id): the `webhook_ingest` row, or None when the cached trigger is stale (nothing written)."""
+    trigger_id = trigger.trigger_id
     tctx = {"id": trigger_id, "type": "webhook"}
     try:
-        partition_key = workflow_partition_key(trigger["workflow_ir"], data, tctx)
+        partition_key = workflow_partition_key(trigger.workflow_ir, data, tctx)
     except A44Error as exc:
         raise reject(422, exc.code, "partition_key", exc.message) from None
-    if trigger["version"] is None:
+    if trigger.version is None:
         raise reject(404, "E_WORKFLOW_NOT_FOUND", "no_workflow",
-                     f"the workflow {trigger['workflow_id']} of {trigger_id} is not published")
+                     f"the workflow {trigger.workflow_id} of {trigger_id} is not published")
     event_id = new_event_id(now)
     envelope = encode_json({"id": event_id, "type": f"webhook.{trigger_id}", "idempotency_key": key,
                             "partition_key": partition_key, "occurred_at": iso(now), "attempt": 1, "data": data,
                             "trigger_id": trigger_id})
-    workflow_ir = trigger["workflow_ir"] or {}
-    async with store.transaction("webhook_ingest") as conn:
-        from ..queries import sql
-
-        made = await create_run_in(conn, project, trigger["workflow_id"], trigger["version"], data,
-                                   f"{trigger_id}:{key}", trigger_id=trigger_id, event_id=event_id,
-                                   partition_key=partition_key, queue=workflow_ir.get("queue"), now=now)
-        if made.created:
-            await conn.execute(sql("event_insert"), event_id, project, f"webhook.{trigger_id}", key, partition_key,
-                               trigger_id, "webhook", now, now, envelope)
-    COUNTERS.inc("webhook_accepted_total", outcome="created" if made.created else "deduplicated")
-    return WebhookResult(202 if made.created else 200, made.run_id, made.created, made.key_age_seconds,
-                         event_id if made.created else None, key)
+    workflow_ir = trigger.workflow_ir or {}
+    args = (project, trigger.workflow_id, trigger.version, new_run_id(now), input_json, f"{trigger_id}:{key}",
+            trigger_id, partition_key, workflow_ir.get("queue"), now, IDEMPOTENCY_WINDOW,
+            now + RUN_WALL_CLOCK_LIMIT, event_id, f"webhook.{trigger_id}", key, trigger.updated_at, envelope, secret)
+    row = await committer_for(store).submit(args)
+    if not row["trigger_current"] or row["latest_version"] != trigger.version:
+        cache_for(store).drop(project, trigger_id)
+        return None, None
+    return row, event_id

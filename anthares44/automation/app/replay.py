@@ -1,0 +1,91 @@
+"""Replay (§13) as an application function, shared by the CLI (`a44 automation replay`) and embedders.
+
+    async with await Automation.connect() as auto:
+        doc = await replay(auto, state="failed", step="provision-db", since="48h", from_step="provision-db",
+                           dry_run=True)            # the manual's JSON document, nothing written
+        res = await replay(auto, state="failed", step="provision-db", since="48h", from_step="provision-db",
+                           rate=10)                 # runs become pending; the daemons run them
+
+See `runtime/replay` for how an epoch is opened and why re-running the same call replays nothing twice.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Callable
+
+from .automation import InvalidArgument, workflow_ref
+from .durations import parse_duration
+
+
+def parse_rate(text: str | float | None) -> float | None:
+    """`10/s`, `600/min`, `10` (per second)."""
+    if text is None or text == "":
+        return None
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        num, _, unit = str(text).strip().partition("/")
+        try:
+            value = float(num)
+        except ValueError:
+            raise InvalidArgument(f"bad rate {text!r}", hint="e.g. --rate 10/s or --rate 600/min") from None
+        per = {"": 1, "s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600}
+        if unit.strip() not in per:
+            raise InvalidArgument(f"bad rate unit in {text!r}", hint="use /s, /min or /h")
+        value /= per[unit.strip()]
+    if value <= 0:
+        raise InvalidArgument("the rate must be positive")
+    return value
+
+
+def parse_instant(text: str | datetime, now: datetime) -> datetime:
+    """An ISO 8601 instant (`2026-07-19T14:00:00Z`), or an age (`2h`: two hours before now)."""
+    if isinstance(text, datetime):
+        return text if text.tzinfo else text.replace(tzinfo=timezone.utc)
+    try:
+        value = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    except ValueError:
+        pass
+    try:
+        return now - parse_duration(text)
+    except ValueError:
+        raise InvalidArgument(f"bad instant {text!r}", hint="ISO 8601 (2026-07-19T14:00:00Z) or an age (2h)") from None
+
+
+async def replay(auto, run_ids=(), *, state: str | None = None, step: str | None = None,
+                 since: str | None = None, workflow: str | None = None, from_step: str | None = None,
+                 from_time: str | datetime | None = None, to_version: int | None = None, dry_run: bool = False,
+                 rate: str | float | None = None, concurrency: int = 16, request_id: str | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> dict:
+    """Dry run: the manual's document (`matched`, `fromStep`, `perRun`, `estimatedDurationSeconds`,
+    `warnings`). Otherwise the same document plus `requestId`, `replayed` and `skipped` counts and the runs."""
+    from ..runtime.replay import Cut, Selection, apply, prepare
+    from ..runtime.store import RUN_STATES
+
+    if not run_ids and not any((state, step, since, workflow)):
+        raise InvalidArgument("select runs: RUN ids, or --state / --step / --since / --workflow")
+    if state is not None and state not in RUN_STATES:
+        raise InvalidArgument(f"unknown run state {state!r}", hint=f"known states: {', '.join(RUN_STATES)}")
+    if (from_step is None) == (from_time is None):
+        raise InvalidArgument("give exactly one cut: --from-step S or --from-time T")
+    now = auto.store.clock.now()
+    since_at = None
+    if since is not None:
+        try:
+            since_at = now - parse_duration(since)
+        except ValueError as exc:
+            raise InvalidArgument(str(exc)) from None
+    sel = Selection(tuple(run_ids), state, step, str(since) if since is not None else None, since_at,
+                    workflow_ref(workflow) if workflow else None)
+    cut = Cut(from_step, parse_instant(from_time, now) if from_time is not None else None)
+    per_second = parse_rate(rate)
+    plan = await prepare(auto.store, auto.project, sel, cut, to_version=to_version, concurrency=concurrency,
+                         rate=per_second, request=request_id)
+    doc = plan.to_dict()
+    if dry_run:
+        return doc
+    result = await apply(auto.store, plan, rate=per_second, progress=progress)
+    doc.update(result.to_dict())
+    return doc

@@ -1,0 +1,224 @@
+"""Replay (§13): re-execute terminal runs from a cut, reusing the results recorded before it.
+
+A replay never edits history. It opens a new **epoch** of the run (`runs.epoch + 1`): the reused steps' last
+successful attempts are copied into the new epoch (rows marked `worker_id = 'reused'`, their `attempt.finished`
+events carry `reused_from_epoch`), the run becomes `pending` and due now, and any daemon picks it up through the
+normal claim (queue concurrency applies). The interpreter reads the attempts of the current epoch only, so it
+sees the reused steps as done and runs the rest. The attempts of older epochs stay in the log (`logs` shows the
+EPOCH column).
+
+Idempotence: each replay command has a request id derived from its selection and cut (`request_id`). Opening the
+epoch of a run appends a `run.replayed` event carrying it, in the same transaction, under the run's row lock;
+a run that already carries the request id is skipped. Interrupting a mass replay and running the same command
+again therefore never replays a run twice.
+
+Planning is pure (`plan.py`); this module reads and writes through the store's named queries (replay.sql).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Callable
+
+from ...compiler.ir import WorkflowIR, load_workflow_ir
+from ...errors import A44Error
+from ..queries import sql
+from .plan import (E_REPLAY_NOT_TERMINAL, E_REPLAY_UNKNOWN_STEP, E_REPLAY_VERSION_MISMATCH, Cut, RecordedAttempt,
+                   RunPlan, check_version, per_run_doc, plan_run, run_seconds, step_durations, summarize)
+
+__all__ = ["Selection", "Cut", "ReplayPlan", "prepare", "apply", "request_id", "E_REPLAY_NOT_TERMINAL",
+           "E_REPLAY_VERSION_MISMATCH", "E_REPLAY_UNKNOWN_STEP", "REPLAYABLE"]
+
+REPLAYABLE = ("succeeded", "failed", "cancelled")       # terminal, except compensation_failed (§6.2)
+NEVER = "compensation_failed"
+DEFAULT_CONCURRENCY = 16                                 # the daemon's default --concurrency
+
+
+@dataclass(frozen=True)
+class Selection:
+    run_ids: tuple[str, ...] = ()
+    state: str | None = None
+    step: str | None = None
+    since: str | None = None          # as typed (48h): the request id must not depend on when it is run
+    since_at: datetime | None = None
+    workflow: str | None = None
+
+    def describe(self) -> dict:
+        return {"runs": sorted(self.run_ids) or None, "state": self.state, "step": self.step, "since": self.since,
+                "workflow": self.workflow}
+
+
+def request_id(project: str, selection: Selection, cut: Cut, to_version: int | None) -> str:
+    doc = {"project": project, "selection": selection.describe(), "cut": cut.describe(), "toVersion": to_version}
+    digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+    return "rpl_" + digest[:20]
+
+
+@dataclass
+class ReplayPlan:
+    request_id: str
+    cut: Cut
+    to_version: int | None
+    runs: list[dict] = field(default_factory=list)            # run rows to replay
+    plans: dict[str, RunPlan] = field(default_factory=dict)
+    irs: dict[str, WorkflowIR] = field(default_factory=dict)   # run_id -> IR it will run on
+    warnings: list[str] = field(default_factory=list)
+    estimated_seconds: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The manual's dry-run document (§13), key for key."""
+        common, _ = summarize(list(self.plans.values()))
+        return {"matched": len(self.runs), "fromStep": self.cut.from_step, "perRun": per_run_doc(common),
+                "estimatedDurationSeconds": self.estimated_seconds, "warnings": list(self.warnings)}
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return one if n == 1 else many
+
+
+async def _ir(store, cache: dict, project: str, workflow_id: str, version: int) -> WorkflowIR:
+    key = (project, workflow_id, version)
+    if key not in cache:
+        row = await store.get_version(project, workflow_id, version)
+        cache[key] = load_workflow_ir(row["ir"])
+    return cache[key]
+
+
+async def prepare(store, project: str, selection: Selection, cut: Cut, *, to_version: int | None = None,
+                  concurrency: int = DEFAULT_CONCURRENCY, rate: float | None = None,
+                  request: str | None = None) -> ReplayPlan:
+    """Select the runs, check them, and compute per run what is reused and what runs again. Reads only."""
+    if (cut.from_step is None) == (cut.from_time is None):
+        raise A44Error("E_INVALID_ARGUMENT", "a replay needs exactly one cut: --from-step S or --from-time T")
+    rid = request or request_id(project, selection, cut, to_version)
+    rows = [dict(r) for r in await store.fetch("replay_select", project, list(selection.run_ids) or None,
+                                               selection.state, selection.workflow, selection.step,
+                                               selection.since_at)]
+    if selection.run_ids:
+        missing = sorted(set(selection.run_ids) - {r["run_id"] for r in rows})
+        if missing:
+            from ...errors import E_RUN_NOT_FOUND
+            raise A44Error(E_RUN_NOT_FOUND, f"no run {', '.join(missing)} in project {project}")
+    busy = [r for r in rows if r["state"] not in REPLAYABLE and r["state"] != NEVER]
+    if busy and (selection.run_ids or selection.state is not None):
+        ex = ", ".join(f"{r['run_id']} ({r['state']})" for r in busy[:3])
+        raise A44Error(E_REPLAY_NOT_TERMINAL,
+                       f"{len(busy)} {_plural(len(busy), 'run is', 'runs are')} not terminal and cannot be "
+                       f"replayed: {ex}{' ...' if len(busy) > 3 else ''}",
+                       hint="wait for them to end (a44 automation run --wait / logs --follow); only succeeded, "
+                            "failed and cancelled runs are replayed")
+    ignored = [r for r in rows if r["state"] == NEVER]
+    runs = [r for r in rows if r["state"] in REPLAYABLE]
+    plan = ReplayPlan(rid, cut, to_version)
+    if ignored:
+        plan.warnings.append(f"{len(ignored)} {_plural(len(ignored), 'run', 'runs')} in compensation_failed "
+                             f"{_plural(len(ignored), 'was', 'were')} ignored")
+    if busy:
+        plan.warnings.append(f"{len(busy)} {_plural(len(busy), 'run', 'runs')} not terminal "
+                             f"{_plural(len(busy), 'was', 'were')} skipped")
+    cache: dict = {}
+    attempts: dict[str, list[RecordedAttempt]] = {r["run_id"]: [] for r in runs}
+    ids = [r["run_id"] for r in runs]
+    for i in range(0, len(ids), 500):
+        for a in await store.fetch("replay_attempts", ids[i:i + 500]):
+            attempts[a["run_id"]].append(RecordedAttempt(a["step_id"], a["kind"], a["attempt"], a["status"],
+                                                         a["started_at"], a["finished_at"], a["seq"]))
+    by_version: dict[tuple, list[RunPlan]] = {}
+    for r in runs:
+        ir = await _ir(store, cache, project, r["workflow_id"], r["version"])
+        p = plan_run(r["run_id"], ir, attempts[r["run_id"]], cut)
+        plan.plans[r["run_id"]] = p
+        plan.irs[r["run_id"]] = ir
+        by_version.setdefault((r["workflow_id"], r["version"]), []).append(p)
+    if to_version is not None:
+        for (wf, version), plans in by_version.items():
+            new = await _ir(store, cache, project, wf, to_version)
+            if version != to_version:
+                check_version(await _ir(store, cache, project, wf, version), new, plans, cut)
+            for p in plans:
+                plan.irs[p.run_id] = new
+    plan.runs = runs
+    _, differing = summarize(list(plan.plans.values()))
+    if differing:
+        ex = differing[0]
+        plan.warnings.append(f"{len(differing)} {_plural(len(differing), 'run differs', 'runs differ')} from "
+                             f"perRun (e.g. {ex.run_id}: reused {ex.reused}, replayed {ex.replayed})")
+    plan.estimated_seconds = _estimate(plan, attempts, concurrency, rate)
+    return plan
+
+
+def _estimate(plan: ReplayPlan, attempts, concurrency: int, rate: float | None) -> int:
+    if not plan.runs:
+        return 0
+    per_run = []
+    durations_by_wf: dict[tuple, dict] = {}
+    for r in plan.runs:
+        ir = plan.irs[r["run_id"]]
+        key = (ir.workflow_id, ir.version)
+        if key not in durations_by_wf:
+            mine = {rr["run_id"]: attempts[rr["run_id"]] for rr in plan.runs if plan.irs[rr["run_id"]] is ir}
+            durations_by_wf[key] = step_durations(ir, mine)
+        per_run.append(run_seconds(ir, plan.plans[r["run_id"]], durations_by_wf[key]))
+    mean = sum(per_run) / len(per_run)
+    total = mean * math.ceil(len(per_run) / max(1, concurrency))
+    if rate:
+        total = max(total, len(per_run) / rate + max(per_run))
+    return int(math.ceil(total))
+
+
+@dataclass
+class ReplayResult:
+    request_id: str
+    replayed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)     # already replayed by this request, or no longer terminal
+
+    def to_dict(self) -> dict:
+        return {"requestId": self.request_id, "replayed": len(self.replayed), "skipped": len(self.skipped),
+                "runs": self.replayed}
+
+
+async def replay_one(store, run: dict, plan: RunPlan, ir: WorkflowIR, request: str, cut: Cut,
+                     to_version: int | None) -> bool:
+    """Open the next epoch of one run, atomically: lock it, skip it if this request replayed it already (or it
+    is not replayable any more), copy the reused results, make it pending. True when replayed now."""
+    now = store.clock.now()
+    async with store.transaction("replay_run") as conn:
+        row = await conn.fetchrow(sql("replay_lock"), run["run_id"], request)
+        if row is None or row["done"] or row["state"] not in REPLAYABLE:
+            return False
+        old, new = row["epoch"], row["epoch"] + 1
+        await conn.fetchval(sql("replay_copy_reused"), run["run_id"], old, list(plan.reused), new, now)
+        data = {"request": request, "epoch": new, "from_epoch": old, "reused": plan.reused,
+                "replayed": plan.replayed, **cut.describe(), "version": ir.version,
+                "from_version": row["version"]}
+        got = await conn.fetchval(sql("replay_begin"), run["run_id"], new, now, ir.version,
+                                  now + timedelta(milliseconds=ir.deadline_ms), json.dumps(data, default=str))
+        return got is not None
+
+
+async def apply(store, plan: ReplayPlan, *, rate: float | None = None,
+                progress: Callable[[int, int], None] | None = None) -> ReplayResult:
+    """Replay every planned run, paced at `rate` runs per second (None: as fast as the database takes them).
+    Each run is its own transaction, so an interrupted call leaves every run either replayed or untouched."""
+    out = ReplayResult(plan.request_id)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    total = len(plan.runs)
+    for i, run in enumerate(plan.runs):
+        if rate:
+            due = start + i / rate
+            delay = due - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        rid = run["run_id"]
+        ok = await replay_one(store, run, plan.plans[rid], plan.irs[rid], plan.request_id, plan.cut,
+                              plan.to_version)
+        (out.replayed if ok else out.skipped).append(rid)
+        if progress is not None:
+            progress(i + 1, total)
+    return out

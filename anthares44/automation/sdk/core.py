@@ -1,0 +1,428 @@
+"""Workflows in code (§12): `@workflow`, `step.run`, `step.sleep`, `ctx.now()`, `ctx.random()`, and the
+deterministic execution that fast-forwards a workflow function through its recorded history.
+
+The coroutine of a workflow is never kept between visits. Each visit calls the function from the top; every
+`step.run` first looks at the log (the `History` of the run's epoch): a step with a recorded success returns its
+result without running the body, a step waiting for a retry or a sleep that has not ended suspends the visit
+(`Suspend`, the run is released until then), and only the first step without an outcome really runs. The order
+in which the function asks for steps is compared with the recorded order: a different step id at the same
+position aborts the run with E_NONDETERMINISTIC_REPLAY (expected vs observed).
+
+The execution talks to its `Host` (the engine's code driver, or a fixture replayer) for everything durable:
+writing an attempt before it runs, its outcome after, and ctx values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hashlib
+import inspect
+import json
+import random as _random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Awaitable, Callable
+
+from ..errors import E_CONNECTOR_FAILED, E_NONDETERMINISTIC_REPLAY, E_STEP_TIMEOUT, A44Error
+
+CTX_PREFIX = "ctx."
+DEFAULT_STEP_TIMEOUT = "60s"
+E_CODE_WORKFLOW = "E_CODE_WORKFLOW"            # the workflow function raised outside a step
+E_CODE_UNAVAILABLE = "E_CODE_UNAVAILABLE"      # the module cannot be loaded, or its source changed
+
+_current: contextvars.ContextVar["Execution | None"] = contextvars.ContextVar("a44_code_execution", default=None)
+
+
+# --- declaring workflows ----------------------------------------------------------------------------------------
+def workflow_id_of(name: str) -> str:
+    return "wf_" + name.replace("-", "_")
+
+
+def source_sha256(fn: Callable) -> str:
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):
+        text = getattr(fn, "__qualname__", repr(fn))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class WorkflowDef:
+    """What `@workflow(name, version=N)` returns: the function plus its identity. Still callable directly."""
+    name: str
+    version: int
+    fn: Callable[..., Awaitable[Any]]
+    timeout: str | None = None
+
+    @property
+    def workflow_id(self) -> str:
+        return workflow_id_of(self.name)
+
+    @property
+    def source_sha256(self) -> str:
+        return source_sha256(self.fn)
+
+    def __call__(self, *a, **kw):
+        return self.fn(*a, **kw)
+
+
+def workflow(name: str, *, version: int, timeout: str | None = None) -> Callable[[Callable], WorkflowDef]:
+    """`@workflow("tenant-onboard", version=4)` over `async def onboard(ctx, input)`."""
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError("workflow version must be a positive integer (§3)")
+
+    def wrap(fn: Callable) -> WorkflowDef:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"workflow {name!r} must be an `async def` function")
+        return WorkflowDef(name, version, fn, timeout)
+
+    return wrap
+
+
+# --- what the log holds for one run epoch -------------------------------------------------------------------------
+@dataclass
+class Recorded:
+    """One attempt as the execution needs it (a row of step_attempts)."""
+    step_id: str
+    kind: str
+    attempt: int
+    status: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    result: Any = None
+    error_code: str | None = None
+    error_message: str | None = None
+    retry_at: datetime | None = None
+    handle: Any = None          # the host's own object for this attempt
+
+
+@dataclass
+class StepLog:
+    actions: list[Recorded] = field(default_factory=list)
+    compensations: list[Recorded] = field(default_factory=list)
+
+    @property
+    def last(self) -> Recorded | None:
+        return self.actions[-1] if self.actions else None
+
+    @property
+    def next_attempt(self) -> int:
+        return self.actions[-1].attempt + 1 if self.actions else 1
+
+    @property
+    def counted_failures(self) -> int:
+        from ..runtime.engine.retry_policy import counts_against_budget
+        return sum(1 for a in self.actions if counts_against_budget(a.status, a.error_code))
+
+
+@dataclass
+class History:
+    steps: dict[str, StepLog] = field(default_factory=dict)
+    sequence: list[str] = field(default_factory=list)     # step ids (not ctx values) in recorded order
+
+    @classmethod
+    def of(cls, attempts: list[Recorded]) -> "History":
+        """`attempts` in log order (the order their first event was written)."""
+        h = cls()
+        for a in attempts:
+            log = h.steps.setdefault(a.step_id, StepLog())
+            (log.actions if a.kind == "action" else log.compensations).append(a)
+            if a.kind == "action" and not a.step_id.startswith(CTX_PREFIX) and a.step_id not in h.sequence:
+                h.sequence.append(a.step_id)
+        for log in h.steps.values():
+            log.actions.sort(key=lambda x: x.attempt)
+            log.compensations.sort(key=lambda x: x.attempt)
+        return h
+
+    def log(self, step_id: str) -> StepLog:
+        return self.steps.setdefault(step_id, StepLog())
+
+
+# --- how a visit ends ---------------------------------------------------------------------------------------------
+class Suspend(BaseException):
+    """Unwinds the workflow function: nothing more can happen before `due` (retry delay or sleep end)."""
+
+    def __init__(self, due: datetime, state: str):
+        super().__init__(due, state)
+        self.due, self.state = due, state
+
+
+class StepFailed(Exception):
+    """A step failed for good (after its retries): the run fails, completed steps are compensated."""
+
+    def __init__(self, step_id: str, code: str, message: str):
+        super().__init__(f"{step_id}: {code} {message}")
+        self.step_id, self.code, self.message = step_id, code, message
+
+
+class NonDeterministic(A44Error):
+    def __init__(self, position: int, expected: str | None, observed: str | None):
+        exp = f"step {expected!r}" if expected else "the end of the workflow"
+        obs = f"step {observed!r}" if observed else "the workflow returning"
+        super().__init__(E_NONDETERMINISTIC_REPLAY,
+                         f"step #{position + 1}: the log recorded {exp} but the code asked for {obs}; code "
+                         f"outside step.run must be deterministic (use ctx.now() / ctx.random())",
+                         step_id=observed or expected,
+                         hint="publish the change as a new version; runs in flight keep the version they started on",
+                         details={"expected": expected, "observed": observed, "position": position + 1})
+        self.expected, self.observed = expected, observed
+
+
+class Host:
+    """What an execution needs from whoever drives it. Times come from `now()` (the engine's clock)."""
+
+    def now(self) -> datetime:
+        raise NotImplementedError
+
+    def rng(self) -> _random.Random:
+        raise NotImplementedError
+
+    async def start(self, step_id: str, attempt: int) -> Recorded:
+        """Write the attempt's `running` row (committed) before the body runs."""
+        raise NotImplementedError
+
+    async def finish(self, a: Recorded, status: str, *, result: Any = None, error: A44Error | None = None,
+                     retry_at: datetime | None = None) -> None:
+        """Write the attempt's outcome (committed) before the step counts as done."""
+        raise NotImplementedError
+
+    def expire(self, a: Recorded) -> None:
+        """An attempt found `running` by a new visit was interrupted: mark it lease_expired (with the next write)."""
+        raise NotImplementedError
+
+    def record_value(self, key: str, value: Any) -> None:
+        """Record a ctx.now()/ctx.random() value (written with the next commit, before any effect can see it)."""
+        raise NotImplementedError
+
+
+# --- helpers ------------------------------------------------------------------------------------------------------
+def _iso(value: datetime) -> str:
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def jsonable(value: Any) -> Any:
+    """Results go to the log as JSON: datetimes become ISO 8601 strings, tuples lists."""
+    def default(v):
+        if isinstance(v, datetime):
+            return _iso(v)
+        if isinstance(v, timedelta):
+            return v.total_seconds()
+        raise TypeError(f"{type(v).__name__} is not JSON-serialisable")
+    return json.loads(json.dumps(value, default=default, allow_nan=False))
+
+
+def duration_ms(value: str | int | float | timedelta | None, default: str | None = None) -> int:
+    from ..app.durations import parse_duration
+    if value is None:
+        value = default
+    return int(parse_duration(value).total_seconds() * 1000)
+
+
+def retry_ir(retry: dict | int | None):
+    """`retry={"max": 4, "strategy": "exponential-jitter", "base": "1s", "cap": "30s"}` (or just a count)."""
+    from ..compiler.ir import DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS, RetryIR
+    if retry is None:
+        return RetryIR(max=0, strategy="none", base_ms=DEFAULT_RETRY_BASE_MS, cap_ms=DEFAULT_RETRY_CAP_MS)
+    if isinstance(retry, int):
+        retry = {"max": retry}
+    return RetryIR(max=int(retry.get("max", 3)), strategy=retry.get("strategy", "exponential-jitter"),
+                   base_ms=duration_ms(retry["base"]) if "base" in retry else DEFAULT_RETRY_BASE_MS,
+                   cap_ms=duration_ms(retry["cap"]) if "cap" in retry else DEFAULT_RETRY_CAP_MS)
+
+
+async def call_user(fn: Callable[[], Any], timeout_ms: int) -> Any:
+    """Run a step body: an `async def` is awaited; a plain function runs in a thread (so a blocking client does
+    not stall lease renewals) and an awaitable it returns (a lambda calling an async client) is awaited."""
+    async with asyncio.timeout(max(timeout_ms, 1) / 1000):
+        if inspect.iscoroutinefunction(fn):
+            out = await fn()
+        else:
+            out = await asyncio.to_thread(fn)
+        if inspect.isawaitable(out):
+            out = await out
+        return out
+
+
+def as_error(exc: BaseException, step_id: str, timeout_ms: int) -> tuple[str, A44Error]:
+    if isinstance(exc, TimeoutError):
+        return "timeout", A44Error(E_STEP_TIMEOUT, f"step {step_id} did not finish within {timeout_ms} ms",
+                                   step_id=step_id)
+    if isinstance(exc, A44Error):
+        if exc.step_id is None:
+            exc.step_id = step_id
+        return "failed", exc
+    retryable = isinstance(exc, (ConnectionError, OSError))
+    return "failed", A44Error("E_NETWORK" if retryable else E_CONNECTOR_FAILED,
+                              f"step {step_id} raised {type(exc).__name__}: {exc}", step_id=step_id)
+
+
+# --- the execution ------------------------------------------------------------------------------------------------
+class Context:
+    """`ctx` of a workflow function: run identity, and the deterministic `now()` / `random()`."""
+
+    def __init__(self, execution: "Execution", run_id: str, workflow_id: str, idempotency_key: str, input: Any):
+        self._x = execution
+        self.run_id = run_id
+        self.workflow_id = workflow_id
+        self.input = input
+        self._run_key = idempotency_key
+
+    @property
+    def idempotency_key(self) -> str:
+        """Inside a step body: the step's key `{run_id}:{step_id}` (§2), the same for every attempt. Outside: the
+        run's idempotency key."""
+        step = self._x.current_step
+        return f"{self.run_id}:{step}" if step else self._run_key
+
+    def now(self) -> datetime:
+        """The instant of the first execution, recorded; a replay gets the same value."""
+        v = self._x.value("now", lambda: _iso(self._x.host.now()))
+        return datetime.fromisoformat(v.replace("Z", "+00:00"))
+
+    def random(self) -> float:
+        """A float in [0, 1) drawn on the first execution, recorded."""
+        return float(self._x.value("random", lambda: self._x.host.rng().random()))
+
+
+class Execution:
+    def __init__(self, wf: WorkflowDef, history: History, host: Host, *, run_id: str, idempotency_key: str,
+                 input: Any):
+        self.wf = wf
+        self.history = history
+        self.host = host
+        self.ctx = Context(self, run_id, wf.workflow_id, idempotency_key, input)
+        self.input = input
+        self.position = 0                  # step calls so far in this execution
+        self.current_step: str | None = None
+        self.completed: list[str] = []     # steps that succeeded, in order
+        self.compensators: dict[str, Callable] = {}
+        self._values: dict[str, int] = {}
+        self._seen: set[str] = set()
+
+    async def run(self) -> Any:
+        """Call the workflow function from the top. Returns its result, or raises Suspend / StepFailed /
+        NonDeterministic / the user's exception."""
+        token = _current.set(self)
+        try:
+            result = await self.wf.fn(self.ctx, self.input)
+        finally:
+            _current.reset(token)
+        if self.position < len(self.history.sequence):
+            raise NonDeterministic(self.position, self.history.sequence[self.position], None)
+        return jsonable(result)
+
+    # --- ctx values ----------------------------------------------------------------------------------------------
+    def value(self, what: str, make: Callable[[], Any]) -> Any:
+        n = self._values[what] = self._values.get(what, 0) + 1
+        key = f"{CTX_PREFIX}{what}#{n}"
+        log = self.history.steps.get(key)
+        if log is not None and log.last is not None and log.last.status == "succeeded":
+            return log.last.result
+        v = make()
+        self.host.record_value(key, v)
+        self.history.log(key).actions.append(Recorded(key, "action", 1, "succeeded", self.host.now(), result=v))
+        return v
+
+    # --- steps ---------------------------------------------------------------------------------------------------
+    def _enter(self, step_id: str) -> StepLog:
+        if not isinstance(step_id, str) or not step_id or step_id.startswith(CTX_PREFIX):
+            raise ValueError(f"bad step id {step_id!r}")
+        if step_id in self._seen:
+            raise ValueError(f"step id {step_id!r} is used twice in one run; step ids must be unique")
+        seq = self.history.sequence
+        if self.position < len(seq) and seq[self.position] != step_id:
+            raise NonDeterministic(self.position, seq[self.position], step_id)
+        if self.position >= len(seq) and step_id in seq:
+            raise NonDeterministic(self.position, None, step_id)
+        self.position += 1
+        self._seen.add(step_id)
+        return self.history.log(step_id)
+
+    async def run_step(self, step_id: str, fn: Callable[[], Any], *, timeout: Any = None, retry: Any = None,
+                       compensate: Callable[[], Any] | None = None) -> Any:
+        log = self._enter(step_id)
+        last = log.last
+        if last is not None and last.status == "succeeded":
+            return self._done(step_id, last.result, compensate)
+        if last is not None and last.status in ("failed", "timeout") and last.retry_at is None:
+            raise StepFailed(step_id, last.error_code or E_CONNECTOR_FAILED, last.error_message or "")
+        now = self.host.now()
+        if last is not None and last.status in ("failed", "timeout") and now < last.retry_at:
+            raise Suspend(last.retry_at, "waiting")
+        if last is not None and last.status == "running":       # the previous visit died mid-step
+            self.host.expire(last)
+            last.status = "lease_expired"
+        timeout_ms = duration_ms(timeout, DEFAULT_STEP_TIMEOUT)
+        a = await self.host.start(step_id, log.next_attempt)
+        log.actions.append(a)
+        self.current_step = step_id
+        try:
+            result = jsonable(await call_user(fn, timeout_ms))
+        except Exception as exc:  # noqa: BLE001 - a step body's failure is the step's outcome
+            status, err = as_error(exc, step_id, timeout_ms)
+            await self._failed(log, a, status, err, retry_ir(retry))
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            self.current_step = None
+        await self.host.finish(a, "succeeded", result=result)
+        a.status, a.result = "succeeded", result
+        return self._done(step_id, result, compensate)
+
+    async def _failed(self, log: StepLog, a: Recorded, status: str, err: A44Error, policy) -> None:
+        from ..runtime.engine.retry_policy import Failure, counts_against_budget, retry_delay_ms
+        n = log.counted_failures + (1 if counts_against_budget(status, err.code) else 0)
+        delay = retry_delay_ms(policy, n, Failure.of(err), self.host.rng())
+        now = self.host.now()
+        retry_at = now + timedelta(milliseconds=delay) if delay is not None else None
+        await self.host.finish(a, status, error=err, retry_at=retry_at)
+        a.status, a.error_code, a.error_message, a.retry_at = status, err.code, err.message, retry_at
+        if retry_at is not None:
+            raise Suspend(retry_at, "waiting")
+        raise StepFailed(a.step_id, err.code, err.message)
+
+    def _done(self, step_id: str, result: Any, compensate: Callable | None) -> Any:
+        self.completed.append(step_id)
+        if compensate is not None:
+            self.compensators[step_id] = compensate
+        return result
+
+    async def sleep(self, step_id: str, duration: Any) -> None:
+        log = self._enter(step_id)
+        ms = duration_ms(duration)
+        last = log.last
+        if last is not None and last.status == "succeeded":
+            self.completed.append(step_id)
+            return
+        if last is None:
+            last = await self.host.start(step_id, 1)
+            log.actions.append(last)
+        end = last.started_at + timedelta(milliseconds=ms)
+        if self.host.now() < end:
+            raise Suspend(end, "sleeping")
+        await self.host.finish(last, "succeeded")
+        last.status = "succeeded"
+        self.completed.append(step_id)
+
+
+def current() -> Execution:
+    x = _current.get()
+    if x is None:
+        raise RuntimeError("step.run / step.sleep are only available inside a running @workflow function")
+    return x
+
+
+class _Step:
+    """`step.run(id, fn=..., timeout=..., retry=..., compensate=...)` and `step.sleep(id, duration)`."""
+
+    async def run(self, step_id: str, fn: Callable[[], Any] | None = None, *, timeout: Any = None,
+                  retry: Any = None, compensate: Callable[[], Any] | None = None) -> Any:
+        if fn is None:
+            raise TypeError("step.run needs fn=")
+        return await current().run_step(step_id, fn, timeout=timeout, retry=retry, compensate=compensate)
+
+    async def sleep(self, step_id: str, duration: Any) -> None:
+        await current().sleep(step_id, duration)
+
+
+step = _Step()
