@@ -113,3 +113,47 @@ E_AUTH_FAILED = _code("E_AUTH_FAILED", False, "the connector could not obtain cr
 E_BOT_INVALID_ANSWER = _code("E_BOT_INVALID_ANSWER", True, "the model's answer failed the step's schema")
 E_STORAGE = _code("E_STORAGE", False, "the object store refused or failed an operation")
 E_STORAGE_NOT_FOUND = _code("E_STORAGE_NOT_FOUND", False, "no object has that key")
+
+# Requests refused at the HTTP and CLI edges (§9, §17): what the caller sent, not the run, is wrong
+E_INVALID_ARGUMENT = _code("E_INVALID_ARGUMENT", False, "an argument or request field is missing or malformed")
+E_BAD_INPUT = _code("E_BAD_INPUT", False, "an input line or value could not be read")
+E_BODY_TOO_LARGE = _code("E_BODY_TOO_LARGE", False, "the request body is larger than 1 MB")
+E_METHOD_NOT_ALLOWED = _code("E_METHOD_NOT_ALLOWED", False, "only POST is accepted on a webhook endpoint")
+E_UNSUPPORTED_MEDIA_TYPE = _code("E_UNSUPPORTED_MEDIA_TYPE", False, "only Content-Type: application/json is accepted")
+E_HEADER_DUPLICATED = _code("E_HEADER_DUPLICATED", False, "a header that must appear once appeared twice")
+E_TRIGGER_NOT_FOUND = _code("E_TRIGGER_NOT_FOUND", False, "no active trigger has that id in that project")
+E_EVENT_NOT_FOUND = _code("E_EVENT_NOT_FOUND", False, "no event has that id")
+E_SECRET_ALREADY_SHOWN = _code("E_SECRET_ALREADY_SHOWN", False,
+                               "a webhook secret is shown once; rotate it to get a new one")
+E_TOKEN_INVALID = _code("E_TOKEN_INVALID", False, "the API token is missing, unknown, expired or revoked")
+E_TOKEN_NOT_FOUND = _code("E_TOKEN_NOT_FOUND", False, "no API token has that name")
+E_FORBIDDEN = _code("E_FORBIDDEN", False, "the token's scope or allowed networks do not cover this request")
+
+# Replay (§13) and workflows in code (§12)
+E_REPLAY_NOT_TERMINAL = _code("E_REPLAY_NOT_TERMINAL", False, "only a run that has ended can be replayed")
+E_REPLAY_UNKNOWN_STEP = _code("E_REPLAY_UNKNOWN_STEP", False, "the replay cut names a step the workflow does not have")
+E_REPLAY_VERSION_MISMATCH = _code("E_REPLAY_VERSION_MISMATCH", False,
+                                  "--to-version changes a step before the cut; results cannot be reused")
+E_CODE_WORKFLOW = _code("E_CODE_WORKFLOW", False, "the code workflow raised outside of a step")
+E_CODE_UNAVAILABLE = _code("E_CODE_UNAVAILABLE", False,
+                           "the code workflow's module cannot be imported or changed since it was published")
+
+
+def _markdown() -> str:
+    """docs/errors.md, generated: `python -m anthares44.automation.errors > docs/errors.md`."""
+    lines = ["# Runtime error codes", "",
+             "Every error a run, a request or a command can end with has one of these stable codes (compile-time",
+             "problems are diagnostics `A44xxx`: [diagnostics.md](diagnostics.md)). *Retryable* says whether a step",
+             "failing with it is retried within its `retry` budget (§6.3). `E_UPSTREAM_<status>` (HTTP answers: "
+             "retryable",
+             "for 408, 429, 500, 502, 503, 504) and `E_EXPR_*` (CEL evaluation, reported on a step as `E_EXPR_EVAL`) "
+             "are",
+             "families. Regenerate with `python -m anthares44.automation.errors > docs/errors.md`; "
+             "`tests/test_error_codes.py` keeps it true.", "",
+             "| code | retryable | meaning |", "|---|---|---|"]
+    lines += [f"| `{c}` | {'yes' if i.retryable else 'no'} | {i.title} |" for c, i in CODES.items()]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(_markdown(), end="")
