@@ -68,6 +68,14 @@ steps:
   - { id: after, uses: pass, timeout: 5s, output: { ok: true } }
 """
 DAEMON_CMD = ["a44"]   # or "module": bench/runtime_daemon.py (same Daemon, no CLI parsing)
+SQL_WF = """
+name: bench-sql
+version: 1
+steps:
+  - { id: s1, uses: sql/execute, timeout: 5s, query: "select $1::int as n", params: [1] }
+  - { id: s2, uses: sql/execute, timeout: 5s, query: "select $1::int as n", params: [2] }
+  - { id: s3, uses: sql/execute, timeout: 5s, query: "select $1::int as n", params: [3] }
+"""
 TERMINAL = ("succeeded", "failed", "compensation_failed", "cancelled")
 
 
@@ -260,7 +268,8 @@ async def latency(url: str, store: Store, n: int) -> tuple[list[float], list[flo
 
 
 # --- (b) throughput ---------------------------------------------------------------------------------------------
-async def throughput(url: str, home: Path, n: int, concurrency: int, latency_n: int) -> dict:
+async def throughput(url: str, home: Path, n: int, concurrency: int, latency_n: int,
+                     workflow: str = "wf_bench_pass") -> dict:
     await truncate(url)
     out: dict = {}
     store = await Store.connect(url, min_size=2, max_size=8, results_dir=home / "results")
@@ -277,7 +286,7 @@ async def throughput(url: str, home: Path, n: int, concurrency: int, latency_n: 
     try:
         d.pause()
         t_create = time.perf_counter()
-        await create_runs(store, "wf_bench_pass", n, f"tp-{time.monotonic_ns()}")
+        await create_runs(store, workflow, n, f"tp-{time.monotonic_ns()}")
         out["create_s"] = n / (time.perf_counter() - t_create)
         await store.close()
         x0 = await settled_commits(url)
@@ -290,16 +299,17 @@ async def throughput(url: str, home: Path, n: int, concurrency: int, latency_n: 
         while True:
             await asyncio.sleep(0.05)
             rss_peak = max(rss_peak, d.status("VmRSS"))
-            left = await poll.fetchval("select count(*) from automation.runs where workflow_id = 'wf_bench_pass' "
-                                       "and state not in ('succeeded', 'failed', 'compensation_failed', 'cancelled')")
+            left = await poll.fetchval("select count(*) from automation.runs where workflow_id = $1 "
+                                       "and state not in ('succeeded', 'failed', 'compensation_failed', 'cancelled')",
+                                       workflow)
             polls += 1
             if left == 0:
                 break
             if time.time() - t0 > 600:
                 raise RuntimeError("runs did not finish in 10 minutes")
         last = await poll.fetchval("select extract(epoch from max(finished_at)) from automation.runs "
-                                   "where workflow_id = 'wf_bench_pass' and run_id in (select run_id from "
-                                   "automation.runs order by created_at desc limit $1)", n)
+                                   "where workflow_id = $2 and run_id in (select run_id from "
+                                   "automation.runs order by created_at desc limit $1)", n, workflow)
         bad = await poll.fetchval("select count(*) from automation.runs where state <> 'succeeded'")
         polls += 2
         await poll.close()
@@ -367,6 +377,7 @@ async def prepare(url: str, home: Path) -> None:
     wf.mkdir(exist_ok=True)
     (wf / "bench-pass.yaml").write_text(PASS_WF)
     (wf / "bench-sleep.yaml").write_text(SLEEP_WF)
+    (wf / "bench-sql.yaml").write_text(SQL_WF)
     report = await publish(store, PROJECT, [str(wf)])
     if report.errors:
         raise SystemExit(f"publish failed: {[d.to_dict() for d in report.diagnostics]}")
@@ -419,6 +430,12 @@ def bench(durable: bool, args) -> dict:
                   f"create_run/s {tp['create_s']:,.0f} | daemon CPU {tp['daemon_cpu_ms_per_run']:.2f} ms/run "
                   f"({tp['daemon_cpu_ms_per_run'] * tp['runs_s'] / 1000:.0%} of a core), PostgreSQL CPU "
                   f"{tp['pg_cpu_ms_per_run']:.2f} ms/run ({tp['pg_cpu_ms_per_run'] * tp['runs_s'] / 1000:.0%})", flush=True)
+        if args.sql_runs:
+            res["sql"] = asyncio.run(throughput(url, home, args.sql_runs, args.concurrency, 0, "wf_bench_sql"))
+            q = res["sql"]
+            print(f"  3-step sql/execute (`select $1`, steps with an effect): runs/s {q['runs_s']:,.0f} steps/s "
+                  f"{q['steps_s']:,.0f} | commits/run {q['commits_per_run']:.2f} | HWM {q['hwm_mb']:.0f} MB | "
+                  f"not succeeded {q['failed']}", flush=True)
         if args.parked:
             res["parked"] = asyncio.run(parked(url, home, args.parked, args.concurrency, args.cycles))
             p = res["parked"]
@@ -430,6 +447,9 @@ def bench(durable: bool, args) -> dict:
 
             res["rt"] = asyncio.run(count_round_trips(url, home, args.round_trips))
             print(f"  in-process counts over {args.round_trips} runs: {res['rt']}", flush=True)
+            res["rt_effect"] = asyncio.run(count_round_trips(url, home, args.runs, effect=True))
+            print(f"  in-process, steps with an effect (pass not inlined), {args.runs} runs: {res['rt_effect']}",
+                  flush=True)
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -470,6 +490,16 @@ def summary(res: dict, args) -> None:
         rows.append(("round trips / transactions per run (in-process count)",
                      f"{res['rt']['round_trips_per_run']:.2f} / {res['rt']['transactions_per_run']:.2f}",
                      f"DBOS {REFERENCE['dbos_round_trips_per_run']} / {REFERENCE['dbos_commits_per_run']}", ""))
+    if "sql" in res:
+        q = res["sql"]
+        rows.append(("3-step sql/execute `select $1` (effect path, daemon): runs/s, steps/s, commits/run",
+                     f"{q['runs_s']:,.0f}, {q['steps_s']:,.0f}, {q['commits_per_run']:.2f}", "", ""))
+    if "rt_effect" in res:
+        e = res["rt_effect"]
+        rows.append(("steps with an effect (in-process Engine, 2,000 runs): runs/s, steps/s",
+                     f"{e['runs_s']:,.0f}, {3 * e['runs_s']:,.0f}", "", ""))
+        rows.append(("steps with an effect: round trips / transactions per run",
+                     f"{e['round_trips_per_run']:.2f} / {e['transactions_per_run']:.2f}", "", ""))
     w = max(len(r[0]) for r in rows)
     print(f"| {'figure':<{w}} | ours | reference | target |\n|{'-' * (w + 2)}|---|---|---|")
     for r in rows:
@@ -492,6 +522,8 @@ def main() -> None:
     ap.add_argument("--limit-seconds", type=float, default=2.0)
     ap.add_argument("--limit-conns", type=int, default=8)
     ap.add_argument("--round-trips", type=int, default=200, help="runs for the in-process round-trip count (0: skip)")
+    ap.add_argument("--sql-runs", type=int, default=2000,
+                    help="runs of a 3-step sql/execute workflow through the daemon (steps with an effect; 0: skip)")
     ap.add_argument("--also-non-durable", action="store_true", help="repeat everything with durable=False")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--daemon", choices=("a44", "module"), default="a44",
@@ -504,6 +536,7 @@ def main() -> None:
         DAEMON_CMD[0] = "module"
     if args.quick:
         args.runs, args.latency_runs, args.parked, args.repeat, args.limit_seconds = 500, 50, 1000, 1, 1.0
+        args.sql_runs = 500
     results = [bench(True, args)]
     if args.also_non_durable:
         results.append(bench(False, args))

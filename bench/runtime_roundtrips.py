@@ -1,6 +1,7 @@
 """Round trips and transactions per run, counted in-process (helper of bench_runtime.py).
 
-An in-process `Engine` (what the daemon runs) drives N already-created 3-step `pass` runs; asyncpg's
+An in-process `Engine` (what the daemon runs) drives N already-created 3-step `pass` runs (with `effect=True`,
+`pass` is replaced by a subclass the engine does not inline, to measure the path of steps with an effect); asyncpg's
 `Connection._execute` (every parameterised statement) and `Connection.execute` without arguments (simple
 queries: BEGIN, COMMIT, the pool's reset) are wrapped to count client/server round trips, and statements sent
 outside a transaction count as one transaction each (a BEGIN opens one). Statement preparation (one extra round
@@ -10,6 +11,7 @@ trip per statement text per pooled connection, then cached by asyncpg) is counte
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +20,8 @@ import asyncpg.connection
 
 from anthares44.automation.runtime.engine import Engine
 from anthares44.automation.runtime.store import Store
+from anthares44.automation.stdlib_connectors.pass_ import PassConnector
+from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 
 PROJECT = "pj_default"
 
@@ -63,17 +67,29 @@ def counting():
         C._executemany = orig__executemany
 
 
-async def count_round_trips(url: str, home: Path, n: int = 200, concurrency: int = 64) -> dict:
-    store = await Store.connect(url, min_size=2, max_size=concurrency + 3, results_dir=home / "results")
+class EffectPass(PassConnector):
+    """`pass` as if it had an external effect (a subclass is not inlined): every step then takes the general
+    path, a `running` row committed before the call and the finish committed with the next start."""
+
+
+async def count_round_trips(url: str, home: Path, n: int = 200, concurrency: int = 64, effect: bool = False) -> dict:
+    store = await Store.connect(url, min_size=2, max_size=16, results_dir=home / "results")
     try:
-        await asyncio.gather(*(store.create_run(PROJECT, "wf_bench_pass", {"i": i}, f"rt-{id(store)}-{i}")
+        tag = f"rt-{effect}-{time.monotonic_ns()}"
+        await asyncio.gather(*(store.create_run(PROJECT, "wf_bench_pass", {"i": i}, f"{tag}-{i}")
                                for i in range(n)))
-        engine = Engine(store, worker_id="rt", concurrency=concurrency)
+        registry = ConnectorRegistry()
+        if effect:
+            registry.register(EffectPass(), "pass")
+        engine = Engine(store, registry, worker_id="rt", concurrency=concurrency)
+        t0 = time.perf_counter()
         with counting() as counts:
             await engine.drive()
+        elapsed = time.perf_counter() - t0
         states = await store.fetch("runs_list", PROJECT, None, "wf_bench_pass", None, None, n, 0)
         assert sum(1 for r in states if r["state"] == "succeeded") == n, "not every run succeeded"
     finally:
         await store.close()
     return {"round_trips_per_run": counts["round_trips"] / n, "transactions_per_run": counts["transactions"] / n,
+            "runs_s": n / elapsed,
             "detail_per_run": {k: round(v / n, 2) for k, v in sorted(counts.items())}}

@@ -31,7 +31,7 @@ from .worker import DEFAULT_LEASE, Engine, default_worker_id
 log = logging.getLogger("a44.daemon")
 NOTIFY_CHANNEL = "a44_runs_due"
 PARTITIONS_EVERY = timedelta(hours=24)
-POOL_MAX = int(os.environ.get("A44_POOL_MAX", "16"))
+POOL_MAX = 16                  # connections of a daemon pool unless WorkerSettings.pool_size says otherwise
 
 
 def _duration(text: str | None, default: timedelta) -> timedelta:
@@ -234,8 +234,16 @@ class Daemon:
             if delay <= 0:
                 self._wake.set()
             else:
-                self._timers = [t for t in self._timers if not t.cancelled() and t.when() > loop.time()]
-                self._timers.append(loop.call_later(delay, self._wake.set))
+                # one timer, the earliest: once woken the loop asks the database for the next due time anyway,
+                # so a timer per payload (thousands of runs parked in a sleep) would only hold memory
+                at, now = loop.time() + delay, loop.time()
+                armed = [t for t in self._timers if not t.cancelled() and t.when() > now]
+                if armed and armed[0].when() <= at:
+                    self._timers = armed[:1]
+                    return
+                for t in armed:
+                    t.cancel()
+                self._timers = [loop.call_later(delay, self._wake.set)]
 
         while True:
             try:
