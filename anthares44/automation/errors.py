@@ -128,6 +128,13 @@ E_SECRET_ALREADY_SHOWN = _code("E_SECRET_ALREADY_SHOWN", False,
 E_TOKEN_INVALID = _code("E_TOKEN_INVALID", False, "the API token is missing, unknown, expired or revoked")
 E_TOKEN_NOT_FOUND = _code("E_TOKEN_NOT_FOUND", False, "no API token has that name")
 E_FORBIDDEN = _code("E_FORBIDDEN", False, "the token's scope or allowed networks do not cover this request")
+# The CLI against a remote daemon (docs/api.md "Remote mode")
+E_API_UNAVAILABLE = _code("E_API_UNAVAILABLE", True, "the remote a44 API cannot be reached")
+E_API = _code("E_API", False, "the remote a44 API answered with something that is not an a44 answer")
+E_NOT_LOGGED_IN = _code("E_NOT_LOGGED_IN", False,
+                        "no credentials for this project and server; run `a44 auth login`")
+E_REMOTE_UNSUPPORTED = _code("E_REMOTE_UNSUPPORTED", False,
+                             "this verb works against the database only, not against a remote daemon")
 
 # Replay (§13) and workflows in code (§12)
 E_REPLAY_NOT_TERMINAL = _code("E_REPLAY_NOT_TERMINAL", False, "only a run that has ended can be replayed")
@@ -138,6 +145,11 @@ E_CODE_WORKFLOW = _code("E_CODE_WORKFLOW", False, "the code workflow raised outs
 E_CODE_UNAVAILABLE = _code("E_CODE_UNAVAILABLE", False,
                            "the code workflow's module cannot be imported or changed since it was published")
 
+
+# Queues and the dead-letter queue (§10)
+E_QUEUE_NOT_FOUND = _code("E_QUEUE_NOT_FOUND", False, "no published queue has that id")
+E_DLQ_NOT_FOUND = _code("E_DLQ_NOT_FOUND", False, "no dead letter has that id")
+E_DLQ_FILTER = _code("E_DLQ_FILTER", False, "the --filter expression does not compile")
 
 def _markdown() -> str:
     """docs/errors.md, generated: `python -m anthares44.automation.errors > docs/errors.md`."""

@@ -3,7 +3,9 @@ caps and how failures are classified."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import asyncpg
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from anthares44.automation.errors import (E_CONNECTOR_FAILED, E_DB_UNAVAILABLE, E_SQL, E_SQL_CONFLICT,
                                           E_STEP_TIMEOUT, A44Error)
 from anthares44.automation.runtime.render import make_scope, render_params
+from anthares44.automation.stdlib_connectors.protocol import StepContext
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 from tests.connectors.support import closed_port, run_step
 
@@ -154,3 +157,68 @@ def test_no_project_pool_is_a_clear_configuration_error(registry, make_ctx, aio)
     with pytest.raises(A44Error) as exc:
         aio(run_step(registry, "sql/execute", {"query": "select 1"}, make_ctx()))
     assert exc.value.code == E_CONNECTOR_FAILED and "db_pool" in exc.value.message
+
+
+def _commits_per_step(pg_url, clock, aio, tmp_path) -> float:
+    """Steady-state transactions (pg_stat_database.xact_commit) per sql/execute step on the project pool: two
+    sessions of 5 and 25 steps on one pooled connection; the difference removes the constant costs (connecting,
+    type introspection, the first Parse on the connection, the reading connection's own transactions)."""
+    from anthares44.automation.runtime.store import Store
+    from tests.runtime.engine_support import xact_commits
+
+    async def session(n: int) -> int:
+        before = await xact_commits(pg_url)
+        s = await Store.connect(pg_url, clock=clock, min_size=1, max_size=1, results_dir=tmp_path)
+        reg = ConnectorRegistry()
+        try:
+            for i in range(n):
+                ctx = StepContext(run_id=f"run_{i}", step_id="s", attempt=1, idempotency_key=f"run_{i}:s",
+                                  project_id="pj_default", workflow_id="wf", deadline=time.monotonic() + 10,
+                                  services={"db_pool": s.pool})
+                out = await run_step(reg, "sql/execute", {
+                    "query": "insert into guard (run_id, step_id, amount) values ($1, $2, $3) "
+                             "on conflict (run_id, step_id) do nothing", "params": [ctx.run_id, "s", "1.5"]}, ctx)
+                assert out["rowCount"] == 1
+        finally:
+            await reg.aclose()
+            await s.close()               # a backend flushes its counters when it exits
+        await asyncio.sleep(0.05)
+        return await xact_commits(pg_url) - before
+
+    async def setup():
+        conn = await asyncpg.connect(pg_url)
+        await conn.execute("create table guard (run_id text, step_id text, amount numeric, "
+                           "primary key (run_id, step_id))")
+        await conn.close()
+
+    aio(setup())
+    small = aio(session(5))
+    aio(_truncate(pg_url))
+    large = aio(session(25))
+    return (large - small) / 20
+
+
+async def _truncate(pg_url):
+    conn = await asyncpg.connect(pg_url)
+    await conn.execute("truncate guard")
+    await conn.close()
+
+
+def test_a_step_costs_the_statement_and_the_pool_reset_only(pg_url, clock, aio, tmp_path, capsys):
+    """One transaction for the statement (asyncpg's statement cache: no Parse/Describe round trip, so no extra
+    implicit transaction, after the first use on a connection) and one for the pool's session reset. Before the
+    cache was used, `conn.prepare` cost a third one per step."""
+    per_step = _commits_per_step(pg_url, clock, aio, tmp_path)
+    with capsys.disabled():
+        print(f"\nsql/execute: {per_step:.2f} commits per step")
+    assert per_step <= 2.1
+
+
+def test_a_cached_statement_invalidated_by_ddl_is_prepared_again(registry, db, aio):
+    sql(registry, aio, db(), "create table c (id int)")
+    sql(registry, aio, db(), "insert into c values ($1)", ["1"])
+    assert sql(registry, aio, db(), "select * from c where id = $1", [1])["rows"] == [{"id": 1}]
+    sql(registry, aio, db(), "alter table c add column note text default 'x'")     # result type changes
+    assert sql(registry, aio, db(), "select * from c where id = $1", [1])["rows"] == [{"id": 1, "note": "x"}]
+    sql(registry, aio, db(), "alter table c alter column id type text")             # parameter type changes
+    assert sql(registry, aio, db(), "select * from c where id = $1", [1])["rows"] == [{"id": "1", "note": "x"}]

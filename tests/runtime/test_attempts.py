@@ -61,7 +61,7 @@ def test_finishing_an_attempt_twice_is_refused(store, run_id, aio):
         aio(store.record_attempt_finish(ref, "running"))
 
 
-def test_result_over_256kb_goes_to_a_file(store, run_id, aio, tmp_path):
+def test_result_over_256kb_goes_to_the_object_store(store, run_id, aio, tmp_path):
     small = {"blob": "x" * (MAX_INLINE_BYTES - len('{"blob":""}'))}  # exactly 256 KB serialised: still inline
     big = {"blob": "y" * MAX_INLINE_BYTES}
     r1 = aio(store.record_attempt_start(run_id, "small", 1, project=P))
@@ -69,7 +69,8 @@ def test_result_over_256kb_goes_to_a_file(store, run_id, aio, tmp_path):
     assert out1["result_ref"] is None and out1["result_bytes"] == MAX_INLINE_BYTES
     r2 = aio(store.record_attempt_start(run_id, "big", 1, project=P))
     out2 = aio(store.record_attempt_finish(r2, "succeeded", result=big))
-    assert out2["result_ref"].startswith("file://" + str((tmp_path / "results").resolve()))
+    assert out2["result_ref"] == f"a44-storage://{P}/_results/{run_id}/big/e0-action-a1.json"
+    assert (tmp_path / "results" / P / "objects" / "_results" / run_id / "big" / "e0-action-a1.json").is_file()
     row = {a["step_id"]: a for a in aio(store.list_attempts(run_id))}
     assert row["big"]["result"] is None and row["big"]["result_ref"] == out2["result_ref"]
     assert row["big"]["result_bytes"] > MAX_INLINE_BYTES

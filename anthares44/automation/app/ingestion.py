@@ -18,6 +18,11 @@ from typing import Any
 from .durations import parse_duration
 
 
+def ingestion_for(auto):
+    """`Ingestion(auto)` for a local `Automation`; the API-backed equivalent for a `RemoteAutomation`."""
+    return auto.ingestion() if getattr(auto, "remote", False) else Ingestion(auto)
+
+
 class Ingestion:
     def __init__(self, auto):
         self.auto = auto

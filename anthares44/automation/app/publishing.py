@@ -45,6 +45,7 @@ class PublishReport:
     diagnostics: list = field(default_factory=list)          # every Diagnostic, errors and warnings
     workflows: list[PublishedWorkflow] = field(default_factory=list)
     triggers: list[str] = field(default_factory=list)        # standalone trigger ids compiled
+    queues: list = field(default_factory=list)               # [(queue_id, created|updated|unchanged)]
     stored_triggers: list = field(default_factory=list)      # StoredTrigger (standalone and inline), once stored
 
     @property
@@ -59,7 +60,7 @@ class PublishReport:
 
     def to_dict(self) -> dict:
         return {"project": self.project, "ok": self.ok, "workflows": [w.to_dict() for w in self.workflows],
-                "triggers": self.triggers,
+                "triggers": self.triggers, "queues": [{"queue_id": q, "outcome": o} for q, o in self.queues],
                 "stored_triggers": [t.to_dict() for t in self.stored_triggers], "diagnostics": [d.to_dict() for d in self.diagnostics],
                 "files": self.files}
 
@@ -90,6 +91,10 @@ async def publish(store, project: str, paths: list[str]) -> PublishReport:
     report = PublishReport(project=project, files=list(result.files), diagnostics=list(result.diagnostics))
     if report.errors:
         return report  # refuse everything: a half-valid project is not published
+    if result.project is not None and result.project.queues:    # queue files (§10.1), before their workflows
+        from ..runtime.queues import store_queues
+
+        report.queues = await store_queues(store, project, [d.model for d in result.project.queues.values()])
     standalone: list[TriggerIR] = []
     for key in sorted(result.irs):
         ir: Any = result.irs[key]

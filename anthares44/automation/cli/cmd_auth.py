@@ -2,7 +2,9 @@
 
     a44 auth token create --name N --scope automation:write --expires 30d --allow-cidr 203.0.113.0/24
     a44 auth token list | revoke TOKEN_ID
-    a44 auth login --project P [--url URL] [--token T]    # writes $A44_HOME/credentials (mode 0600)
+    a44 auth login --project P [--url URL] [--token T | --token-stdin] [--default]   # $A44_HOME/credentials, 0600
+    a44 auth logout [--project P | --all]
+    a44 auth status [--project P] [--format json]   # which server/project, token name/scopes/expiry
 
 Tokens are shown once, stored as sha256, bound to one project, scoped (automation:read | automation:write;
 write implies read), expiring (--expires; `never` for no expiry) and optionally limited to CIDRs.
@@ -11,7 +13,6 @@ write implies read), expiring (--expires; `never` for no expiry) and optionally 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -47,11 +48,24 @@ def add_group(top) -> None:
     rev.set_defaults(_run=_token_revoke)
 
     login = verbs.add_parser("login", help="store a token in $A44_HOME/credentials (mode 0600)")
-    login.add_argument("--url", default=None, help="the daemon's base URL (default http://127.0.0.1:8044)")
+    login.add_argument("--url", default=None,
+                       help="the daemon's base URL (default $A44_API_URL, else http://127.0.0.1:8044)")
     login.add_argument("--token", default=None,
-                       help="an existing token (default: create one with automation:write, 30 days)")
+                       help="an existing token; `-` reads it from stdin (default: create one in the local "
+                            "database with automation:write, 30 days)")
+    login.add_argument("--token-stdin", action="store_true", help="read the token from standard input")
+    login.add_argument("--default", action="store_true",
+                       help="runtime verbs use this login without --remote (unless --local / A44_DATABASE_URL)")
     _common(login)
     login.set_defaults(_run=_login)
+    logout = verbs.add_parser("logout", help="remove a stored login from $A44_HOME/credentials")
+    logout.add_argument("--all", action="store_true", help="remove every stored login")
+    _common(logout)
+    logout.set_defaults(_run=_logout)
+    status = verbs.add_parser("status", help="stored logins, what the server says of each token, and where "
+                                             "runtime verbs go (never prints a token)")
+    _common(status)
+    status.set_defaults(_run=_status)
 
 
 def _common(p) -> None:
@@ -141,25 +155,40 @@ def _token_revoke(args) -> int:
 
 
 def credentials_path():
-    from ..runtime.database import a44_home
+    from ..app.credentials import credentials_path as path
 
-    return a44_home() / "credentials"
+    return path()
 
 
 def load_credentials() -> dict:
-    path = credentials_path()
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {"projects": {}}
+    from ..app.credentials import load_credentials as load
+
+    return load()
+
+
+def _read_token(args) -> str | None:
+    if args.token_stdin or args.token == "-":
+        text = sys.stdin.readline().strip()
+        if not text:
+            raise ValueError("no token on standard input")
+        return text
+    return args.token
 
 
 def _login(args) -> int:
     from ..app.automation import resolve_project
+    from ..app.credentials import DEFAULT_API_URL, normalize_url, store_login
+    from ..errors import A44Error
 
     project = resolve_project(args.project)
-    url = args.url or os.environ.get("A44_API_URL") or "http://127.0.0.1:8044"
-    token = args.token
+    try:
+        url = normalize_url(args.url or os.environ.get("A44_API_URL") or DEFAULT_API_URL)
+        token = _read_token(args)
+    except A44Error as exc:
+        print_error(exc)
+        return EXIT_USAGE
+    except ValueError as exc:
+        return usage_error(str(exc), "echo \"$TOKEN\" | a44 auth login --project P --url URL --token-stdin")
     if token is None:
         async def body(store, project, args):
             from datetime import timedelta
@@ -173,13 +202,87 @@ def _login(args) -> int:
         token = _with_store(body, args)
         if not isinstance(token, str):
             return token
-    creds = load_credentials()
-    creds.setdefault("projects", {})[project] = {"url": url, "token": token}
-    path = credentials_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(creds, fh, indent=2)
-    os.chmod(path, 0o600)
+    path = store_login(project, url, token, default=args.default)
     write(f"logged in to {project} at {url}; token stored in {path} (mode 0600)\n")
+    if args.default:
+        print(f"a44: runtime verbs now go to {url} for {project} unless --local or A44_DATABASE_URL says "
+              "otherwise", file=sys.stderr)
     return EXIT_OK
+
+
+def _logout(args) -> int:
+    from ..app.credentials import default_login, load_credentials as load, remove_login
+
+    if args.all:
+        gone = remove_login(None)
+    else:
+        project = args.project or os.environ.get("A44_PROJECT")
+        if project is None:
+            found = default_login()
+            logins = list(load().get("projects", {}))
+            project = found[0] if found else (logins[0] if len(logins) == 1 else None)
+            if project is None:
+                return usage_error("which login? pass --project P (or --all)",
+                                   "a44 auth status lists the stored logins")
+        gone = remove_login(project)
+    if not gone:
+        write("no stored login to remove\n")
+        return EXIT_OK
+    write("".join(f"logged out of {p} (token removed from {credentials_path()})\n" for p in gone))
+    return EXIT_OK
+
+
+def _status(args) -> int:
+    """The stored logins and what the server says about each token (never the token itself)."""
+    import asyncio
+
+    from ..app.credentials import select_target
+    from ..app.remote import RemoteAutomation
+    from ..errors import A44Error
+    from .output import table, when
+
+    projects = {p: e for p, e in load_credentials().get("projects", {}).items() if isinstance(e, dict)}
+    if args.project:
+        projects = {p: e for p, e in projects.items() if p == args.project}
+
+    async def check(project, entry):
+        doc = {"project": project, "url": entry.get("url"), "default": bool(entry.get("default")),
+               "saved_at": entry.get("saved_at"), "ok": False, "token": None, "error": None}
+        auto = RemoteAutomation(entry.get("url") or "", entry.get("token") or "", project)
+        try:
+            doc["token"] = await auto.whoami()
+            doc["ok"] = True
+        except A44Error as exc:
+            doc["error"] = exc.to_dict()
+        finally:
+            await auto.close()
+        return doc
+
+    async def main():
+        return [await check(p, e) for p, e in projects.items()]
+
+    logins = asyncio.run(main()) if projects else []
+    try:
+        target = select_target(args.project).describe()
+    except A44Error as exc:
+        target = f"{exc.code} {exc.message}"
+    if args.format == "json":
+        write(json_document({"credentials": str(credentials_path()), "logins": logins, "target": target}))
+    else:
+        if not logins:
+            write(f"not logged in (no login in {credentials_path()}"
+                  + (f" for {args.project}" if args.project else "") + ")\n")
+        rows = []
+        for d in logins:
+            tok = d["token"] or {}
+            rows.append((d["project"] + (" (default)" if d["default"] else ""), d["url"],
+                         tok.get("name") if d["ok"] else d["error"]["code"], tok.get("token_id"),
+                         ",".join(tok.get("scopes") or []) or None,
+                         (when(tok.get("expires_at")) if tok.get("expires_at") else "never") if d["ok"] else None))
+        if rows:
+            write(table(("project", "server", "token", "id", "scopes", "expires"), rows))
+            for d in logins:
+                if not d["ok"]:
+                    write(f"{d['project']}: {d['error']['code']} {d['error']['message']}\n")
+        write(f"runtime verbs use: {target}\n")
+    return EXIT_OK if logins and all(d["ok"] for d in logins) else 1

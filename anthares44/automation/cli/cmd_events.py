@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from .output import EXIT_OK, EXIT_USAGE, add_common_options, json_document, run_api, table, usage_error, when, write
+from .output import (EXIT_OK, EXIT_USAGE, add_common_options, add_target_options, json_document, run_api, table,
+                     usage_error, when, write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -27,16 +28,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     pub.add_argument("--partition-key", default=None)
     pub.add_argument("--occurred-at", default=None, help="ISO 8601 with offset (default now)")
     add_common_options(pub)
+    add_target_options(pub)
     lst = verbs.add_parser("list", help="recent events")
     lst.add_argument("--type", default=None)
     lst.add_argument("--limit", type=int, default=50)
     add_common_options(lst)
+    add_target_options(lst)
     show = verbs.add_parser("show", help="one event: envelope and deliveries")
     show.add_argument("event_id", metavar="EVENT")
     add_common_options(show)
+    add_target_options(show)
     dlq = verbs.add_parser("dlq", help="dead letters of the bus (E_EVENT_TOO_OLD...)")
     dlq.add_argument("--limit", type=int, default=50)
     add_common_options(dlq)
+    add_target_options(dlq)
     return p
 
 
@@ -70,18 +75,18 @@ def result_text(result) -> str:
 
 
 async def _publish(auto, args) -> int:
-    from ..app.ingestion import Ingestion
+    from ..app.ingestion import ingestion_for
 
-    result = await Ingestion(auto).publish_event(args.type, args.data_value, args.idempotency_key,
+    result = await ingestion_for(auto).publish_event(args.type, args.data_value, args.idempotency_key,
                                                  partition_key=args.partition_key, occurred_at=args.occurred_at)
     write(json_document(result.to_dict()) if args.format == "json" else result_text(result))
     return EXIT_OK
 
 
 async def _list(auto, args) -> int:
-    from ..app.ingestion import Ingestion
+    from ..app.ingestion import ingestion_for
 
-    rows = await Ingestion(auto).events(type=args.type, limit=args.limit)
+    rows = await ingestion_for(auto).events(type=args.type, limit=args.limit)
     if args.format == "json":
         write(json_document({"events": rows}))
     else:
@@ -92,9 +97,9 @@ async def _list(auto, args) -> int:
 
 
 async def _show(auto, args) -> int:
-    from ..app.ingestion import Ingestion
+    from ..app.ingestion import ingestion_for
 
-    doc = await Ingestion(auto).event(args.event_id)
+    doc = await ingestion_for(auto).event(args.event_id)
     if args.format == "json":
         write(json_document(doc))
     else:
@@ -105,9 +110,9 @@ async def _show(auto, args) -> int:
 
 
 async def _dlq(auto, args) -> int:
-    from ..app.ingestion import Ingestion
+    from ..app.ingestion import ingestion_for
 
-    rows = await Ingestion(auto).dead_letters(limit=args.limit)
+    rows = await ingestion_for(auto).dead_letters(limit=args.limit)
     if args.format == "json":
         write(json_document({"dead_letters": rows}))
     else:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import argparse
 
-from .output import EXIT_OK, add_common_options, json_document, json_line, ms, run_api, table, when, write
+from .output import (EXIT_OK, add_common_options, add_target_options, json_document, json_line, ms, run_api,
+                     table, when, write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -26,6 +27,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("run_id", metavar="RUN")
     p.add_argument("--follow", "-F", action="store_true", help="stream new events until the run ends")
     add_common_options(p)
+    add_target_options(p)
     return p
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .output import EXIT_ERROR, EXIT_OK, add_common_options, json_document, run_api, write
+from .output import (EXIT_ERROR, EXIT_OK, add_common_options, add_target_options, json_document, run_api,
+                     write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -19,6 +20,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="FILE", help="workflow files or directories (recursed for *.yaml)")
     add_common_options(p)
+    add_target_options(p)
     return p
 
 

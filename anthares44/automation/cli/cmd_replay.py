@@ -21,9 +21,8 @@ steps before the cut are identical in both versions. Exit 0, 1 error, 2 usage er
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .output import EXIT_OK, add_common_options, json_document, run_api, write
+from .output import EXIT_OK, ProgressBar, add_common_options, json_document, run_api, write
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -53,31 +52,14 @@ def run(args: argparse.Namespace) -> int:
     return run_api(_replay, args)
 
 
-class _Bar:
-    """`replaying  120/412 [=======             ]` on stderr, only on a terminal."""
-
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-        self.on = stream.isatty()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.on or total == 0:
-            return
-        width = 30
-        fill = int(width * done / total)
-        self.stream.write(f"\rreplaying {done:>{len(str(total))}}/{total} [{'=' * fill}{' ' * (width - fill)}]")
-        if done == total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 async def _replay(auto, args) -> int:
     from ..app.replay import replay
 
     doc = await replay(auto, args.run_ids, state=args.state, step=args.step, since=args.since,
                        workflow=args.workflow, from_step=args.from_step, from_time=args.from_time,
                        to_version=args.to_version, dry_run=args.dry_run, rate=args.rate,
-                       concurrency=args.concurrency, request_id=args.request_id, progress=_Bar())
+                       concurrency=args.concurrency, request_id=args.request_id,
+                       progress=ProgressBar("replaying"))
     if args.dry_run or args.format == "json":
         write(json_document(doc))
         return EXIT_OK

@@ -13,8 +13,8 @@ import argparse
 import json
 import sys
 
-from .output import (EXIT_ERROR, EXIT_OK, EXIT_TIMEOUT, add_common_options, json_document, ms, print_error, run_api,
-                     usage_error, write)
+from .output import (EXIT_ERROR, EXIT_OK, EXIT_TIMEOUT, add_common_options, add_target_options, json_document,
+                     ms, print_error, run_api, usage_error, write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -28,6 +28,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--wait", "-w", action="store_true", help="block until the run ends; exit 1 if it failed")
     p.add_argument("--timeout", metavar="DURATION", help="with --wait: give up waiting after this long (60s, 5m)")
     add_common_options(p)
+    add_target_options(p)
     return p
 
 

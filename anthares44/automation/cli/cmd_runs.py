@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-from .output import EXIT_OK, add_common_options, json_document, ms, run_api, table, when, write
+from .output import (EXIT_OK, add_common_options, add_target_options, json_document, ms, run_api, table, when,
+                     write)
 
 OUTCOMES = ("succeeded", "failed", "retry")
 
@@ -29,6 +30,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_non_negative, default=50, metavar="N", help="rows to print (default 50; "
                    "the total counts every match)")
     add_common_options(p)
+    add_target_options(p)
     actions = p.add_subparsers(dest="runs_action", metavar="ACTION", parser_class=type(p))
     r = actions.add_parser("resolve", help="settle an exclusive step awaiting confirmation (§7.3)",
                            description="Tell the run what happened to an exclusive step whose lease expired: "

@@ -30,6 +30,8 @@ VERBS: dict[str, str] = {
     "connectors": "cmd_connectors",
     "secrets": "cmd_secrets",
     "replay": "cmd_replay",
+    "queues": "cmd_queues",
+    "dlq": "cmd_dlq",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2

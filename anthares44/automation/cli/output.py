@@ -22,6 +22,16 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", "-f", choices=FORMATS, default="text", help="output format (default: text)")
 
 
+def add_target_options(parser: argparse.ArgumentParser) -> None:
+    """Where the verb goes: the database, or a daemon's REST API (docs/cli.md "Remote mode")."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--remote", action="store_true",
+                       help="use a daemon's REST API: $A44_API_URL, else the stored `a44 auth login`")
+    where.add_argument("--api-url", metavar="URL", help="use the REST API at URL (implies --remote)")
+    where.add_argument("--local", action="store_true", help="use the database even when a remote is configured")
+    parser.add_argument("--verbose", "-v", action="store_true", help="say which server or database is used")
+
+
 def print_error(exc, stream: TextIO | None = None) -> None:
     """`E_CODE message`, then `hint: ...` when there is one: one grep-able line, never a traceback."""
     stream = stream or sys.stderr
@@ -44,15 +54,28 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
     from ..api import Automation, InvalidArgument
     from ..errors import A44Error
 
-    async def main() -> int:
-        auto = await Automation.connect(project=args.project, migrate=migrate)
+    async def main(target) -> int:
+        if target is not None and target.remote:
+            from ..app.remote import RemoteAutomation
+
+            auto = RemoteAutomation(target.url, target.token, target.project,
+                                    send_project=target.project_explicit)
+        else:
+            auto = await Automation.connect(project=args.project, migrate=migrate)
         try:
             return await body(auto, args)
         finally:
             await auto.close()
 
     try:
-        return asyncio.run(main())
+        target = None
+        if hasattr(args, "remote"):  # the verbs that can go remote (publish, run, runs, logs, events)
+            from ..app.credentials import select_target
+
+            target = select_target(args.project, remote=args.api_url or args.remote or None, local=args.local)
+            if args.verbose:
+                print(f"a44: target: {target.describe()}", file=sys.stderr)
+        return asyncio.run(main(target))
     except InvalidArgument as exc:
         print_error(exc)
         return EXIT_USAGE
@@ -108,3 +131,36 @@ def json_line(doc: Any) -> str:
 def write(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+class ProgressBar:
+    """`replaying  120/412 [=======             ]` on stderr, drawn only on a terminal. The stream is looked up
+    when the bar is made, not at import: sys.stderr may have been replaced since (pytest capture, embedders)."""
+
+    WIDTH = 30
+
+    def __init__(self, verb: str, stream=None):
+        self.verb = verb
+        self.stream = stream or sys.stderr
+        self.on = self.stream.isatty()
+        self._open = False
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if not self.on:
+            return
+        if total:
+            fill = int(self.WIDTH * min(done, total) / total)
+            self.stream.write(f"\r{self.verb} {done:>{len(str(total))}}/{total} "
+                              f"[{'=' * fill}{' ' * (self.WIDTH - fill)}]")
+        else:
+            self.stream.write(f"\r{self.verb} {done}")
+        self._open = True
+        if total and done >= total:
+            self.end()
+        self.stream.flush()
+
+    def end(self) -> None:
+        if self.on and self._open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._open = False

@@ -55,6 +55,26 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.promote_partition_next() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if new.state in ('succeeded', 'failed', 'compensation_failed', 'cancelled')
+       and old.state not in ('succeeded', 'failed', 'compensation_failed', 'cancelled') then
+        update automation.runs n
+        set next_wake_at = new.updated_at
+        where n.run_id = (select p.run_id from automation.runs p
+                          where p.project_id = new.project_id and p.queue = new.queue
+                            and p.partition_key = new.partition_key and p.run_id <> new.run_id
+                            and p.state not in ('succeeded', 'failed', 'compensation_failed', 'cancelled')
+                          order by p.seq
+                          limit 1)
+          and n.state = 'pending' and n.lease_owner is null and n.next_wake_at > new.updated_at;
+    end if;
+    return null;
+end
+$$;
+
 CREATE TABLE automation.api_tokens (
     token_id text NOT NULL,
     project_id text NOT NULL,
@@ -100,7 +120,17 @@ CREATE TABLE automation.dead_letters (
     error_code text NOT NULL,
     error_message text,
     attempts integer DEFAULT 0 NOT NULL,
-    created_at timestamp with time zone NOT NULL
+    created_at timestamp with time zone NOT NULL,
+    envelope_bytes bytea,
+    step_id text,
+    run_id text,
+    version integer,
+    partition_key text,
+    input jsonb,
+    history jsonb DEFAULT '[]'::jsonb NOT NULL,
+    redrive_of text,
+    redriven_at timestamp with time zone,
+    redriven_run_id text
 );
 
 CREATE TABLE automation.event_deliveries (
@@ -139,6 +169,23 @@ CREATE TABLE automation.idempotency_keys (
     key text NOT NULL,
     run_id text NOT NULL,
     created_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.queues (
+    project_id text NOT NULL,
+    queue_id text NOT NULL,
+    max_concurrency integer NOT NULL,
+    ordering text DEFAULT 'none'::text NOT NULL,
+    max_attempts integer DEFAULT 3 NOT NULL,
+    dead_letter_enabled boolean DEFAULT true NOT NULL,
+    max_age_ms bigint,
+    definition jsonb NOT NULL,
+    published_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT queues_max_age_ms_check CHECK (((max_age_ms IS NULL) OR (max_age_ms > 0))),
+    CONSTRAINT queues_max_attempts_check CHECK ((max_attempts > 0)),
+    CONSTRAINT queues_max_concurrency_check CHECK ((max_concurrency > 0)),
+    CONSTRAINT queues_ordering_check CHECK ((ordering = ANY (ARRAY['none'::text, 'by-partition'::text])))
 );
 
 CREATE TABLE automation.run_events (
@@ -194,9 +241,22 @@ CREATE TABLE automation.runs (
     started_at timestamp with time zone,
     finished_at timestamp with time zone,
     updated_at timestamp with time zone NOT NULL,
+    seq bigint NOT NULL,
+    delivery integer DEFAULT 1 NOT NULL,
+    origin_run_id text,
+    dead_letter_id text,
     CONSTRAINT runs_lease_check CHECK (((lease_owner IS NULL) = (lease_deadline IS NULL))),
     CONSTRAINT runs_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'waiting'::text, 'sleeping'::text, 'awaiting_confirmation'::text, 'compensating'::text, 'succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])))
 );
+
+CREATE SEQUENCE automation.runs_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+ALTER SEQUENCE automation.runs_seq_seq OWNED BY automation.runs.seq;
 
 CREATE TABLE automation.schedule_occurrences (
     project_id text NOT NULL,
@@ -305,11 +365,14 @@ CREATE TABLE automation.workflow_versions (
     sha256 text NOT NULL,
     ir jsonb NOT NULL,
     published_at timestamp with time zone NOT NULL,
+    max_concurrency integer GENERATED ALWAYS AS (COALESCE((((ir -> 'concurrency'::text) ->> 'max'::text))::integer, 100)) STORED,
     CONSTRAINT workflow_versions_sha256_check CHECK ((sha256 <> ''::text)),
     CONSTRAINT workflow_versions_version_check CHECK ((version > 0))
 );
 
 ALTER TABLE ONLY automation.step_attempts ATTACH PARTITION automation.step_attempts_default DEFAULT;
+
+ALTER TABLE ONLY automation.runs ALTER COLUMN seq SET DEFAULT nextval('automation.runs_seq_seq'::regclass);
 
 ALTER TABLE ONLY automation.api_tokens
     ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (token_id);
@@ -337,6 +400,9 @@ ALTER TABLE ONLY automation.events
 
 ALTER TABLE ONLY automation.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (project_id, key);
+
+ALTER TABLE ONLY automation.queues
+    ADD CONSTRAINT queues_pkey PRIMARY KEY (project_id, queue_id);
 
 ALTER TABLE ONLY automation.run_events
     ADD CONSTRAINT run_events_pkey PRIMARY KEY (id);
@@ -367,6 +433,10 @@ ALTER TABLE ONLY automation.workflow_versions
 
 CREATE INDEX dead_letters_project_idx ON automation.dead_letters USING btree (project_id, created_at DESC);
 
+CREATE INDEX dead_letters_queue_idx ON automation.dead_letters USING btree (project_id, queue, created_at);
+
+CREATE INDEX dead_letters_waiting_idx ON automation.dead_letters USING btree (project_id, queue, created_at) WHERE (redriven_at IS NULL);
+
 CREATE INDEX event_keys_created_idx ON automation.event_keys USING btree (created_at);
 
 CREATE INDEX events_project_received_idx ON automation.events USING btree (project_id, received_at DESC);
@@ -379,13 +449,21 @@ CREATE INDEX run_events_run_idx ON automation.run_events USING btree (run_id, id
 
 CREATE INDEX runs_due_idx ON automation.runs USING btree (next_wake_at) WHERE (next_wake_at IS NOT NULL);
 
+CREATE INDEX runs_leased_idx ON automation.runs USING btree (project_id, queue, workflow_id) WHERE (lease_owner IS NOT NULL);
+
+CREATE INDEX runs_origin_idx ON automation.runs USING btree (origin_run_id) WHERE (origin_run_id IS NOT NULL);
+
 CREATE INDEX runs_partition_idx ON automation.runs USING btree (project_id, queue, partition_key, created_at) WHERE (state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text]));
+
+CREATE INDEX runs_partition_seq_idx ON automation.runs USING btree (project_id, queue, partition_key, seq) WHERE ((partition_key IS NOT NULL) AND (state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])));
 
 CREATE INDEX runs_project_created_idx ON automation.runs USING btree (project_id, created_at DESC);
 
 CREATE INDEX runs_project_state_idx ON automation.runs USING btree (project_id, state, created_at DESC);
 
 CREATE INDEX runs_project_workflow_idx ON automation.runs USING btree (project_id, workflow_id, created_at DESC);
+
+CREATE INDEX runs_queue_waiting_idx ON automation.runs USING btree (project_id, queue, created_at) WHERE (state = 'pending'::text);
 
 CREATE INDEX runs_trigger_active_idx ON automation.runs USING btree (project_id, trigger_id) WHERE ((trigger_id IS NOT NULL) AND (state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])));
 
@@ -410,6 +488,8 @@ ALTER INDEX automation.step_attempts_project_step_idx ATTACH PARTITION automatio
 CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
 
 CREATE TRIGGER runs_due_notify AFTER INSERT OR UPDATE OF next_wake_at, lease_owner ON automation.runs FOR EACH ROW EXECUTE FUNCTION automation.notify_run_due();
+
+CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
 
 ALTER TABLE ONLY automation.runs
     ADD CONSTRAINT runs_version_fkey FOREIGN KEY (project_id, workflow_id, version) REFERENCES automation.workflow_versions(project_id, workflow_id, version);

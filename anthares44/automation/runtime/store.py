@@ -23,7 +23,6 @@ from ..clock import Clock, SystemClock
 from ..errors import (E_DB, E_DB_SCHEMA, E_IDEMPOTENCY_KEY_REQUIRED, E_RUN_NOT_FOUND, E_VERSION_CONFLICT, E_VERSION_REGRESSION,
                       E_WORKFLOW_NOT_FOUND, A44Error)
 from . import migrations
-from .database import a44_home
 from .db_errors import translate
 from .queries import sql
 from .results import ResultFiles, encode_json
@@ -130,18 +129,21 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 
 
 class Store:
-    def __init__(self, pool: asyncpg.Pool, *, url: str, clock: Clock, results_dir: Path,
-                 resets: _Resets | None = None):
+    def __init__(self, pool: asyncpg.Pool, *, url: str, clock: Clock, results_dir: Path | None = None,
+                 resets: _Resets | None = None, storage: Any = None):
         self._pool = pool
         self._resets = resets or _Resets()
         self.url = url
         self.clock = clock
-        self.results = ResultFiles(results_dir)
+        # results over 256 KB go to the object store of storage/* (`storage`: any ObjectStore, e.g. S3-compatible;
+        # else a local one rooted at `results_dir`, else at $A44_HOME/storage, where storage/put writes)
+        self.results = ResultFiles(results_dir, storage=storage)
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     @classmethod
     async def connect(cls, url: str, *, clock: Clock | None = None, results_dir: Path | None = None,
-                      min_size: int = 1, max_size: int = 10, connect_timeout: float = 10) -> "Store":
+                      min_size: int = 1, max_size: int = 10, connect_timeout: float = 10,
+                      storage: Any = None) -> "Store":
         resets = _Resets()
         try:
             pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, init=_init_connection,
@@ -152,8 +154,8 @@ class Store:
             if err is None:
                 raise
             raise err from exc
-        return cls(pool, url=url, clock=clock or SystemClock(), results_dir=results_dir or a44_home() / "results",
-                   resets=resets)
+        return cls(pool, url=url, clock=clock or SystemClock(), results_dir=results_dir, resets=resets,
+                   storage=storage)
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -351,7 +353,8 @@ class Store:
     async def record_attempt_finish(self, ref: AttemptRef, status: str, *, result: Any = None,
                                     error_code: str | None = None, error_message: str | None = None,
                                     finished_at: datetime | None = None) -> dict:
-        """Finish a running attempt. Results over 256 KB go to a file first and the row keeps its reference.
+        """Finish a running attempt. Results over 256 KB go to the object store first (`_results/...` under the
+        project) and the row keeps its `a44-storage://` reference.
         Returns {'result_ref', 'result_bytes'}. A44Error E_DB if the attempt is not running any more."""
         if status not in FINISHED_ATTEMPT_STATUSES:
             raise ValueError(f"an attempt finishes with one of {sorted(FINISHED_ATTEMPT_STATUSES)}, not {status!r}")
@@ -371,9 +374,10 @@ class Store:
         return [dict(r) for r in await self.fetch("attempts_list", run_id)]
 
     def load_result(self, attempt_row: dict) -> Any:
-        """The attempt's result, reading the file when the row holds a reference."""
+        """The attempt's result, reading the object (or, for rows written by older versions, the `file://`
+        file) when the row holds a reference."""
         if attempt_row.get("result_ref"):
-            return ResultFiles.load(attempt_row["result_ref"])
+            return self.results.load(attempt_row["result_ref"])
         return attempt_row.get("result")
 
     # --- run events --------------------------------------------------------------------------------------

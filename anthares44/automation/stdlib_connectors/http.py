@@ -7,7 +7,7 @@ What this module decides, so the interpreter does not have to:
   * how long it may take: until `ctx.deadline` (and at most the declared `timeout`);
   * what came back: `{"status", "headers": {content-type, etag, location, retry-after present},
     "json": ... | "text": ...}`, the body read up to `maxResponseBytes` (beyond it: text cut there and
-    `"truncated": true`);
+    `"truncated": true`); a JSON content type whose body does not parse gives `text` and `"invalidJson": true`;
   * how a failure is classified (§6.3, §14): a status in `retryOn` (default 408, 429, 500, 502, 503, 504) is a
     retryable `E_UPSTREAM_<status>`, any other status >= 400 a permanent one; `details["retryable"]` always says
     which, because a custom `retryOn` can disagree with the code's default; `Retry-After` (seconds or an HTTP
@@ -315,18 +315,23 @@ class HttpConnector:
         }
         charset = resp.charset or "utf-8"
         ctype = resp.headers.get("content-type", "").lower()
+        invalid_json = False
         if not truncated and body and ("json" in ctype.split(";")[0]):
             try:
                 result["json"] = json.loads(body.decode(charset, errors="strict"))
                 return result
             except (ValueError, LookupError):
-                pass  # a JSON content type with a body that is not JSON: keep the text, the caller can see it
+                # a JSON content type with a body that is not JSON: not an error of the step (the far side
+                # answered, maybe applied the effect); the text is kept and flagged so a workflow can test it
+                invalid_json = True
         try:
             result["text"] = body.decode(charset, errors="replace")
         except LookupError:
             result["text"] = body.decode("utf-8", errors="replace")
         if truncated:
             result["truncated"] = True
+        if invalid_json:
+            result["invalidJson"] = True
         return result
 
     @staticmethod

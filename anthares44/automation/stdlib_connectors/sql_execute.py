@@ -54,6 +54,22 @@ def _param_type(t) -> tuple[str, str | None]:
     return t.name, None
 
 
+async def _prepare_cached(conn, query: str):
+    """A prepared statement backed by asyncpg's statement cache (what `conn.fetch(query)` uses internally).
+    `Connection.prepare` always creates a new named statement: one more round trip and implicit transaction per
+    step, and a server-side statement left until garbage collection closes it. asyncpg has no public way to get
+    a cached statement with its parameter types (which the value adaptation needs), so this uses `_prepare(...,
+    use_cache=True)` when the driver has it and falls back to `prepare`."""
+    target = getattr(conn, "_con", None) or conn      # a pool's PoolConnectionProxy wraps the connection
+    cached = getattr(target, "_prepare", None)
+    if cached is not None:
+        try:
+            return await cached(query, use_cache=True)
+        except TypeError:       # a driver whose private signature changed
+            pass
+    return await conn.prepare(query)
+
+
 class SqlExecuteConnector:
     name = "sql/execute"
     params_model = SqlExecuteParams
@@ -98,14 +114,7 @@ class SqlExecuteConnector:
             async with asyncio.timeout(remaining):
                 pool = await self._pool(p, ctx)
                 async with pool.acquire() as conn:
-                    stmt = await conn.prepare(p.query)
-                    types = [_param_type(t) for t in stmt.get_parameters()]
-                    values = list(p.params or [])
-                    if len(values) != len(types):
-                        raise A44Error(E_SQL, f"the statement has {len(types)} placeholder(s) but params has "
-                                              f"{len(values)} value(s)")
-                    records = await stmt.fetch(*adapt_params(values, types))
-                    status = stmt.get_statusmsg()
+                    records, status = await self._run(conn, p.query, list(p.params or []))
         except TimeoutError:
             raise A44Error(E_STEP_TIMEOUT, f"the statement did not finish within {remaining:.3f} s") from None
         except A44Error:
@@ -114,6 +123,36 @@ class SqlExecuteConnector:
             raise self._translate(exc) from None
         rows = [to_json(r) for r in records[:p.maxRows]]
         return {"rowCount": row_count(status), "rows": rows, "truncated": len(records) > p.maxRows}
+
+    async def _run(self, conn, query: str, values: list[Any]) -> tuple[list[Any], str]:
+        """Prepare (from the connection's statement cache), adapt the values to the placeholder types, run.
+
+        The statement comes from asyncpg's per-connection statement cache, the one `conn.fetch` uses: after the
+        first use of a query text on a pooled connection there is no Parse/Describe round trip, hence no extra
+        implicit transaction, before the statement itself (docs/connectors.md has the measurement). A cached
+        statement that DDL made stale (`cached plan must not change result type`, or parameter types that no
+        longer fit) is prepared afresh and run once more.""" 
+        import asyncpg
+
+        for retry in (True, False):
+            stmt = await _prepare_cached(conn, query)
+            types = [_param_type(t) for t in stmt.get_parameters()]
+            if len(values) != len(types):
+                raise A44Error(E_SQL, f"the statement has {len(types)} placeholder(s) but params has "
+                               f"{len(values)} value(s)")
+            try:
+                records = await stmt.fetch(*adapt_params(values, types))
+            except asyncpg.PostgresError as exc:
+                # A statement that failed had no effect (its implicit transaction rolled back), so it can be run
+                # again. Worth it only when the cached plan may be stale: result type changed (0A000), or
+                # parameter types fixed at Parse no longer fit the table (class 42: `text = integer`...).
+                state = getattr(exc, "sqlstate", "") or ""
+                if not retry or conn.is_in_transaction() or not (state == "0A000" or state.startswith("42")):
+                    raise
+                await conn.reload_schema_state()      # drops the connection's (and pool's) cached statements
+                continue
+            return records, stmt.get_statusmsg()
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _translate(exc: BaseException) -> A44Error:

@@ -8,6 +8,9 @@ atomic (temp file + rename), so a reader never sees half an object and a retried
 Keys are relative paths of 1-512 characters: segments of letters, digits and `._-=+@,`, separated by `/`; no empty
 segment, no `.` or `..`, no leading `/`, no backslash or control characters. Anything else is refused with
 `E_PARAMS_INVALID` before any file is touched, and the resolved path is checked to be inside the project's prefix.
+
+The same store keeps step results over 256 KB (runtime/results.py) under the project's reserved `_results/`
+prefix: `storage/get` can read them, `storage/put` refuses to write there.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from .protocol import StepContext
 _SEGMENT = re.compile(r"^[A-Za-z0-9._\-=+@,]+$")
 MAX_KEY = 512
 MAX_RESULT_BYTES = 256 * 1024     # storage/get returns the content inline up to this; beyond, only metadata
+RESERVED_PREFIX = "_results"       # step results over 256 KB (runtime/results.py): readable, never written by steps
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,9 @@ class StoragePutConnector:
 
     async def invoke(self, params: Any, ctx: StepContext) -> dict[str, Any]:
         p = params if isinstance(params, StoragePutParams) else StoragePutParams.model_validate(params)
+        if check_key(p.key).split("/", 1)[0] == RESERVED_PREFIX:
+            raise A44Error(E_PARAMS_INVALID, f"storage key {p.key[:120]!r} is under {RESERVED_PREFIX}/, where the "
+                                             f"runtime keeps step results over 256 KB; use another prefix")
         if isinstance(p.body, str):
             data = p.body.encode("utf-8")
         else:

@@ -153,6 +153,9 @@ class CodeRunDriver(RunDriver, Host):
         now = self.clock.now()
         self.b.transition(state, now, release=True, failed_step=failed_step, error=error, result=result,
                           summary=self._summary(x), finished=True)
+        # queues, as for YAML runs: a failed run is redelivered or dead-lettered in this transaction, and a run
+        # of a partition wakes the daemons for its successor (RunDriver.after_terminal, docs/queues.md)
+        self.after_terminal(self.b, now, failed=state == FAILED)
         await self.b.commit(now)
         self.engine.event(f"run.{state}", self.lease.run_id, code=error.code if error else None)
         return state
@@ -229,6 +232,7 @@ class CodeRunDriver(RunDriver, Host):
                 e = A44Error(E_COMPENSATION_FAILED, f"compensation of step {sid} failed {k} times (last: "
                                                     f"{failure.code} {failure.message})", step_id=sid)
                 b.transition(COMPENSATION_FAILED, now, release=True, error=e, summary=self._summary(x), finished=True)
+                self.after_terminal(b, now)      # never redelivered (it needs a person); wakes its partition
                 b.event("alert", now, state=COMPENSATION_FAILED, step_id=sid, error_code=e.code, message=e.message,
                         data={"workflow_id": L.workflow_id, "run_id": L.run_id,
                               "failed_step": self.row["failed_step"] or step_id, "error_code": e.code,

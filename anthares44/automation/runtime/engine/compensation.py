@@ -43,6 +43,7 @@ class Compensator:
             sp = self._next_target()
             if sp is None:
                 b.transition(FAILED, now, release=True, summary=d.p.summary(), finished=True)
+                d.after_terminal(b, now, failed=True)
                 await b.commit(now)
                 d.engine.event("run.failed", d.lease.run_id, compensated=True)
                 return FAILED
@@ -88,6 +89,7 @@ class Compensator:
                       f"{comp.connector.uses} kept failing with {out.error.code}); the run stays "
                       f"compensation_failed: list with `a44 automation runs --state compensation_failed`")
             b.transition(COMPENSATION_FAILED, now, release=True, error=err, summary=d.p.summary(), finished=True)
+            d.after_terminal(b, now)
             failed = d.p.failed_step()
             data = {"workflow_id": d.lease.workflow_id, "run_id": d.lease.run_id,
                     "failed_step": row["failed_step"] or (failed.node.id if failed else None),

@@ -31,6 +31,7 @@ from .worker import DEFAULT_LEASE, Engine, default_worker_id
 log = logging.getLogger("a44.daemon")
 NOTIFY_CHANNEL = "a44_runs_due"
 PARTITIONS_EVERY = timedelta(hours=24)
+EXPIRE_EVERY = timedelta(seconds=1)    # queue deadLetter.maxAge sweep (docs/queues.md)
 POOL_MAX = 16                  # connections of a daemon pool unless WorkerSettings.pool_size says otherwise
 
 
@@ -164,7 +165,7 @@ class Daemon:
 
     async def _loop(self) -> None:
         engine, s = self.engine, self.settings
-        last_partitions = engine.clock.now()
+        last_partitions = last_expiry = engine.clock.now()
         failures = 0
         backlog = False     # the last claim came back full: more runs are probably due
         while not self._stop.is_set():
@@ -186,6 +187,9 @@ class Daemon:
                     backlog = claimed == asked
                     if backlog and free > claimed:
                         continue        # a full batch and slots left: more may be due right now
+                if engine.clock.now() - last_expiry > EXPIRE_EVERY:
+                    last_expiry = engine.clock.now()
+                    await engine.expire_queued()
                 if engine.clock.now() - last_partitions > PARTITIONS_EVERY:
                     await self.store.ensure_partitions()
                     last_partitions = engine.clock.now()

@@ -130,6 +130,7 @@ class RunDriver:
                 if self.p.all_done():
                     b.transition(SUCCEEDED, now, release=True, result=self.p.sink_outputs(),
                                  summary=self.p.summary(), finished=True)
+                    self.after_terminal(b, now)
                     await b.commit(now)
                     self.engine.event("run.succeeded", self.lease.run_id)
                     return SUCCEEDED
@@ -343,9 +344,22 @@ class RunDriver:
             return await Compensator(self, b).run()
         b.transition(FAILED, now, release=True, failed_step=sp.node.id, error=err, summary=self.p.summary(),
                      finished=True)
+        self.after_terminal(b, now, failed=True)
         await b.commit(now)
         self.engine.event("run.failed", self.lease.run_id, step=sp.node.id, code=err.code)
         return FAILED
+
+    def after_terminal(self, b: Batch, now: datetime, *, failed: bool = False) -> None:
+        """Queues (docs/queues.md): a failed run is redelivered or dead-lettered in the same transaction; a run of a
+        partition wakes the daemons for its successor (promoted by the 0007 trigger)."""
+        if self.row["queue"] is None:
+            return
+        if failed:
+            from ..store import RUN_WALL_CLOCK_LIMIT
+
+            b.after_failure(now, now + RUN_WALL_CLOCK_LIMIT)
+        elif self.row["partition_key"] is not None:
+            b.wake_partition(now)
 
     # --- scopes -----------------------------------------------------------------------------------------------
     def _run_info(self, step_id: str, attempt: int) -> dict:

@@ -158,6 +158,20 @@ class Batch:
         if release and next_wake_at is not None:
             self._due = next_wake_at
 
+    def after_failure(self, at: datetime, deadline: datetime) -> None:
+        """The run just ended `failed`: in the same transaction, redeliver the message as a new run while its
+        queue's maxAttempts allows, else dead-letter it (`queue_run_failed`; nothing for a queue without a row)."""
+        from ..ingestion.ids import new_id
+        from ..ulid import new_run_id
+
+        L = self.lease
+        self._ops.append(("queue_run_failed", (L.run_id, new_run_id(at), at, deadline, new_id("dlq", at))))
+        self._due = at if self._due is None or at < self._due else self._due
+
+    def wake_partition(self, at: datetime) -> None:
+        """A partitioned run ends: its successor is promoted by the 0007 trigger; tell the daemons after commit."""
+        self._due = at if self._due is None or at < self._due else self._due
+
     def event(self, kind: str, at: datetime, *, state: str | None = None, step_id: str | None = None,
               error_code: str | None = None, message: str | None = None, data: Any = None) -> None:
         L = self.lease

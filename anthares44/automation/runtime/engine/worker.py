@@ -21,12 +21,16 @@ from ...clock import Clock
 from ...compiler.ir import NodeIR, WorkflowIR, load_workflow_ir
 from ...errors import A44Error
 from ...stdlib_connectors.registry import ConnectorRegistry
+from ..queries import sql
 from ..store import Store
 from .interpreter import RunDriver
 from .journal import Lease, Notifier
 
 log = logging.getLogger("a44.engine")
 DEFAULT_LEASE = timedelta(seconds=30)
+# a run parked behind an unfinished run of its partition is promoted when that run finishes (trigger of 0007);
+# it is also looked at again after this long, in case a claim parked it while its predecessor was finishing
+PARK_RECHECK = timedelta(seconds=60)
 
 
 def default_worker_id() -> str:
@@ -94,8 +98,13 @@ class Engine:
     # --- leases -----------------------------------------------------------------------------------------------
     async def claim(self, limit: int | None = None) -> list:
         """Grant up to `limit` due runs to this worker (FOR UPDATE SKIP LOCKED: daemons never get the same run)."""
-        rows = await self.store.fetch("lease_claim", self.worker_id, self.clock.now(), limit or self.concurrency,
-                                      self.lease)
+        now = self.clock.now()
+        # one claim at a time across daemons (advisory lock, then the claim in a fresh snapshot): the slots a
+        # queue / workflow has in use are counted with every earlier grant committed (docs/queues.md)
+        async with self.store.transaction("lease_claim", session_neutral=True) as conn:
+            await conn.execute(sql("lease_claim_lock"))
+            rows = await conn.fetch(sql("lease_claim"), self.worker_id, now, limit or self.concurrency,
+                                    self.lease, now + PARK_RECHECK)
         # the claim's run.state events are not notified on their own (0006): the visit's first commit, which
         # follows at once, notifies the run
         for r in rows:
@@ -106,6 +115,14 @@ class Engine:
             if r["prev_state"] != r["state"]:
                 self.event(f"run.{r['state']}", r["run_id"], previous=r["prev_state"])
         return rows
+
+    async def expire_queued(self, limit: int = 500) -> int:
+        """§10.3 maxAge: runs waiting in a queue (never started) longer than its deadLetter.maxAge are cancelled
+        with E_EVENT_TOO_OLD and dead-lettered. Returns how many."""
+        n = await self.store.fetchval("queue_expire_waiting", self.clock.now(), limit)
+        if n:
+            self.metrics["queue_expired_total"] += n
+        return n or 0
 
     async def release(self, lease: Lease) -> None:
         """Hand a run back unfinished (shutdown): due again now, for any worker."""

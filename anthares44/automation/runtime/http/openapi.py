@@ -109,6 +109,9 @@ def document() -> dict:
                         "parameters": [{"name": n, "in": "query", "schema": {"type": "string"}}
                                        for n in ("type", "limit", "offset")],
                         "responses": {"200": _resp("{events: [...]}"), **_errors(401, 403)}}},
+            "/v1/automation/whoami": {"get": {
+                "summary": "the calling token: token_id, name, project_id, scopes, expires_at (never the token)",
+                "security": auth, "responses": {"200": _resp("Principal"), **_errors(401, 403)}}},
             "/v1/automation/events/{event_id}": {"get": {
                 "summary": "one event: envelope and deliveries", "security": auth,
                 "parameters": [{"name": "event_id", "in": "path", "required": True, "schema": {"type": "string"}}],

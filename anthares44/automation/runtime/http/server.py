@@ -136,6 +136,11 @@ async def api_auth(request: web.Request, handler):
         return error_response(exc.status, exc.code, exc.message, headers=headers)
     except A44Error as exc:
         return a44_error_response(exc)
+    asked = request.headers.get("A44-Project")  # the CLI's remote mode says which project it means
+    if asked and asked != principal.project_id:
+        COUNTERS.inc("api_rejected_total", reason="project")
+        return error_response(403, tokens.E_FORBIDDEN, f"this API token belongs to {principal.project_id}, "
+                                                       f"not {asked}")
     request[PRINCIPAL_KEY] = principal
     try:
         return await handler(request)
@@ -189,7 +194,12 @@ async def api_publish(request: web.Request) -> web.Response:
             target.write_text(text, encoding="utf-8")
         report = await auto.publish([str(root)])
         doc = report.to_dict()
-    doc["files"] = [os.path.relpath(f, str(root)) if str(f).startswith(str(root)) else f for f in doc["files"]]
+
+    def rel(f):  # paths as the client sent them, never the server's temporary directory
+        return os.path.relpath(f, str(root)) if isinstance(f, str) and f.startswith(str(root)) else f
+    doc["files"] = [rel(f) for f in doc["files"]]
+    for item in doc["diagnostics"] + doc["workflows"]:
+        item["file"] = rel(item.get("file"))
     return json_response(doc, 200 if report.ok else 422)
 
 
@@ -267,6 +277,13 @@ async def api_event_get(request: web.Request) -> web.Response:
                                              request.match_info["event_id"]))
 
 
+async def api_whoami(request: web.Request) -> web.Response:
+    """The calling token (never the token itself): what `a44 auth status` shows."""
+    p = request[PRINCIPAL_KEY]
+    return json_response({"token_id": p.token_id, "name": p.name, "project_id": p.project_id,
+                          "scopes": sorted(p.scopes), "expires_at": p.expires_at})
+
+
 async def openapi(request: web.Request) -> web.Response:
     from .openapi import document
 
@@ -287,6 +304,7 @@ def build_app(store) -> web.Application:
     app[AUTOS_KEY] = {}
     r = app.router
     r.add_get("/v1/automation/openapi.json", openapi)
+    r.add_get("/v1/automation/whoami", api_whoami)
     r.add_post("/v1/automation/publish", api_publish)
     r.add_post("/v1/automation/runs", api_run)
     r.add_get("/v1/automation/runs", api_runs)

@@ -44,6 +44,7 @@ class Principal:
     project_id: str
     name: str
     scopes: frozenset[str]
+    expires_at: datetime | None = None
 
     def allows(self, scope: str) -> bool:
         return scope in self.scopes or (scope == "automation:read" and "automation:write" in self.scopes)
@@ -101,7 +102,8 @@ async def check_token(store, authorization: str | None, remote: str | None, scop
         raise AuthError(401, E_TOKEN_INVALID, "this API token has expired", "expired")
     if not row["address_allowed"]:
         raise AuthError(403, E_FORBIDDEN, f"this API token is not allowed from {address}", "cidr")
-    principal = Principal(row["token_id"], row["project_id"], row["name"], frozenset(row["scopes"]))
+    principal = Principal(row["token_id"], row["project_id"], row["name"], frozenset(row["scopes"]),
+                          row["expires_at"])
     if not principal.allows(scope):
         raise AuthError(403, E_FORBIDDEN, f"this API token lacks the {scope} scope", "scope")
     return principal

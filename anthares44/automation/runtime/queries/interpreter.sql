@@ -135,3 +135,112 @@ select run_id, project_id, epoch from r;
 select coalesce(max(attempt), 0)
 from automation.step_attempts
 where run_id = $1 and step_id = $2 and epoch = $3 and kind = 'action';
+
+-- name: queue_run_failed
+-- purpose: after run $1 ended `failed` (same transaction): redeliver it as run $2 due at $3 (deadline $4) while its queue's maxAttempts allows, else send the message to the DLQ as entry $5 with its envelope, every delivery's attempts and the last error
+with r as (
+    select r.run_id, r.project_id, r.workflow_id, r.version, r.input, r.idempotency_key, r.trigger_id, r.event_id,
+           r.partition_key, r.queue, r.seq, r.delivery, coalesce(r.origin_run_id, r.run_id) as origin,
+           r.dead_letter_id, r.failed_step, r.error_code, r.error_message, r.created_at,
+           q.max_attempts, q.dead_letter_enabled
+    from automation.runs r
+    join automation.queues q on q.project_id = r.project_id and q.queue_id = r.queue
+    where r.run_id = $1 and r.state = 'failed'
+), again as (
+    insert into automation.runs (run_id, project_id, workflow_id, version, state, input, idempotency_key, trigger_id,
+                                 event_id, partition_key, queue, next_wake_at, deadline_at, created_at, updated_at,
+                                 seq, delivery, origin_run_id, dead_letter_id)
+    select $2, project_id, workflow_id, version, 'pending', input, idempotency_key, trigger_id, event_id,
+           partition_key, queue, $3, $4, $3, $3, seq, delivery + 1, origin, dead_letter_id
+    from r
+    where delivery < max_attempts
+    returning run_id, project_id, delivery, origin_run_id
+), again_ev as (
+    insert into automation.run_events (run_id, project_id, at, kind, state, data)
+    select run_id, project_id, $3, 'run.created', 'pending',
+           jsonb_build_object('delivery', delivery, 'redelivery_of', $1::text, 'origin_run_id', origin_run_id)
+    from again
+), prev as (
+    select d.envelope, d.envelope_bytes, d.history
+    from automation.dead_letters d
+    join r on d.dead_letter_id = r.dead_letter_id
+), hist as (
+    select coalesce(jsonb_agg(jsonb_build_object(
+               'run_id', x.run_id, 'delivery', x.delivery, 'state', x.state, 'failed_step', x.failed_step,
+               'error_code', x.error_code, 'error_message', x.error_message, 'created_at', x.created_at,
+               'started_at', x.started_at, 'finished_at', x.finished_at,
+               'attempts', coalesce((select jsonb_agg(jsonb_build_object(
+                            'step_id', a.step_id, 'attempt', a.attempt, 'kind', a.kind, 'epoch', a.epoch,
+                            'status', a.status, 'error_code', a.error_code, 'error_message', a.error_message,
+                            'started_at', a.started_at, 'finished_at', a.finished_at)
+                            order by a.started_at, a.kind, a.attempt)
+                                     from automation.step_attempts a where a.run_id = x.run_id), '[]'::jsonb))
+               order by x.delivery, x.seq), '[]'::jsonb) as h
+    from r
+    join automation.runs x on x.run_id = r.origin or x.origin_run_id = r.origin
+), dead as (
+    insert into automation.dead_letters (dead_letter_id, project_id, queue, trigger_id, workflow_id, event_id,
+                                         envelope, envelope_bytes, error_code, error_message, attempts, created_at,
+                                         step_id, run_id, version, partition_key, input, history, redrive_of)
+    select $5, r.project_id, r.queue, r.trigger_id, r.workflow_id, r.event_id,
+           coalesce((select envelope from prev),
+                    (select e.envelope from automation.events e where e.event_id = r.event_id),
+                    jsonb_build_object('id', r.origin, 'type', 'run', 'idempotency_key', r.idempotency_key,
+                                       'partition_key', r.partition_key, 'occurred_at', r.created_at,
+                                       'attempt', 1, 'data', r.input, 'trigger_id', r.trigger_id,
+                                       'workflow_id', r.workflow_id)::text),
+           (select envelope_bytes from prev),
+           coalesce(r.error_code, 'E_RUN_FAILED'), r.error_message, r.delivery, $3, r.failed_step, r.run_id,
+           r.version, r.partition_key, r.input,
+           coalesce((select history from prev), '[]'::jsonb) || (select h from hist), r.dead_letter_id
+    from r
+    where r.delivery >= r.max_attempts and r.dead_letter_enabled
+    returning dead_letter_id
+)
+select (select run_id from again) as redelivered, (select dead_letter_id from dead) as dead_letter_id;
+
+-- name: queue_expire_waiting
+-- purpose: §10.3 maxAge: runs still waiting in a queue (never started) longer than its deadLetter.maxAge at $1 are cancelled with E_EVENT_TOO_OLD and sent to the DLQ, at most $2 per call
+with x as (
+    select r.run_id
+    from automation.queues q
+    join automation.runs r on r.project_id = q.project_id and r.queue = q.queue_id
+    where q.max_age_ms is not null and q.dead_letter_enabled and r.state = 'pending' and r.started_at is null
+      and r.lease_owner is null and r.created_at < $1::timestamptz - make_interval(secs => q.max_age_ms / 1000.0)
+    limit $2
+    for update of r skip locked
+), c as (
+    update automation.runs r
+    set state = 'cancelled', next_wake_at = null, error_code = 'E_EVENT_TOO_OLD',
+        error_message = 'waited in queue ' || r.queue || ' longer than its deadLetter.maxAge', finished_at = $1,
+        updated_at = $1
+    from x
+    where r.run_id = x.run_id
+    returning r.*
+), ev as (
+    insert into automation.run_events (run_id, project_id, at, kind, state, error_code, message, data)
+    select run_id, project_id, $1, 'run.state', 'cancelled', error_code, error_message,
+           jsonb_build_object('from', 'pending', 'reason', 'max_age')
+    from c
+), dead as (
+    insert into automation.dead_letters (dead_letter_id, project_id, queue, trigger_id, workflow_id, event_id,
+                                         envelope, envelope_bytes, error_code, error_message, attempts, created_at,
+                                         run_id, version, partition_key, input, history, redrive_of)
+    select 'dlq_' || replace(gen_random_uuid()::text, '-', ''), c.project_id, c.queue, c.trigger_id, c.workflow_id,
+           c.event_id,
+           coalesce((select d.envelope from automation.dead_letters d where d.dead_letter_id = c.dead_letter_id),
+                    (select e.envelope from automation.events e where e.event_id = c.event_id),
+                    jsonb_build_object('id', coalesce(c.origin_run_id, c.run_id), 'type', 'run',
+                                       'idempotency_key', c.idempotency_key, 'partition_key', c.partition_key,
+                                       'occurred_at', c.created_at, 'attempt', 1, 'data', c.input,
+                                       'trigger_id', c.trigger_id, 'workflow_id', c.workflow_id)::text),
+           (select d.envelope_bytes from automation.dead_letters d where d.dead_letter_id = c.dead_letter_id),
+           'E_EVENT_TOO_OLD', c.error_message, c.delivery - 1, $1, c.run_id, c.version, c.partition_key,
+           c.input,
+           coalesce((select d.history from automation.dead_letters d where d.dead_letter_id = c.dead_letter_id),
+                    '[]'::jsonb),
+           c.dead_letter_id
+    from c
+    returning dead_letter_id
+)
+select count(*) from dead;

@@ -1,0 +1,397 @@
+"""`RemoteAutomation`: the methods of `Automation` the CLI verbs call (publish, run, wait, get_run, runs, logs,
+follow; events through `ingestion()`), over a daemon's REST API `/v1/automation` (docs/api.md) with
+`Authorization: Bearer <token>`, returning the same objects, so the CLI prints the same views and JSON.
+
+    async with RemoteAutomation("http://host:8044", token, "pj_checkout_prod") as auto:
+        handle = await auto.run("wf_invoice_settle", {"invoiceId": "inv_8812"}, "manual-inv_8812", wait=True)
+
+Errors come back as the `A44Error` the local path raises: the server answers `{"error": {code, message, hint}}`;
+401 is `E_TOKEN_INVALID`, 403 `E_FORBIDDEN`, each with a hint naming `a44 auth login`. An unreachable server is
+`E_API_UNAVAILABLE`; an answer that is not an a44 answer is `E_API`. aiohttp is imported on first use only.
+
+Waiting (`run --wait`) and `logs --follow` read the run's server-sent events (no polling); a dropped stream is
+resumed with `Last-Event-ID`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from datetime import datetime, timedelta
+from typing import Any, AsyncIterator
+
+from ..errors import (E_API, E_API_UNAVAILABLE, E_FORBIDDEN, E_INVALID_ARGUMENT, E_REMOTE_UNSUPPORTED,
+                      E_TOKEN_INVALID, A44Error)
+from .automation import InvalidArgument, RunHandle, RunPage, require_idempotency_key, workflow_ref
+from .durations import parse_duration
+
+API_PREFIX = "/v1/automation"
+_ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+_STREAM_RETRIES = 5
+
+
+def _when(value: Any) -> Any:
+    if isinstance(value, str) and _ISO.match(value):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value
+    return value
+
+
+def timestamps(doc: dict) -> dict:
+    """The view's instants (`*_at`, `at`) back to datetimes, as the local views hold them (JSON round-trips: the
+    server wrote them with `views.iso`, to_json writes them again the same way)."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if k == "at" or k.endswith("_at"):
+                doc[k] = _when(v)
+    return doc
+
+
+def _error(code: str, message: str, hint: str | None = None) -> A44Error:
+    if code == E_INVALID_ARGUMENT:
+        return InvalidArgument(message, hint=hint)
+    return A44Error(code, message, hint=hint)
+
+
+class RemoteAutomation:
+    remote = True
+
+    def __init__(self, url: str, token: str, project: str, *, send_project: bool = True,
+                 request_timeout: float = 60.0):
+        self.url = url.rstrip("/")
+        self.project = project
+        self._token = token
+        self._send_project = send_project
+        self._timeout = request_timeout
+        self._session = None
+
+    def __repr__(self) -> str:  # never the token
+        return f"RemoteAutomation({self.url!r}, project={self.project!r})"
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+    async def _http(self):
+        if self._session is None:
+            import aiohttp
+
+            headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/json",
+                       "User-Agent": "a44-cli"}
+            if self._send_project:
+                headers["A44-Project"] = self.project
+            self._session = aiohttp.ClientSession(headers=headers)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def __aenter__(self) -> "RemoteAutomation":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    # --- HTTP ------------------------------------------------------------------------------------------------
+    def _login_hint(self) -> str:
+        return f"a44 auth login --project {self.project} --url {self.url} --token T (a44 auth status shows the " \
+               f"stored login)"
+
+    def _unavailable(self, exc: BaseException) -> A44Error:
+        return A44Error(E_API_UNAVAILABLE, f"cannot reach the a44 API at {self.url}: {exc or type(exc).__name__}",
+                        hint="is the daemon running with --http-port (a44 automation serve --http-port 8044)? "
+                             "--verbose shows which server the verb used; --local uses the database instead")
+
+    def _coded(self, status: int, doc: Any, text: str, what: str) -> A44Error:
+        err = doc.get("error") if isinstance(doc, dict) else None
+        if isinstance(err, dict) and isinstance(err.get("code"), str):
+            code, message, hint = err["code"], str(err.get("message", "")), err.get("hint")
+            if status == 401 or code == E_TOKEN_INVALID:
+                hint = hint or f"log in again with a valid token: {self._login_hint()}"
+            elif status == 403 or code == E_FORBIDDEN:
+                hint = hint or ("this verb needs a token with automation:write (`a44 auth token create --scope "
+                                f"automation:write` on the daemon's host), then {self._login_hint()}"
+                                if "scope" in message else f"check the token's project and networks: "
+                                                           f"{self._login_hint()}")
+            return _error(code, message, hint)
+        if status == 401:
+            return A44Error(E_TOKEN_INVALID, f"{what}: the server refused the token (HTTP 401)",
+                            hint=self._login_hint())
+        if status == 403:
+            return A44Error(E_FORBIDDEN, f"{what}: the server refused the request (HTTP 403)",
+                            hint=self._login_hint())
+        shown = " ".join(text.split())[:200]
+        return A44Error(E_API, f"{what} answered HTTP {status}" + (f": {shown}" if shown else ""),
+                        hint=f"is {self.url} an a44 daemon? (GET {self.url}{API_PREFIX}/openapi.json should answer)")
+
+    async def _call(self, method: str, path: str, *, body: Any = None, params: dict | None = None,
+                    ok: tuple[int, ...] = (200,)) -> tuple[int, Any]:
+        import aiohttp
+
+        session = await self._http()
+        what = f"{method} {API_PREFIX}{path}"
+        data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        headers = {"Content-Type": "application/json"} if data is not None else None
+        query = {k: str(v) for k, v in (params or {}).items() if v is not None}
+        try:
+            async with session.request(method, self.url + API_PREFIX + path, data=data, params=query,
+                                       headers=headers, timeout=aiohttp.ClientTimeout(total=self._timeout)) as resp:
+                text = await resp.text(encoding="utf-8", errors="replace")
+                status = resp.status
+        except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as exc:
+            raise self._unavailable(exc) from None
+        try:
+            doc = json.loads(text) if text else None
+        except ValueError:
+            doc = None
+        if status in ok and doc is not None and not (isinstance(doc, dict) and "error" in doc):
+            return status, doc
+        raise self._coded(status, doc, text, what)
+
+    async def _events(self, path: str, after: int = 0) -> AsyncIterator[dict]:
+        """Server-sent events of `path` as dicts {id, event, data}; resumed with Last-Event-ID when the stream
+        drops; ends at `event: end`."""
+        import aiohttp
+
+        session = await self._http()
+        failures = 0
+        last = after
+        while True:
+            headers = {"Accept": "text/event-stream"}
+            if last:
+                headers["Last-Event-ID"] = str(last)
+            try:
+                async with session.get(self.url + API_PREFIX + path, params={"follow": "true"}, headers=headers,
+                                       timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._timeout)) as resp:
+                    if resp.status != 200 or "text/event-stream" not in resp.headers.get("Content-Type", ""):
+                        text = await resp.text(encoding="utf-8", errors="replace")
+                        try:
+                            doc = json.loads(text)
+                        except ValueError:
+                            doc = None
+                        raise self._coded(resp.status, doc, text, f"GET {API_PREFIX}{path}")
+                    fields: dict[str, str] = {}
+                    data: list[str] = []
+                    async for raw in resp.content:
+                        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                        if line == "":
+                            if not fields and not data:
+                                continue
+                            kind = fields.get("event", "message")
+                            if kind == "end":
+                                return
+                            event = {"id": fields.get("id"), "event": kind,
+                                     "data": json.loads("\n".join(data)) if data else None}
+                            if event["id"] and event["id"].isdigit():
+                                last = int(event["id"])
+                            failures = 0
+                            fields, data = {}, []
+                            yield event
+                            continue
+                        if line.startswith(":"):
+                            continue
+                        name, _, value = line.partition(":")
+                        value = value[1:] if value.startswith(" ") else value
+                        if name == "data":
+                            data.append(value)
+                        else:
+                            fields[name] = value
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError) as exc:
+                failures += 1
+                if failures > _STREAM_RETRIES:
+                    raise self._unavailable(exc) from None
+                await asyncio.sleep(min(0.2 * 2 ** failures, 5.0))
+                continue
+            # the server closed the stream without `event: end`: resume where it stopped
+            failures += 1
+            if failures > _STREAM_RETRIES:
+                raise A44Error(E_API, f"the event stream of {path} keeps ending before the run does",
+                               hint="check the daemon's log")
+            await asyncio.sleep(min(0.2 * 2 ** failures, 5.0))
+
+    # --- publish ---------------------------------------------------------------------------------------------
+    async def publish(self, paths: list[str]):
+        """Upload the YAML texts found under `paths` (as `publish` discovers them) and rebuild the PublishReport
+        with the local file names; missing files are refused here exactly as the local path refuses them."""
+        from ..compiler.lint import discover
+        from ..diagnostics import Diagnostic, Severity, sorted_diagnostics
+        from ..runtime.ingestion.triggers import StoredTrigger
+        from .publishing import PublishedWorkflow, PublishReport, compile_for_publish
+
+        paths = [str(p) for p in paths]
+        code = [p for p in paths if p.endswith(".py")]
+        if code:
+            raise A44Error(E_REMOTE_UNSUPPORTED, f"workflows in code ({code[0]}) cannot be published through the API",
+                           hint="publish them on the daemon's host, or use --local with its database")
+        files, problems = discover(paths)
+        if problems or not files:  # a path that is not there: the same refusal as local, nothing is sent
+            result = await asyncio.to_thread(compile_for_publish, paths)
+            return PublishReport(project=self.project, files=list(result.files),
+                                 diagnostics=list(result.diagnostics))
+        keys = _upload_keys(files)
+        texts = {}
+        for f in files:
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                texts[keys[f]] = fh.read()
+        back = {k: f for f, k in keys.items()}
+
+        def local(name):
+            return back.get(name, name) if isinstance(name, str) else name
+
+        _, doc = await self._call("POST", "/publish", body={"files": texts}, ok=(200, 422))
+        if not isinstance(doc, dict) or "workflows" not in doc:
+            raise A44Error(E_API, "POST /publish answered something that is not a PublishReport")
+        diagnostics = sorted_diagnostics([
+            Diagnostic(d["code"], Severity(d["severity"]), d["message"], local(d["file"]), d["line"], d["col"],
+                       d["endLine"], d["endCol"], d.get("hint")) for d in doc.get("diagnostics", [])])
+        order = {f: i for i, f in enumerate(files)}
+        shown = sorted((local(f) for f in doc.get("files", [])), key=lambda f: order.get(f, len(order)))
+        workflows = [PublishedWorkflow(w["workflow_id"], w["version"], w["sha256"], local(w.get("file")),
+                                       w["outcome"], _error_of(w.get("error"))) for w in doc["workflows"]]
+        return PublishReport(project=doc.get("project", self.project), files=shown, diagnostics=diagnostics,
+                             workflows=workflows, triggers=list(doc.get("triggers", [])),
+                             stored_triggers=[StoredTrigger(**t) for t in doc.get("stored_triggers", [])])
+
+    # --- run, wait -------------------------------------------------------------------------------------------
+    async def run(self, workflow: str, input: Any = None, idempotency_key: str | None = None, *,
+                  wait: bool = False, timeout: float | str | timedelta | None = None) -> RunHandle:
+        require_idempotency_key(idempotency_key)
+        body = {"workflow": workflow_ref(workflow), "input": {} if input is None else input,
+                "idempotency_key": str(idempotency_key)}
+        _, doc = await self._call("POST", "/runs", body=body, ok=(200, 202))
+        handle = RunHandle(doc["run_id"], bool(doc["created"]), float(doc["key_age_seconds"]), doc["workflow_id"],
+                           doc["version"])
+        if not wait:
+            return handle
+        run, timed_out = await self.wait(handle.run_id, timeout)
+        return RunHandle(handle.run_id, handle.created, handle.key_age_seconds, handle.workflow_id, handle.version,
+                         run, timed_out)
+
+    async def wait(self, run_id: str, timeout: float | str | timedelta | None = None) -> tuple[dict, bool]:
+        """Until the run's event stream ends (the run is terminal): (run, False); or until `timeout`: (run as it
+        stands, True)."""
+        seconds = None if timeout is None else parse_duration(timeout).total_seconds()
+        await self.get_run(run_id)  # E_RUN_NOT_FOUND before waiting
+
+        async def drain():
+            async for _ in self._events(f"/runs/{run_id}/logs"):
+                pass
+        try:
+            await asyncio.wait_for(drain(), seconds)
+        except (asyncio.TimeoutError, TimeoutError):
+            return await self.get_run(run_id), True
+        return await self.get_run(run_id), False
+
+    async def get_run(self, run_id: str) -> dict:
+        _, doc = await self._call("GET", f"/runs/{_seg(run_id)}")
+        return timestamps(doc)
+
+    # --- runs, logs, follow ------------------------------------------------------------------------------------
+    async def runs(self, state: str | None = None, workflow: str | None = None, step: str | None = None,
+                   since: str | float | timedelta | datetime | None = None, limit: int = 50,
+                   offset: int = 0) -> RunPage:
+        if limit < 0 or offset < 0:
+            raise InvalidArgument("limit and offset must not be negative")
+        if isinstance(since, timedelta):
+            since = f"{since.total_seconds()}s"
+        elif isinstance(since, datetime):
+            raise InvalidArgument("since as an instant is not supported against a remote daemon",
+                                  hint="pass an age: 48h, 30m, 7d")
+        _, doc = await self._call("GET", "/runs", params={"state": state, "workflow": workflow, "step": step,
+                                                          "since": since, "limit": limit, "offset": offset})
+        return RunPage(int(doc["total"]), [timestamps(r) for r in doc["runs"]])
+
+    async def logs(self, run_id: str) -> list[dict]:
+        _, doc = await self._call("GET", f"/runs/{_seg(run_id)}/logs")
+        return [timestamps(a) for a in doc["attempts"]]
+
+    async def follow(self, run_id: str, after_id: int = 0) -> AsyncIterator[dict]:
+        async for event in self._events(f"/runs/{_seg(run_id)}/logs", after_id):
+            if isinstance(event["data"], dict):
+                yield timestamps(event["data"])
+
+    async def resolve(self, run_id: str, step_id: str, outcome: str, *, by: str | None = None) -> dict:
+        raise A44Error(E_REMOTE_UNSUPPORTED, "`runs resolve` is not part of the REST API yet",
+                       hint="run it on the daemon's host with --local (or A44_DATABASE_URL)")
+
+    async def whoami(self) -> dict:
+        _, doc = await self._call("GET", "/whoami")
+        return timestamps(doc)
+
+    # --- events --------------------------------------------------------------------------------------------
+    def ingestion(self) -> "RemoteIngestion":
+        return RemoteIngestion(self)
+
+
+class RemoteIngestion:
+    """The `Ingestion` methods the CLI's `events` verbs call, over the API."""
+
+    def __init__(self, auto: RemoteAutomation):
+        self.auto = auto
+        self.project = auto.project
+
+    async def publish_event(self, type: str, data: Any, idempotency_key: str, *, partition_key: str | None = None,
+                            occurred_at: str | datetime | None = None):
+        from ..runtime.ingestion.bus import EventResult
+
+        body = {"type": type, "data": data, "idempotency_key": idempotency_key}
+        if partition_key is not None:
+            body["partition_key"] = partition_key
+        if occurred_at is not None:
+            body["occurred_at"] = occurred_at.isoformat() if isinstance(occurred_at, datetime) else occurred_at
+        _, doc = await self.auto._call("POST", "/events", body=body, ok=(200, 202))
+        return EventResult(doc["event_id"], bool(doc["created"]), float(doc["key_age_seconds"]), doc["type"],
+                           doc["idempotency_key"], list(doc.get("deliveries") or []))
+
+    async def events(self, type: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
+        _, doc = await self.auto._call("GET", "/events", params={"type": type, "limit": limit, "offset": offset})
+        return [timestamps(e) for e in doc["events"]]
+
+    async def event(self, event_id: str) -> dict:
+        _, doc = await self.auto._call("GET", f"/events/{_seg(event_id)}")
+        return doc
+
+    async def dead_letters(self, limit: int = 50) -> list[dict]:
+        raise A44Error(E_REMOTE_UNSUPPORTED, "`events dlq` is not part of the REST API yet",
+                       hint="run it on the daemon's host with --local (or A44_DATABASE_URL)")
+
+
+def _seg(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(str(value), safe="")
+
+
+def _error_of(doc: dict | None) -> A44Error | None:
+    if not doc:
+        return None
+    return A44Error(doc["code"], doc.get("message", ""), step_id=doc.get("step_id"), hint=doc.get("hint"))
+
+
+def _upload_keys(files: list[str]) -> dict[str, str]:
+    """Local file name -> the relative path it is uploaded under: relative to the files' common directory, every
+    component safe for the server's discovery (no hidden or skipped directory, a YAML suffix)."""
+    from ..compiler.lint import _SKIP_DIRS, YAML_SUFFIXES
+
+    absolute = {f: os.path.abspath(f) for f in files}
+    common = os.path.commonpath(list(absolute.values())) if absolute else ""
+    if len(files) == 1 or os.path.isfile(common):
+        common = os.path.dirname(common)
+    keys: dict[str, str] = {}
+    used: set[str] = set()
+    for f, a in absolute.items():
+        parts = os.path.relpath(a, common).split(os.sep)
+        parts = [("_" + p) if (p.startswith(".") or p in _SKIP_DIRS) else p for p in parts]
+        if not parts[-1].endswith(YAML_SUFFIXES):
+            parts[-1] += ".yaml"
+        key = "/".join(parts)
+        n = 1
+        while key in used:  # the same file named twice (relative and absolute): keep both, as local does
+            n += 1
+            key = "/".join(parts[:-1] + [f"{n}_{parts[-1]}"])
+        used.add(key)
+        keys[f] = key
+    return keys

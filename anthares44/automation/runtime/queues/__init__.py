@@ -1,0 +1,393 @@
+"""Queues (§10.1, §10.2) and the dead-letter queue (§10.3, §10.4): storing published queue files, the gauges
+(`queue_stats`), raw envelope delivery (`deliver_envelope`, E_ENVELOPE_INVALID), and the DLQ operations
+(`dlq_stats`, `dlq_show`, `dlq_redrive`). Limits and ordering are enforced by the claim (runtime/queries/
+leases.sql); redelivery and dead-lettering of failed runs by the interpreter (`queue_run_failed`).
+See docs/queues.md."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Callable
+
+from ...errors import A44Error
+from ..queries import sql
+from ..results import encode_json
+
+E_QUEUE_NOT_FOUND = "E_QUEUE_NOT_FOUND"
+E_DLQ_NOT_FOUND = "E_DLQ_NOT_FOUND"
+E_DLQ_FILTER = "E_DLQ_FILTER"
+E_ENVELOPE_INVALID = "E_ENVELOPE_INVALID"
+E_INVALID_ARGUMENT = "E_INVALID_ARGUMENT"
+DEFAULT_QUEUE = "q_default"
+ENVELOPE_FIELDS = ("id", "type", "idempotency_key", "occurred_at", "data")
+# what a --filter may read: the DLQ row
+FILTER_ROOTS = {"error_code", "error_message", "step_id", "data", "envelope", "attempts", "history", "queue",
+                "workflow_id", "trigger_id", "event_id", "run_id", "partition_key", "created_at", "age_seconds",
+                "dead_letter_id", "redrive_of"}
+
+
+def _bad(message: str, hint: str | None = None) -> A44Error:
+    return A44Error(E_INVALID_ARGUMENT, message, hint=hint)
+
+
+# --- publishing -----------------------------------------------------------------------------------------------
+async def store_queues(store, project: str, queues: list) -> list[tuple[str, str]]:
+    """Upsert published Queue models; returns [(queue_id, created|updated|unchanged)]."""
+    out = []
+    now = store.clock.now()
+    for q in queues:
+        d = q.model_dump(mode="json", exclude_none=True)
+        dl = q.deadLetter
+        max_age = None
+        if dl is not None and dl.maxAge is not None:     # a Duration is milliseconds once validated
+            max_age = int(dl.maxAge)
+        outcome = await store.fetchval("queue_upsert", project, q.id, q.maxConcurrency, q.ordering, q.maxAttempts,
+                                       dl.enabled if dl is not None else True, max_age, json.dumps(d, sort_keys=True),
+                                       now)
+        out.append((q.id, outcome))
+    return out
+
+
+# --- gauges (§16: age of the oldest message per queue, DLQ depth) --------------------------------------------
+async def queue_stats(store, project: str) -> list[dict]:
+    rows = await store.fetch("queues_stats", project, store.clock.now())
+    return [{"queue": r["queue"], "published": r["published"], "max_concurrency": r["max_concurrency"],
+             "ordering": r["ordering"], "max_attempts": r["max_attempts"], "max_age_ms": r["max_age_ms"],
+             "in_flight": r["in_flight"], "waiting": r["waiting"],
+             "oldest_waiting_age_s": None if r["oldest_waiting_age_s"] is None
+             else round(float(r["oldest_waiting_age_s"]), 3),
+             "dlq_depth": r["dlq_depth"]} for r in rows]
+
+
+async def require_queue(store, project: str, queue: str) -> None:
+    if not await store.fetchval("dlq_queue_known", project, queue):
+        raise A44Error(E_QUEUE_NOT_FOUND, f"no queue {queue!r} in {project}",
+                       hint="`a44 automation queues stats` lists the queues; publish the queue file first")
+
+
+# --- raw envelopes (§10.3: an envelope that cannot be deserialized) -------------------------------------------
+def parse_envelope(raw: bytes | str) -> dict:
+    """The envelope as a dict, or A44Error(E_ENVELOPE_INVALID) saying why not."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
+        env = json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise A44Error(E_ENVELOPE_INVALID, f"the envelope is not JSON: {exc}") from None
+    if not isinstance(env, dict):
+        raise A44Error(E_ENVELOPE_INVALID, "the envelope is not a JSON object")
+    missing = [f for f in ENVELOPE_FIELDS if f not in env]
+    if missing:
+        raise A44Error(E_ENVELOPE_INVALID, f"the envelope lacks {', '.join(missing)}")
+    if not isinstance(env["idempotency_key"], str) or not env["idempotency_key"]:
+        raise A44Error(E_ENVELOPE_INVALID, "`idempotency_key` must be a non-empty string")
+    return env
+
+
+def _stored_text(raw: bytes | str) -> tuple[str, bytes | None]:
+    """(text kept in `envelope`, exact bytes when they are not valid UTF-8 or hold NUL)."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogateescape")
+    try:
+        text = raw.decode("utf-8")
+        if "\x00" not in text:
+            return text, None
+    except UnicodeDecodeError:
+        pass
+    return raw.decode("utf-8", "replace").replace("\x00", "\ufffd"), bytes(raw)
+
+
+async def _dead_letter_raw(conn, project, queue, workflow_id, trigger_id, raw, err: A44Error, now, redrive_of=None,
+                           event_id=None, attempts=0) -> str:
+    from ..ingestion.ids import new_id
+
+    text, exact = _stored_text(raw)
+    dl_id = new_id("dlq", now)
+    await conn.execute(sql("dlq_insert"), dl_id, project, queue, trigger_id, workflow_id, event_id, text, exact,
+                       err.code, err.message, attempts, now, redrive_of)
+    return dl_id
+
+
+async def _create_from_envelope(conn, store, project: str, workflow_id: str, env: dict, *, key: str,
+                                queue: str, trigger_id: str | None, event_id: str | None,
+                                partition_key: str | None, now: datetime) -> tuple[str, bool]:
+    from ..ingestion.runs import create_run_in
+
+    made = await create_run_in(conn, project, workflow_id, None, env.get("data"), key, trigger_id=trigger_id,
+                               event_id=event_id, partition_key=partition_key, queue=queue, now=now)
+    return made.run_id, made.created
+
+
+async def deliver_envelope(store, project: str, workflow_id: str, raw: bytes | str, *,
+                           trigger_id: str | None = None) -> dict:
+    """Enqueue a raw envelope (bytes as received) for a workflow: a run when it deserializes, else a dead letter
+    with E_ENVELOPE_INVALID and the bytes kept as they came. Returns {outcome, run_id | dead_letter_id}."""
+    row = await store.fetchrow("dlq_workflow_queue", project, workflow_id)
+    if row is None:
+        from ...errors import E_WORKFLOW_NOT_FOUND
+        raise A44Error(E_WORKFLOW_NOT_FOUND, f"{workflow_id} is not published in {project}")
+    queue = row["queue"]
+    now = store.clock.now()
+    async with store.transaction("deliver_envelope") as conn:
+        try:
+            env = parse_envelope(raw)
+        except A44Error as err:
+            dl = await _dead_letter_raw(conn, project, queue, workflow_id, trigger_id, raw, err, now)
+            return {"outcome": "dead_lettered", "dead_letter_id": dl, "error_code": err.code}
+        # the envelope is kept as received (automation.events), so a later dead letter carries it byte for byte
+        from ..ingestion.ids import new_event_id
+
+        event_id = new_event_id(now)
+        try:
+            occurred = datetime.fromisoformat(str(env["occurred_at"]).replace("Z", "+00:00"))
+            if occurred.tzinfo is None:
+                raise ValueError
+        except ValueError:
+            occurred = now
+        text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
+        pk = env.get("partition_key") if isinstance(env.get("partition_key"), str) else None
+        await conn.execute(sql("event_insert"), event_id, project, str(env["type"]), env["idempotency_key"], pk,
+                           trigger_id, "bus", occurred, now, text)
+        run_id, created = await _create_from_envelope(
+            conn, store, project, workflow_id, env, key=f"{trigger_id or 'envelope'}:{env['idempotency_key']}",
+            queue=queue, trigger_id=trigger_id, event_id=event_id, partition_key=pk, now=now)
+    return {"outcome": "created" if created else "deduplicated", "run_id": run_id}
+
+
+# --- DLQ ------------------------------------------------------------------------------------------------------
+def parse_since(since: str | timedelta | datetime | None, now: datetime) -> datetime:
+    if since is None:
+        return datetime.min.replace(tzinfo=now.tzinfo)
+    if isinstance(since, datetime):
+        return since
+    from ...app.durations import parse_duration
+
+    try:
+        return now - parse_duration(since)
+    except ValueError as exc:
+        raise _bad(str(exc), "e.g. --since 24h") from None
+
+
+async def dlq_stats(store, project: str, queue: str, since=None) -> dict:
+    await require_queue(store, project, queue)
+    now = store.clock.now()
+    start = parse_since(since, now)
+    rows = await store.fetch("dlq_stats", project, queue, start)
+    groups = [{"error_code": r["error_code"], "count": r["count"], "waiting": r["waiting"],
+               "first_seen": r["first_seen"].isoformat(), "last_seen": r["last_seen"].isoformat()} for r in rows]
+    return {"queue": queue, "since": start.isoformat() if since is not None else None,
+            "total": sum(g["count"] for g in groups), "by_error_code": groups}
+
+
+def _row_view(r, *, with_attempts: bool) -> dict:
+    d = {k: r[k] for k in ("dead_letter_id", "project_id", "queue", "trigger_id", "workflow_id", "event_id",
+                           "run_id", "version", "partition_key", "error_code", "error_message", "step_id",
+                           "attempts", "redrive_of", "redriven_run_id")}
+    d["created_at"] = r["created_at"].isoformat()
+    d["redriven_at"] = r["redriven_at"].isoformat() if r["redriven_at"] else None
+    d["envelope"] = r["envelope"]
+    if r["envelope_bytes"] is not None:
+        d["envelope_bytes_hex"] = bytes(r["envelope_bytes"]).hex()
+    d["last_error"] = {"code": r["error_code"], "message": r["error_message"], "step": r["step_id"]}
+    if with_attempts:
+        h = r["history"]
+        d["history"] = json.loads(h) if isinstance(h, str) else (h or [])
+    return d
+
+
+async def dlq_show(store, project: str, dead_letter_id: str, *, with_attempts: bool = False) -> dict:
+    r = await store.fetchrow("dlq_get", dead_letter_id, project)
+    if r is None:
+        raise A44Error(E_DLQ_NOT_FOUND, f"no dead letter {dead_letter_id} in {project}",
+                       hint="`a44 automation dlq stats Q` counts them; `events dlq` lists them")
+    return _row_view(r, with_attempts=with_attempts)
+
+
+def envelope_bytes(view_or_row) -> bytes:
+    """The original envelope exactly as received."""
+    hexed = view_or_row.get("envelope_bytes_hex") if isinstance(view_or_row, dict) else None
+    if hexed:
+        return bytes.fromhex(hexed)
+    return view_or_row["envelope"].encode("utf-8")
+
+
+@dataclass
+class FilterDiagnostic:
+    code: str
+    message: str
+    column: int            # 1-based column in the filter text
+    length: int
+    hint: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "message": self.message, "column": self.column, "length": self.length,
+                "hint": self.hint}
+
+    def __str__(self) -> str:
+        return f"--filter:1:{self.column}: {self.code} {self.message}" + (f" (hint: {self.hint})" if self.hint else "")
+
+
+def compile_filter(text: str | None):
+    """CEL over the DLQ row (FILTER_ROOTS), boolean. A44Error(E_DLQ_FILTER) with diagnostics (column) when wrong."""
+    if text is None or text.strip() == "":
+        return None
+    from ...grammar import compile_expression
+
+    res = compile_expression(text, roots=FILTER_ROOTS, expect_bool=True)
+    if res.program is None:
+        diags = [FilterDiagnostic(i.code, i.message, i.offset + 1, i.length, i.hint) for i in res.issues
+                 if i.severity == "error"]
+        raise A44Error(E_DLQ_FILTER, "the --filter expression is not valid: " + "; ".join(str(d) for d in diags),
+                       hint=f"CEL over the DLQ row: {', '.join(sorted(FILTER_ROOTS))}",
+                       details={"diagnostics": [d.to_dict() for d in diags], "filter": text})
+    return res.program
+
+
+def filter_activation(r, now: datetime) -> dict:
+    try:
+        env = json.loads(r["envelope"])
+    except ValueError:
+        env = None
+    h = r["history"]
+    hist = json.loads(h) if isinstance(h, str) else (h or [])
+    return {"error_code": r["error_code"], "error_message": r["error_message"] or "", "step_id": r["step_id"] or "",
+            "data": env.get("data") if isinstance(env, dict) else None, "envelope": env,
+            "attempts": r["attempts"], "history": hist, "queue": r["queue"] or "", "workflow_id": r["workflow_id"] or "",
+            "trigger_id": r["trigger_id"] or "", "event_id": r["event_id"] or "", "run_id": r["run_id"] or "",
+            "partition_key": r["partition_key"] or "", "created_at": r["created_at"].isoformat(),
+            "age_seconds": (now - r["created_at"]).total_seconds(), "dead_letter_id": r["dead_letter_id"],
+            "redrive_of": r["redrive_of"] or ""}
+
+
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(s|sec|second|m|min|minute|h|hour))?\s*$")
+
+
+def parse_rate(rate: str | float | int | None) -> float | None:
+    """`20/s`, `600/m`, `5` (per second) -> messages per second; None = unlimited. Refuses zero/negative."""
+    if rate is None:
+        return None
+    if isinstance(rate, (int, float)):
+        value = float(rate)
+    else:
+        m = _RATE.match(str(rate))
+        if not m:
+            raise _bad(f"invalid rate {rate!r}", "e.g. --rate 20/s (or 600/m)")
+        value = float(m.group(1)) / {None: 1, "s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60,
+                                     "h": 3600, "hour": 3600}[m.group(2)]
+    if not value > 0 or math.isinf(value):
+        raise _bad(f"the rate must be positive, got {rate!r}", "e.g. --rate 20/s")
+    return value
+
+
+@dataclass
+class RedriveReport:
+    queue: str
+    dry_run: bool
+    matched: int = 0
+    redriven: int = 0
+    dead_lettered_again: int = 0          # an envelope that still does not deserialize (new DLQ entry)
+    skipped_taken: int = 0                # taken by a concurrent redrive
+    scanned: int = 0
+    elapsed_s: float = 0.0
+    runs: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"queue": self.queue, "dry_run": self.dry_run, "scanned": self.scanned, "matched": self.matched,
+                "redriven": self.redriven, "dead_lettered_again": self.dead_lettered_again,
+                "skipped_taken": self.skipped_taken, "elapsed_s": round(self.elapsed_s, 3),
+                "rate_observed_per_s": round(self.redriven / self.elapsed_s, 2) if self.elapsed_s > 0 else None,
+                "runs": self.runs}
+
+
+async def dlq_redrive(store, project: str, queue: str, *, filter: str | None = None, rate=None,
+                      max: int | None = None, dry_run: bool = False,
+                      progress: Callable[[int, int | None], None] | None = None) -> RedriveReport:
+    """Re-enqueue the original envelope of every waiting (not yet redriven) dead letter of `queue` that matches
+    `filter`, oldest first, at most `rate` per second and `max` in all. Each redrive is one transaction: the new
+    run (idempotency key `dlq:<entry>`, linked to the entry) and the entry marked redriven, so an interrupted
+    redrive run again never redrives an entry twice."""
+    program = compile_filter(filter)          # diagnostics before anything else
+    per_s = parse_rate(rate)
+    if max is not None and max < 0:
+        raise _bad(f"--max must not be negative, got {max}")
+    await require_queue(store, project, queue)
+    report = RedriveReport(queue, dry_run)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    after = (datetime.min.replace(tzinfo=store.clock.now().tzinfo), "")
+    limit = max if max is not None else None
+    while limit is None or report.matched < limit:
+        page = await store.fetch("dlq_page", project, queue, after[0], after[1], 500)
+        if not page:
+            break
+        for r in page:
+            after = (r["created_at"], r["dead_letter_id"])
+            report.scanned += 1
+            if program is not None:
+                try:
+                    ok = program.evaluate(filter_activation(r, store.clock.now())) is True
+                except Exception:  # noqa: BLE001 - a row the filter cannot read does not match
+                    ok = False
+                if not ok:
+                    continue
+            if limit is not None and report.matched >= limit:
+                break
+            report.matched += 1
+            if dry_run:
+                report.runs.append({"dead_letter_id": r["dead_letter_id"], "error_code": r["error_code"]})
+                continue
+            if per_s is not None:      # the n-th redrive not before t0 + n / rate
+                wait = t0 + report.redriven / per_s - loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+            await _redrive_one(store, project, r, report)
+            if progress is not None:
+                progress(report.redriven + report.dead_lettered_again, limit)
+    report.elapsed_s = loop.time() - t0
+    return report
+
+
+async def _redrive_one(store, project: str, r, report: RedriveReport) -> None:
+    try:
+        await _redrive_tx(store, project, r, report)
+    except _Taken:      # a concurrent redrive took this entry first: its run stands, ours rolled back
+        report.skipped_taken += 1
+
+
+async def _redrive_tx(store, project: str, r, report: RedriveReport) -> None:
+    now = store.clock.now()
+    dl_id = r["dead_letter_id"]
+    async with store.transaction("dlq_redrive") as conn:
+        raw = bytes(r["envelope_bytes"]) if r["envelope_bytes"] is not None else r["envelope"]
+        try:
+            env = parse_envelope(raw)
+        except A44Error as err:
+            taken = await conn.fetchval(sql("dlq_mark_redriven"), dl_id, now, None)
+            if taken is None:
+                report.skipped_taken += 1
+                return
+            new = await _dead_letter_raw(conn, project, r["queue"], r["workflow_id"], r["trigger_id"], raw, err, now,
+                                         redrive_of=dl_id, event_id=r["event_id"], attempts=r["attempts"])
+            report.dead_lettered_again += 1
+            report.runs.append({"dead_letter_id": dl_id, "dead_letter_again": new})
+            return
+        if r["workflow_id"] is None:
+            raise A44Error(E_DLQ_NOT_FOUND, f"dead letter {dl_id} names no workflow to redrive to")
+        run_id, _created = await _create_from_envelope(
+            conn, store, project, r["workflow_id"], env, key=f"dlq:{dl_id}", queue=r["queue"],
+            trigger_id=r["trigger_id"], event_id=r["event_id"],
+            partition_key=r["partition_key"] or env.get("partition_key"), now=now)
+        taken = await conn.fetchval(sql("dlq_mark_redriven"), dl_id, now, run_id)
+        if taken is None:
+            raise _Taken()
+        await conn.execute(sql("dlq_link_run"), run_id, dl_id)
+    report.redriven += 1
+    report.runs.append({"dead_letter_id": dl_id, "run_id": run_id})
+
+
+class _Taken(Exception):
+    pass
