@@ -60,19 +60,7 @@ maxAttempts: 1
 
 
 async def prepare(url: str, home: Path) -> None:
-    from anthares44.automation.app.publishing import publish
-
-    store = await Store.connect(url, results_dir=home / "results")
-    await store.migrate()
-    await store.ensure_partitions()
-    wf = home / "wf"
-    wf.mkdir(exist_ok=True)
-    (wf / "q-bench.yaml").write_text(QUEUE_FILE)
-    (wf / "bench-part.yaml").write_text(PART_WF)
-    report = await publish(store, PROJECT, [str(wf)])
-    if report.errors:
-        raise SystemExit(f"publish failed: {[d.to_dict() for d in report.diagnostics]}")
-    await store.close()
+    await br.prepare(url, home, {"q-bench.yaml": QUEUE_FILE, "bench-part.yaml": PART_WF})
 
 
 async def set_ordering(url: str, home: Path, ordering: str) -> None:

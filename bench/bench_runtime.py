@@ -367,7 +367,8 @@ async def parked(url: str, home: Path, n: int, concurrency: int, cycles: int) ->
 
 
 # --- setup ------------------------------------------------------------------------------------------------------
-async def prepare(url: str, home: Path) -> None:
+async def prepare(url: str, home: Path, files: dict[str, str] | None = None) -> None:
+    """Migrate the benchmark database and publish `files` (name -> YAML text; default: this bench's three)."""
     from anthares44.automation.app.publishing import publish
 
     store = await Store.connect(url, results_dir=home / "results")
@@ -375,9 +376,9 @@ async def prepare(url: str, home: Path) -> None:
     await store.ensure_partitions()
     wf = home / "wf"
     wf.mkdir(exist_ok=True)
-    (wf / "bench-pass.yaml").write_text(PASS_WF)
-    (wf / "bench-sleep.yaml").write_text(SLEEP_WF)
-    (wf / "bench-sql.yaml").write_text(SQL_WF)
+    files = files or {"bench-pass.yaml": PASS_WF, "bench-sleep.yaml": SLEEP_WF, "bench-sql.yaml": SQL_WF}
+    for name, text in files.items():
+        (wf / name).write_text(text)
     report = await publish(store, PROJECT, [str(wf)])
     if report.errors:
         raise SystemExit(f"publish failed: {[d.to_dict() for d in report.diagnostics]}")
