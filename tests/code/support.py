@@ -10,6 +10,8 @@ from pathlib import Path
 
 from aiohttp import web
 
+from tests.loopback import ThreadedServer
+
 ONBOARD = '''from anthares44.automation import workflow, step
 
 import api
@@ -75,7 +77,7 @@ def write_modules(directory: Path, onboard: str = ONBOARD) -> Path:
     return path
 
 
-class StandIn:
+class StandIn(ThreadedServer):
     """POST /tenants, /databases, /databases/drop. `db_mode`: ok | fail (400) | hold (until release())."""
 
     def __init__(self, db_mode: str = "ok"):
@@ -84,29 +86,12 @@ class StandIn:
         self.keys: list[str] = []
         self.held = threading.Event()
         self._go = threading.Event()
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self.port = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-        self._ready.wait(10)
+        super().__init__()
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _serve(self):
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
+    def routes(self, app):
         app.router.add_post("/tenants", self._tenants)
         app.router.add_post("/databases", self._databases)
         app.router.add_post("/databases/drop", self._drop)
-        runner = web.AppRunner(app)
-        self._loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]
-        self._ready.set()
-        self._loop.run_forever()
 
     async def _tenants(self, request):
         self.calls["create-tenant"] += 1
@@ -130,6 +115,3 @@ class StandIn:
 
     def release(self):
         self._go.set()
-
-    def close(self):
-        self._loop.call_soon_threadsafe(self._loop.stop)

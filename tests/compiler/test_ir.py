@@ -22,25 +22,7 @@ from anthares44.automation.compiler.lint import compile_sources, lint_paths
 from anthares44.automation.compiler.source import load_text
 from anthares44.automation.diagnostics import Severity
 
-# The seed's workflow, exactly as written in ../shared/seeds/000_498f9e75a97da820.txt.
-SEED = """name: invoice-settle
-version: 3
-trigger:
-  event: billing.invoice.finalized
-concurrency:
-  max: 25
-  partitionKey: "{{ input.invoiceId }}"
-steps:
-  - id: reserve-funds
-    uses: connector/payments.authorize
-    timeout: 15s
-    retry: { max: 5, strategy: exponential-jitter }
-    compensate: connector/payments.void
-  - id: mark-paid
-    uses: sql/execute
-    timeout: 5s
-    query: "update invoices set status='paid' where id = $1"
-"""
+from tests.seed_texts import SEED_WORKFLOW as SEED  # noqa: E402  (the seed's workflow, as written)
 
 
 @pytest.fixture(autouse=True)
@@ -450,8 +432,6 @@ def test_declared_connector_config_travels_in_the_ir(tmp_path):
         "  auth: {kind: bearer, secretRef: sec_erp}\n")
     (tmp_path / "wf.yaml").write_text(
         "name: erp-sync\nversion: 1\nsteps:\n  - id: push\n    uses: con_erp\n    timeout: 5s\n    path: /orders\n")
-    from anthares44.automation.compiler.lint import lint_paths
-
     result = lint_paths([str(tmp_path)], lower=True)
     assert [d.code for d in result.diagnostics] == []
     ref = result.irs["wf_erp_sync"].nodes[0].connector

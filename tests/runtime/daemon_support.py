@@ -16,13 +16,15 @@ from pathlib import Path
 
 from aiohttp import web
 
+from tests.loopback import ThreadedServer
+
 from anthares44.automation.compiler.ir import ConnectorRef, NodeIR, RetryIR
 from tests.runtime.engine_support import workflow
 
 A44 = str(Path(sys.executable).parent / "a44")
 
 
-class FarSide:
+class FarSide(ThreadedServer):
     """`POST /ok/<name>` answers at once; `POST /hold/<name>` waits until `release()` (or `hold_s`). Counts hits per
     (path, Idempotency-Key)."""
 
@@ -31,25 +33,11 @@ class FarSide:
         self.held = threading.Event()       # a /hold request arrived
         self._go = threading.Event()
         self.hold_s = hold_s
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self.port = 0
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-        self._ready.wait(10)
+        super().__init__()
 
-    def _serve(self):
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
+    def routes(self, app):
         app.router.add_post("/ok/{name}", self._ok)
         app.router.add_post("/hold/{name}", self._hold)
-        runner = web.AppRunner(app)
-        self._loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]
-        self._ready.set()
-        self._loop.run_forever()
 
     async def _ok(self, request):
         self.hits[(request.path, request.headers.get("Idempotency-Key", ""))] += 1
@@ -73,9 +61,6 @@ class FarSide:
 
     def count(self, path: str) -> int:
         return sum(n for (p, _), n in self.hits.items() if p == path)
-
-    def close(self):
-        self._loop.call_soon_threadsafe(self._loop.stop)
 
 
 def _builtin(uses: str) -> ConnectorRef:

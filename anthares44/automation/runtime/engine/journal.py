@@ -24,7 +24,7 @@ from .states import allowed_from, illegal
 log = logging.getLogger("a44.engine")
 
 
-_UNCHECKED = frozenset({"engine_attempt_start", "engine_attempt_record", "run_event_append"})
+_UNCHECKED = frozenset({"attempt_start", "engine_attempt_record", "run_event_append"})
 
 
 class LeaseLost(Exception):
@@ -109,7 +109,7 @@ class Batch:
     # --- attempts ---------------------------------------------------------------------------------------------
     def start(self, step_id: str, attempt: int, kind: str, at: datetime) -> Attempt:
         L = self.lease
-        self._ops.append(("engine_attempt_start", (L.run_id, step_id, attempt, self._key(step_id, kind), at, L.epoch,
+        self._ops.append(("attempt_start", (L.run_id, step_id, attempt, self._key(step_id, kind), at, L.epoch,
                                                    kind, L.project_id, self.worker_id, L.grant)))
         if kind == "action":
             self.current_step = step_id

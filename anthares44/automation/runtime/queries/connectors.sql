@@ -64,10 +64,3 @@ with closed as (
 )
 delete from automation.circuit_samples
 where project_id = $1 and connector_id = $2 and exists (select 1 from closed);
-
--- name: breaker_list
--- purpose: every breaker row of a project (`connectors list`, diagnostics)
-select connector_id, state, opened_until, open_for_ms, opened_count, updated_at
-from automation.circuit_breakers
-where project_id = $1
-order by connector_id;

@@ -34,22 +34,6 @@ left join lateral (
 where t.project_id = $1 and t.event = $2 and t.active and t.type = 'event'
 order by t.trigger_id;
 
--- name: webhook_lookup
--- purpose: a webhook trigger, its secrets still valid at $3 and its workflow's latest version, for one request
-select t.trigger_id, t.workflow_id, t.ir,
-       coalesce((select array_agg(s.secret order by s.created_at desc)
-                 from automation.webhook_secrets s
-                 where s.project_id = t.project_id and s.trigger_id = t.trigger_id
-                   and (s.expires_at is null or s.expires_at > $3)), '{}') as secrets,
-       v.version, v.ir as workflow_ir
-from automation.triggers t
-left join lateral (
-    select version, ir from automation.workflow_versions w
-    where w.project_id = t.project_id and w.workflow_id = t.workflow_id
-    order by version desc limit 1
-) v on true
-where t.project_id = $1 and t.trigger_id = $2 and t.type = 'webhook' and t.active;
-
 -- name: webhook_secret_insert
 -- purpose: add a secret to a webhook trigger (publish, first use or rotation)
 insert into automation.webhook_secrets (secret_id, project_id, trigger_id, secret, created_at, expires_at,

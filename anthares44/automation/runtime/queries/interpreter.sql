@@ -44,20 +44,6 @@ with prev as (
 )
 select (select state from prev) as prev_state, (select state from r) as new_state;
 
--- name: engine_attempt_start
--- purpose: insert a running attempt row of a leased run and log attempt.started, in one statement
-with a as (
-    insert into automation.step_attempts (run_id, step_id, attempt, idempotency_key, status, started_at, epoch,
-                                          kind, project_id, worker_id, lease_grant)
-    values ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9, $10)
-    returning run_id, step_id, attempt, epoch, kind, project_id, started_at
-)
-insert into automation.run_events (run_id, project_id, at, kind, step_id, attempt, status, data)
-select run_id, project_id, started_at, 'attempt.started', step_id, attempt, 'running',
-       jsonb_build_object('epoch', epoch, 'kind', kind)
-from a
-returning id;
-
 -- name: engine_attempt_finish
 -- purpose: finish a running attempt (status, error, result or reference, retry due time) and log attempt.finished; no row = not running
 with a as (

@@ -18,10 +18,6 @@ with old as (
 select case when not exists (select 1 from old) then 'created'
             when exists (select 1 from up) then 'updated' else 'unchanged' end;
 
--- name: queue_get
--- purpose: one published queue
-select * from automation.queues where project_id = $1 and queue_id = $2;
-
 -- name: queues_stats
 -- purpose: per queue of a project (published ones, q_default, and any named by a run): limits, runs in flight (leased), waiting (pending), age of the oldest waiting message at $2, DLQ depth (not redriven)
 with names as (

@@ -13,10 +13,6 @@ select token_id, project_id, name, scopes, allow_cidrs::text[] as allow_cidrs, c
            as address_allowed
 from automation.api_tokens where token_sha256 = $1;
 
--- name: token_touch
--- purpose: remember when a token was last used
-update automation.api_tokens set last_used_at = $2 where token_id = $1;
-
 -- name: tokens_list
 -- purpose: the tokens of a project (never the token itself)
 select token_id, project_id, name, scopes, allow_cidrs::text[] as allow_cidrs, created_at, expires_at, revoked_at,

@@ -1,0 +1,20 @@
+"""Every named query in runtime/queries/*.sql is run by some code: a query nobody calls is dead SQL that
+drifts from the schema unnoticed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+QUERIES = ROOT / "anthares44" / "automation" / "runtime" / "queries"
+
+
+def test_every_named_query_is_used():
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "anthares44").rglob("*.py"))
+    unused = []
+    for sql_file in sorted(QUERIES.glob("*.sql")):
+        for name in re.findall(r"^-- name: (\S+)", sql_file.read_text(encoding="utf-8"), re.M):
+            if not re.search(r"[\"']" + re.escape(name) + r"[\"']", code):
+                unused.append(f"{sql_file.name}:{name}")
+    assert not unused, f"named queries no code runs: {unused}"
