@@ -1,4 +1,4 @@
-"""The seed manual's YAML examples, exactly as written in ../shared/seeds/000_498f9e75a97da820.txt (the
+"""The seed manual's YAML examples, exactly as written in tests/data/seeds/000_498f9e75a97da820.txt (the
 examples/ copies are checked byte for byte against the seed by tests/cli; these are the literals the compiler
 and schema tests use)."""
 

@@ -29,7 +29,8 @@ def conformance_dir() -> Path | None:
     if env:
         p = Path(env)
         return p if p.is_dir() else None
-    p = (Path(__file__).resolve().parents[2] / ".." / "shared" / "conformance" / "cel").resolve()
+    # vendored with its licence and origin (tests/data/cel-conformance/ORIGIN.md): a clone runs it on its own
+    p = Path(__file__).resolve().parents[1] / "data" / "cel-conformance"
     return p if p.is_dir() else None
 
 
