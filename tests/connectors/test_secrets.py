@@ -13,8 +13,11 @@ import pytest
 from aiohttp import web
 
 from anthares44.automation.compiler.ir import ConnectorRef
-from anthares44.automation.errors import E_SECRET_NOT_FOUND, A44Error
-from anthares44.automation.runtime.secrets import SecretFile, SecretSource, decrypt, encrypt, scrub
+from anthares44.automation.errors import E_SECRET_KEY_MISMATCH, E_SECRET_NOT_FOUND, A44Error
+from anthares44.automation.runtime.redact import scrub
+from anthares44.automation.runtime.secret_cipher import Undecryptable, open_entry, seal
+from anthares44.automation.runtime.secret_file import SecretFile
+from anthares44.automation.runtime.secrets import SecretSource
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 from tests.runtime.engine_support import node, publish_and_run, run_row, workflow
 
@@ -44,11 +47,11 @@ def test_env_then_file_then_missing(tmp_path, monkeypatch, aio):
 def test_wrong_key_or_tampering_fails_authentication(tmp_path, monkeypatch):
     monkeypatch.setenv("A44_HOME", str(tmp_path))
     key = os.urandom(32)
-    token = encrypt(key, b"hello", b"sec_a")
-    assert decrypt(key, token, b"sec_a") == b"hello"
-    for k, ad in ((os.urandom(32), b"sec_a"), (key, b"sec_b")):   # another key, or moved to another name
-        with pytest.raises(ValueError):
-            decrypt(k, token, ad)
+    entry = seal(key, b"hello", "sec_a")
+    assert open_entry({entry["kid"]: key}, entry, "sec_a") == b"hello"
+    for k, ref in ((os.urandom(32), "sec_a"), (key, "sec_b")):   # another key, or moved to another name
+        with pytest.raises(Undecryptable):
+            open_entry({entry["kid"]: k}, entry, ref)
     monkeypatch.setenv("A44_SECRET_KEY", key.hex())
     f = SecretFile()
     f.set("sec_x", "v")
@@ -56,7 +59,7 @@ def test_wrong_key_or_tampering_fails_authentication(tmp_path, monkeypatch):
     monkeypatch.setenv("A44_SECRET_KEY", os.urandom(32).hex())
     with pytest.raises(A44Error) as exc:
         f.get("sec_x")
-    assert exc.value.code == E_SECRET_NOT_FOUND and "v" not in exc.value.message.split(":")[-1]
+    assert exc.value.code == E_SECRET_KEY_MISMATCH and "v" not in exc.value.message.split(":")[-1]
 
 
 def test_scrub_any_depth_and_structured_parts():
