@@ -113,7 +113,7 @@ E_SECRET_KEY_SHORT = _code("E_SECRET_KEY_SHORT", False, "the secret key is not h
 E_SECRET_KEY_PERMISSIONS = _code("E_SECRET_KEY_PERMISSIONS", False,
                                  "a secret key file is readable or writable by group or others; chmod 600 it")
 E_SECRET_KEY_MISMATCH = _code("E_SECRET_KEY_MISMATCH", False,
-                              "the available keys cannot decrypt every stored secret; nothing was written")
+                              "the available keys cannot decrypt a stored secret; writes are refused")
 E_SECRET_FILE_INVALID = _code("E_SECRET_FILE_INVALID", False, "the secret file is not a secret file this version reads")
 E_AUTH_FAILED = _code("E_AUTH_FAILED", False, "the connector could not obtain credentials (e.g. an OAuth2 token)")
 E_BOT_INVALID_ANSWER = _code("E_BOT_INVALID_ANSWER", True, "the model's answer failed the step's schema")

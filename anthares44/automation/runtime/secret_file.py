@@ -97,14 +97,16 @@ class SecretFile:
     # -- reading --------------------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _locked(self, exclusive: bool) -> Iterator[None]:
+        if exclusive:
+            self.home.mkdir(parents=True, exist_ok=True)
         try:
-            if exclusive:
-                self.home.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError:
             if exclusive:
                 raise
-            yield  # a read-only home: writers cannot run either, so there is nothing to wait for
+            fd = None  # a read-only home: no writer can run there either, so there is nothing to wait for
+        if fd is None:
+            yield
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
