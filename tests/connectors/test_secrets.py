@@ -1,5 +1,6 @@
-"""Secrets (§17): the sources (environment, encrypted file), and a real run on the engine whose connector uses a
-bearer secret, after which neither the whole database nor the log output contains the secret's value."""
+"""Secrets (§17): the sources (environment, encrypted file), scrubbing (short values, unexpected exceptions), and
+real runs on the engine whose connector uses a bearer secret or an OAuth access token the far side echoes back,
+after which neither the whole database nor the log output contains the secret or the token."""
 
 from __future__ import annotations
 
