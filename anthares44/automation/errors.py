@@ -109,6 +109,12 @@ class A44Error(Exception):
 
 # The connector library (§14, §15, §17), appended by the connectors work
 E_SECRET_NOT_FOUND = _code("E_SECRET_NOT_FOUND", False, "a referenced secret is not defined in any secret source")
+E_SECRET_KEY_SHORT = _code("E_SECRET_KEY_SHORT", False, "the secret key is not hexadecimal or shorter than 32 bytes")
+E_SECRET_KEY_PERMISSIONS = _code("E_SECRET_KEY_PERMISSIONS", False,
+                                 "a secret key file is readable or writable by group or others; chmod 600 it")
+E_SECRET_KEY_MISMATCH = _code("E_SECRET_KEY_MISMATCH", False,
+                              "the available keys cannot decrypt a stored secret; writes are refused")
+E_SECRET_FILE_INVALID = _code("E_SECRET_FILE_INVALID", False, "the secret file is not a secret file this version reads")
 E_AUTH_FAILED = _code("E_AUTH_FAILED", False, "the connector could not obtain credentials (e.g. an OAuth2 token)")
 E_BOT_INVALID_ANSWER = _code("E_BOT_INVALID_ANSWER", True, "the model's answer failed the step's schema")
 E_STORAGE = _code("E_STORAGE", False, "the object store refused or failed an operation")

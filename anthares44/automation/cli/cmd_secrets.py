@@ -1,9 +1,11 @@
-"""`a44 automation secrets set|list|rm`: the encrypted secret file `$A44_HOME/secrets.json` (§17).
+"""`a44 automation secrets set|list|rm|rotate-key`: the encrypted secret file `$A44_HOME/secrets.json` (§17).
 
 `set NAME` reads the value from stdin (or `--file F`), never from the command line, where it would land in the shell
-history and the process list; one trailing newline is removed. Values are encrypted with the key in
+history and the process list; one trailing newline is removed. Values are encrypted (AES-256-GCM) with the key in
 `A44_SECRET_KEY` or `$A44_HOME/secret.key` (created 0600 on the first `set`); the file is 0600 too. `list` prints
-names only. `rm NAME` deletes one. A variable `A44_SECRET_<NAME>` overrides the file at run time (runtime/secrets.py).
+names only. `rm NAME` deletes one. `rotate-key` seals every secret again with a new key (random, or hex from
+`--key-file F` / `--key-stdin`) that becomes `secret.key`, and keeps the old key as `secret.key.<kid>.old`.
+A variable `A44_SECRET_<NAME>` overrides the file at run time (runtime/secrets.py, runtime/secret_file.py).
 """
 
 from __future__ import annotations
@@ -26,12 +28,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     ls.add_argument("--format", "-f", choices=FORMATS, default="text")
     rm = verbs.add_parser("rm", help="delete a secret")
     rm.add_argument("name")
+    rot = verbs.add_parser("rotate-key", help="re-encrypt every secret with a new key; the old key is kept aside")
+    given = rot.add_mutually_exclusive_group()
+    given.add_argument("--key-file", metavar="F", help="the new key, 64 hex characters, from this file")
+    given.add_argument("--key-stdin", action="store_true", help="the new key, 64 hex characters, from stdin")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import A44Error
-    from ..runtime.secrets import SECRET_REF, SecretFile
+    from ..runtime.secret_cipher import parse_key
+    from ..runtime.secret_file import SecretFile
+    from ..runtime.secrets import SECRET_REF
 
     f = SecretFile()
     try:
@@ -61,6 +69,19 @@ def run(args: argparse.Namespace) -> int:
             if not f.remove(args.name):
                 print(f"E_SECRET_NOT_FOUND no secret {args.name} in {f.path}", file=sys.stderr)
                 return EXIT_ERROR
+        elif args.secrets_verb == "rotate-key":
+            new = None
+            if args.key_file:
+                with open(args.key_file, encoding="ascii", errors="replace") as fh:
+                    new = parse_key(fh.read(), args.key_file)
+            elif args.key_stdin:
+                new = parse_key(sys.stdin.read(), "stdin")
+            out = f.rotate_key(new)
+            print(f"re-encrypted {out['entries']} secret(s) in {f.path} with key {out['new_kid']} ({f.key_path})",
+                  file=sys.stderr)
+            if out["backup"]:
+                print(f"the previous key {out['old_kid']} is kept in {out['backup']}: delete it once no copy of the "
+                      f"previous secrets.json needs it", file=sys.stderr)
     except A44Error as exc:
         print_error(exc)
         return EXIT_ERROR

@@ -197,20 +197,19 @@ class HttpConnector:
                            ctx: StepContext, deadline: float) -> str:
         """A cached access token, or a new one from the token endpoint (client credentials grant, RFC 6749 §4.4,
         client authenticated with HTTP Basic). Cached until `expires_in` minus a margin; one fetch at a time per
-        (project, token URL, secret, scope)."""
+        (project, token URL, secret, scope). The token is concealed in the attempt (`ctx.conceal`): a far side
+        that echoes it cannot get it into a result, an error or the log."""
         key = self._token_key(auth, decl, ctx)
         cached = self._tokens.get(key)
-        if cached is not None and cached[1] > self.monotonic():
-            return cached[0]
-        lock = self._token_locks.setdefault(key, asyncio.Lock())
-        async with lock:
-            cached = self._tokens.get(key)
-            if cached is not None and cached[1] > self.monotonic():
-                return cached[0]
-            token, lifetime = await self._fetch_token(session, route_kw, auth, decl, ctx, deadline)
-            margin = min(60.0, lifetime * 0.1)
-            self._tokens[key] = (token, self.monotonic() + lifetime - margin)
-            return token
+        if cached is None or cached[1] <= self.monotonic():
+            async with self._token_locks.setdefault(key, asyncio.Lock()):
+                cached = self._tokens.get(key)
+                if cached is None or cached[1] <= self.monotonic():
+                    token, lifetime = await self._fetch_token(session, route_kw, auth, decl, ctx, deadline)
+                    margin = min(60.0, lifetime * 0.1)
+                    cached = self._tokens[key] = (token, self.monotonic() + lifetime - margin)
+        ctx.conceal(cached[0])
+        return cached[0]
 
     async def _fetch_token(self, session, route_kw, auth, decl, ctx, deadline) -> tuple[str, float]:
         import aiohttp

@@ -39,6 +39,9 @@ class StepContext:
     secrets: Callable[[str], Awaitable[str]] | None = None
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("a44.connector"))
     services: dict[str, Any] = field(default_factory=dict)  # shared clients (db pool, http session)
+    # values this attempt derived from secrets (an OAuth access token): scrubbed like the secrets themselves;
+    # one set per attempt, shared by the copies `dataclasses.replace` makes of the context
+    concealed: set[str] = field(default_factory=set)
 
     async def secret(self, ref: str) -> str:
         if self.secrets is None:
@@ -46,6 +49,11 @@ class StepContext:
 
             raise A44Error(E_PARAMS_INVALID, f"secret {ref!r} requested but no secret source is configured")
         return await self.secrets(ref)
+
+    def conceal(self, value: str) -> None:
+        """Treat `value` as a secret for this attempt: scrubbed from its result, its error and its log lines."""
+        if isinstance(value, str) and value:
+            self.concealed.add(value)
 
 
 @runtime_checkable

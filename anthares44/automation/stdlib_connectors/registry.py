@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
+import traceback
 from importlib import metadata
 from typing import Any, Iterable, Mapping
 
 from ..errors import E_CONNECTOR_FAILED, E_CONNECTOR_NOT_FOUND, E_PARAMS_INVALID, A44Error
+from ..runtime.redact import scrub
 from .protocol import Connector, StepContext
 
 ENTRY_POINT_GROUP = "anthares44.automation.connectors"
 PLUGIN_PREFIX = "connector/"
+log = logging.getLogger("a44.connector")
 
 # name -> "module:attribute" of the shipped built-ins; imported lazily so that importing the registry does not
 # import aiohttp or asyncpg.
@@ -124,25 +128,20 @@ class ConnectorRegistry:
         return self._builtin(uses)
 
     async def invoke(self, ref: Any, params: Any, ctx: StepContext) -> Any:
-        """The whole call as the interpreter makes it: resolve, validate the rendered `params`, invoke. Any
-        exception that is not an A44Error becomes E_CONNECTOR_FAILED (permanent) naming the connector; the
+        """The whole call as the interpreter makes it: resolve, validate the rendered `params`, `call`. The
         interpreter applies its own timeout around this and records the result."""
         conn = self.get(ref)
-        bound = validate_params(conn, params)
-        try:
-            return await self.call(conn, bound, ctx)
-        except A44Error:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a connector bug must still end as a coded, recorded failure
-            raise A44Error(E_CONNECTOR_FAILED, f"connector {conn.name!r} raised {type(exc).__name__}: {exc}",
-                           step_id=ctx.step_id) from exc
+        return await self.call(conn, validate_params(conn, params), ctx)
 
     async def call(self, conn: Connector, params: Any, ctx: StepContext) -> Any:
         """Invoke an already validated connector the way every attempt must be invoked (the interpreter calls this):
           * `ctx.secret()` reads this registry's secret source unless the context brings its own;
           * the registry's services (`storage`, `networks`) are visible to the connector in `ctx.services`;
           * a declared instance with `circuitBreaker:` goes through its breaker (breaker.py, state in PostgreSQL);
-          * every secret value handed out is scrubbed from the result and from an error's message and details."""
+          * any exception that is not an A44Error (nor a TimeoutError, which the interpreter's timeout judges)
+            becomes E_CONNECTOR_FAILED (permanent) naming the connector;
+          * every secret value handed out, and every value the attempt concealed (`ctx.conceal`: an OAuth access
+            token), is scrubbed from the result and from an error's message, hint and details."""
         extra = {k: v for k, v in (("storage", self.storage), ("networks", self.networks),
                                    ("clock", self.breakers.clock)) if v is not None and k not in ctx.services}
         changes: dict[str, Any] = {}
@@ -163,25 +162,25 @@ class ConnectorRegistry:
         except A44Error as err:
             self._scrub_error(err, ctx)
             raise
-        return self._scrub(result, ctx)
+        except TimeoutError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a connector bug must still end as a coded, recorded failure
+            needles = self._secret_values(ctx)
+            log.debug("connector %s raised: %s", conn.name,
+                      scrub("".join(traceback.format_exception(exc)), needles))
+            raise A44Error(E_CONNECTOR_FAILED, scrub(f"connector {conn.name!r} raised {type(exc).__name__}: {exc}",
+                                                     needles), step_id=ctx.step_id) from None
+        return scrub(result, self._secret_values(ctx))
 
     def _secret_values(self, ctx: StepContext) -> tuple[str, ...]:
         values = getattr(ctx.secrets, "values", None)
         mine = self.secrets.values() if hasattr(self.secrets, "values") else ()
-        return (*(values() if callable(values) else ()), *mine)
-
-    def _scrub(self, value: Any, ctx: StepContext) -> Any:
-        from ..runtime.secrets import scrub
-
-        needles = self._secret_values(ctx)
-        return scrub(value, needles) if needles else value
+        return (*(values() if callable(values) else ()), *mine, *ctx.concealed)
 
     def _scrub_error(self, err: A44Error, ctx: StepContext) -> None:
         needles = self._secret_values(ctx)
         if not needles:
             return
-        from ..runtime.secrets import scrub
-
         err.message = scrub(err.message, needles)
         err.args = (err.message,)
         if err.hint:
