@@ -78,3 +78,57 @@ def test_concurrent_starts_share_one_server_and_kill_9_leaves_nothing_stale(home
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == urls.pop()  # same port and password after the restart
     assert a44("status", env=home_env).returncode == 0
+
+
+def test_embedded_app_database_is_separate_and_its_role_has_no_server_powers(home_env):
+    """`db url --app`: the embedded server's a44_app, reached by the a44_app role. Workflows may create tables
+    there; the role has no superuser, CREATEDB, CREATEROLE, replication or server-program/file powers and cannot
+    even connect to the control database `a44`. A restart keeps the same URL (the password is made once)."""
+    import asyncio
+
+    import asyncpg
+
+    out = a44("url", "--app", env=home_env)
+    assert out.returncode == 0, out.stderr
+    app = out.stdout.strip()
+    assert app.startswith("postgresql://a44_app:") and app.endswith("/a44_app")
+    control = a44("url", env=home_env).stdout.strip()
+
+    async def probe():
+        conn = await asyncpg.connect(app)
+        try:
+            await conn.execute("create table invoices (id text primary key, status text)")
+            await conn.execute("insert into invoices values ('inv_1', 'open')")
+            assert await conn.fetchval("select status from invoices") == "open"
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await conn.execute("copy (select 1) to program 'id'")
+        finally:
+            await conn.close()
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):       # CONNECT on `a44` is not PUBLIC's
+            await asyncpg.connect(app.rsplit("/", 1)[0] + "/a44")
+        admin = await asyncpg.connect(control)
+        try:
+            return await admin.fetchrow(
+                "select rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls, "
+                "array(select b.rolname from pg_auth_members m join pg_roles b on b.oid = m.roleid "
+                "where m.member = r.oid) as member_of from pg_roles r where rolname = 'a44_app'")
+        finally:
+            await admin.close()
+
+    role = asyncio.run(probe())
+    assert dict(role) == {"rolsuper": False, "rolcreatedb": False, "rolcreaterole": False, "rolreplication": False,
+                          "rolbypassrls": False, "member_of": []}
+    assert a44("stop", env=home_env).returncode == 0
+    assert a44("start", env=home_env).returncode == 0
+    assert a44("url", "--app", env=home_env).stdout.strip() == app
+    assert "application database (workflow SQL): postgresql://a44_app:***@" in a44("status", env=home_env).stdout
+
+
+def test_external_control_store_without_an_app_url_has_no_application_database():
+    env = {**os.environ, "A44_DATABASE_URL": f"postgresql://a44:pw@127.0.0.1:{free_port()}/a44"}
+    env.pop("A44_APP_DATABASE_URL", None)
+    out = a44("url", "--app", env=env)
+    assert out.returncode == 1 and out.stderr.startswith("E_SQL_NO_DATABASE "), out.stderr
+    assert "A44_APP_DATABASE_URL" in out.stderr and ":pw@" not in out.stdout + out.stderr
+    env["A44_APP_DATABASE_URL"] = "postgresql://app@db.internal:5432/app"
+    assert a44("url", "--app", env=env).stdout.strip() == env["A44_APP_DATABASE_URL"]

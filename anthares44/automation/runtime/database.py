@@ -1,4 +1,7 @@
-"""Where the database is: `A44_DATABASE_URL`, or the embedded server under `$A44_HOME/pg` (started on demand).
+"""Where the databases are. The control store: `A44_DATABASE_URL`, or the embedded server under `$A44_HOME/pg`
+(started on demand). The application database, where workflow SQL runs: `A44_APP_DATABASE_URL`, or, on the
+embedded server only, its database `a44_app` (app_database.py); with an external control store and no
+`A44_APP_DATABASE_URL` there is none (sql/execute without a connection fails with E_SQL_NO_DATABASE).
 
 The embedded server outlives the command that started it and is reused by the next one. Its coordinates are in
 `$A44_HOME/pg/state.json` (port, pid, password) and are only trusted after a liveness check, so the files
@@ -19,6 +22,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..errors import E_DB_UNAVAILABLE, A44Error
+from .app_database import app_url as app_database_url, provision
 from .embedded import SUPERUSER, EmbeddedServer, bin_dir, free_port, port_accepts
 
 DATABASE_NAME = "a44"
@@ -30,6 +34,10 @@ def a44_home() -> Path:
 
 def external_url() -> str | None:
     return os.environ.get("A44_DATABASE_URL") or None
+
+
+def external_app_url() -> str | None:
+    return os.environ.get("A44_APP_DATABASE_URL") or None
 
 
 def redact(url: str) -> str:
@@ -51,6 +59,7 @@ class EmbeddedStatus:
     pid: int | None
     data_dir: Path
     url: str | None
+    app_url: str | None = None
 
 
 class LocalDatabase:
@@ -92,8 +101,9 @@ class LocalDatabase:
         state = self._state()
         running = st is not None and port_accepts(st.port)
         url = self._url(st.port, state["password"]) if running and state.get("password") else None
+        app = app_database_url(st.port, state["app_password"]) if url and state.get("app_password") else None
         return EmbeddedStatus(running=running, port=st.port if st else None, pid=st.pid if st else None,
-                              data_dir=self.server.data, url=url)
+                              data_dir=self.server.data, url=url, app_url=app)
 
     def start(self) -> str:
         """Start the server unless it runs already; create the cluster and the `a44` database the first time.
@@ -116,10 +126,28 @@ class LocalDatabase:
                 if not port or port_accepts(port):
                     port = free_port()
                 st = self.server.start(port)
-                state = {"port": st.port, "pid": st.pid, "password": password, "data_dir": str(self.server.data)}
+                state = {**state, "port": st.port, "pid": st.pid, "password": password,
+                         "data_dir": str(self.server.data)}
                 self._write_state(state)
                 self._ensure_database(st.port)
+                self._ensure_app_database(st.port, state)
+            elif not state.get("app_password"):     # a server started by an a44 that made no app database
+                self._ensure_app_database(st.port, state)
             return self._url(st.port, state["password"])
+
+    def app_url(self) -> str:
+        """The application database's URL (the server started, the database made, if needed)."""
+        self.start()
+        st = self.server.status()
+        return app_database_url(st.port, self._state()["app_password"])
+
+    def _ensure_app_database(self, port: int, state: dict) -> None:
+        """The `a44_app` role and database (app_database.py); its password is made once and kept in state.json."""
+        password = state.get("app_password") or secrets.token_urlsafe(24)
+        provision(self._url(port, state["password"]), password)
+        if state.get("app_password") != password:
+            state["app_password"] = password
+            self._write_state(state)
 
     def _ensure_database(self, port: int) -> None:
         """Create the `a44` database the first time (the wheel's `createdb`; "already exists" is fine)."""
@@ -144,3 +172,16 @@ def resolve_url(*, start: bool = True) -> str | None:
     if start:
         return local.start()
     return local.status().url
+
+
+def resolve_app_url(*, start: bool = True) -> str | None:
+    """The URL of the application database: A44_APP_DATABASE_URL, else the embedded server's `a44_app` when the
+    control store is the embedded one (started when `start`), else None (an external control store is never
+    reused for workflow SQL)."""
+    url = external_app_url()
+    if url or external_url():
+        return url
+    local = LocalDatabase()
+    if start:
+        return local.app_url()
+    return local.status().app_url
