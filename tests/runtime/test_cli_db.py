@@ -34,7 +34,7 @@ def test_db_url_round_trips_through_psql_and_the_server_is_reused(home_env):
     first = a44("url", env=home_env)
     assert first.returncode == 0, first.stderr
     url = first.stdout.strip()
-    assert url.startswith("postgresql://postgres:") and "@127.0.0.1:" in url
+    assert url.startswith("postgresql://a44:") and "@127.0.0.1:" in url     # the control role, not postgres
     psql = subprocess.run(["psql", url, "-XtAc", "select current_database() || ' ' || inet_server_addr()"],
                           capture_output=True, text=True, timeout=30)
     assert psql.returncode == 0, psql.stderr
@@ -80,10 +80,11 @@ def test_concurrent_starts_share_one_server_and_kill_9_leaves_nothing_stale(home
     assert a44("status", env=home_env).returncode == 0
 
 
-def test_embedded_app_database_is_separate_and_its_role_has_no_server_powers(home_env):
-    """`db url --app`: the embedded server's a44_app, reached by the a44_app role. Workflows may create tables
-    there; the role has no superuser, CREATEDB, CREATEROLE, replication or server-program/file powers and cannot
-    even connect to the control database `a44`. A restart keeps the same URL (the password is made once)."""
+def test_embedded_roles_have_no_server_powers_and_workflow_sql_has_its_own_database(home_env):
+    """`db url` is the control role `a44`, which owns the migrated `automation` schema and nothing more; `db url
+    --app` is the embedded server's a44_app, reached by the a44_app role. Workflows may create tables there;
+    neither role has superuser, CREATEDB, CREATEROLE, replication or server-program/file powers, and a44_app cannot
+    even connect to the control database `a44`. A restart keeps the same URLs (passwords are made once)."""
     import asyncio
 
     import asyncpg
@@ -93,6 +94,7 @@ def test_embedded_app_database_is_separate_and_its_role_has_no_server_powers(hom
     app = out.stdout.strip()
     assert app.startswith("postgresql://a44_app:") and app.endswith("/a44_app")
     control = a44("url", env=home_env).stdout.strip()
+    assert a44("migrate", env=home_env).returncode == 0
 
     async def probe():
         conn = await asyncpg.connect(app)
@@ -106,21 +108,31 @@ def test_embedded_app_database_is_separate_and_its_role_has_no_server_powers(hom
             await conn.close()
         with pytest.raises(asyncpg.InsufficientPrivilegeError):       # CONNECT on `a44` is not PUBLIC's
             await asyncpg.connect(app.rsplit("/", 1)[0] + "/a44")
-        admin = await asyncpg.connect(control)
+        conn = await asyncpg.connect(control)
         try:
-            return await admin.fetchrow(
-                "select rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls, "
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await conn.execute("copy (select 1) to program 'id'")
+            owners = await conn.fetch(
+                "select distinct pg_get_userbyid(relowner) as owner from pg_class "
+                "where relnamespace = 'automation'::regnamespace union "
+                "select pg_get_userbyid(nspowner) from pg_namespace where nspname = 'automation'")
+            roles = await conn.fetch(
+                "select rolname, rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls, "
                 "array(select b.rolname from pg_auth_members m join pg_roles b on b.oid = m.roleid "
-                "where m.member = r.oid) as member_of from pg_roles r where rolname = 'a44_app'")
+                "where m.member = r.oid) as member_of from pg_roles r where rolname in ('a44', 'a44_app') "
+                "order by rolname")
+            return [r["owner"] for r in owners], [dict(r) for r in roles]
         finally:
-            await admin.close()
+            await conn.close()
 
-    role = asyncio.run(probe())
-    assert dict(role) == {"rolsuper": False, "rolcreatedb": False, "rolcreaterole": False, "rolreplication": False,
-                          "rolbypassrls": False, "member_of": []}
+    owners, roles = asyncio.run(probe())
+    assert owners == ["a44"]
+    assert roles == [{"rolname": name, "rolsuper": False, "rolcreatedb": False, "rolcreaterole": False,
+                      "rolreplication": False, "rolbypassrls": False, "member_of": []} for name in ("a44", "a44_app")]
     assert a44("stop", env=home_env).returncode == 0
     assert a44("start", env=home_env).returncode == 0
     assert a44("url", "--app", env=home_env).stdout.strip() == app
+    assert a44("url", env=home_env).stdout.strip() == control
     assert "application database (workflow SQL): postgresql://a44_app:***@" in a44("status", env=home_env).stdout
 
 
