@@ -128,7 +128,7 @@ async def insert_then_update(url: str, seconds: float) -> float:
 class DaemonProc:
     def __init__(self, url: str, home: Path, concurrency: int, extra: list[str] | None = None):
         self.log = home / f"daemon-{time.monotonic_ns()}.log"
-        env = {**os.environ, "A44_HOME": str(home), "A44_DATABASE_URL": url}
+        env = {**os.environ, "A44_HOME": str(home), "A44_DATABASE_URL": url, "A44_APP_DATABASE_URL": app_url_of(url)}
         cmd = [A44, "automation", "serve", "--database-url", url, "--concurrency", str(concurrency)]
         if DAEMON_CMD[0] == "module":
             cmd = [sys.executable, str(ROOT / "bench" / "runtime_daemon.py"), url, str(concurrency)]
@@ -385,6 +385,11 @@ async def prepare(url: str, home: Path, files: dict[str, str] | None = None) -> 
     await store.close()
 
 
+def app_url_of(url: str) -> str:
+    """The application database (where the sql workflow's statements run) beside the bench's control store."""
+    return url.replace("postgres@", "a44_app@", 1).rsplit("/", 1)[0] + "/a44_app"
+
+
 def start_server(root: Path, durable: bool) -> tuple[EmbeddedServer, str]:
     server = EmbeddedServer(root, durable=durable)
     server.initdb()
@@ -395,6 +400,8 @@ def start_server(root: Path, durable: bool) -> tuple[EmbeddedServer, str]:
     async def mk():
         c = await asyncpg.connect(admin)
         await c.execute("create database a44")
+        await c.execute("create role a44_app login")
+        await c.execute("create database a44_app owner a44_app")
         settings = {r["name"]: r["setting"] for r in await c.fetch(
             "select name, setting from pg_settings where name in ('fsync', 'synchronous_commit', "
             "'full_page_writes', 'server_version', 'shared_buffers', 'wal_sync_method')")}

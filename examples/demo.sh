@@ -6,7 +6,8 @@
 #
 #   python3 -m venv .venv && . .venv/bin/activate && pip install -e . -e examples/plugins/a44-payments && examples/demo.sh
 #
-# Uses $A44_HOME (default ~/.a44) for the embedded database, or A44_DATABASE_URL if set. Stops everything it
+# Uses $A44_HOME (default ~/.a44) for the embedded database, or A44_DATABASE_URL if set (then invoice-settle needs
+# A44_APP_DATABASE_URL: the database its SQL runs on, never the control store). Stops everything it
 # started (the daemon, the stand-in, and the embedded server if it was not already running). Exit 0 only when
 # the hello run succeeded (and, with the plugin, invoice-settle ended as the text as written must: see below).
 set -euo pipefail
@@ -118,8 +119,10 @@ say "the same idempotency key again: no new run"
 INVOICE_OK=1
 if [ "$PLUGIN" = 1 ]; then
   say "invoice-settle, the manual's commands as written"
-  # mark-paid updates `invoices`; the manual assumes the table exists in the project database.
-  "$PY" - "$("$A44" automation db url)" <<'EOF'
+  # mark-paid updates `invoices`; the manual assumes the table exists in "the managed Postgres": the application
+  # database, where workflow SQL runs (the embedded server's a44_app, or A44_APP_DATABASE_URL)
+  APP_URL=$("$A44" automation db url --app)
+  "$PY" - "$APP_URL" <<'EOF'
 import asyncio, sys
 import asyncpg
 

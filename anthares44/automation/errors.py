@@ -72,6 +72,12 @@ E_DB_SCHEMA = _code("E_DB_SCHEMA", False,
 E_SQL = _code("E_SQL", False, "the step's SQL statement was refused by the database")
 E_SQL_CONFLICT = _code("E_SQL_CONFLICT", True,
                        "the step's SQL statement hit a serialization failure, deadlock or lock timeout")
+E_SQL_FORBIDDEN = _code("E_SQL_FORBIDDEN", False,
+                        "the workflow database's role may not do what the step's SQL statement asks")
+E_SQL_NO_DATABASE = _code("E_SQL_NO_DATABASE", False,
+                          "the step names no database and no application database is configured")
+E_SQL_UNSAFE_DATABASE = _code("E_SQL_UNSAFE_DATABASE", False,
+                              "the step's database is the control store or its role has server-level powers")
 
 
 class A44Error(Exception):

@@ -1,4 +1,4 @@
-"""Circuit breakers (§14) shared through PostgreSQL: two registries with their own pools stand for two daemons;
+"""Circuit breakers (§14) shared through PostgreSQL: two registries with their own stores stand for two daemons;
 a ManualClock drives the window, openFor and the doubling. The far side is a loopback server whose health the
 test switches."""
 
@@ -12,6 +12,7 @@ from aiohttp import web
 
 from anthares44.automation.errors import E_CIRCUIT_OPEN, A44Error
 from anthares44.automation.runtime.engine.retry_policy import Failure, counts_against_budget
+from anthares44.automation.runtime.store import Store
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 
 
@@ -36,15 +37,15 @@ def decl(base: str, **cb):
 
 @pytest.fixture
 def daemons(pg_url, clock, serve, aio):
-    """Two 'daemons': (registry, services) pairs on separate pools of the same database, one shared clock."""
+    """Two 'daemons': (registry, services) pairs on separate stores of the same database, one shared clock."""
     state = {"hits": 0, "healthy": False}
     base = serve(far_side(state))
     async def pool():
-        return await asyncpg.create_pool(pg_url, min_size=1, max_size=4)
+        return await Store.connect(pg_url, clock=clock, min_size=1, max_size=4)
 
     pools = [aio(pool()) for _ in range(2)]
     regs = [ConnectorRegistry(decl(base), clock=clock) for _ in range(2)]
-    yield state, list(zip(regs, [{"db_pool": p} for p in pools]))
+    yield state, list(zip(regs, [{"store": p} for p in pools]))
     for r, p in zip(regs, pools):
         aio(r.aclose())
         aio(p.close())

@@ -186,3 +186,23 @@ def test_invoke_validates_and_wraps_unexpected_exceptions(make_ctx, aio):
     with pytest.raises(A44Error) as exc:
         aio(reg.invoke("buggy", {"nope": 1}, make_ctx()))
     assert exc.value.code == E_PARAMS_INVALID
+
+
+def test_the_control_store_is_withheld_from_every_connector_but_queue_publish(make_ctx, aio):
+    """A plugin (here a registered connector) and sql/execute never see the engine's `store`: the control store
+    is not reachable through ctx.services; the application database is."""
+    seen = []
+
+    class Spy:
+        name, params_model = "spy", None
+
+        async def invoke(self, params, ctx):
+            seen.append(sorted(ctx.services))
+            return {}
+
+    reg = ConnectorRegistry()
+    reg.register(Spy())
+    store, app_db = object(), object()
+    aio(reg.invoke("spy", {}, make_ctx(services={"store": store, "app_db": app_db})))
+    assert "store" not in seen[0] and "app_db" in seen[0]
+    assert reg._sees_control_store(reg.get("queue/publish")) and not reg._sees_control_store(reg.get("sql/execute"))

@@ -1,5 +1,6 @@
-"""sql/execute against the real PostgreSQL test database: the seed's effect guard, values in and out, row counts,
-caps and how failures are classified."""
+"""sql/execute against a real PostgreSQL application database (the `app_url` fixture: a database of its own with a
+login role that has no server-level powers): the seed's effect guard, values in and out, row counts, caps, how
+failures are classified, and the wall in front of every workflow database."""
 
 from __future__ import annotations
 
@@ -10,23 +11,25 @@ import time
 import asyncpg
 import pytest
 
-from anthares44.automation.errors import (E_CONNECTOR_FAILED, E_DB_UNAVAILABLE, E_SQL, E_SQL_CONFLICT,
-                                          E_STEP_TIMEOUT, A44Error)
+from anthares44.automation.errors import (E_DB_UNAVAILABLE, E_SQL, E_SQL_CONFLICT, E_SQL_NO_DATABASE,
+                                          E_SQL_UNSAFE_DATABASE, E_STEP_TIMEOUT, A44Error)
 from anthares44.automation.runtime.render import make_scope, render_params
 from anthares44.automation.stdlib_connectors.protocol import StepContext
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
+from anthares44.automation.stdlib_connectors.sql_database import AppDatabase
 from tests.connectors.support import closed_port, run_step
 
 
 @pytest.fixture
-def db(store, make_ctx):
-    """(registry, ctx factory) wired to the store's own pool, as the interpreter wires it."""
-    pool = store._pool  # the interpreter hands the store's pool over; its json codec must be honoured
+def db(app_url, make_ctx, aio):
+    """ctx factory wired to the application database, as the engine wires it."""
+    app = AppDatabase(app_url)
 
     def ctx(**kw):
-        return make_ctx(services={"db_pool": pool}, **kw)
+        return make_ctx(services={"app_db": app}, **kw)
 
-    return ctx
+    yield ctx
+    aio(app.aclose())
 
 
 def sql(registry, aio, ctx, query, params=None, **extra):
@@ -109,12 +112,12 @@ def test_database_refusals_are_permanent_sql_errors(registry, db, aio):
     assert exc.value.message.startswith("the statement has 2 placeholder(s)")
 
 
-def test_lock_not_available_is_retryable(registry, db, aio, pg_url):
+def test_lock_not_available_is_retryable(registry, db, aio, app_url):
     sql(registry, aio, db(), "create table l (id int primary key)")
     sql(registry, aio, db(), "insert into l values (1)")
 
     async def hold_and_try():
-        other = await asyncpg.connect(pg_url)
+        other = await asyncpg.connect(app_url)
         try:
             tx = other.transaction()
             await tx.start()
@@ -138,11 +141,11 @@ def test_slow_statement_is_step_timeout(registry, db, aio):
     assert sql(registry, aio, db(), "select 1 as one")["rows"] == [{"one": 1}]  # the pool is still usable
 
 
-def test_dsn_from_a_secret(registry, make_ctx, aio, pg_url):
+def test_dsn_from_a_secret(registry, make_ctx, aio, app_url):
     reg = ConnectorRegistry({"con_reporting": {"id": "con_reporting", "type": "sql/execute",
                                                "dsnSecretRef": "sec_reporting"}})
     try:
-        ctx = make_ctx(secrets={"sec_reporting": pg_url, "sec_down": f"postgresql://a44:pw@127.0.0.1:{closed_port()}/x"})
+        ctx = make_ctx(secrets={"sec_reporting": app_url, "sec_down": f"postgresql://a44:pw@127.0.0.1:{closed_port()}/x"})
         out = aio(run_step(reg, "con_reporting", {"query": "select $1::jsonb as doc", "params": [{"a": 1}]}, ctx))
         assert out["rows"] == [{"doc": {"a": 1}}]
         with pytest.raises(A44Error) as exc:
@@ -153,62 +156,82 @@ def test_dsn_from_a_secret(registry, make_ctx, aio, pg_url):
         aio(reg.aclose())
 
 
-def test_no_project_pool_is_a_clear_configuration_error(registry, make_ctx, aio):
+def test_no_application_database_is_a_clear_permanent_error_never_the_control_store(registry, make_ctx, aio,
+                                                                                      store):
+    # the control store in the services (as the engine passes it to the stdlib) is not a fallback
     with pytest.raises(A44Error) as exc:
-        aio(run_step(registry, "sql/execute", {"query": "select 1"}, make_ctx()))
-    assert exc.value.code == E_CONNECTOR_FAILED and "db_pool" in exc.value.message
+        aio(run_step(registry, "sql/execute", {"query": "select 1"},
+                     make_ctx(services={"store": store, "app_db": AppDatabase(None)})))
+    assert exc.value.code == E_SQL_NO_DATABASE and not exc.value.retryable
+    assert "A44_APP_DATABASE_URL" in exc.value.hint
 
 
-def _commits_per_step(pg_url, clock, aio, tmp_path) -> float:
-    """Steady-state transactions (pg_stat_database.xact_commit) per sql/execute step on the project pool: two
-    sessions of 5 and 25 steps on one pooled connection; the difference removes the constant costs (connecting,
-    type introspection, the first Parse on the connection, the reading connection's own transactions)."""
-    from anthares44.automation.runtime.store import Store
+def test_the_wall_refuses_a_control_store_or_a_superuser_from_any_source(registry, make_ctx, aio, pg_url,
+                                                                          pg_admin_url):
+    """The application database URL or a step's DSN: a database holding the `automation` schema, or a role with
+    server-level powers (the test server's `postgres`), runs no workflow SQL, not even `select 1`."""
+    for url, why in ((pg_url, "automation"), (pg_admin_url, "superuser")):
+        app = AppDatabase(url)
+        ctx = make_ctx(services={"app_db": app}, secrets={"sec_control": url})
+        try:
+            for params in ({"query": "select 1"}, {"query": "select 1", "dsnSecretRef": "sec_control"}):
+                with pytest.raises(A44Error) as exc:
+                    aio(run_step(registry, "sql/execute", params, ctx))
+                assert exc.value.code == E_SQL_UNSAFE_DATABASE and not exc.value.retryable, exc.value
+                assert why in exc.value.message
+        finally:
+            aio(app.aclose())
+
+
+def _commits_per_step(app_url, aio) -> float:
+    """Steady-state transactions (pg_stat_database.xact_commit) per sql/execute step on the application database:
+    two sessions of 5 and 25 steps on one pooled connection; the difference removes the constant costs
+    (connecting, the wall's check, type introspection, the first Parse, the reading connection's own)."""
     from tests.runtime.engine_support import xact_commits
 
     async def session(n: int) -> int:
-        before = await xact_commits(pg_url)
-        s = await Store.connect(pg_url, clock=clock, min_size=1, max_size=1, results_dir=tmp_path)
+        before = await xact_commits(app_url)
+        app = AppDatabase(app_url)
         reg = ConnectorRegistry()
         try:
             for i in range(n):
                 ctx = StepContext(run_id=f"run_{i}", step_id="s", attempt=1, idempotency_key=f"run_{i}:s",
                                   project_id="pj_default", workflow_id="wf", deadline=time.monotonic() + 10,
-                                  services={"db_pool": s.pool})
+                                  services={"app_db": app})
                 out = await run_step(reg, "sql/execute", {
                     "query": "insert into guard (run_id, step_id, amount) values ($1, $2, $3) "
                              "on conflict (run_id, step_id) do nothing", "params": [ctx.run_id, "s", "1.5"]}, ctx)
                 assert out["rowCount"] == 1
         finally:
             await reg.aclose()
-            await s.close()               # a backend flushes its counters when it exits
+            await app.aclose()            # a backend flushes its counters when it exits
         await asyncio.sleep(0.05)
-        return await xact_commits(pg_url) - before
+        return await xact_commits(app_url) - before
 
     async def setup():
-        conn = await asyncpg.connect(pg_url)
+        conn = await asyncpg.connect(app_url)
         await conn.execute("create table guard (run_id text, step_id text, amount numeric, "
                            "primary key (run_id, step_id))")
         await conn.close()
 
     aio(setup())
     small = aio(session(5))
-    aio(_truncate(pg_url))
+    aio(_truncate(app_url))
     large = aio(session(25))
     return (large - small) / 20
 
 
-async def _truncate(pg_url):
-    conn = await asyncpg.connect(pg_url)
+async def _truncate(url):
+    conn = await asyncpg.connect(url)
     await conn.execute("truncate guard")
     await conn.close()
 
 
-def test_a_step_costs_the_statement_and_the_pool_reset_only(pg_url, clock, aio, tmp_path, capsys):
+def test_a_step_costs_the_statement_and_the_pool_reset_only(app_url, aio, capsys):
     """One transaction for the statement (asyncpg's statement cache: no Parse/Describe round trip, so no extra
     implicit transaction, after the first use on a connection) and one for the pool's session reset. Before the
     cache was used, `conn.prepare` cost a third one per step."""
-    per_step = _commits_per_step(pg_url, clock, aio, tmp_path)
+    per_step = _commits_per_step(app_url, aio)
     with capsys.disabled():
         print(f"\nsql/execute: {per_step:.2f} commits per step")
     assert per_step <= 2.1

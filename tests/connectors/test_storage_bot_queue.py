@@ -145,7 +145,7 @@ def test_publish_is_keyed_by_the_step_so_a_retry_publishes_nothing(store, make_c
     again = aio(reg.invoke("queue/publish", params, make_ctx(attempt=2, services={"store": store})))
     assert first["created"] is True and again["created"] is False
     assert first["eventId"] == again["eventId"] and first["idempotencyKey"] == "run_01TEST:charge:publish"
-    other = aio(reg.invoke("queue/publish", params, make_ctx(step_id="other", services={"db_pool": store.pool})))
+    other = aio(reg.invoke("queue/publish", params, make_ctx(step_id="other", services={"store": store})))
     assert other["created"] is True and other["eventId"] != first["eventId"]
     n = aio(store.pool.fetchval("select count(*) from automation.events"))
     assert n == 2

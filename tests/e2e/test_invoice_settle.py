@@ -1,6 +1,8 @@
 """The seed manual's `invoice-settle` end to end (issue 3, Proof 1): real `a44 automation serve` and CLI
 subprocesses, the real example plugin `a44-payments` (entry points `payments.authorize` / `payments.void`) whose
-effect is an HTTP call to the plugin's loopback stand-in of the payments API, PostgreSQL from `pg_url`.
+effect is an HTTP call to the plugin's loopback stand-in of the payments API, the control store on `pg_url` and
+the manual's "managed Postgres" (where `invoices` lives and mark-paid's SQL runs) on the application database
+`app_url` (A44_APP_DATABASE_URL).
 
 As written, the manual's `mark-paid` has `$1` and no `params:` (lint warns A44501): PostgreSQL refuses the
 statement (E_SQL, permanent), so the run fails at mark-paid and the saga voids the authorization. With
@@ -35,10 +37,10 @@ INVOICES_DDL = ["create table invoices (id text primary key, status text not nul
 
 
 @pytest.fixture
-def stack(pg_url, tmp_path):
+def stack(pg_url, app_url, tmp_path):
     for stmt in INVOICES_DDL:
-        sql(pg_url, stmt)
-    env = e2e_env(tmp_path, database_url=pg_url)
+        sql(app_url, stmt)
+    env = e2e_env(tmp_path, database_url=pg_url, A44_APP_DATABASE_URL=app_url)
     standin = StandIn(env, tmp_path / "standin.log")
     env["A44_PAYMENTS_URL"] = standin.url
     started = [standin]
@@ -55,7 +57,7 @@ def _attempts(url: str, run_id: str) -> list[tuple]:
     return [tuple(r.values()) for r in rows]
 
 
-def test_seed_as_written_fails_at_mark_paid_and_voids_the_authorization(pg_url, stack, tmp_path):
+def test_seed_as_written_fails_at_mark_paid_and_voids_the_authorization(pg_url, app_url, stack, tmp_path):
     env, standin, started = stack
     # publish from examples/, the manual's path
     pub = a44("automation", "publish", "./workflows/invoice-settle.yaml", env=env, cwd=EXAMPLES)
@@ -97,7 +99,7 @@ def test_seed_as_written_fails_at_mark_paid_and_voids_the_authorization(pg_url, 
         ("POST", "/v1/authorizations", f"{run_id}:reserve-funds", 201),
         ("POST", f"/v1/authorizations/{run_id}:reserve-funds/void", f"{run_id}:reserve-funds:compensate", 200),
     ]
-    assert sql(pg_url, "select status from invoices where id = 'inv_8812'")[0]["status"] == "open"
+    assert sql(app_url, "select status from invoices where id = 'inv_8812'")[0]["status"] == "open"
 
     # §7.4: the manual's query, with psql, on the URL `a44 automation db url` prints
     url = a44("automation", "db", "url", env=env).stdout.strip()
@@ -122,7 +124,7 @@ def test_seed_as_written_fails_at_mark_paid_and_voids_the_authorization(pg_url, 
 FIXED_STEP = '''    query: "update invoices set status='paid' where id = $1"\n'''
 
 
-def test_seed_with_params_settles_and_authorizes_once(pg_url, stack, tmp_path):
+def test_seed_with_params_settles_and_authorizes_once(pg_url, app_url, stack, tmp_path):
     env, standin, started = stack
     text = (EXAMPLES / "workflows" / "invoice-settle.yaml").read_text()
     assert text.endswith(FIXED_STEP)
@@ -141,7 +143,7 @@ def test_seed_with_params_settles_and_authorizes_once(pg_url, stack, tmp_path):
     run_id = lines[0].split()[0]
     assert lines[0] == f"{run_id} created" and re.fullmatch(rf"{run_id} succeeded in \d+(\.\d+)?m?s", lines[1]), lines
 
-    assert [tuple(r.values()) for r in sql(pg_url, "select id, status from invoices order by id")] == \
+    assert [tuple(r.values()) for r in sql(app_url, "select id, status from invoices order by id")] == \
         [("inv_8812", "paid"), ("inv_8813", "open")]
     assert _attempts(pg_url, run_id) == [
         ("reserve-funds", 1, "action", "failed", "E_UPSTREAM_503", f"{run_id}:reserve-funds"),

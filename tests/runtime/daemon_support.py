@@ -78,7 +78,8 @@ EFFECTS_DDL = "create table if not exists effects (run_id text, step_id text, at
 
 
 def http_sql_workflow(far: FarSide, name: str = "crash", hold: bool = True):
-    """first (http /ok) -> middle (http /hold, or /ok) -> effect (sql insert ... on conflict do nothing) -> done."""
+    """first (http /ok) -> middle (http /hold, or /ok) -> effect (sql insert ... on conflict do nothing, on the
+    application database: EFFECTS_DDL there) -> done."""
     return workflow([
         call("first", "http", {"method": "POST", "url": far.url(f"/ok/first"), "json": {"run": {"$tpl": "{{ run.id }}"}}}),
         call("middle", "http", {"method": "POST", "url": far.url("/hold/middle" if hold else "/ok/middle")}),
@@ -90,9 +91,13 @@ def http_sql_workflow(far: FarSide, name: str = "crash", hold: bool = True):
 
 
 class ServeProcess:
-    def __init__(self, url: str, home: Path, *, lease: str = "2s", worker_id: str = "d1", extra: list[str] = ()):
+    def __init__(self, url: str, home: Path, *, lease: str = "2s", worker_id: str = "d1", extra: list[str] = (),
+                 app_url: str | None = None):
         env = {**os.environ, "A44_DATABASE_URL": url, "A44_HOME": str(home), "A44_LEASE_TIMEOUT": lease,
                "PYTHONUNBUFFERED": "1"}
+        env.pop("A44_APP_DATABASE_URL", None)
+        if app_url:     # where the workflow's sql/execute steps run
+            env["A44_APP_DATABASE_URL"] = app_url
         self.log = home / f"serve-{worker_id}.log"
         self._fh = open(self.log, "w")
         self.proc = subprocess.Popen([A44, "automation", "serve", "-v", "--worker-id", worker_id, *extra],

@@ -7,7 +7,9 @@ server instead; the test databases are created and dropped there.
 
 Fixtures:
   pg_admin_url  session  URL of the maintenance database
-  pg_url        test     URL of this test's own migrated database
+  pg_url        test     URL of this test's own migrated database (the control store)
+  app_url       test     URL of this test's own empty application database (where workflow SQL runs), owned by
+                         a login role with no server-level powers, as the embedded server's `a44_app` is
   clock         test     a ManualClock (tests move it instead of sleeping)
   aio           test     aio(coro) runs a coroutine on this test's event loop (no pytest-asyncio needed)
   store         test     a connected Store on pg_url, the clock and tmp_path/results
@@ -102,6 +104,31 @@ def pg_url(pg_admin_url, pg_template) -> str:
     name = f"a44_test_{secrets.token_hex(6)}"
     asyncio.run(_admin(pg_admin_url, f"create database {name} template {pg_template}"))
     yield with_database(pg_admin_url, name)
+    asyncio.run(_admin(pg_admin_url, f"drop database if exists {name} with (force)"))
+
+
+def with_login(url: str, role: str, password: str, database: str) -> str:
+    parts = urlsplit(url)
+    netloc = f"{role}:{password}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc, path="/" + database))
+
+
+@pytest.fixture(scope="session")
+def pg_app_role(pg_admin_url) -> tuple[str, str]:
+    """(name, password) of the session's application login role: no superuser, no CREATEDB/CREATEROLE."""
+    name, password = f"a44_app_{secrets.token_hex(4)}", secrets.token_hex(16)
+    asyncio.run(_admin(pg_admin_url, f"create role {name} login password '{password}' nosuperuser nocreatedb "
+                                     "nocreaterole noreplication"))
+    yield name, password
+    asyncio.run(_admin(pg_admin_url, f"drop role if exists {name}"))
+
+
+@pytest.fixture
+def app_url(pg_admin_url, pg_app_role) -> str:
+    role, password = pg_app_role
+    name = f"a44_app_{secrets.token_hex(6)}"
+    asyncio.run(_admin(pg_admin_url, f"create database {name} owner {role}"))
+    yield with_login(pg_admin_url, role, password, name)
     asyncio.run(_admin(pg_admin_url, f"drop database if exists {name} with (force)"))
 
 

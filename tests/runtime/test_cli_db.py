@@ -34,7 +34,7 @@ def test_db_url_round_trips_through_psql_and_the_server_is_reused(home_env):
     first = a44("url", env=home_env)
     assert first.returncode == 0, first.stderr
     url = first.stdout.strip()
-    assert url.startswith("postgresql://postgres:") and "@127.0.0.1:" in url
+    assert url.startswith("postgresql://a44:") and "@127.0.0.1:" in url     # the control role, not postgres
     psql = subprocess.run(["psql", url, "-XtAc", "select current_database() || ' ' || inet_server_addr()"],
                           capture_output=True, text=True, timeout=30)
     assert psql.returncode == 0, psql.stderr
@@ -78,3 +78,69 @@ def test_concurrent_starts_share_one_server_and_kill_9_leaves_nothing_stale(home
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == urls.pop()  # same port and password after the restart
     assert a44("status", env=home_env).returncode == 0
+
+
+def test_embedded_roles_have_no_server_powers_and_workflow_sql_has_its_own_database(home_env):
+    """`db url` is the control role `a44`, which owns the migrated `automation` schema and nothing more; `db url
+    --app` is the embedded server's a44_app, reached by the a44_app role. Workflows may create tables there;
+    neither role has superuser, CREATEDB, CREATEROLE, replication or server-program/file powers, and a44_app cannot
+    even connect to the control database `a44`. A restart keeps the same URLs (passwords are made once)."""
+    import asyncio
+
+    import asyncpg
+
+    out = a44("url", "--app", env=home_env)
+    assert out.returncode == 0, out.stderr
+    app = out.stdout.strip()
+    assert app.startswith("postgresql://a44_app:") and app.endswith("/a44_app")
+    control = a44("url", env=home_env).stdout.strip()
+    assert a44("migrate", env=home_env).returncode == 0
+
+    async def probe():
+        conn = await asyncpg.connect(app)
+        try:
+            await conn.execute("create table invoices (id text primary key, status text)")
+            await conn.execute("insert into invoices values ('inv_1', 'open')")
+            assert await conn.fetchval("select status from invoices") == "open"
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await conn.execute("copy (select 1) to program 'id'")
+        finally:
+            await conn.close()
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):       # CONNECT on `a44` is not PUBLIC's
+            await asyncpg.connect(app.rsplit("/", 1)[0] + "/a44")
+        conn = await asyncpg.connect(control)
+        try:
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await conn.execute("copy (select 1) to program 'id'")
+            owners = await conn.fetch(
+                "select distinct pg_get_userbyid(relowner) as owner from pg_class "
+                "where relnamespace = 'automation'::regnamespace union "
+                "select pg_get_userbyid(nspowner) from pg_namespace where nspname = 'automation'")
+            roles = await conn.fetch(
+                "select rolname, rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls, "
+                "array(select b.rolname from pg_auth_members m join pg_roles b on b.oid = m.roleid "
+                "where m.member = r.oid) as member_of from pg_roles r where rolname in ('a44', 'a44_app') "
+                "order by rolname")
+            return [r["owner"] for r in owners], [dict(r) for r in roles]
+        finally:
+            await conn.close()
+
+    owners, roles = asyncio.run(probe())
+    assert owners == ["a44"]
+    assert roles == [{"rolname": name, "rolsuper": False, "rolcreatedb": False, "rolcreaterole": False,
+                      "rolreplication": False, "rolbypassrls": False, "member_of": []} for name in ("a44", "a44_app")]
+    assert a44("stop", env=home_env).returncode == 0
+    assert a44("start", env=home_env).returncode == 0
+    assert a44("url", "--app", env=home_env).stdout.strip() == app
+    assert a44("url", env=home_env).stdout.strip() == control
+    assert "application database (workflow SQL): postgresql://a44_app:***@" in a44("status", env=home_env).stdout
+
+
+def test_external_control_store_without_an_app_url_has_no_application_database():
+    env = {**os.environ, "A44_DATABASE_URL": f"postgresql://a44:pw@127.0.0.1:{free_port()}/a44"}
+    env.pop("A44_APP_DATABASE_URL", None)
+    out = a44("url", "--app", env=env)
+    assert out.returncode == 1 and out.stderr.startswith("E_SQL_NO_DATABASE "), out.stderr
+    assert "A44_APP_DATABASE_URL" in out.stderr and ":pw@" not in out.stdout + out.stderr
+    env["A44_APP_DATABASE_URL"] = "postgresql://app@db.internal:5432/app"
+    assert a44("url", "--app", env=env).stdout.strip() == env["A44_APP_DATABASE_URL"]

@@ -14,14 +14,15 @@ from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.runtime.embedded import EmbeddedServer, free_port
 from anthares44.automation.runtime.store import Store
 from tests.runtime.daemon_support import EFFECTS_DDL, FarSide, ServeProcess, http_sql_workflow, wait_until
+from tests.runtime.pg import _admin
 
 
-async def _setup(url: str, ir, n: int, home: Path) -> list[str]:
+async def _setup(url: str, ir, n: int, home: Path, app_url: str) -> list[str]:
     store = await Store.connect(url, clock=SystemClock(), results_dir=home / "results")
     try:
         await store.migrate()
         await store.ensure_partitions()
-        conn = await asyncpg.connect(url)
+        conn = await asyncpg.connect(app_url)
         await conn.execute(EFFECTS_DDL)
         await conn.close()
         await store.publish_version("pj_default", ir.workflow_id, ir.version, ir.sha256, to_json(ir))
@@ -47,17 +48,17 @@ async def _query(url: str, sql: str, *args):
         await conn.close()
 
 
-def test_kill_9_mid_step_then_another_daemon_completes_the_run(pg_url, tmp_path):
+def test_kill_9_mid_step_then_another_daemon_completes_the_run(pg_url, app_url, tmp_path):
     far = FarSide()
     ir = http_sql_workflow(far)
-    (run_id,) = asyncio.run(_setup(pg_url, ir, 1, tmp_path))
-    first = ServeProcess(pg_url, tmp_path, worker_id="first")
+    (run_id,) = asyncio.run(_setup(pg_url, ir, 1, tmp_path, app_url))
+    first = ServeProcess(pg_url, tmp_path, worker_id="first", app_url=app_url)
     second = None
     try:
         assert far.held.wait(30), first.output()
         first.kill9()                                     # dies with `middle` in flight
         far.release()
-        second = ServeProcess(pg_url, tmp_path, worker_id="second")
+        second = ServeProcess(pg_url, tmp_path, worker_id="second", app_url=app_url)
         wait_until(lambda: asyncio.run(_states(pg_url, [run_id])).get(run_id) == "succeeded", 30,
                    "the run to complete on the second daemon")
     finally:
@@ -68,7 +69,7 @@ def test_kill_9_mid_step_then_another_daemon_completes_the_run(pg_url, tmp_path)
     assert far.count("/ok/first") == 1                    # completed before the crash: ran exactly once
     assert 1 <= far.count("/hold/middle") <= 2            # interrupted: at most twice
     assert {k for (p, k) in far.hits if p == "/hold/middle"} == {f"{run_id}:middle"}
-    effects = asyncio.run(_query(pg_url, "select step_id from effects where run_id = $1", run_id))
+    effects = asyncio.run(_query(app_url, "select step_id from effects where run_id = $1", run_id))
     assert [r["step_id"] for r in effects] == ["effect"]
     rows = asyncio.run(_query(pg_url, "select step_id, attempt, status, worker_id from automation.step_attempts "
                                       "where run_id = $1 order by started_at, attempt", run_id))
@@ -89,19 +90,21 @@ def test_database_restart_under_load_loses_no_run(tmp_path):
     port = free_port()
     server.start(port, wait_s=20)
     url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    app_url = f"postgresql://a44_app@127.0.0.1:{port}/a44_app"
     far = FarSide(hold_s=0.2)
     ir = http_sql_workflow(far, name="restart")
     daemon = None
     try:
-        run_ids = asyncio.run(_setup(url, ir, 30, tmp_path))
-        daemon = ServeProcess(url, tmp_path, worker_id="survivor", extra=["--concurrency", "8"])
+        asyncio.run(_admin(url, "create role a44_app login", "create database a44_app owner a44_app"))
+        run_ids = asyncio.run(_setup(url, ir, 30, tmp_path, app_url))
+        daemon = ServeProcess(url, tmp_path, worker_id="survivor", extra=["--concurrency", "8"], app_url=app_url)
         wait_until(lambda: far.count("/hold/middle") >= 5, 30, "runs in flight")
         server.stop()                                      # under load: steps in flight, leases held
         asyncio.run(asyncio.sleep(1.0))
         server.start(port, wait_s=20)
         wait_until(lambda: set(asyncio.run(_states(url, run_ids)).values()) == {"succeeded"}, 60,
                    "every run to complete after the restart", interval=0.5)
-        effects = asyncio.run(_query(url, "select run_id from effects where step_id = 'effect'"))
+        effects = asyncio.run(_query(app_url, "select run_id from effects where step_id = 'effect'"))
         assert sorted(r["run_id"] for r in effects) == sorted(run_ids)      # each effect exactly once
         assert far.count("/ok/first") >= 30
         assert "E_DB_UNAVAILABLE" in daemon.output()      # the daemon did see the database go away

@@ -10,11 +10,12 @@ from tests.runtime.daemon_support import FarSide, ServeProcess, http_sql_workflo
 from tests.runtime.test_crash import _query, _setup, _states
 
 
-def test_sigterm_finishes_the_step_in_flight_releases_and_exits_0(pg_url, tmp_path):
+def test_sigterm_finishes_the_step_in_flight_releases_and_exits_0(pg_url, app_url, tmp_path):
     far = FarSide(hold_s=1.0)
     ir = http_sql_workflow(far, name="graceful")
-    (run_id,) = asyncio.run(_setup(pg_url, ir, 1, tmp_path))
-    daemon = ServeProcess(pg_url, tmp_path, worker_id="graceful", lease="30s", extra=["--grace", "10s"])
+    (run_id,) = asyncio.run(_setup(pg_url, ir, 1, tmp_path, app_url))
+    daemon = ServeProcess(pg_url, tmp_path, worker_id="graceful", lease="30s", extra=["--grace", "10s"],
+                          app_url=app_url)
     nxt = None
     try:
         assert far.held.wait(30), daemon.output()
@@ -29,7 +30,7 @@ def test_sigterm_finishes_the_step_in_flight_releases_and_exits_0(pg_url, tmp_pa
         assert [r["status"] for r in middle] == ["succeeded"]      # finished and recorded before exiting
         assert "stopped worker=graceful" in daemon.output()
         # another daemon takes over at once (released, not expired: no reclaim) and does not repeat `middle`
-        nxt = ServeProcess(pg_url, tmp_path, worker_id="next", lease="30s")
+        nxt = ServeProcess(pg_url, tmp_path, worker_id="next", lease="30s", app_url=app_url)
         wait_until(lambda: asyncio.run(_states(pg_url, [run_id]))[run_id] == "succeeded", 20, "the run to finish")
         assert far.count("/hold/middle") == 1
         reclaims = asyncio.run(_query(pg_url, "select lease_reclaims from automation.runs where run_id = $1",
@@ -42,11 +43,11 @@ def test_sigterm_finishes_the_step_in_flight_releases_and_exits_0(pg_url, tmp_pa
         far.close()
 
 
-def test_an_idle_daemon_wakes_on_notify_for_a_new_run(pg_url, tmp_path):
+def test_an_idle_daemon_wakes_on_notify_for_a_new_run(pg_url, app_url, tmp_path):
     far = FarSide()
     ir = http_sql_workflow(far, name="notify", hold=False)
-    asyncio.run(_setup(pg_url, ir, 0, tmp_path))
-    daemon = ServeProcess(pg_url, tmp_path, worker_id="idle", lease="60s")   # its safety timer is 60 s
+    asyncio.run(_setup(pg_url, ir, 0, tmp_path, app_url))
+    daemon = ServeProcess(pg_url, tmp_path, worker_id="idle", lease="60s", app_url=app_url)   # safety timer: 60 s
     try:
         time.sleep(1.5)                                                        # started and idle
 

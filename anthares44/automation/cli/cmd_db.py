@@ -1,5 +1,6 @@
 """`a44 automation db start|stop|status|url|migrate`: the database in use (A44_DATABASE_URL, or the embedded
-PostgreSQL under $A44_HOME) and its schema.
+PostgreSQL under $A44_HOME) and its schema; `db url --app` prints the application database, where workflow SQL
+runs (A44_APP_DATABASE_URL, or the embedded server's `a44_app`).
 
 Exit codes: 0 ok, 1 error (printed as `E_CODE message`), 3 for `status` when the embedded server is stopped
 (as `pg_ctl status` does).
@@ -23,7 +24,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     actions.add_parser("stop", help="stop the embedded PostgreSQL")
     st = actions.add_parser("status", help="which database, reachable or not, migrations applied")
     st.add_argument("--format", choices=("text", "json"), default="text")
-    actions.add_parser("url", help="print the URL of the database in use (psql \"$(a44 automation db url)\")")
+    url = actions.add_parser("url", help="print the URL of the database in use (psql \"$(a44 automation db url)\")")
+    url.add_argument("--app", action="store_true",
+                     help="the application database instead, where workflow SQL runs (sql/execute)")
     mg = actions.add_parser("migrate", help="apply pending migrations and create partitions ahead")
     mg.add_argument("--format", choices=("text", "json"), default="text")
     return p
@@ -66,23 +69,35 @@ def _stop(args) -> int:
 
 
 def _url(args) -> int:
-    from ..runtime.database import resolve_url
+    from ..errors import E_SQL_NO_DATABASE, A44Error
+    from ..runtime.database import resolve_app_url, resolve_url
 
-    print(resolve_url(start=True))
+    if not args.app:
+        print(resolve_url(start=True))
+        return EXIT_OK
+    url = resolve_app_url(start=True)
+    if url is None:
+        raise A44Error(E_SQL_NO_DATABASE, "A44_DATABASE_URL names an external control store and "
+                                          "A44_APP_DATABASE_URL is not set: there is no application database",
+                       hint="set A44_APP_DATABASE_URL to a PostgreSQL database for workflow SQL (docs/store.md)")
+    print(url)
     return EXIT_OK
 
 
 def _status(args) -> int:
     import asyncio
 
-    from ..runtime.database import LocalDatabase, external_url, redact
+    from ..runtime.database import LocalDatabase, external_app_url, external_url, redact
 
     url = external_url()
     info: dict = {"kind": "external" if url else "embedded"}
+    app = external_app_url()
     if not url:
         st = LocalDatabase().status()
         info.update(data_dir=str(st.data_dir), running=st.running, pid=st.pid, port=st.port)
         url = st.url
+        app = app or st.app_url
+    info["app_url"] = redact(app) if app else None
     if url:
         info["url"] = redact(url)
         info.update(asyncio.run(_schema_info(url)))
@@ -98,6 +113,7 @@ def _status(args) -> int:
     if "pid" in info:
         print(f"running: yes (pid {info['pid']}, 127.0.0.1:{info['port']})")
     print(f"url: {info['url']}")
+    print(f"application database (workflow SQL): {info['app_url'] or 'none (set A44_APP_DATABASE_URL)'}")
     v = info["server_version_num"]
     print(f"server: PostgreSQL {v // 10000}.{v % 10000}")
     print(f"migrations: {len(info['applied'])} applied, {len(info['pending'])} pending"

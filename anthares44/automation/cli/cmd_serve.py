@@ -19,6 +19,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, metavar="N", help="runs in flight in this daemon (default 16)")
     p.add_argument("--worker-id", help="name of this worker in leases and attempts (default host:pid:random)")
     p.add_argument("--database-url", help="PostgreSQL URL (default A44_DATABASE_URL, else the embedded server)")
+    p.add_argument("--app-database-url",
+                   help="PostgreSQL URL where workflow SQL runs (default A44_APP_DATABASE_URL, else the embedded "
+                        "server's a44_app database; never the control store)")
     p.add_argument("--grace", default="10s", metavar="DURATION",
                    help="at SIGTERM, how long in-flight steps may finish before leases are released (default 10s)")
     p.add_argument("--http-port", type=int, default=None, metavar="PORT",
@@ -48,6 +51,7 @@ def run(args) -> int:
         settings = WorkerSettings.from_env(
             lease_timeout=parse_duration(args.lease_timeout) if args.lease_timeout else None,
             concurrency=args.concurrency, worker_id=args.worker_id, database_url=args.database_url,
+            app_database_url=args.app_database_url,
             grace=parse_duration(args.grace))
     except ValueError as exc:
         print(f"a44: error: {exc}", file=sys.stderr)

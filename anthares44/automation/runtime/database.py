@@ -1,7 +1,11 @@
-"""Where the database is: `A44_DATABASE_URL`, or the embedded server under `$A44_HOME/pg` (started on demand).
+"""Where the databases are. The control store: `A44_DATABASE_URL`, or the embedded server under `$A44_HOME/pg`
+(started on demand), database `a44` reached as the non-superuser role `a44`. The application database, where
+workflow SQL runs: `A44_APP_DATABASE_URL`, or, on the embedded server only, its database `a44_app` reached as the
+role `a44_app` (roles.py); with an external control store and no `A44_APP_DATABASE_URL` there is none
+(sql/execute without a connection fails with E_SQL_NO_DATABASE).
 
 The embedded server outlives the command that started it and is reused by the next one. Its coordinates are in
-`$A44_HOME/pg/state.json` (port, pid, password) and are only trusted after a liveness check, so the files
+`$A44_HOME/pg/state.json` (port, pid, the passwords of `postgres`, `a44` and `a44_app`) and are only trusted after a liveness check, so the files
 left behind by a `kill -9` are harmless. `$A44_HOME/pg/lock` (flock) serialises start/stop, so two commands
 starting together do not both run initdb or pick two ports.
 """
@@ -16,9 +20,10 @@ import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import E_DB_UNAVAILABLE, A44Error
+from .roles import APP_DATABASE, APP_ROLE, CONTROL_ROLE, login_url, provision
 from .embedded import SUPERUSER, EmbeddedServer, bin_dir, free_port, port_accepts
 
 DATABASE_NAME = "a44"
@@ -30,6 +35,10 @@ def a44_home() -> Path:
 
 def external_url() -> str | None:
     return os.environ.get("A44_DATABASE_URL") or None
+
+
+def external_app_url() -> str | None:
+    return os.environ.get("A44_APP_DATABASE_URL") or None
 
 
 def redact(url: str) -> str:
@@ -51,6 +60,7 @@ class EmbeddedStatus:
     pid: int | None
     data_dir: Path
     url: str | None
+    app_url: str | None = None
 
 
 class LocalDatabase:
@@ -84,16 +94,25 @@ class LocalDatabase:
         tmp.chmod(0o600)  # it holds the password
         tmp.replace(self._state_file)
 
-    def _url(self, port: int, password: str, database: str = DATABASE_NAME) -> str:
-        return f"postgresql://{SUPERUSER}:{quote(password, safe='')}@127.0.0.1:{port}/{database}"
+    def _admin_url(self, port: int, state: dict) -> str:
+        """The superuser's URL: setup only (createdb, roles.provision)."""
+        return login_url(port, SUPERUSER, state["password"], DATABASE_NAME)
+
+    @staticmethod
+    def _urls(port: int, state: dict) -> tuple[str | None, str | None]:
+        """(control store URL, application database URL), None where the role is not made yet."""
+        control = login_url(port, CONTROL_ROLE, state["control_password"], DATABASE_NAME) \
+            if state.get("control_password") else None
+        app = login_url(port, APP_ROLE, state["app_password"], APP_DATABASE) if state.get("app_password") else None
+        return control, app
 
     def status(self) -> EmbeddedStatus:
         st = self.server.status()
         state = self._state()
         running = st is not None and port_accepts(st.port)
-        url = self._url(st.port, state["password"]) if running and state.get("password") else None
+        url, app = self._urls(st.port, state) if running else (None, None)
         return EmbeddedStatus(running=running, port=st.port if st else None, pid=st.pid if st else None,
-                              data_dir=self.server.data, url=url)
+                              data_dir=self.server.data, url=url, app_url=app)
 
     def start(self) -> str:
         """Start the server unless it runs already; create the cluster and the `a44` database the first time.
@@ -116,10 +135,28 @@ class LocalDatabase:
                 if not port or port_accepts(port):
                     port = free_port()
                 st = self.server.start(port)
-                state = {"port": st.port, "pid": st.pid, "password": password, "data_dir": str(self.server.data)}
+                state = {**state, "port": st.port, "pid": st.pid, "password": password,
+                         "data_dir": str(self.server.data)}
                 self._write_state(state)
                 self._ensure_database(st.port)
-            return self._url(st.port, state["password"])
+                self._ensure_roles(st.port, state)
+            elif not (state.get("control_password") and state.get("app_password")):
+                self._ensure_roles(st.port, state)      # a server started by an a44 that made no roles
+            return self._urls(st.port, state)[0]
+
+    def app_url(self) -> str:
+        """The application database's URL (the server started, the database made, if needed)."""
+        self.start()
+        return self._urls(self.server.status().port, self._state())[1]
+
+    def _ensure_roles(self, port: int, state: dict) -> None:
+        """The roles `a44` and `a44_app` and what they own (roles.py); passwords made once, kept in state.json."""
+        control = state.get("control_password") or secrets.token_urlsafe(24)
+        app = state.get("app_password") or secrets.token_urlsafe(24)
+        provision(self._admin_url(port, state), control, app)
+        if (state.get("control_password"), state.get("app_password")) != (control, app):
+            state.update(control_password=control, app_password=app)
+            self._write_state(state)
 
     def _ensure_database(self, port: int) -> None:
         """Create the `a44` database the first time (the wheel's `createdb`; "already exists" is fine)."""
@@ -144,3 +181,16 @@ def resolve_url(*, start: bool = True) -> str | None:
     if start:
         return local.start()
     return local.status().url
+
+
+def resolve_app_url(*, start: bool = True) -> str | None:
+    """The URL of the application database: A44_APP_DATABASE_URL, else the embedded server's `a44_app` when the
+    control store is the embedded one (started when `start`), else None (an external control store is never
+    reused for workflow SQL)."""
+    url = external_app_url()
+    if url or external_url():
+        return url
+    local = LocalDatabase()
+    if start:
+        return local.app_url()
+    return local.status().app_url

@@ -159,8 +159,9 @@ class Store:
 
     @property
     def pool(self) -> asyncpg.Pool:
-        """The asyncpg pool (what `sql/execute` borrows as `ctx.services['db_pool']`). Connections acquired from it
-        directly get asyncpg's full session reset when released."""
+        """The control store's asyncpg pool (for the runtime's own modules; connectors never get it, workflow SQL
+        runs on the application database). Connections acquired from it directly get asyncpg's full session reset
+        when released."""
         return self._pool
 
     async def close(self) -> None:

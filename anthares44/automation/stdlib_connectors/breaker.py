@@ -63,7 +63,8 @@ def is_failure(err: BaseException | None) -> bool:
 
 
 class CircuitBreakers:
-    """The breakers of one registry (one daemon); the state they share lives in the database pool they are given."""
+    """The breakers of one registry (one daemon); the state they share lives in the control store
+    the engine passes as `ctx.services["store"]` (named queries of queries/connectors.sql only)."""
 
     def __init__(self, clock: Any = None):
         self.clock = clock
@@ -79,20 +80,18 @@ class CircuitBreakers:
     async def call(self, connector_id: str, raw_config: dict[str, Any], ctx,
                    body: Callable[[], Awaitable[Any]]) -> Any:
         """Run `body()` through the breaker of (ctx.project_id, connector_id)."""
-        pool = ctx.services.get("db_pool")
-        if pool is None:      # no shared database: no shared breaker (tests of connectors without PostgreSQL)
+        store = ctx.services.get("store")
+        if store is None:     # no control store: no shared breaker (tests of connectors without PostgreSQL)
             return await body()
         cfg = BreakerConfig.of(raw_config)
-        from ..runtime.queries import sql
-
         project = ctx.project_id
         now = self._now(ctx)
         probe: str | None = None
-        row = await pool.fetchrow(sql("breaker_state"), project, connector_id)
+        row = await store.fetchrow("breaker_state", project, connector_id)
         if row is not None and row["state"] != "closed":
             token = f"{ctx.idempotency_key}#{ctx.attempt}#{secrets.token_hex(4)}"
             left_s = max(0.0, ctx.deadline - time.monotonic())
-            claimed = await pool.fetchval(sql("breaker_claim_probe"), project, connector_id, now, token,
+            claimed = await store.fetchval("breaker_claim_probe", project, connector_id, now, token,
                                           now + timedelta(seconds=left_s + PROBE_GRACE_S))
             if claimed is None:
                 raise self._open_error(connector_id, row, now)
@@ -102,39 +101,37 @@ class CircuitBreakers:
             result = await body()
         except asyncio.CancelledError as exc:
             # the step timeout cancelled us: record without delaying the cancellation
-            asyncio.ensure_future(self._record(pool, cfg, project, connector_id, ctx, probe, exc))
+            asyncio.ensure_future(self._record(store, cfg, project, connector_id, ctx, probe, exc))
             raise
         except BaseException as exc:
-            await self._record(pool, cfg, project, connector_id, ctx, probe, exc)
+            await self._record(store, cfg, project, connector_id, ctx, probe, exc)
             raise
-        await self._record(pool, cfg, project, connector_id, ctx, probe, None)
+        await self._record(store, cfg, project, connector_id, ctx, probe, None)
         return result
 
-    async def _record(self, pool, cfg: BreakerConfig, project: str, connector_id: str, ctx, probe: str | None,
+    async def _record(self, store, cfg: BreakerConfig, project: str, connector_id: str, ctx, probe: str | None,
                       err: BaseException | None) -> None:
-        from ..runtime.queries import sql
-
         failed = is_failure(err)
         now = self._now(ctx)
         try:
             if probe is not None:
                 if failed:
-                    row = await pool.fetchrow(sql("breaker_probe_failed"), project, connector_id, now,
+                    row = await store.fetchrow("breaker_probe_failed", project, connector_id, now,
                                               cfg.open_for_ms, MAX_OPEN_MS, probe)
                     if row is not None:
                         log.warning("circuit %s/%s: probe failed, open for %d ms", project, connector_id,
                                     row["open_for_ms"])
                 else:
-                    await pool.execute(sql("breaker_probe_succeeded"), project, connector_id, now, probe)
+                    await store.execute("breaker_probe_succeeded", project, connector_id, now, probe)
                     log.info("circuit %s/%s: probe succeeded, closed", project, connector_id)
                 return
             bucket = now.replace(microsecond=0)
-            sums = await pool.fetchrow(sql("breaker_record"), project, connector_id, bucket,
+            sums = await store.fetchrow("breaker_record", project, connector_id, bucket,
                                        0 if failed else 1, 1 if failed else 0,
                                        bucket - timedelta(milliseconds=cfg.window_ms) + timedelta(seconds=1))
             total = sums["ok"] + sums["failed"]
             if failed and total >= cfg.min_requests and sums["failed"] / total >= cfg.error_rate:
-                until = await pool.fetchval(sql("breaker_open"), project, connector_id, now, cfg.open_for_ms)
+                until = await store.fetchval("breaker_open", project, connector_id, now, cfg.open_for_ms)
                 if until is not None:
                     log.warning("circuit %s/%s: opened (%d of %d failed in %d ms) until %s", project, connector_id,
                                 sums["failed"], total, cfg.window_ms, until.isoformat())

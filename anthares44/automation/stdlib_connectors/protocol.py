@@ -11,8 +11,9 @@ records the result and retries; a connector never retries on its own.
 
 Two optional `A44Error.details` keys steer the retry, and win over the code's default: `retryable` (bool; e.g. an
 http connector with a custom `retryOn`) and `retry_after_ms` (int; the far side's `Retry-After`, used instead of
-the backoff delay). Shared services the interpreter passes in `StepContext.services`: `db_pool` (the project
-database's asyncpg pool, used by `sql/execute`) and optionally `http_session` (an aiohttp ClientSession).
+the backoff delay). Shared services the interpreter passes in `StepContext.services`: `app_db` (the
+application database, where `sql/execute` runs: sql_database.AppDatabase), `store` (the control store, seen only
+by the built-ins of registry.CONTROL_STORE_BUILTINS) and optionally `http_session` (an aiohttp ClientSession).
 See docs/connectors.md.
 """
 
@@ -38,7 +39,7 @@ class StepContext:
     declared: dict[str, Any] | None = None  # the declared connector instance (`con_...`), as IR, if any
     secrets: Callable[[str], Awaitable[str]] | None = None
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("a44.connector"))
-    services: dict[str, Any] = field(default_factory=dict)  # shared clients (db pool, http session)
+    services: dict[str, Any] = field(default_factory=dict)  # shared clients (app database, http session)
     # values this attempt derived from secrets (an OAuth access token): scrubbed like the secrets themselves;
     # one set per attempt, shared by the copies `dataclasses.replace` makes of the context
     concealed: set[str] = field(default_factory=set)

@@ -6,14 +6,12 @@ attempt of the step): a retried attempt, or a zombie worker finishing late, hits
 publishes nothing more; its result names the original event. Result:
 `{"eventId", "created", "idempotencyKey", "type", "deliveries": [{trigger_id, outcome, run_id}]}`.
 
-The bus needs the Store: `ctx.services["store"]` when the engine passes it, else a Store view over
-`ctx.services["db_pool"]` with the registry's clock.
+The bus needs the control store, which the engine passes as `ctx.services["store"]` (the bus's own named
+queries run on it; the event's type and data are values, never SQL).
 """
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from ..compiler.models.params import QueuePublishParams
@@ -31,16 +29,10 @@ class QueuePublishConnector:
 
     def _store(self, ctx: StepContext):
         store = ctx.services.get("store")
-        if store is not None:
-            return store
-        pool = ctx.services.get("db_pool")
-        if pool is None:
-            raise A44Error(E_CONNECTOR_FAILED, "queue/publish needs the project database (no db_pool was given)")
-        from ..clock import SystemClock
-        from ..runtime.store import Store
-
-        clock = ctx.services.get("clock") or SystemClock()
-        return Store(pool, url="", clock=clock, results_dir=Path(tempfile.gettempdir()) / "a44-unused-results")
+        if store is None:
+            raise A44Error(E_CONNECTOR_FAILED, "queue/publish needs the control store (the engine passes it as "
+                                               "ctx.services['store'])")
+        return store
 
     async def invoke(self, params: Any, ctx: StepContext) -> dict[str, Any]:
         p = params if isinstance(params, QueuePublishParams) else QueuePublishParams.model_validate(params)

@@ -42,6 +42,9 @@ _BUILTINS: dict[str, str] = {
     "bot/invoke": "anthares44.automation.stdlib_connectors.bot:BotInvokeConnector",
     "queue/publish": "anthares44.automation.stdlib_connectors.queue:QueuePublishConnector",
 }
+# the built-ins that run their own named queries on the control store (`ctx.services["store"]`); every other
+# connector (sql/execute, plugins) is invoked without it: workflow SQL never gets near the control store
+CONTROL_STORE_BUILTINS = ("queue/publish",)
 
 
 def _load_object(spec: str) -> Any:
@@ -137,6 +140,7 @@ class ConnectorRegistry:
         """Invoke an already validated connector the way every attempt must be invoked (the interpreter calls this):
           * `ctx.secret()` reads this registry's secret source unless the context brings its own;
           * the registry's services (`storage`, `networks`) are visible to the connector in `ctx.services`;
+            the control store (`store`) only to CONTROL_STORE_BUILTINS;
           * a declared instance with `circuitBreaker:` goes through its breaker (breaker.py, state in PostgreSQL);
           * any exception that is not an A44Error (nor a TimeoutError, which the interpreter's timeout judges)
             becomes E_CONNECTOR_FAILED (permanent) naming the connector;
@@ -154,11 +158,14 @@ class ConnectorRegistry:
         breaker = None
         if isinstance(conn, DeclaredConnector):
             breaker = conn.config.get("circuitBreaker")
+        own = ctx
+        if "store" in ctx.services and not self._sees_control_store(conn):
+            own = dataclasses.replace(ctx, services={k: v for k, v in ctx.services.items() if k != "store"})
         try:
-            if breaker is not None:
-                result = await self.breakers.call(conn.name, breaker, ctx, lambda: conn.invoke(params, ctx))
+            if breaker is not None:     # the breaker's state is in the control store: it gets the full context
+                result = await self.breakers.call(conn.name, breaker, ctx, lambda: conn.invoke(params, own))
             else:
-                result = await conn.invoke(params, ctx)
+                result = await conn.invoke(params, own)
         except A44Error as err:
             self._scrub_error(err, ctx)
             raise
@@ -171,6 +178,10 @@ class ConnectorRegistry:
             raise A44Error(E_CONNECTOR_FAILED, scrub(f"connector {conn.name!r} raised {type(exc).__name__}: {exc}",
                                                      needles), step_id=ctx.step_id) from None
         return scrub(result, self._secret_values(ctx))
+
+    def _sees_control_store(self, conn: Connector) -> bool:
+        inner = conn.inner if isinstance(conn, DeclaredConnector) else conn
+        return any(self._builtins.get(name) is inner for name in CONTROL_STORE_BUILTINS)
 
     def _secret_values(self, ctx: StepContext) -> tuple[str, ...]:
         values = getattr(ctx.secrets, "values", None)

@@ -1,9 +1,10 @@
-"""`uses: sql/execute` (§14): one parameterized statement on the project database or on a DSN held in a secret.
+"""`uses: sql/execute` (§14): one parameterized statement on the workflow's own database, never the control store.
 
 Where it runs: `dsnSecretRef` (the step's, else the declared connector's) names a secret holding a PostgreSQL
-DSN; without one, the statement runs on the project database through the asyncpg pool the interpreter passes as
-`ctx.services["db_pool"]`. Pools for DSNs are made on first use and kept per connector instance (closed by
-`aclose()`), one per event loop.
+DSN; without one, the statement runs on the application database the engine passes as `ctx.services["app_db"]`
+(sql_database.AppDatabase: `A44_APP_DATABASE_URL`, or the embedded server's `a44_app`). Either way the connection
+passes the wall of sql_database.py first (no control schema, no server-level powers). Pools for DSNs are made on
+first use and kept per connector instance (closed by `aclose()`), one per event loop.
 
 Values are never spliced: `params` are bound to `$1`, `$2`... after adaptation to the placeholder types
 (sql_values.py). The seed's effect guard works as written: `insert ... values ($1, $2, ...) on conflict (run_id,
@@ -11,32 +12,27 @@ step_id) do nothing` with `params: ["{{ run.id }}", "{{ run.step_id }}", ...]`.
 
 Result: `{"rowCount": n, "rows": [...], "truncated": bool}`; `rowCount` comes from the command status
 (`UPDATE 3` -> 3), `rows` are the returned rows as JSON, at most `maxRows`.
-Errors: the database refusing the statement is `E_SQL` (permanent, with the SQLSTATE); serialization failures,
-deadlocks and lock timeouts are `E_SQL_CONFLICT` (retryable); a lost or refused connection is
-`E_DB_UNAVAILABLE` (retryable); running out of time is `E_STEP_TIMEOUT`.
+Errors: the database refusing the statement is `E_SQL` (permanent, with the SQLSTATE), or `E_SQL_FORBIDDEN` when
+the role lacks the privilege (SQLSTATE 42501: `copy ... to program`, another role's table); serialization
+failures, deadlocks and lock timeouts are `E_SQL_CONFLICT` (retryable); a lost or refused connection is
+`E_DB_UNAVAILABLE` (retryable); running out of time is `E_STEP_TIMEOUT`; no database at all is
+`E_SQL_NO_DATABASE` and a database behind the wall `E_SQL_UNSAFE_DATABASE` (both permanent).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
 
 from ..compiler.models.params import SqlExecuteParams
-from ..errors import E_CONNECTOR_FAILED, E_SQL, E_SQL_CONFLICT, E_STEP_TIMEOUT, A44Error
+from ..errors import E_SQL, E_SQL_CONFLICT, E_SQL_FORBIDDEN, E_STEP_TIMEOUT, A44Error
 from .protocol import StepContext
+from .sql_database import AppDatabase, Pools
 from .sql_values import adapt_params, to_json
 
 # SQLSTATEs that mean "the same statement may well succeed if tried again"
 CONFLICT_STATES = {"40001": "serialization failure", "40P01": "deadlock", "55P03": "lock not available"}
-
-
-async def _init_connection(conn) -> None:
-    # decode json/jsonb into values, as the store's pool does, so results look the same on either database;
-    # parameters arrive already encoded as JSON text (sql_values.adapt_params)
-    for typ in ("jsonb", "json"):
-        await conn.set_type_codec(typ, encoder=str, decoder=json.loads, schema="pg_catalog")
 
 
 def row_count(status: str | None) -> int:
@@ -75,35 +71,16 @@ class SqlExecuteConnector:
     params_model = SqlExecuteParams
 
     def __init__(self) -> None:
-        self._pools: dict[tuple[int, str], Any] = {}   # (id(loop), dsn) -> asyncpg.Pool
+        self._pools = Pools()      # of the DSNs steps name; the application database keeps its own
 
     async def aclose(self) -> None:
-        pools, self._pools = list(self._pools.values()), {}
-        for pool in pools:
-            try:
-                await pool.close()
-            except RuntimeError:
-                pool.terminate()  # made on a loop that has since closed
+        await self._pools.aclose()
 
     async def _pool(self, p: SqlExecuteParams, ctx: StepContext):
         ref = p.dsnSecretRef or (ctx.declared or {}).get("dsnSecretRef")
         if ref is None:
-            pool = ctx.services.get("db_pool")
-            if pool is None:
-                raise A44Error(E_CONNECTOR_FAILED, "sql/execute has no project database: the interpreter passes "
-                                                   "its asyncpg pool as ctx.services['db_pool']",
-                               hint="or set `dsnSecretRef` to a secret holding a PostgreSQL DSN")
-            return pool
-        dsn = await ctx.secret(ref)
-        key = (id(asyncio.get_running_loop()), dsn)
-        pool = self._pools.get(key)
-        if pool is None:
-            import asyncpg
-
-            pool = await asyncpg.create_pool(dsn, min_size=0, max_size=4, init=_init_connection,
-                                             server_settings={"application_name": "a44-sql-execute"})
-            self._pools[key] = pool
-        return pool
+            return await (ctx.services.get("app_db") or AppDatabase(None)).pool()
+        return await self._pools.get(await ctx.secret(ref))
 
     async def invoke(self, params: Any, ctx: StepContext) -> dict[str, Any]:
         p = params if isinstance(params, SqlExecuteParams) else SqlExecuteParams.model_validate(params)
@@ -171,7 +148,8 @@ class SqlExecuteConnector:
             detail = {"sqlstate": state} if state else {}
             if getattr(exc, "constraint_name", None):
                 detail["constraint"] = exc.constraint_name
-            return A44Error(E_SQL, f"{exc}" + (f" (SQLSTATE {state})" if state else ""), details=detail)
+            code = E_SQL_FORBIDDEN if state == "42501" else E_SQL
+            return A44Error(code, f"{exc}" + (f" (SQLSTATE {state})" if state else ""), details=detail)
         if err is not None:
             return err
         return A44Error(E_SQL, f"{type(exc).__name__}: {exc}")

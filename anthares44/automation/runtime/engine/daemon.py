@@ -46,6 +46,9 @@ def _duration(text: str | None, default: timedelta) -> timedelta:
 @dataclass
 class WorkerSettings:
     database_url: str | None = None            # None: A44_DATABASE_URL, else the embedded server
+    # where workflow SQL runs (sql/execute without a connection); None: A44_APP_DATABASE_URL, else the embedded
+    # server's a44_app when the control store is the embedded one, else none (docs/store.md)
+    app_database_url: str | None = None
     worker_id: str = field(default_factory=default_worker_id)
     lease_timeout: timedelta = DEFAULT_LEASE   # §18: p99 of the slowest step + 50 %
     concurrency: int = 16                      # runs in flight in this daemon
@@ -112,10 +115,25 @@ class Daemon:
                                               max_size=s.pool_size or max(4, min(s.concurrency + 3, POOL_MAX)))
         await self._store.migrate()
         await self._store.ensure_partitions()
+        from ...stdlib_connectors.sql_database import AppDatabase
+        from ..database import redact
+
+        app_url = self._app_database_url()
         self.engine = Engine(self._store, self._registry, worker_id=s.worker_id, lease=s.lease_timeout,
-                             clock=self._clock or self._store.clock, rng=self._rng, concurrency=s.concurrency)
-        log.warning("serving worker=%s lease=%ss concurrency=%d", s.worker_id, s.lease_timeout.total_seconds(),
-                    s.concurrency)
+                             clock=self._clock or self._store.clock, rng=self._rng, concurrency=s.concurrency,
+                             app_db=AppDatabase(app_url))
+        log.warning("serving worker=%s lease=%ss concurrency=%d workflow-sql=%s", s.worker_id,
+                    s.lease_timeout.total_seconds(), s.concurrency, redact(app_url) if app_url else "none")
+
+    def _app_database_url(self) -> str | None:
+        from ..database import external_app_url, resolve_app_url
+
+        s = self.settings
+        if s.app_database_url:
+            return s.app_database_url
+        if self._own_store and not s.database_url:
+            return resolve_app_url(start=True)
+        return external_app_url()        # a control store named explicitly is never reused for workflow SQL
 
     async def serve(self) -> None:
         """start() if needed, then claim and drive runs until request_stop(); then shut down gracefully."""
@@ -287,6 +305,8 @@ class Daemon:
             await engine.notifier.drain()
         with contextlib.suppress(Exception):
             await engine.registry.aclose()
+        with contextlib.suppress(Exception):
+            await engine.app_db.aclose()
         if self._own_store and self._store is not None:
             await self._store.close()
         log.warning("stopped worker=%s", self.settings.worker_id)

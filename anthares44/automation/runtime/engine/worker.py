@@ -40,7 +40,7 @@ def default_worker_id() -> str:
 class Engine:
     def __init__(self, store: Store, registry: ConnectorRegistry | None = None, *, worker_id: str | None = None,
                  lease: timedelta = DEFAULT_LEASE, clock: Clock | None = None, rng: random.Random | None = None,
-                 concurrency: int = 16, services: dict[str, Any] | None = None):
+                 concurrency: int = 16, services: dict[str, Any] | None = None, app_db: Any = None):
         self.store = store
         self.registry = registry if registry is not None else ConnectorRegistry()
         self.worker_id = worker_id or default_worker_id()
@@ -48,8 +48,13 @@ class Engine:
         self.clock = clock or store.clock
         self.rng = rng or random.Random()
         self.concurrency = concurrency
-        # sql/execute runs on the project database through the store's pool unless a step names another DSN
-        self.services = {"db_pool": store.pool, **(services or {})}
+        # what connectors share: sql/execute runs on the application database (`app_db`, an AppDatabase; None:
+        # none configured, such steps fail with E_SQL_NO_DATABASE) unless a step names a DSN; the control store is
+        # for the stdlib's own bookkeeping (queue/publish, breakers) and the registry withholds it from the rest
+        from ...stdlib_connectors.sql_database import AppDatabase
+
+        self.app_db = app_db if app_db is not None else AppDatabase(None)
+        self.services = {"store": store, "app_db": self.app_db, **(services or {})}
         self.stopping = False
         self.metrics: Counter[str] = Counter()
         self._irs: dict[tuple[str, str, int], WorkflowIR] = {}
