@@ -34,6 +34,9 @@ E_CONNECTOR_NOT_FOUND = _code("E_CONNECTOR_NOT_FOUND", False, "the step's connec
 E_CONNECTOR_FAILED = _code("E_CONNECTOR_FAILED", False, "the connector raised an unexpected error")
 E_PARAMS_INVALID = _code("E_PARAMS_INVALID", False, "rendered step parameters failed validation")
 E_TEMPLATE = _code("E_TEMPLATE", False, "a template could not be rendered at run time")
+E_TEMPLATE_LIMIT = _code("E_TEMPLATE_LIMIT", False,
+                         "a template passed a rendering limit (output size, loop iterations, range, repetition, "
+                         "format width, nesting or time); the message names the limit and the value")
 E_RESULT_TOO_LARGE = _code("E_RESULT_TOO_LARGE", False, "the step result could not be stored")
 E_LEASE_EXPIRED = _code("E_LEASE_EXPIRED", True, "the worker's lease expired before the step was recorded")
 E_EXCLUSIVE_UNCONFIRMED = _code("E_EXCLUSIVE_UNCONFIRMED", False,

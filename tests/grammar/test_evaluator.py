@@ -146,3 +146,12 @@ def test_evaluate_budget_parameter_and_roots():
         prog.evaluate({"input": {"n": 2}, "steps": {"a": {"ok": True}}}, budget=1)
     assert exc.value.code == "E_EXPR_COST"
     assert prog.evaluate({"input": {"n": 2}, "steps": {"a": {"ok": True}}}) is True
+
+
+def test_a_deadline_stops_an_evaluation_within_its_budget():
+    prog = compile_unchecked("l.map(a, l.map(b, l.map(c, a + b + c))).size() > 0").program
+    t = time.monotonic()
+    with pytest.raises(EvalError) as exc:
+        prog.evaluate({"l": list(range(60))}, deadline=time.monotonic() + 0.01)
+    assert exc.value.code == "E_EXPR_COST" and "deadline" in exc.value.message
+    assert time.monotonic() - t < 1

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, AsyncIterator
 
-from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, E_TEMPLATE, A44Error
+from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, A44Error
 from .durations import parse_duration
 from .views import attempt_view, event_view, run_view
 from .watch import SAFETY_RECHECK_S, RunListener
@@ -67,21 +67,17 @@ def _did_you_mean(word: str, candidates) -> str | None:
     return f"did you mean {close[0]!r}?" if close else None
 
 
-def render_partition_key(ir: dict, input: Any) -> str | None:
+async def render_partition_key(ir: dict, input: Any) -> str | None:
     """The run's partition key from the workflow's `concurrency.partitionKey` (a template over `input`), so
     per-partition ordering (§10.2) applies to manual runs too. E_TEMPLATE when the input lacks what it reads:
     the run is refused before anything is created."""
-    spec = (ir.get("concurrency") or {}).get("partition_key")
-    if spec is None:
-        return None
-    from ..runtime.render import make_scope, render_params
+    from ..runtime.ingestion.runs import workflow_partition_key
 
     try:
-        value = render_params(spec, make_scope(input=input, trigger={"id": MANUAL_TRIGGER, "type": "manual"}))
+        return await workflow_partition_key(ir, input, {"id": MANUAL_TRIGGER, "type": "manual"})
     except A44Error as exc:
-        raise A44Error(E_TEMPLATE, f"the workflow's partition key cannot be rendered from this input: {exc.message}",
-                       hint="pass an --input with the fields the partition key reads") from None
-    return None if value is None or value == "" else str(value)
+        raise A44Error(exc.code, exc.message, hint="pass an --input with the fields the partition key reads") \
+            from None
 
 
 @dataclass(frozen=True)
@@ -171,7 +167,7 @@ class Automation:
         latest = await self.store.latest_version(self.project, wid)
         created = await self.store.create_run(
             self.project, wid, input, str(idempotency_key), trigger_id=MANUAL_TRIGGER,
-            partition_key=render_partition_key(latest["ir"], input), queue=latest["ir"].get("queue"),
+            partition_key=await render_partition_key(latest["ir"], input), queue=latest["ir"].get("queue"),
             version=latest["version"])
         version = created.version
         if not created.created:  # report the original run's own workflow/version, not the one asked for

@@ -1,5 +1,5 @@
-"""The one Jinja2 environment of the product: sandboxed, StrictUndefined, no autoescape (values are data,
-not HTML). The compiler checks templates with it and the runtime renders them with it.
+"""The one Jinja2 environment of the product: sandboxed and bounded, StrictUndefined, no autoescape (values are
+data, not HTML). The compiler checks templates with it and the runtime renders them with it.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ def is_template(text: str) -> bool:
 
 @lru_cache(maxsize=1)
 def environment():
+    """The bounded sandbox (template_sandbox.py): every rendering is capped in size, iterations and time."""
     from jinja2 import StrictUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False,
-                                         keep_trailing_newline=True)
+    from .template_sandbox import BoundedEnvironment
+
+    return BoundedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
 
 def _offset_of_line(text: str, lineno: int) -> int:

@@ -238,7 +238,20 @@ class Checker:
             for t in ([tt] if target is not None else []) + ats:
                 if t is not None and t != "string":
                     self._type(n, f"{name}() needs strings, found {t}")
+        if name == "matches":
+            self._literal_pattern(args[-1])
         return _RESULT.get(name)
+
+    def _literal_pattern(self, n: Node) -> None:
+        """A pattern written as a literal is compiled now, so RE2-refused syntax is a diagnostic, not a run failure."""
+        if n.kind != "string":
+            return
+        from .regex import problem
+
+        reason = problem(n.args[0])
+        if reason is not None:
+            self.findings.append(Finding(codes.UNSUPPORTED, f"matches() pattern cannot be used: {reason}", n.offset, 1,
+                                         hint="matches() uses RE2 syntax (docs/expressions.md)"))
 
     def _type(self, n: Node, message: str) -> None:
         self.findings.append(Finding(codes.TYPE_ERROR, message, n.offset, 1))

@@ -3,10 +3,13 @@
 Each closure takes an `_Ctx` (variables, comprehension locals, remaining budget) and returns a value or
 an `Err`. Strict operations propagate the first error argument; `&&`, `||`, `?:` and the all/exists
 macros absorb errors as CEL specifies. The budget is charged per call, per comprehension iteration and
-per element built; running out raises `CostExceeded`, which (unlike an error value) nothing absorbs.
+per element built; running out raises `CostExceeded`, which (unlike an error value) nothing absorbs. With a
+deadline, the clock is read every 1,024 steps and passing it stops the evaluation the same way.
 """
 
 from __future__ import annotations
+
+import time
 
 from . import functions as F
 from .ast import Node
@@ -18,17 +21,32 @@ DEFAULT_BUDGET = 1_000_000
 _MISSING = object()
 
 
-class _Ctx:
-    __slots__ = ("vars", "locals", "budget")
+_CLOCK_EVERY = 1024     # budget steps between two looks at the clock when there is a deadline
 
-    def __init__(self, variables: dict, budget: int) -> None:
+
+class DeadlinePassed(CostExceeded):
+    pass
+
+
+class _Ctx:
+    __slots__ = ("vars", "locals", "budget", "deadline", "_clock_at")
+
+    def __init__(self, variables: dict, budget: int, deadline: float | None = None) -> None:
         self.vars = variables
         self.locals: dict = {}
         self.budget = budget
+        self.deadline = deadline
+        self._clock_at = budget - _CLOCK_EVERY if deadline is not None else -1
 
     def charge(self, n: int) -> None:
         self.budget -= n
-        if self.budget < 0:
+        if self.budget < self._clock_at:
+            if self.budget < 0:
+                raise CostExceeded()
+            self._clock_at = self.budget - _CLOCK_EVERY
+            if time.monotonic() > self.deadline:
+                raise DeadlinePassed()
+        elif self.budget < 0:
             raise CostExceeded()
 
 
@@ -286,11 +304,14 @@ def _qualified_name(node: Node, scope: frozenset) -> str | None:
     return ".".join(reversed(parts))
 
 
-def run(root, variables: dict, budget: int = DEFAULT_BUDGET):
-    """Evaluate a compiled root closure; cost/recursion exhaustion become error values here."""
-    ctx = _Ctx(variables, budget)
+def run(root, variables: dict, budget: int = DEFAULT_BUDGET, deadline: float | None = None):
+    """Evaluate a compiled root closure; cost/recursion exhaustion and a passed deadline (time.monotonic())
+    become error values here."""
+    ctx = _Ctx(variables, budget, deadline)
     try:
         return root(ctx)
+    except DeadlinePassed:
+        return Err(E_COST, "evaluation ran past its deadline")
     except CostExceeded:
         return Err(E_COST, f"evaluation exceeded its cost budget ({budget} steps)")
     except RecursionError:

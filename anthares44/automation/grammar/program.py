@@ -28,21 +28,24 @@ class Program:
         # builtin type names (int, string...) resolve without a variable, so they are not roots
         self.roots: frozenset[str] = frozenset(r for r in referenced_roots(node) if r not in TYPES)
 
-    def evaluate(self, activation: dict | None = None, *, budget: int = evaluator.DEFAULT_BUDGET):
-        """Evaluate against `activation` (name -> JSON-like value). Returns the value; raises EvalError."""
-        result = self.evaluate_value(activation, budget=budget)
+    def evaluate(self, activation: dict | None = None, *, budget: int = evaluator.DEFAULT_BUDGET,
+                 deadline: float | None = None):
+        """Evaluate against `activation` (name -> JSON-like value). Returns the value; raises EvalError.
+        `deadline` (time.monotonic()) stops a long evaluation with E_EXPR_COST."""
+        result = self.evaluate_value(activation, budget=budget, deadline=deadline)
         if type(result) is Err:
             raise EvalError(result.code, result.message, result.offset)
         return result
 
-    def evaluate_value(self, activation: dict | None = None, *, budget: int = evaluator.DEFAULT_BUDGET):
+    def evaluate_value(self, activation: dict | None = None, *, budget: int = evaluator.DEFAULT_BUDGET,
+                       deadline: float | None = None):
         """Like `evaluate` but returns an error as an `Err` value instead of raising (for callers that
         need CEL's own error-as-value view, such as the conformance runner)."""
         if activation is None:
             activation = {}
         elif not isinstance(activation, dict):
             return Err("E_EXPR_TYPE", "the activation must be a mapping of names to values")
-        return evaluator.run(self._root, activation, budget)
+        return evaluator.run(self._root, activation, budget, deadline)
 
     def to_ir(self) -> dict:
         return {"v": IR_VERSION, "cel": self.text, "ast": ast.to_json(self.node)}

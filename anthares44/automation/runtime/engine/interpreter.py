@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_LEASE_EXPIRED, E_RUN_DEADLINE, A44Error
+from .. import evaluation
 from ..queries import sql
 from ..redact import redact
 from ..render import make_scope
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from .worker import Engine
 
 log = logging.getLogger("a44.engine")
+CONDITION_TIMEOUT_MS = 10_000     # an `if:` gets the step's timeout, at most this (a sleep step has none)
 
 
 class RunDriver:
@@ -191,7 +193,7 @@ class RunDriver:
                 if st == "retry" and now < sp.last.retry_at:
                     dues.append((sp.last.retry_at, WAITING))
                     continue
-                if st == "not_started" and not self._condition_holds(b, sp, now):
+                if st == "not_started" and not await self._condition_holds(b, sp, now):
                     changed = True
                     continue
                 if sp.node.kind == "sleep":
@@ -207,12 +209,14 @@ class RunDriver:
                 starts.append((a, sp))
         return starts
 
-    def _condition_holds(self, b: Batch, sp: StepProgress, now: datetime) -> bool:
-        """Evaluate `if:`; false records a `skipped` attempt, an error a final E_EXPR_EVAL failure."""
+    async def _condition_holds(self, b: Batch, sp: StepProgress, now: datetime) -> bool:
+        """Evaluate `if:` off the event loop within the step's timeout; false records a `skipped` attempt, an
+        error a final E_EXPR_EVAL failure."""
         if sp.node.condition is None:
             return True
+        timeout_s = min(sp.node.timeout_ms or CONDITION_TIMEOUT_MS, CONDITION_TIMEOUT_MS) / 1000
         try:
-            value = self.engine.program(sp.node).evaluate(self.cel_scope(sp.node.id))
+            value = await evaluation.evaluate(self.engine.program(sp.node), self.cel_scope(sp.node.id), timeout_s)
             if not isinstance(value, bool):
                 raise A44Error(E_EXPR_EVAL, f"`if` of step {sp.node.id} gave {type(value).__name__}, not a bool")
         except A44Error as err:

@@ -1,4 +1,5 @@
-"""One attempt of one connector call: render the parameters, validate them, invoke under the step timeout, and
+"""One attempt of one connector call: render the parameters (off the event loop, bounded: runtime/evaluation.py),
+validate them, invoke under what is left of the step timeout, and
 turn whatever happened into an `Outcome`. Nothing here writes to the database; the interpreter records it."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from ...compiler.ir import ConnectorRef
 from ...errors import E_CONNECTOR_FAILED, E_STEP_TIMEOUT, A44Error
 from ...stdlib_connectors.protocol import StepContext
 from ...stdlib_connectors.registry import ConnectorRegistry, validate_params
-from ..render import render_params
+from .. import evaluation
 
 log = logging.getLogger("a44.engine")
 
@@ -39,14 +40,17 @@ class Call:
 
 async def invoke(registry: ConnectorRegistry, call: Call, scope: dict, *, run_id: str, project_id: str,
                  workflow_id: str, idempotency_key: str, services: dict) -> Outcome:
+    timeout_s = max(call.timeout_ms, 1) / 1000
+    deadline = time.monotonic() + timeout_s
     try:
         connector = registry.get(call.connector)
-        params = validate_params(connector, render_params(call.params, scope))
+        # rendering runs off the event loop and spends the step's own timeout: the connector gets the rest
+        params = validate_params(connector, await evaluation.render(call.params, scope, timeout_s))
     except A44Error as err:
         return Outcome("failed", error=_with_step(err, call.step_id))
-    timeout_s = max(call.timeout_ms, 1) / 1000
+    timeout_s = max(deadline - time.monotonic(), 0.001)
     ctx = StepContext(run_id=run_id, step_id=call.step_id, attempt=call.attempt, idempotency_key=idempotency_key,
-                      project_id=project_id, workflow_id=workflow_id, deadline=time.monotonic() + timeout_s,
+                      project_id=project_id, workflow_id=workflow_id, deadline=deadline,
                       declared=call.connector.config or registry.declared(call.connector.uses),
                       services=services,
                       logger=logging.getLogger(f"a44.connector.{connector.name}"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from ...errors import E_TEMPLATE, A44Error
+from ...errors import E_TEMPLATE, E_TEMPLATE_LIMIT, A44Error
 from ..queries import sql
 from ..results import encode_json
 from ..store import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
@@ -36,19 +36,23 @@ async def create_run_in(conn, project: str, workflow_id: str, version: int | Non
     return Created(held["run_id"], False, max(0.0, (now - held["created_at"]).total_seconds()))
 
 
-def workflow_partition_key(workflow_ir: dict | None, input: Any, trigger: dict) -> str | None:
+async def workflow_partition_key(workflow_ir: dict | None, input: Any, trigger: dict) -> str | None:
     """The workflow's `concurrency.partitionKey` rendered over the run input (E_TEMPLATE when it cannot be)."""
     spec = ((workflow_ir or {}).get("concurrency") or {}).get("partition_key")
     if spec is None:
         return None
-    return render_key(spec, input, trigger, "the workflow's partition key")
+    return await render_key(spec, input, trigger, "the workflow's partition key")
 
 
-def render_key(spec: Any, input: Any, trigger: dict, what: str) -> str | None:
-    from ..render import make_scope, render_params
+async def render_key(spec: Any, input: Any, trigger: dict, what: str) -> str | None:
+    """A partition key template over the input, rendered off the event loop within the ingestion time limit."""
+    from .. import evaluation
+    from ..render import make_scope
 
     try:
-        value = render_params(spec, make_scope(input=input, trigger=trigger))
+        value = await evaluation.render(spec, make_scope(input=input, trigger=trigger),
+                                        evaluation.INGESTION_TIMEOUT_S)
     except A44Error as exc:
-        raise A44Error(E_TEMPLATE, f"{what} cannot be rendered from this input: {exc.message}") from None
+        code = exc.code if exc.code == E_TEMPLATE_LIMIT else E_TEMPLATE
+        raise A44Error(code, f"{what} cannot be rendered from this input: {exc.message}") from None
     return None if value is None or value == "" else str(value)

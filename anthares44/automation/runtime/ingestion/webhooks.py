@@ -249,7 +249,7 @@ async def _write(store, project: str, trigger: WebhookTarget, secret: str, data:
     trigger_id = trigger.trigger_id
     tctx = {"id": trigger_id, "type": "webhook"}
     try:
-        partition_key = workflow_partition_key(trigger.workflow_ir, data, tctx)
+        partition_key = await workflow_partition_key(trigger.workflow_ir, data, tctx)
     except A44Error as exc:
         raise reject(422, exc.code, "partition_key", exc.message) from None
     if trigger.version is None:

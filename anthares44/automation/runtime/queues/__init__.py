@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from ...errors import A44Error
+from .. import evaluation
 from ..queries import sql
 from ..results import encode_json
 
@@ -329,7 +330,8 @@ async def dlq_redrive(store, project: str, queue: str, *, filter: str | None = N
             report.scanned += 1
             if program is not None:
                 try:
-                    ok = program.evaluate(filter_activation(r, store.clock.now())) is True
+                    ok = await evaluation.evaluate(program, filter_activation(r, store.clock.now()),
+                                                   evaluation.INGESTION_TIMEOUT_S) is True
                 except Exception:  # noqa: BLE001 - a row the filter cannot read does not match
                     ok = False
                 if not ok:
