@@ -6,15 +6,18 @@ connection if no complete request line + headers arrived by then; `header_timeou
 client (a header byte a second) is closed after it, whatever it keeps sending. Body: `read_body` reads under one
 deadline for the whole body, so a Content-Length longer than what is sent is a 408 `E_REQUEST_TIMEOUT`, not a
 handler waiting forever. Connections: past `max_connections` open ones, a new connection gets a 503
-`E_SERVER_BUSY` and is closed before any of it is parsed.
+`E_SERVER_BUSY` and is closed before any of it is parsed. Streams (server-sent events): `until_gone` ends one
+within a second of its client hanging up or of the server shutting down, rather than when the run ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from dataclasses import dataclass
+from typing import AsyncIterator
 
 from aiohttp import web
 
@@ -25,6 +28,8 @@ log = logging.getLogger("a44.http")
 
 MAX_LINE = 8190          # request line and each header line (aiohttp's own default, stated)
 MAX_HEADERS = 128
+STREAM_CHECK_S = 1.0
+STOPPING_KEY = web.AppKey("stopping", asyncio.Event)
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,31 @@ async def read_body(request: web.Request, limit: int, timeout: float) -> bytes:
         COUNTERS.inc("http_client_gone_total")
         raise ClientGone() from None
     return b"".join(chunks)
+
+
+async def until_gone(request: web.Request, items: AsyncIterator) -> AsyncIterator:
+    """`items` as they come; ClientGone once the client has hung up or the application is shutting down (checked
+    every STREAM_CHECK_S while waiting, since nothing else wakes a stream whose client left)."""
+    stopping = request.app[STOPPING_KEY]
+    it = items.__aiter__()
+    try:
+        while True:
+            nxt = asyncio.ensure_future(it.__anext__())
+            while not nxt.done():
+                await asyncio.wait({nxt}, timeout=STREAM_CHECK_S)
+                if not nxt.done() and (stopping.is_set() or request.transport is None
+                                       or request.transport.is_closing()):
+                    nxt.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                        await nxt
+                    raise ClientGone()
+            try:
+                yield nxt.result()
+            except StopAsyncIteration:
+                return
+    finally:
+        if hasattr(it, "aclose"):
+            await it.aclose()
 
 
 def _too_large(limit: int) -> A44Error:

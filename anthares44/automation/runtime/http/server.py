@@ -3,6 +3,7 @@ docs/webhooks.md, docs/events.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import os
@@ -19,7 +20,7 @@ from ...errors import E_BAD_REQUEST, E_DB_UNAVAILABLE, E_INTERNAL, E_NOT_FOUND, 
 from ..ingestion import bus, tokens, webhooks
 from ..ingestion.metrics import COUNTERS
 from ..ingestion.webhooks import MAX_BODY, Rejection, reject
-from .limits import CappedSite, ClientGone, HttpLimits, read_body
+from .limits import STOPPING_KEY, CappedSite, ClientGone, HttpLimits, read_body, until_gone
 from .params import PARAMS_KEY, check, params
 
 log = logging.getLogger("a44.http")
@@ -264,11 +265,14 @@ async def api_logs(request: web.Request) -> web.StreamResponse:
     await auto.get_run(run_id)  # 404 before the stream starts
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await resp.prepare(request)
-    async for event in auto.follow(run_id, after):
-        payload = to_json(event, indent=None)
-        await resp.write(f"id: {event['id']}\nevent: {event['kind']}\ndata: {payload}\n\n".encode())
-    await resp.write(b"event: end\ndata: {}\n\n")
-    await resp.write_eof()
+    try:
+        async for event in until_gone(request, auto.follow(run_id, after)):
+            payload = to_json(event, indent=None)
+            await resp.write(f"id: {event['id']}\nevent: {event['kind']}\ndata: {payload}\n\n".encode())
+        await resp.write(b"event: end\ndata: {}\n\n")
+        await resp.write_eof()
+    except (ClientGone, ConnectionError):
+        pass   # the client left or the server is stopping: the stream just ends (it resumes with Last-Event-ID)
     return resp
 
 
@@ -336,6 +340,7 @@ def build_app(store, limits: HttpLimits | None = None) -> web.Application:
     app = web.Application(middlewares=[guard, api_auth], client_max_size=MAX_API_BODY)
     app[STORE_KEY] = store
     app[LIMITS_KEY] = limits or HttpLimits()
+    app[STOPPING_KEY] = asyncio.Event()
     app[AUTOS_KEY] = {}
     r = app.router
     r.add_get("/v1/automation/openapi.json", openapi)
@@ -352,9 +357,13 @@ def build_app(store, limits: HttpLimits | None = None) -> web.Application:
     r.add_get("/healthz", health)
     r.add_route("*", "/v1/{project}/{trigger}", webhook)
 
+    async def _stopping(app):
+        app[STOPPING_KEY].set()   # open event streams end (until_gone) instead of holding the shutdown
+
     async def _close(app):
         for auto in app[AUTOS_KEY].values():
             await auto.close()
+    app.on_shutdown.append(_stopping)
     app.on_cleanup.append(_close)
     return app
 
@@ -377,6 +386,10 @@ class HttpServer:
             self.port = self._runner.addresses[0][1]
         log.warning("http listening on http://%s:%d", self.host, self.port)
         return self
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._runner.server.connections) if self._runner and self._runner.server else 0
 
     @property
     def url(self) -> str:
