@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import AsyncIterator
 
 from aiohttp import web
+from aiohttp.http import HttpProcessingError
 
 from ...errors import E_BODY_TOO_LARGE, E_REQUEST_TIMEOUT, E_SERVER_BUSY, A44Error
 from ..ingestion.metrics import COUNTERS
@@ -42,7 +43,28 @@ class HttpLimits:
     def handler_args(self) -> dict:
         """aiohttp's RequestHandler options (web.AppRunner(**handler_args))."""
         return {"keepalive_timeout": self.header_timeout, "max_line_size": MAX_LINE, "max_field_size": MAX_LINE,
-                "max_headers": MAX_HEADERS, "lingering_time": min(self.header_timeout, 10.0)}
+                "max_headers": MAX_HEADERS, "lingering_time": min(self.header_timeout, 10.0),
+                "logger": ProtocolLog()}
+
+
+class ProtocolLog:
+    """The logger aiohttp's protocol reports to: a request it refuses as malformed HTTP (a 4xx: bad request line,
+    a control character in a header, a header too long) is one INFO line and a count, not an ERROR traceback per
+    attempt; anything else is logged as aiohttp would."""
+
+    def __init__(self) -> None:
+        self._log = logging.getLogger("aiohttp.server")
+
+    def debug(self, *args, **kwargs) -> None:
+        self._log.debug(*args, **kwargs)
+
+    def exception(self, msg, *args, exc_info=True, **kwargs) -> None:
+        if isinstance(exc_info, HttpProcessingError) and 400 <= (exc_info.code or 400) < 500:
+            COUNTERS.inc("http_malformed_total")
+            what = " ".join(line.strip() for line in str(exc_info.message).splitlines() if line.strip())
+            self._log.info("refused malformed HTTP (%s): %s", exc_info.code, what[:200])
+            return
+        self._log.exception(msg, *args, exc_info=exc_info, **kwargs)
 
 
 class ClientGone(Exception):
