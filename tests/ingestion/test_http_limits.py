@@ -214,3 +214,39 @@ def test_metrics_loopback_by_default_token_when_required(serve):
 def test_loopback_addresses():
     assert is_loopback("127.0.0.1") and is_loopback("127.8.9.10") and is_loopback("::1")
     assert not any(is_loopback(a) for a in ("203.0.113.5", "10.0.0.1", "::ffff:203.0.113.5", "", None, "x"))
+
+
+def test_serve_flags_reach_the_http_plane(pg_url, tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    a44 = str(Path(sys.executable).parent / "a44")
+    env = dict(os.environ, A44_DATABASE_URL=pg_url, A44_HOME=str(tmp_path / "home"))
+    bad = subprocess.run([a44, "automation", "serve", "--http-port", "1", "--http-body-timeout", "0s"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--http-body-timeout" in bad.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    daemon = subprocess.Popen([a44, "automation", "serve", "--http-port", str(port), "--http-header-timeout", "1s",
+                               "--metrics-token-required"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(200):
+            try:
+                if request(port, "GET", "/healthz", timeout=2)[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.1)
+        assert request(port, "GET", "/metrics")[0] == 401
+        slow = socket.create_connection(("127.0.0.1", port), timeout=5)
+        with slow:
+            slow.sendall(b"GET /healthz HTTP/1.1\r\n")
+            started = time.monotonic()
+            assert slow.recv(10) == b""                        # closed by the 1 s header timeout
+            assert time.monotonic() - started < 4.5
+    finally:
+        daemon.terminate()
+        _, err = daemon.communicate(timeout=30)
+    assert daemon.returncode == 0 and "Traceback" not in err

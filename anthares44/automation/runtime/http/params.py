@@ -20,7 +20,7 @@ PARAMS_KEY = web.RequestKey("params", dict) if hasattr(web, "RequestKey") else "
 MAX_ID_LEN = 200
 MAX_TEXT_LEN = 200
 BIGINT_MAX = 2 ** 63 - 1
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 
 
 def bad(name: str, message: str) -> A44Error:
@@ -29,7 +29,7 @@ def bad(name: str, message: str) -> A44Error:
 
 def ident(name: str, raw: str) -> str:
     """Project, trigger, run, event, workflow, step ids and run states: what the compiler and the ULIDs produce."""
-    if not 0 < len(raw) <= MAX_ID_LEN or not _ID.fullmatch(raw):
+    if not 0 < len(raw) <= MAX_ID_LEN or not ID_PATTERN.fullmatch(raw):
         raise bad(name, f"an id is 1..{MAX_ID_LEN} characters of A-Z a-z 0-9 _ . : - (starting with a letter "
                         "or digit)")
     return raw
