@@ -132,8 +132,17 @@ E_STORAGE_NOT_FOUND = _code("E_STORAGE_NOT_FOUND", False, "no object has that ke
 # Requests refused at the HTTP and CLI edges (§9, §17): what the caller sent, not the run, is wrong
 E_INVALID_ARGUMENT = _code("E_INVALID_ARGUMENT", False, "an argument or request field is missing or malformed")
 E_BAD_INPUT = _code("E_BAD_INPUT", False, "an input line or value could not be read")
-E_BODY_TOO_LARGE = _code("E_BODY_TOO_LARGE", False, "the request body is larger than 1 MB")
-E_METHOD_NOT_ALLOWED = _code("E_METHOD_NOT_ALLOWED", False, "only POST is accepted on a webhook endpoint")
+E_BODY_TOO_LARGE = _code("E_BODY_TOO_LARGE", False,
+                         "the request body is over the endpoint's limit (webhooks 1 MB, the REST API 8 MB)")
+E_METHOD_NOT_ALLOWED = _code("E_METHOD_NOT_ALLOWED", False,
+                            "the endpoint does not accept that method (a webhook endpoint: POST only)")
+E_BAD_REQUEST = _code("E_BAD_REQUEST", False,
+                      "a path, query or header parameter has characters, a length or a value the API refuses")
+E_NOT_FOUND = _code("E_NOT_FOUND", False, "no endpoint has that path")
+E_REQUEST_TIMEOUT = _code("E_REQUEST_TIMEOUT", True, "the request body did not arrive within the body timeout")
+E_SERVER_BUSY = _code("E_SERVER_BUSY", True, "the server is at its connection limit")
+E_INTERNAL = _code("E_INTERNAL", True,
+                   "the server failed unexpectedly; its log has the line with the answer's correlation id")
 E_UNSUPPORTED_MEDIA_TYPE = _code("E_UNSUPPORTED_MEDIA_TYPE", False, "only Content-Type: application/json is accepted")
 E_HEADER_DUPLICATED = _code("E_HEADER_DUPLICATED", False, "a header that must appear once appeared twice")
 E_TRIGGER_NOT_FOUND = _code("E_TRIGGER_NOT_FOUND", False, "no active trigger has that id in that project")

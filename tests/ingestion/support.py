@@ -1,11 +1,15 @@
-"""A live ingestion server on 127.0.0.1 (its own event loop in a thread, its own Store), project files, and a
-small synchronous HTTP client that can send exactly the headers a test wants (doubled ones included)."""
+"""A live ingestion server on 127.0.0.1 (its own event loop in a thread, its own Store, its log captured), project
+files, a small synchronous HTTP client that can send exactly the headers a test wants (doubled ones included),
+and a raw-socket one for bytes no HTTP client would send."""
 
 from __future__ import annotations
 
 import asyncio
 import http.client
+import io
 import json
+import logging
+import socket
 import threading
 import time
 from pathlib import Path
@@ -81,7 +85,12 @@ def write_project(root: Path) -> list[str]:
 class LiveServer:
     """HttpServer + Store on a private loop in a thread; `call(coro_fn)` runs `coro_fn(store)` there."""
 
-    def __init__(self, url: str, clock=None, results_dir: Path | None = None, pool: int = 10):
+    def __init__(self, url: str, clock=None, results_dir: Path | None = None, pool: int = 10, limits=None):
+        self._log = io.StringIO()
+        self._handler = logging.StreamHandler(self._log)
+        self._handler.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+        for name in ("a44", "aiohttp", "asyncio"):
+            logging.getLogger(name).addHandler(self._handler)
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
@@ -90,7 +99,7 @@ class LiveServer:
         async def start():
             self.store = await Store.connect(url, clock=self.clock, results_dir=results_dir, max_size=pool)
             await self.store.migrate()
-            self.server = await HttpServer(self.store, port=0).start()
+            self.server = await HttpServer(self.store, port=0, limits=limits).start()
         self.run(start())
         self.port = self.server.port
         self.url = self.server.url
@@ -100,6 +109,10 @@ class LiveServer:
 
     def call(self, fn, *args, **kwargs):
         return self.run(fn(self.store, *args, **kwargs))
+
+    def log_text(self) -> str:
+        """Everything the server logged (a44, aiohttp, asyncio) since it started, tracebacks included."""
+        return self._log.getvalue()
 
     def counts(self) -> dict:
         return dict(self.run(self.store.fetchrow("ingestion_row_counts")))
@@ -113,6 +126,8 @@ class LiveServer:
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(5)
+            for name in ("a44", "aiohttp", "asyncio"):
+                logging.getLogger(name).removeHandler(self._handler)
 
 
 def request(port: int, method: str, path: str, body: bytes = b"", headers: list[tuple[str, str]] | None = None,
@@ -149,3 +164,23 @@ def signed_headers(secret: str, body: bytes, *, ts: int | None = None, key: str 
 
 def bearer(token: str) -> list[tuple[str, str]]:
     return [("Authorization", f"Bearer {token}"), ("Content-Type", "application/json")]
+
+
+def raw_request(port: int, data: bytes, timeout: float = 10) -> tuple[int, bytes]:
+    """Send `data` as is (a whole request with `Connection: close`), read until the server closes: (status,
+    body); status 0 when it closed without an answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        try:
+            sock.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        chunks = []
+        try:
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+        except ConnectionResetError:
+            pass
+    raw = b"".join(chunks)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    parts = head.split(b" ", 2)
+    return (int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0), body

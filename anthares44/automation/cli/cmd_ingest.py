@@ -14,7 +14,40 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--database-url", help="PostgreSQL URL (default A44_DATABASE_URL, else the embedded server)")
     p.add_argument("--pool", type=int, default=20, help="database connections (default 20)")
+    add_http_limit_arguments(p)
     return p
+
+
+def add_http_limit_arguments(p: argparse.ArgumentParser) -> None:
+    """The HTTP plane's limits (docs/api.md "Limits"), shared by `serve` and `ingest`."""
+    p.add_argument("--http-header-timeout", default="10s", metavar="DURATION",
+                   help="close a connection whose request line and headers have not all arrived this long after it "
+                        "opened or after its previous answer; also the keep-alive idle time (default 10s)")
+    p.add_argument("--http-body-timeout", default="30s", metavar="DURATION",
+                   help="answer 408 E_REQUEST_TIMEOUT when a request body has not all arrived within this (default 30s)")
+    p.add_argument("--http-max-connections", type=int, default=1000, metavar="N",
+                   help="open connections past N get 503 E_SERVER_BUSY and are closed (default 1000)")
+    p.add_argument("--metrics-token-required", action="store_true",
+                   help="GET /metrics requires an automation:read API token (default: loopback clients only)")
+
+
+def http_limits(args):
+    """HttpLimits from the flags above; ValueError with the flag's name when one is out of range."""
+    from ..app.durations import parse_duration
+    from ..runtime.http.limits import HttpLimits
+
+    timeouts = {}
+    for flag in ("header_timeout", "body_timeout"):
+        try:
+            timeouts[flag] = parse_duration(getattr(args, f"http_{flag}")).total_seconds()
+        except ValueError as exc:
+            raise ValueError(f"--http-{flag.replace('_', '-')}: {exc}") from None
+        if timeouts[flag] <= 0:
+            raise ValueError(f"--http-{flag.replace('_', '-')} must be longer than 0s")
+    if args.http_max_connections < 1:
+        raise ValueError("--http-max-connections must be at least 1")
+    return HttpLimits(max_connections=args.http_max_connections,
+                      metrics_token_required=args.metrics_token_required, **timeouts)
 
 
 def run(args) -> int:
@@ -24,6 +57,11 @@ def run(args) -> int:
 
     from ..errors import A44Error
 
+    try:
+        limits = http_limits(args)
+    except ValueError as exc:
+        print(f"a44: error: {exc}", file=sys.stderr)
+        return 2
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     logging.getLogger("a44").addHandler(handler)
@@ -41,7 +79,7 @@ def run(args) -> int:
             loop.add_signal_handler(sig, stop.set)
         try:
             await store.migrate()
-            server = await HttpServer(store, host=args.host, port=args.http_port).start()
+            server = await HttpServer(store, host=args.host, port=args.http_port, limits=limits).start()
             print(f"ingesting on {server.url}", file=sys.stderr, flush=True)
             await stop.wait()
             await server.stop()

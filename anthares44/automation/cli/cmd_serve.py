@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .cmd_ingest import add_http_limit_arguments, http_limits
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("serve", help="run the interpreter daemon (claims and drives runs)",
@@ -27,6 +29,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--http-port", type=int, default=None, metavar="PORT",
                    help="also serve webhooks, the bus endpoint and the REST API on 127.0.0.1:PORT (default off; "
                         "8044 by convention; `a44 automation ingest` serves only that)")
+    add_http_limit_arguments(p)
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="-v: a line per run state change; -vv: per step attempt too")
     return p
@@ -53,6 +56,7 @@ def run(args) -> int:
             concurrency=args.concurrency, worker_id=args.worker_id, database_url=args.database_url,
             app_database_url=args.app_database_url,
             grace=parse_duration(args.grace))
+        limits = http_limits(args)
     except ValueError as exc:
         print(f"a44: error: {exc}", file=sys.stderr)
         return 2
@@ -60,6 +64,7 @@ def run(args) -> int:
     async def main() -> None:
         daemon = Daemon(settings)
         daemon.http_port = getattr(args, "http_port", None)
+        daemon.http_limits = limits
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, daemon.request_stop)

@@ -167,7 +167,8 @@ class Daemon:
 
         store = await Store.connect(self.store.url, clock=self.store.clock, max_size=20)
         try:
-            return await HttpServer(store, host=getattr(self, "http_host", "127.0.0.1"), port=port).start()
+            return await HttpServer(store, host=getattr(self, "http_host", "127.0.0.1"), port=port,
+                                    limits=getattr(self, "http_limits", None)).start()
         except BaseException:
             await store.close()
             raise

@@ -1,8 +1,24 @@
-"""The OpenAPI 3.1 document served at `GET /v1/automation/openapi.json`."""
+"""The OpenAPI 3.1 document served at `GET /v1/automation/openapi.json`. Parameter schemas come from params.py,
+the rules the server applies."""
 
 from __future__ import annotations
 
+from . import params as p
+
 _ERR = {"$ref": "#/components/schemas/Error"}
+_SCHEMAS = {p.ident: {"type": "string", "pattern": f"^{p.ID_PATTERN.pattern}$", "maxLength": p.MAX_ID_LEN},
+            p.text: {"type": "string", "minLength": 1, "maxLength": p.MAX_TEXT_LEN},
+            p.count: {"type": "integer", "minimum": 0, "maximum": p.BIGINT_MAX},
+            p.age: {"type": "string", "description": "an age: 250ms, 60s, 15m, 48h, 7d (at most 36500d)"},
+            p.flag: {"type": "boolean"}}
+
+
+def _param(name: str, where: str = "query") -> dict:
+    table = {"query": p.QUERY, "path": p.PATH, "header": p.HEADERS}[where]
+    out = {"name": name, "in": where, "schema": _SCHEMAS[table[name]]}
+    if where == "path":
+        out["required"] = True
+    return out
 
 
 def _resp(desc: str, schema: dict | None = None) -> dict:
@@ -15,7 +31,8 @@ def _resp(desc: str, schema: dict | None = None) -> dict:
 def _errors(*codes: int) -> dict:
     names = {400: "bad request", 401: "missing, unknown, expired or revoked token", 403: "scope or address refused",
              404: "not found", 409: "version conflict", 413: "body too large", 415: "not application/json",
-             408: "E_TIMESTAMP_SKEW", 422: "refused (compile errors / template)", 405: "method not allowed"}
+             408: "E_REQUEST_TIMEOUT (the body did not arrive in time) or, on a webhook, E_TIMESTAMP_SKEW",
+             422: "refused (compile errors / template)", 405: "method not allowed"}
     return {str(c): _resp(names[c], _ERR) for c in codes}
 
 
@@ -72,57 +89,54 @@ def document() -> dict:
                 "summary": "compile and publish workflow and trigger files (as `a44 automation publish`)",
                 "security": auth, "requestBody": {"required": True, "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/PublishRequest"}}}},
-                "responses": {"200": _resp("PublishReport (publish --format json)"), **_errors(400, 401, 403, 422)}}},
+                "responses": {"200": _resp("PublishReport (publish --format json)"), **_errors(400, 401, 403, 408, 413, 422)}}},
             "/v1/automation/runs": {
                 "post": {"summary": "start a run (idempotency key mandatory); 202 created, 200 deduplicated",
                          "security": auth, "requestBody": {"required": True, "content": {"application/json": {
                              "schema": {"$ref": "#/components/schemas/RunRequest"}}}},
                          "responses": {"202": _resp("created", {"$ref": "#/components/schemas/RunHandle"}),
                                        "200": _resp("deduplicated", {"$ref": "#/components/schemas/RunHandle"}),
-                                       **_errors(400, 401, 403, 404)}},
+                                       **_errors(400, 401, 403, 404, 408, 413)}},
                 "get": {"summary": "list runs (as `a44 automation runs --format json`)", "security": auth,
-                        "parameters": [{"name": n, "in": "query", "schema": {"type": "string"}}
-                                       for n in ("state", "workflow", "step", "since", "limit", "offset")],
+                        "parameters": [_param(n) for n in ("state", "workflow", "step", "since", "limit", "offset")],
                         "responses": {"200": _resp("RunPage", {"$ref": "#/components/schemas/RunPage"}),
                                       **_errors(400, 401, 403)}}},
             "/v1/automation/runs/{run_id}": {"get": {
                 "summary": "one run", "security": auth,
-                "parameters": [{"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}],
-                "responses": {"200": _resp("Run", {"$ref": "#/components/schemas/Run"}), **_errors(401, 403, 404)}}},
+                "parameters": [_param("run_id", "path")],
+                "responses": {"200": _resp("Run", {"$ref": "#/components/schemas/Run"}),
+                              **_errors(400, 401, 403, 404)}}},
             "/v1/automation/runs/{run_id}/logs": {"get": {
                 "summary": "attempts of a run; with ?follow=true or Accept: text/event-stream, server-sent events "
                            "until the run ends (resume with Last-Event-ID)",
                 "security": auth,
-                "parameters": [{"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}},
-                               {"name": "follow", "in": "query", "schema": {"type": "boolean"}}],
+                "parameters": [_param("run_id", "path"), _param("follow"), _param("after"),
+                               _param("Last-Event-ID", "header")],
                 "responses": {"200": {"description": "{run, attempts} or text/event-stream",
                                       "content": {"application/json": {}, "text/event-stream": {}}},
-                              **_errors(401, 403, 404)}}},
+                              **_errors(400, 401, 403, 404)}}},
             "/v1/automation/events": {
                 "post": {"summary": "publish an event on the bus; 202 created, 200 deduplicated (24 h)",
                          "security": auth, "requestBody": {"required": True, "content": {"application/json": {
                              "schema": {"$ref": "#/components/schemas/EventRequest"}}}},
                          "responses": {"202": _resp("created", {"$ref": "#/components/schemas/EventResult"}),
                                        "200": _resp("deduplicated", {"$ref": "#/components/schemas/EventResult"}),
-                                       **_errors(400, 401, 403)}},
+                                       **_errors(400, 401, 403, 408, 413)}},
                 "get": {"summary": "list events", "security": auth,
-                        "parameters": [{"name": n, "in": "query", "schema": {"type": "string"}}
-                                       for n in ("type", "limit", "offset")],
-                        "responses": {"200": _resp("{events: [...]}"), **_errors(401, 403)}}},
+                        "parameters": [_param(n) for n in ("type", "limit", "offset")],
+                        "responses": {"200": _resp("{events: [...]}"), **_errors(400, 401, 403)}}},
             "/v1/automation/whoami": {"get": {
                 "summary": "the calling token: token_id, name, project_id, scopes, expires_at (never the token)",
                 "security": auth, "responses": {"200": _resp("Principal"), **_errors(401, 403)}}},
             "/v1/automation/events/{event_id}": {"get": {
                 "summary": "one event: envelope and deliveries", "security": auth,
-                "parameters": [{"name": "event_id", "in": "path", "required": True, "schema": {"type": "string"}}],
-                "responses": {"200": _resp("event"), **_errors(401, 403, 404)}}},
+                "parameters": [_param("event_id", "path")],
+                "responses": {"200": _resp("event"), **_errors(400, 401, 403, 404)}}},
             "/v1/{project}/{trigger}": {"post": {
                 "summary": "signed webhook (§9); the body (any JSON, at most 1 MB) becomes the run input",
                 "security": [{"webhookSignature": []}],
                 "parameters": [
-                    {"name": "project", "in": "path", "required": True, "schema": {"type": "string",
-                                                                                   "pattern": "^pj_"}},
-                    {"name": "trigger", "in": "path", "required": True, "schema": {"type": "string"}},
+                    _param("project", "path"), _param("trigger", "path"),
                     {"name": "A44-Timestamp", "in": "header", "required": True, "schema": {"type": "string"}},
                     {"name": "A44-Signature", "in": "header", "required": True, "schema": {"type": "string"}},
                     {"name": "A44-Idempotency-Key", "in": "header", "schema": {"type": "string"}}],

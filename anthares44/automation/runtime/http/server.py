@@ -4,9 +4,10 @@ docs/webhooks.md, docs/events.md)."""
 from __future__ import annotations
 
 import asyncio
-import json
+import ipaddress
 import logging
 import os
+import secrets
 import tempfile
 import time
 from pathlib import Path
@@ -15,24 +16,30 @@ from typing import Any
 from aiohttp import web
 
 from ...app.views import to_json
-from ...errors import A44Error
+from ...errors import E_BAD_REQUEST, E_DB_UNAVAILABLE, E_INTERNAL, E_NOT_FOUND, A44Error
 from ..ingestion import bus, tokens, webhooks
 from ..ingestion.metrics import COUNTERS
 from ..ingestion.webhooks import MAX_BODY, Rejection, reject
+from .limits import STOPPING_KEY, CappedSite, ClientGone, HttpLimits, read_body, until_gone
+from .params import PARAMS_KEY, check, params
 
 log = logging.getLogger("a44.http")
 
 STORE_KEY = web.AppKey("store", object)
 AUTOS_KEY = web.AppKey("autos", dict)
+LIMITS_KEY = web.AppKey("limits", HttpLimits)
 PRINCIPAL_KEY = web.RequestKey("principal", object) if hasattr(web, "RequestKey") else "principal"
 MAX_API_BODY = 8 * 1024 * 1024
 _A44_HEADERS = ("A44-Signature", "A44-Timestamp", "A44-Idempotency-Key", "Content-Type")
 
 _STATUS_BY_CODE = {
     "E_RUN_NOT_FOUND": 404, "E_WORKFLOW_NOT_FOUND": 404, "E_EVENT_NOT_FOUND": 404, "E_TRIGGER_NOT_FOUND": 404,
-    "E_INVALID_ARGUMENT": 400, "E_IDEMPOTENCY_KEY_REQUIRED": 400, "E_ENVELOPE_INVALID": 400, "E_TEMPLATE": 422,
-    "E_VERSION_CONFLICT": 409, "E_VERSION_REGRESSION": 409, "E_DB_UNAVAILABLE": 503,
+    "E_NOT_FOUND": 404, "E_INVALID_ARGUMENT": 400, "E_BAD_REQUEST": 400, "E_IDEMPOTENCY_KEY_REQUIRED": 400,
+    "E_ENVELOPE_INVALID": 400, "E_TEMPLATE": 422, "E_VERSION_CONFLICT": 409, "E_VERSION_REGRESSION": 409,
+    "E_METHOD_NOT_ALLOWED": 405, "E_REQUEST_TIMEOUT": 408, "E_BODY_TOO_LARGE": 413, "E_DB_UNAVAILABLE": 503,
 }
+# webhook_rejected_total{reason} of the refusals the webhook endpoint shares with the REST API
+_WEBHOOK_REASONS = {"E_BODY_TOO_LARGE": "body_too_large", "E_REQUEST_TIMEOUT": "body_timeout"}
 
 
 def json_response(doc: Any, status: int = 200, headers: dict | None = None) -> web.Response:
@@ -48,8 +55,54 @@ def error_response(status: int, code: str, message: str, hint: str | None = None
     return json_response({"error": err}, status, headers)
 
 
-def a44_error_response(exc: A44Error) -> web.Response:
-    return error_response(_STATUS_BY_CODE.get(exc.code, 500), exc.code, exc.message, exc.hint)
+def a44_error_response(request: web.Request, exc: A44Error) -> web.Response:
+    """The answer for an A44Error. A 5xx never carries the error's message (a query name, a PostgreSQL message,
+    a database host): that goes to the log, under the correlation id the answer gives."""
+    status = _STATUS_BY_CODE.get(exc.code, 500)
+    if status >= 500:
+        cid = _log_failure(request, exc.code, str(exc))
+        if exc.code == E_DB_UNAVAILABLE:
+            return error_response(503, exc.code, f"the database is unavailable; retry shortly (correlation id "
+                                                 f"{cid})", headers={"A44-Correlation-Id": cid})
+        return _internal(cid)
+    resp = error_response(status, exc.code, exc.message, exc.hint)
+    if status in (408, 413):
+        resp.force_close()   # the rest of the body is not read
+    return resp
+
+
+def _log_failure(request: web.Request, what: str, detail: str, exc_info: BaseException | None = None) -> str:
+    cid = secrets.token_hex(8)
+    log.error("E_INTERNAL correlation_id=%s %s %s: %s %s", cid, request.method, request.path, what, detail,
+              exc_info=exc_info)
+    return cid
+
+
+def _internal(cid: str) -> web.Response:
+    return error_response(500, E_INTERNAL, f"unexpected server error (correlation id {cid})",
+                          headers={"A44-Correlation-Id": cid})
+
+
+@web.middleware
+async def guard(request: web.Request, handler):
+    """Outermost: parameters checked (params.py) before any handler; every refusal in our error shape; anything
+    unexpected a logged line and a bare 500."""
+    try:
+        request[PARAMS_KEY] = check(request)
+        return await handler(request)
+    except web.HTTPException as exc:  # aiohttp's own answers: no such route, wrong method
+        if exc.status < 400:
+            raise
+        code = {404: E_NOT_FOUND, 405: "E_METHOD_NOT_ALLOWED", 413: "E_BODY_TOO_LARGE"}.get(exc.status,
+                                                                                           E_BAD_REQUEST)
+        headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
+        return error_response(exc.status, code, exc.reason, headers=headers)
+    except A44Error as exc:
+        return a44_error_response(request, exc)
+    except ClientGone:   # logged by read_body; nobody is left to read an answer
+        return error_response(400, E_BAD_REQUEST, "the client closed the connection mid-body")
+    except Exception as exc:  # noqa: BLE001 - the last resort: the fuzz suite proves no input gets here
+        return _internal(_log_failure(request, type(exc).__name__, str(exc), exc))
 
 
 # --- webhooks (§9) ---------------------------------------------------------------------------------------------
@@ -58,20 +111,17 @@ async def webhook(request: web.Request) -> web.StreamResponse:
         return await _webhook(request)
     except Rejection as rej:
         headers = {"Allow": "POST"} if rej.status == 405 else None
-        resp = json_response(rej.to_dict(), rej.status, headers)
-        if rej.status == 413:
-            resp.force_close()   # the rest of an oversized body is not read
-        return resp
+        return json_response(rej.to_dict(), rej.status, headers)
     except A44Error as exc:
-        COUNTERS.inc("webhook_rejected_total", reason="unavailable")
-        return a44_error_response(exc)
+        COUNTERS.inc("webhook_rejected_total", reason=_WEBHOOK_REASONS.get(exc.code, "unavailable"))
+        return a44_error_response(request, exc)
 
 
 async def _webhook(request: web.Request) -> web.StreamResponse:
     store = request.app[STORE_KEY]
     if request.method != "POST":
         raise reject(405, "E_METHOD_NOT_ALLOWED", "method", "webhooks accept POST only")
-    project, trigger_id = request.match_info["project"], request.match_info["trigger"]
+    project, trigger_id = params(request)["project"], params(request)["trigger"]
     if not project.startswith("pj_"):
         raise reject(404, "E_TRIGGER_NOT_FOUND", "not_found", "no such webhook")
     for name in _A44_HEADERS:
@@ -82,11 +132,11 @@ async def _webhook(request: web.Request) -> web.StreamResponse:
     if trigger is None:
         raise reject(404, "E_TRIGGER_NOT_FOUND", "not_found", f"no webhook trigger {trigger_id} in {project}")
     ctype = request.headers.get("Content-Type", "")
-    mime, _, params = ctype.partition(";")
-    charset = params.strip().lower().replace(" ", "")
+    mime, _, ctype_params = ctype.partition(";")
+    charset = ctype_params.strip().lower().replace(" ", "")
     if mime.strip().lower() != "application/json" or (charset and charset not in ("charset=utf-8", "charset=\"utf-8\"")):
         raise reject(415, "E_UNSUPPORTED_MEDIA_TYPE", "content_type", "Content-Type must be application/json")
-    body = await read_limited(request)
+    body = await read_body(request, MAX_BODY, request.app[LIMITS_KEY].body_timeout)
     return _answer(await webhooks.accept_webhook(
         store, project, trigger, timestamp=request.headers.get("A44-Timestamp"),
         signature=request.headers.get("A44-Signature"),
@@ -97,23 +147,6 @@ def _answer(result: webhooks.WebhookResult) -> web.Response:
     return json_response({"run_id": result.run_id}, result.status,
                          {"A44-Idempotency-Key-Age": f"{result.key_age_seconds:.3f}",
                           "A44-Deduplicated": "false" if result.created else "true"})
-
-
-async def read_limited(request: web.Request, limit: int = MAX_BODY) -> bytes:
-    """The body, refusing with 413 as soon as it is known to exceed `limit` (Content-Length, or while streaming)."""
-    length = request.content_length
-    if length is not None and length > limit:
-        raise reject(413, "E_BODY_TOO_LARGE", "body_too_large", f"the body is over {limit} bytes")
-    chunks, size = [], 0
-    while True:
-        chunk = await request.content.read(65536)
-        if not chunk:
-            break
-        size += len(chunk)
-        if size > limit:
-            raise reject(413, "E_BODY_TOO_LARGE", "body_too_large", f"the body is over {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 # --- REST API --------------------------------------------------------------------------------------------------
@@ -131,21 +164,20 @@ async def api_auth(request: web.Request, handler):
         principal = await tokens.check_token(request.app[STORE_KEY], request.headers.get("Authorization"),
                                              request.remote, scope_for(request))
     except tokens.AuthError as exc:
-        COUNTERS.inc("api_rejected_total", reason=exc.reason)
-        headers = {"WWW-Authenticate": 'Bearer realm="a44"'} if exc.status == 401 else None
-        return error_response(exc.status, exc.code, exc.message, headers=headers)
-    except A44Error as exc:
-        return a44_error_response(exc)
+        return _auth_refusal(exc)
     asked = request.headers.get("A44-Project")  # the CLI's remote mode says which project it means
     if asked and asked != principal.project_id:
         COUNTERS.inc("api_rejected_total", reason="project")
         return error_response(403, tokens.E_FORBIDDEN, f"this API token belongs to {principal.project_id}, "
                                                        f"not {asked}")
     request[PRINCIPAL_KEY] = principal
-    try:
-        return await handler(request)
-    except A44Error as exc:
-        return a44_error_response(exc)
+    return await handler(request)
+
+
+def _auth_refusal(exc: tokens.AuthError) -> web.Response:
+    COUNTERS.inc("api_rejected_total", reason=exc.reason)
+    headers = {"WWW-Authenticate": 'Bearer realm="a44"'} if exc.status == 401 else None
+    return error_response(exc.status, exc.code, exc.message, headers=headers)
 
 
 def automation_for(request: web.Request):
@@ -159,11 +191,7 @@ def automation_for(request: web.Request):
 
 
 async def read_json(request: web.Request) -> Any:
-    if request.content_length is not None and request.content_length > MAX_API_BODY:
-        raise A44Error("E_INVALID_ARGUMENT", f"the body is over {MAX_API_BODY} bytes")
-    raw = await request.content.read(MAX_API_BODY + 1)
-    if len(raw) > MAX_API_BODY:
-        raise A44Error("E_INVALID_ARGUMENT", f"the body is over {MAX_API_BODY} bytes")
+    raw = await read_body(request, MAX_API_BODY, request.app[LIMITS_KEY].body_timeout)
     try:
         return webhooks.parse_json(raw) if raw else {}
     except ValueError as exc:
@@ -216,40 +244,35 @@ async def api_run(request: web.Request) -> web.Response:
 
 
 async def api_runs(request: web.Request) -> web.Response:
-    q = request.query
-    try:
-        limit, offset = int(q.get("limit", 50)), int(q.get("offset", 0))
-    except ValueError:
-        raise A44Error("E_INVALID_ARGUMENT", "limit and offset are integers") from None
+    q = params(request)
     page = await automation_for(request).runs(state=q.get("state"), workflow=q.get("workflow"), step=q.get("step"),
-                                              since=q.get("since"), limit=min(limit, 1000), offset=offset)
+                                              since=q.get("since"), limit=min(q.get("limit", 50), 1000),
+                                              offset=q.get("offset", 0))
     return json_response(page.to_dict())
 
 
 async def api_run_get(request: web.Request) -> web.Response:
-    return json_response(await automation_for(request).get_run(request.match_info["run_id"]))
+    return json_response(await automation_for(request).get_run(params(request)["run_id"]))
 
 
 async def api_logs(request: web.Request) -> web.StreamResponse:
-    auto = automation_for(request)
-    run_id = request.match_info["run_id"]
-    follow = request.query.get("follow", "").lower() in ("1", "true", "yes") or \
-        "text/event-stream" in request.headers.get("Accept", "")
-    if not follow:
+    auto, q = automation_for(request), params(request)
+    run_id = q["run_id"]
+    if not (q.get("follow") or "text/event-stream" in request.headers.get("Accept", "")):
         run = await auto.get_run(run_id)
         return json_response({"run": run, "attempts": await auto.logs(run_id)})
-    try:
-        after = int(request.headers.get("Last-Event-ID") or request.query.get("after", 0))
-    except ValueError:
-        after = 0
+    after = q.get("Last-Event-ID", q.get("after", 0))   # both checked before the stream starts
     await auto.get_run(run_id)  # 404 before the stream starts
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
     await resp.prepare(request)
-    async for event in auto.follow(run_id, after):
-        payload = to_json(event, indent=None)
-        await resp.write(f"id: {event['id']}\nevent: {event['kind']}\ndata: {payload}\n\n".encode())
-    await resp.write(b"event: end\ndata: {}\n\n")
-    await resp.write_eof()
+    try:
+        async for event in until_gone(request, auto.follow(run_id, after)):
+            payload = to_json(event, indent=None)
+            await resp.write(f"id: {event['id']}\nevent: {event['kind']}\ndata: {payload}\n\n".encode())
+        await resp.write(b"event: end\ndata: {}\n\n")
+        await resp.write_eof()
+    except (ClientGone, ConnectionError):
+        pass   # the client left or the server is stopping: the stream just ends (it resumes with Last-Event-ID)
     return resp
 
 
@@ -263,18 +286,15 @@ async def api_events_publish(request: web.Request) -> web.Response:
 
 
 async def api_events_list(request: web.Request) -> web.Response:
-    try:
-        limit, offset = int(request.query.get("limit", 50)), int(request.query.get("offset", 0))
-    except ValueError:
-        raise A44Error("E_INVALID_ARGUMENT", "limit and offset are integers") from None
-    events = await bus.list_events(request.app[STORE_KEY], request[PRINCIPAL_KEY].project_id,
-                                   request.query.get("type"), min(max(limit, 0), 1000), max(offset, 0))
+    q = params(request)
+    events = await bus.list_events(request.app[STORE_KEY], request[PRINCIPAL_KEY].project_id, q.get("type"),
+                                   min(q.get("limit", 50), 1000), q.get("offset", 0))
     return json_response({"events": events})
 
 
 async def api_event_get(request: web.Request) -> web.Response:
     return json_response(await bus.get_event(request.app[STORE_KEY], request[PRINCIPAL_KEY].project_id,
-                                             request.match_info["event_id"]))
+                                             params(request)["event_id"]))
 
 
 async def api_whoami(request: web.Request) -> web.Response:
@@ -291,16 +311,36 @@ async def openapi(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
+    """Loopback clients only, unless the server requires a token for it (`--metrics-token-required`): then any
+    client with a valid `automation:read` token (its CIDRs apply) and nobody without one."""
+    if request.app[LIMITS_KEY].metrics_token_required:
+        try:
+            await tokens.check_token(request.app[STORE_KEY], request.headers.get("Authorization"), request.remote,
+                                     "automation:read")
+        except tokens.AuthError as exc:
+            return _auth_refusal(exc)
+    elif not is_loopback(request.remote):
+        return error_response(403, tokens.E_FORBIDDEN, "/metrics answers loopback clients only",
+                              hint="serve with --metrics-token-required to give it to holders of a read token")
     return web.Response(text=COUNTERS.render(), content_type="text/plain")
+
+
+def is_loopback(remote: str | None) -> bool:
+    try:
+        return ipaddress.ip_address((remote or "").split("%")[0]).is_loopback
+    except ValueError:
+        return False
 
 
 async def health(request: web.Request) -> web.Response:
     return json_response({"ok": True})
 
 
-def build_app(store) -> web.Application:
-    app = web.Application(middlewares=[api_auth], client_max_size=MAX_API_BODY)
+def build_app(store, limits: HttpLimits | None = None) -> web.Application:
+    app = web.Application(middlewares=[guard, api_auth], client_max_size=MAX_API_BODY)
     app[STORE_KEY] = store
+    app[LIMITS_KEY] = limits or HttpLimits()
+    app[STOPPING_KEY] = asyncio.Event()
     app[AUTOS_KEY] = {}
     r = app.router
     r.add_get("/v1/automation/openapi.json", openapi)
@@ -317,9 +357,13 @@ def build_app(store) -> web.Application:
     r.add_get("/healthz", health)
     r.add_route("*", "/v1/{project}/{trigger}", webhook)
 
+    async def _stopping(app):
+        app[STOPPING_KEY].set()   # open event streams end (until_gone) instead of holding the shutdown
+
     async def _close(app):
         for auto in app[AUTOS_KEY].values():
             await auto.close()
+    app.on_shutdown.append(_stopping)
     app.on_cleanup.append(_close)
     return app
 
@@ -327,19 +371,25 @@ def build_app(store) -> web.Application:
 class HttpServer:
     """Runs the application on host:port inside the current event loop (serve / ingest / tests)."""
 
-    def __init__(self, store, host: str = "127.0.0.1", port: int = 8044):
+    def __init__(self, store, host: str = "127.0.0.1", port: int = 8044, limits: HttpLimits | None = None):
         self.store, self.host, self.port = store, host, port
+        self.limits = limits or HttpLimits()
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> "HttpServer":
-        self._runner = web.AppRunner(build_app(self.store), access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(build_app(self.store, self.limits), access_log=None, handle_signals=False,
+                                     **self.limits.handler_args())
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        site = CappedSite(self._runner, self.host, self.port, self.limits.max_connections, reuse_address=True)
         await site.start()
         if self.port == 0:
             self.port = self._runner.addresses[0][1]
         log.warning("http listening on http://%s:%d", self.host, self.port)
         return self
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._runner.server.connections) if self._runner and self._runner.server else 0
 
     @property
     def url(self) -> str:

@@ -128,14 +128,18 @@ order by created_at desc, dead_letter_id desc
 limit $2;
 
 -- name: ingestion_row_counts
--- purpose: rows in the tables a request may write (tests: a rejected request writes nothing)
+-- purpose: rows in the tables a webhook or API request may write (tests: a rejected request writes nothing)
 select (select count(*) from automation.runs) as runs,
        (select count(*) from automation.events) as events,
        (select count(*) from automation.idempotency_keys) as idempotency_keys,
        (select count(*) from automation.event_keys) as event_keys,
        (select count(*) from automation.event_deliveries) as deliveries,
        (select count(*) from automation.dead_letters) as dead_letters,
-       (select count(*) from automation.run_events) as run_events;
+       (select count(*) from automation.run_events) as run_events,
+       (select count(*) from automation.workflow_versions) as workflow_versions,
+       (select count(*) from automation.triggers) as triggers,
+       (select count(*) from automation.webhook_secrets) as webhook_secrets,
+       (select count(*) from automation.api_tokens) as api_tokens;
 
 -- name: webhook_target
 -- purpose: what the webhook endpoint caches for a few seconds per trigger: the trigger row (updated_at is its
