@@ -10,6 +10,7 @@ Scalars keep their raw source text too, so a column inside an expression maps ba
 
 from __future__ import annotations
 
+import bisect
 import io
 import math
 import re
@@ -55,6 +56,21 @@ class SourceFile:
     nodes: dict[Path, NodeInfo] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     parsed: bool = False
+    _line_starts: list[int] = field(default_factory=list, repr=False, compare=False)
+
+    def line_col(self, index: int) -> tuple[int, int]:
+        """1-based (line, column) of character `index` of the text: a binary search over the line starts, which
+        are found once (counting newlines from the top for every diagnostic would be quadratic)."""
+        starts = self._line_starts
+        if not starts:
+            starts.append(0)
+            find = self.text.find
+            nl = find("\n")
+            while nl >= 0:
+                starts.append(nl + 1)
+                nl = find("\n", nl + 1)
+        line = bisect.bisect_right(starts, index)
+        return line, index - starts[line - 1] + 1
 
     def span(self, path: Path, *, key: bool = False) -> Span:
         """Span of the node at `path` (or of its key); falls back to the nearest known ancestor."""
@@ -79,8 +95,8 @@ class SourceFile:
             return info.value
         start = index[min(max(offset, 0), len(index) - 1)]
         last = index[min(max(offset + max(length, 1) - 1, 0), len(index) - 1)]
-        sl, sc = _line_col(self.text, start)
-        el, ec = _line_col(self.text, last)
+        sl, sc = self.line_col(start)
+        el, ec = self.line_col(last)
         return Span(sl, sc, el, ec + 1)
 
     def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
@@ -131,7 +147,7 @@ def load_text(text: str, display: str, src: SourceFile | None = None) -> SourceF
     src.text = text
     tabs = False
     for m in _TAB_INDENT.finditer(text):
-        line = text.count("\n", 0, m.start()) + 1
+        line = src.line_col(m.start())[0]
         col = len(m.group(1)) + 1
         if _inside_block_scalar(text, m.end() - 1):
             continue
@@ -323,11 +339,6 @@ def _scalar(node) -> Any:
         except ValueError:
             return text
     return text  # strings, timestamps (kept as text: we never want a datetime by accident)
-
-
-def _line_col(text: str, index: int) -> tuple[int, int]:
-    line = text.count("\n", 0, index) + 1
-    return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
 def _value_index_map(text: str, info: NodeInfo) -> list[int]:
