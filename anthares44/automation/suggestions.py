@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 SMALL_POOL = 100
-LARGE_SEARCHES = 100
+LARGE_SEARCHES = 10
 LISTED = 12
 
 _left: ContextVar[list[int] | None] = ContextVar("a44_large_searches_left", default=None)

@@ -42,10 +42,15 @@ class Before:
 
     def __iter__(self):
         names, me = self._names, self._self
-        return (names[i] for i, bit in enumerate(bin(self._bits)[:1:-1]) if bit == "1" and i != me)
+        bits = bin(self._bits)[:1:-1]   # bit i at position i; find() skips the zeros in C
+        i = bits.find("1")
+        while i >= 0:
+            if i != me:
+                yield names[i]
+            i = bits.find("1", i + 1)
 
     def __len__(self) -> int:
-        return bin(self._bits).count("1") - (self._self is not None and (self._bits >> self._self) & 1)
+        return self._bits.bit_count() - (self._self is not None and (self._bits >> self._self) & 1)
 
     def __bool__(self) -> bool:
         return len(self) > 0
