@@ -4,7 +4,8 @@ of steps that certainly finished before each step.
 The "finished before" sets are the transitive closure of the edges; spelled out as one Python set per step they
 are quadratic (a 14,000-step sequence holds 98 million members). Here the closure is computed once per
 strongly connected component, in topological order, as a bit mask (a Python int, one bit per step): one OR per
-edge, done in C, and every step of a component shares its component's mask.
+edge, done in C, and every step of a component shares its component's mask. The masks still hold steps^2/2 bits
+in a long sequence (12 MB at 14,000 steps), but no Python object per member, and a lookup is one shift.
 """
 
 from __future__ import annotations
