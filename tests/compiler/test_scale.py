@@ -1,6 +1,6 @@
 """Compile time grows linearly with the number of steps: the "finished before" sets (`compiler/graph.py`), line
-and column lookups (`SourceFile.line_col`), did-you-mean hints and name listings (`suggestions.py`) must not
-cost O(steps) per step or per diagnostic. Time ratios use the best of 3 runs of each size in CPU time of this
+and column lookups (`SourceFile.line_col`), the search for indenting tabs, did-you-mean hints and name listings
+(`suggestions.py`) must not cost O(steps) per step, per line or per diagnostic. Time ratios use the best of 3 runs of each size in CPU time of this
 process (other processes on the machine do not count), and a bound between linear (4x for 4x the steps) and
 quadratic (16x)."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import random
+import re
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,7 +17,7 @@ import pytest
 
 from anthares44.automation.compiler.graph import edges, predecessors
 from anthares44.automation.compiler.lint import lint_paths
-from anthares44.automation.compiler.source import SourceFile
+from anthares44.automation.compiler.source import SourceFile, load_text
 
 _spec = importlib.util.spec_from_file_location(
     "workflow_gen", Path(__file__).resolve().parents[2] / "bench" / "workflow_gen.py")
@@ -102,3 +103,48 @@ def test_line_col_is_what_counting_newlines_gives():
         for i in range(len(text) + 2):
             line = text.count("\n", 0, i) + 1
             assert src.line_col(i) == (line, i - (text.rfind("\n", 0, i) + 1) + 1)
+
+
+def test_tabs_inside_a_long_block_scalar_are_found_in_one_pass():
+    """Every tab-indented line of a block scalar's content used to walk back to the block's header."""
+    text = "name: x\nversion: 1\nsteps:\n  - id: a\n    uses: pass\n    timeout: 1s\n    body: |\n" + \
+        "      \tcontent\n" * 20_000
+    start = time.process_time()
+    src = load_text(text, "w.yaml")
+    assert time.process_time() - start < 2
+    assert src.parsed and not src.diagnostics
+
+
+def _tab_walking_back(text: str) -> list[tuple[int, int]]:
+    """Tabs used for indentation, by walking back from each tab's line to an enclosing block header."""
+    lines = text.split("\n")
+    found = []
+    for number, line in enumerate(lines, 1):
+        spaces = len(line) - len(line.lstrip(" "))
+        if line[spaces:spaces + 1] != "\t":
+            continue
+        lowest, inside = spaces, False
+        for prev in reversed(lines[:number - 1]):
+            if not prev.strip():
+                continue
+            indent = len(prev) - len(prev.lstrip(" "))
+            if indent < lowest and re.search(r"[|>][-+0-9]*[ \t]*(#.*)?$", prev):
+                inside = True
+                break
+            if indent == 0:
+                break
+            lowest = min(lowest, indent)
+        if not inside:
+            found.append((number, spaces + 1))
+    return found
+
+
+def test_tab_diagnostics_are_those_of_walking_back_from_each_tab():
+    rng = random.Random(5)
+    pieces = ["a: |", "b: >-", "c: x", "  ", "    ", "\t", "\tx", "  \ty", "- |", "  k: |+2 # c", "", " ", "x"]
+    for _ in range(3000):
+        text = "\n".join("".join(rng.choice(pieces) for _ in range(rng.randint(1, 2)))
+                         for _ in range(rng.randint(1, 9)))
+        want = _tab_walking_back(text)
+        got = [(d.line, d.col) for d in load_text(text, "w.yaml").diagnostics if d.code == "A44003"]
+        assert got == want, repr(text)

@@ -137,7 +137,6 @@ def load_bytes(raw: bytes, display: str) -> SourceFile:
 
 
 _BOM = b"\xef\xbb\xbf"
-_TAB_INDENT = re.compile(r"^( *)\t", re.MULTILINE)
 
 
 def load_text(text: str, display: str, src: SourceFile | None = None) -> SourceFile:
@@ -145,13 +144,8 @@ def load_text(text: str, display: str, src: SourceFile | None = None) -> SourceF
     if "\r" in text:  # YAML reads CR and CRLF as line breaks: count lines (and map columns) the same way
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     src.text = text
-    tabs = False
-    for m in _TAB_INDENT.finditer(text):
-        line = src.line_col(m.start())[0]
-        col = len(m.group(1)) + 1
-        if _inside_block_scalar(text, m.end() - 1):
-            continue
-        tabs = True
+    tabs = _indenting_tabs(text) if "\t" in text else []
+    for line, col in tabs:
         src.error(A44003, "tab character used for indentation; YAML allows only spaces",
                   Span(line, col, line, col + 1), hint="replace the tab with spaces")
     if tabs:
@@ -163,29 +157,32 @@ def load_text(text: str, display: str, src: SourceFile | None = None) -> SourceF
     return src
 
 
-def _inside_block_scalar(text: str, pos: int) -> bool:
-    """A tab inside a literal/folded block scalar's content is content, not indentation.
+def _indenting_tabs(text: str) -> list[tuple[int, int]]:
+    """(line, column) of every tab used for indentation. A tab inside a literal/folded block scalar's content
+    is content, not indentation.
 
-    Walks back from the tab's line: block content lines are all indented at least as much as the block's
-    content, and the header line (`key: |`) is indented less than every line after it. So the tab is
-    content when, walking back, a line ending in a block indicator is indented less than every non-blank
-    line seen since; it is not once a line at column 1 that is no such header is reached."""
-    line_start = text.rfind("\n", 0, pos) + 1
-    lowest = len(text[line_start:pos]) - len(text[line_start:pos].lstrip(" "))
-    prev = line_start - 1
-    while prev > 0:
-        start = text.rfind("\n", 0, prev) + 1
-        line = text[start:prev]
-        prev = start - 1
-        if line.strip() == "":
+    Block content lines are all indented at least as much as the block's content, and the header line
+    (`key: |`) is indented less than every line after it. So a tab is content when one of the lines that
+    enclose its line (each indented less than every non-blank line after it, up to the last line at column 1)
+    is indented less than the tab and ends in a block indicator. One pass keeps those enclosing lines on a
+    stack, each with whether a header is at or below it: walking back from every tab would be quadratic."""
+    found: list[tuple[int, int]] = []
+    indents: list[int] = []          # of the enclosing lines, strictly increasing
+    header_below: list[bool] = []    # a block header is at or below this entry
+    for number, line in enumerate(text.split("\n"), 1):
+        spaces = len(line) - len(line.lstrip(" "))
+        if line[spaces:spaces + 1] == "\t":
+            below = bisect.bisect_left(indents, spaces)   # enclosing lines indented less than the tab
+            if not (below and header_below[below - 1]):
+                found.append((number, spaces + 1))
+        if not line.strip():
             continue
-        indent = len(line) - len(line.lstrip(" "))
-        if indent < lowest and _BLOCK_HEADER.search(line):
-            return True
-        if indent == 0:
-            return False
-        lowest = min(lowest, indent)
-    return False
+        while indents and indents[-1] >= spaces:
+            indents.pop()
+            header_below.pop()
+        header_below.append(bool(_BLOCK_HEADER.search(line)) or bool(header_below and header_below[-1]))
+        indents.append(spaces)
+    return found
 
 
 _BLOCK_HEADER = re.compile(r"[|>][-+0-9]*[ \t]*(#.*)?$")
