@@ -52,3 +52,29 @@ def write_workflows(directory: Path, count: int, steps: int = 10) -> list[Path]:
         path.write_text(workflow_yaml(n, steps), encoding="utf-8")
         paths.append(path)
     return paths
+
+
+def long_workflow_yaml(steps: int, misspelt: bool = False) -> str:
+    """One workflow of `steps` steps that exercises every per-step rule: mostly `pass` steps, with a `needs`, an
+    `if:` and a template reading an earlier step in every ten, and durable sleeps (5 values each, so 14,000
+    steps stay under the parser's 100,000-value budget). `misspelt`: every step instead names a step that does
+    not exist (in `needs`, `if:` or a template, in turn): thousands of diagnostics, each with a hint."""
+    lines = ["name: long-flow\nversion: 1\nsteps:\n"]
+    for i in range(steps):
+        head = f"  - {{id: s{i}, uses: pass, timeout: 1s"
+        if misspelt:
+            lines.append(head + (f", needs: [x{i}]}}\n", f", if: steps.x{i}.ok}}\n",
+                                 f", output: '{{{{ steps.x{i}.ok }}}}'}}\n")[i % 3])
+            continue
+        kind = i % 10 if i else 0
+        if kind == 4:
+            lines.append(head + f", needs: [s{i - 1}]}}\n")
+        elif kind == 5:
+            lines.append(head + f", if: steps.s{i - 1}.ok}}\n")
+        elif kind == 6:
+            lines.append(head + f", output: '{{{{ steps.s{i - 2}.x }}}}'}}\n")
+        elif kind >= 7:
+            lines.append(f"  - {{id: s{i}, sleep: 1s}}\n")
+        else:
+            lines.append(head + "}\n")
+    return "".join(lines)

@@ -60,6 +60,26 @@ def _at_limit(workdir: Path, stem: str) -> list[str]:
     return [f"{stem}.yaml"]
 
 
+def _steps(count: int, workdir: Path, stem: str) -> list[str]:
+    (workdir / f"{stem}.yaml").write_text("name: many-steps\nversion: 1\nsteps:\n" +
+                                          "".join(f"  - {{id: s{i}, sleep: 1s}}\n" for i in range(count)))
+    return [f"{stem}.yaml"]
+
+
+def _too_many_steps(workdir: Path, stem: str) -> list[str]:
+    """One step over the cap."""
+    from anthares44.automation.compiler.documents import MAX_STEPS
+
+    return _steps(MAX_STEPS + 1, workdir, stem)
+
+
+def _steps_at_limit(workdir: Path, stem: str) -> list[str]:
+    """Exactly at the cap: still compiled."""
+    from anthares44.automation.compiler.documents import MAX_STEPS
+
+    return _steps(MAX_STEPS, workdir, stem)
+
+
 def _missing(workdir: Path, stem: str) -> list[str]:
     """A path that does not exist (nothing is written)."""
     return [f"{stem}.yaml"]
@@ -69,6 +89,8 @@ GENERATORS: dict[str, Callable[[Path, str], list[str]]] = {
     "A44007_too_large": _oversize,
     "A44007_ok_at_limit": _at_limit,
     "A44901_missing_path": _missing,
+    "A44204_too_many_steps": _too_many_steps,
+    "A44204_ok_at_limit": _steps_at_limit,
 }
 
 # What each generated case is, in words (for docs/diagnostics.md).
@@ -76,6 +98,8 @@ GENERATED_INPUT = {
     "A44007_too_large": "a workflow file padded with a comment to one byte over 1 MiB (1,048,577 bytes)",
     "A44007_ok_at_limit": "the same file exactly 1 MiB long",
     "A44901_missing_path": "a path that does not exist",
+    "A44204_too_many_steps": "a workflow of 15,001 sleep steps `- {id: sN, sleep: 1s}`, one over the cap",
+    "A44204_ok_at_limit": "the same workflow with 15,000 steps",
 }
 
 

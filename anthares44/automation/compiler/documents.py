@@ -21,6 +21,12 @@ A44010 = register("A44010", "file kind cannot be recognised")
 A44011 = register("A44011", "a workflow file holds exactly one workflow")
 A44012 = register("A44012", "objects of different kinds in one file")
 A44013 = register("A44013", "unknown trigger type")
+# In the step rules' range, registered here because the count is checked before the steps are validated.
+A44204 = register("A44204", "workflow has too many steps")
+
+# Generous: compiling is linear in steps (14,000 take about a second); the cap bounds what one published
+# definition costs the daemon to compile, store and load.
+MAX_STEPS = 15_000
 
 KINDS = ("workflow", "trigger", "connector", "queue")
 _KIND_ALIASES = {k: k for k in KINDS}
@@ -94,6 +100,8 @@ def declarations(src: SourceFile) -> list[Decl]:
                       src.span(path), hint="move it to its own file")
             continue
         model_cls = _model_for(src, kind, item, path)
+        if kind == "workflow" and _too_many_steps(src, item, path):
+            model_cls = None
         if model_cls is None:
             out.append(Decl(kind, None, src, path, item))
             continue
@@ -101,6 +109,15 @@ def declarations(src: SourceFile) -> list[Decl]:
         src.diagnostics.extend(diags)
         out.append(Decl(kind, model, src, path, item))
     return out
+
+
+def _too_many_steps(src: SourceFile, item: Any, path: tuple) -> bool:
+    steps = item.get("steps") if isinstance(item, dict) else None
+    if not isinstance(steps, list) or len(steps) <= MAX_STEPS:
+        return False
+    src.error(A44204, f"workflow has {len(steps):,} steps; at most {MAX_STEPS:,} are allowed",
+              src.span(path + ("steps",), key=True), hint="split it into workflows that trigger one another")
+    return True
 
 
 def _model_for(src: SourceFile, kind: str, item: Any, path: tuple) -> type[BaseModel] | None:

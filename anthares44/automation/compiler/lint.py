@@ -5,10 +5,13 @@
 
 from __future__ import annotations
 
+import gc
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..diagnostics import Diagnostic, Span, register, sorted_diagnostics
+from ..suggestions import bounded
 from .documents import declarations
 from .project import Project
 from .source import SourceFile, load_file
@@ -55,8 +58,27 @@ def discover(paths: list[str]) -> tuple[list[str], list[Diagnostic]]:
     return unique, diags
 
 
+@contextmanager
+def _collector_paused():
+    """Compiling builds hundreds of thousands of objects that stay alive until the result is returned, and
+    hardly any garbage cycle: the cyclic collector would rescan the growing heap for nothing (half the time of
+    a 14,000-step workflow, and super-linear). It is switched back on (if it was on) when compiling ends."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def compile_sources(sources: list[SourceFile], mode: str = "lint", *, lower: bool = True,
                     known_workflows: set[str] | None = None) -> LintResult:
+    with _collector_paused(), bounded():
+        return _compile(sources, mode, lower, known_workflows)
+
+
+def _compile(sources: list[SourceFile], mode: str, lower: bool, known_workflows: set[str] | None) -> LintResult:
     decls = []
     for src in sources:
         if src.parsed:
@@ -77,7 +99,8 @@ def compile_sources(sources: list[SourceFile], mode: str = "lint", *, lower: boo
 def lint_paths(paths: list[str], *, strict: bool = False, mode: str = "lint", lower: bool = False) -> LintResult:
     """Lint files and directories; `strict` only matters to the caller's exit code (warnings fail)."""
     files, diags = discover(paths or ["."])
-    sources = [load_file(f) for f in files]
-    result = compile_sources(sources, mode, lower=lower)
+    with _collector_paused():
+        sources = [load_file(f) for f in files]
+        result = compile_sources(sources, mode, lower=lower)
     result.diagnostics = sorted_diagnostics(result.diagnostics + diags)
     return result

@@ -10,6 +10,7 @@ Scalars keep their raw source text too, so a column inside an expression maps ba
 
 from __future__ import annotations
 
+import bisect
 import io
 import math
 import re
@@ -55,6 +56,21 @@ class SourceFile:
     nodes: dict[Path, NodeInfo] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     parsed: bool = False
+    _line_starts: list[int] = field(default_factory=list, repr=False, compare=False)
+
+    def line_col(self, index: int) -> tuple[int, int]:
+        """1-based (line, column) of character `index` of the text: a binary search over the line starts, which
+        are found once (counting newlines from the top for every diagnostic would be quadratic)."""
+        starts = self._line_starts
+        if not starts:
+            starts.append(0)
+            find = self.text.find
+            nl = find("\n")
+            while nl >= 0:
+                starts.append(nl + 1)
+                nl = find("\n", nl + 1)
+        line = bisect.bisect_right(starts, index)
+        return line, index - starts[line - 1] + 1
 
     def span(self, path: Path, *, key: bool = False) -> Span:
         """Span of the node at `path` (or of its key); falls back to the nearest known ancestor."""
@@ -79,8 +95,8 @@ class SourceFile:
             return info.value
         start = index[min(max(offset, 0), len(index) - 1)]
         last = index[min(max(offset + max(length, 1) - 1, 0), len(index) - 1)]
-        sl, sc = _line_col(self.text, start)
-        el, ec = _line_col(self.text, last)
+        sl, sc = self.line_col(start)
+        el, ec = self.line_col(last)
         return Span(sl, sc, el, ec + 1)
 
     def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
@@ -121,7 +137,6 @@ def load_bytes(raw: bytes, display: str) -> SourceFile:
 
 
 _BOM = b"\xef\xbb\xbf"
-_TAB_INDENT = re.compile(r"^( *)\t", re.MULTILINE)
 
 
 def load_text(text: str, display: str, src: SourceFile | None = None) -> SourceFile:
@@ -129,13 +144,8 @@ def load_text(text: str, display: str, src: SourceFile | None = None) -> SourceF
     if "\r" in text:  # YAML reads CR and CRLF as line breaks: count lines (and map columns) the same way
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     src.text = text
-    tabs = False
-    for m in _TAB_INDENT.finditer(text):
-        line = text.count("\n", 0, m.start()) + 1
-        col = len(m.group(1)) + 1
-        if _inside_block_scalar(text, m.end() - 1):
-            continue
-        tabs = True
+    tabs = _indenting_tabs(text) if "\t" in text else []
+    for line, col in tabs:
         src.error(A44003, "tab character used for indentation; YAML allows only spaces",
                   Span(line, col, line, col + 1), hint="replace the tab with spaces")
     if tabs:
@@ -147,29 +157,32 @@ def load_text(text: str, display: str, src: SourceFile | None = None) -> SourceF
     return src
 
 
-def _inside_block_scalar(text: str, pos: int) -> bool:
-    """A tab inside a literal/folded block scalar's content is content, not indentation.
+def _indenting_tabs(text: str) -> list[tuple[int, int]]:
+    """(line, column) of every tab used for indentation. A tab inside a literal/folded block scalar's content
+    is content, not indentation.
 
-    Walks back from the tab's line: block content lines are all indented at least as much as the block's
-    content, and the header line (`key: |`) is indented less than every line after it. So the tab is
-    content when, walking back, a line ending in a block indicator is indented less than every non-blank
-    line seen since; it is not once a line at column 1 that is no such header is reached."""
-    line_start = text.rfind("\n", 0, pos) + 1
-    lowest = len(text[line_start:pos]) - len(text[line_start:pos].lstrip(" "))
-    prev = line_start - 1
-    while prev > 0:
-        start = text.rfind("\n", 0, prev) + 1
-        line = text[start:prev]
-        prev = start - 1
-        if line.strip() == "":
+    Block content lines are all indented at least as much as the block's content, and the header line
+    (`key: |`) is indented less than every line after it. So a tab is content when one of the lines that
+    enclose its line (each indented less than every non-blank line after it, up to the last line at column 1)
+    is indented less than the tab and ends in a block indicator. One pass keeps those enclosing lines on a
+    stack, each with whether a header is at or below it: walking back from every tab would be quadratic."""
+    found: list[tuple[int, int]] = []
+    indents: list[int] = []          # of the enclosing lines, strictly increasing
+    header_below: list[bool] = []    # a block header is at or below this entry
+    for number, line in enumerate(text.split("\n"), 1):
+        spaces = len(line) - len(line.lstrip(" "))
+        if line[spaces:spaces + 1] == "\t":
+            below = bisect.bisect_left(indents, spaces)   # enclosing lines indented less than the tab
+            if not (below and header_below[below - 1]):
+                found.append((number, spaces + 1))
+        if not line.strip():
             continue
-        indent = len(line) - len(line.lstrip(" "))
-        if indent < lowest and _BLOCK_HEADER.search(line):
-            return True
-        if indent == 0:
-            return False
-        lowest = min(lowest, indent)
-    return False
+        while indents and indents[-1] >= spaces:
+            indents.pop()
+            header_below.pop()
+        header_below.append(bool(_BLOCK_HEADER.search(line)) or bool(header_below and header_below[-1]))
+        indents.append(spaces)
+    return found
 
 
 _BLOCK_HEADER = re.compile(r"[|>][-+0-9]*[ \t]*(#.*)?$")
@@ -323,11 +336,6 @@ def _scalar(node) -> Any:
         except ValueError:
             return text
     return text  # strings, timestamps (kept as text: we never want a datetime by accident)
-
-
-def _line_col(text: str, index: int) -> tuple[int, int]:
-    line = text.count("\n", 0, index) + 1
-    return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
 def _value_index_map(text: str, info: NodeInfo) -> list[int]:

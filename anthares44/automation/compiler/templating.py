@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ..suggestions import listing
 from .validation import did_you_mean
 
 _MARK = re.compile(r"\{\{|\{%")
@@ -86,7 +87,7 @@ def template_issues(text: str, roots: set[str], step_ids: set[str] | None):
         else:
             continue
         if sid not in step_ids:
-            known = ", ".join(sorted(step_ids)) or "none"
+            known = listing(step_ids) or "none"
             yield ("step", f"template reads steps.{sid}, which is not a step that finished before this one "
                            f"(available: {known})", max(text.find(sid), 0), len(sid),
                    did_you_mean(sid, step_ids))

@@ -7,12 +7,12 @@ would talk about Python ("Input should be a valid integer" -> "expected an integ
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from ..diagnostics import Diagnostic, register
+from ..suggestions import closest
 from .source import SourceFile
 
 A44100 = register("A44100", "value has the wrong shape")
@@ -57,8 +57,8 @@ def yaml_type(value: Any) -> str:
 
 
 def did_you_mean(word: str, candidates) -> str | None:
-    close = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else None
+    close = closest(word, candidates, 0.6)
+    return f"did you mean {close!r}?" if close else None
 
 
 def model_keys(model: type[BaseModel]) -> list[str]:

@@ -11,6 +11,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from ..suggestions import closest, first_names
 from . import codes
 from .ast import Node
 from .functions import KNOWN_NAMES, lookup
@@ -87,13 +88,12 @@ class Checker:
             return
         if any(a <= offset < b for a, b in self._quiet):
             return
-        close = difflib.get_close_matches(step, sorted(self.step_ids), n=1, cutoff=0.5)
+        c = closest(step, self.step_ids, 0.5)
         hint = None
-        if close:
-            c = close[0]
+        if c:
             hint = f"did you mean steps['{c}']?" if "-" in c else f"did you mean steps.{c}?"
         elif self.step_ids:
-            hint = "steps available here: " + ", ".join(sorted(self.step_ids)[:10])
+            hint = "steps available here: " + ", ".join(first_names(self.step_ids, 10))
         else:
             hint = "no earlier step is available here"
         self.findings.append(Finding(

@@ -7,6 +7,7 @@ settle (a plugin not installed here, a `con_...` declared elsewhere) is a warnin
 from __future__ import annotations
 
 from ...diagnostics import Diagnostic, Severity, register
+from ...suggestions import listing
 from ..models import BUILTIN_PARAMS
 from ..resolve import PLUGIN_PREFIX, plugin_params_model, resolve
 from ..validation import did_you_mean, validate
@@ -23,7 +24,7 @@ STEP_KEYS = {"id", "uses", "timeout", "retry", "compensate", "if", "needs", "exc
 
 def unresolved(project, code_path, src, what: str, known: list[str]) -> Diagnostic:
     sev = Severity.ERROR if project.mode == "publish" else Severity.WARNING
-    shown = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "") if known else "none"
+    shown = listing(known) if known else "none"
     return Diagnostic.at(A44211, f"{what} cannot be settled from the files linted here; known: {shown}",
                          src.path, src.span(code_path), severity=sev,
                          hint="publish refuses it until it exists; lint --strict fails on it")

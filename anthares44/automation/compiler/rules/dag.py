@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...diagnostics import Diagnostic, register
+from ...suggestions import listing
 from ..validation import did_you_mean
 
 A44230 = register("A44230", "needs names an unknown step")
@@ -14,6 +15,7 @@ def check(project):
     for decl in project.of_kind("workflow"):
         src, wf = decl.src, decl.model
         ids = [s.id for s in wf.steps]
+        known = set(ids)
         graph: dict[str, list[str]] = {}
         for i, step in enumerate(wf.steps):
             deps: list[str] = []
@@ -21,10 +23,10 @@ def check(project):
                 path = decl.path + ("steps", i, "needs", j)
                 if dep == step.id:
                     yield Diagnostic.at(A44232, f"step {step.id!r} needs itself", src.path, src.span(path))
-                elif dep not in ids:
+                elif dep not in known:
                     yield Diagnostic.at(A44230, f"step {step.id!r} needs {dep!r}, which is not a step of this "
                                                 f"workflow", src.path, src.span(path),
-                                        hint=did_you_mean(dep, ids) or f"steps are: {', '.join(ids)}")
+                                        hint=did_you_mean(dep, ids) or f"steps are: {listing(ids)}")
                 else:
                     deps.append(dep)
             graph.setdefault(step.id, deps)

@@ -58,7 +58,7 @@ def check(project):
                     if key == "compensate" and path[-1] in ("uses", "timeout"):
                         continue
                     if is_template(text):
-                        yield from _check_string(src, path, text, STEP_ROOTS, before[step.id] | {step.id}
+                        yield from _check_string(src, path, text, STEP_ROOTS, before[step.id].including(step.id)
                                                  if key == "compensate" else before[step.id])
     for decl in project.of_kind("trigger"):
         pk = getattr(decl.model, "partitionKey", None)
