@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Awaitable, Callable
 
+from ..durations import parse_duration
 from ..errors import E_CONNECTOR_FAILED, E_NONDETERMINISTIC_REPLAY, E_STEP_TIMEOUT, A44Error
 
 CTX_PREFIX = "ctx."
@@ -213,7 +214,6 @@ def jsonable(value: Any) -> Any:
 
 
 def duration_ms(value: str | int | float | timedelta | None, default: str | None = None) -> int:
-    from ..app.durations import parse_duration
     if value is None:
         value = default
     return int(parse_duration(value).total_seconds() * 1000)

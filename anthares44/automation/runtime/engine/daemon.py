@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from ...clock import Clock, SystemClock
+from ...durations import parse_duration
 from ...errors import A44Error
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ..store import Store
@@ -38,8 +39,6 @@ POOL_MAX = 16                  # connections of a daemon pool unless WorkerSetti
 def _duration(text: str | None, default: timedelta) -> timedelta:
     if not text:
         return default
-    from ...app.durations import parse_duration
-
     return parse_duration(text)
 
 
