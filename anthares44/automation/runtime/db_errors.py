@@ -13,7 +13,7 @@ import socket
 import asyncpg
 
 from ..errors import E_DB, E_DB_SCHEMA, E_DB_UNAVAILABLE, E_VERSION_CONFLICT, A44Error
-from .database import redact
+from ..redact import redact_url
 
 # constraint name -> (code, what to tell the user)
 CONSTRAINT_CODES: dict[str, tuple[str, str]] = {
@@ -40,7 +40,7 @@ def translate(exc: BaseException, *, operation: str, url: str | None = None) -> 
     """The A44Error for a driver failure, or None if `exc` is not a database failure (re-raise it as is)."""
     if isinstance(exc, A44Error):
         return exc
-    where = f" at {redact(url)}" if url else ""
+    where = f" at {redact_url(url)}" if url else ""
     if isinstance(exc, _UNAVAILABLE):
         reason = str(exc) or type(exc).__name__
         if isinstance(exc, socket.gaierror):

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..compiler.models.params import HttpParams, VpnHttpParams
 from ..errors import (E_AUTH_FAILED, E_NETWORK, E_PARAMS_INVALID, E_STEP_TIMEOUT, E_TUNNEL_DOWN, A44Error)
+from ..redact import redact
 from .protocol import StepContext
 
 DEFAULT_RETRY_ON = (408, 429, 500, 502, 503, 504)
@@ -350,8 +351,6 @@ class HttpConnector:
                 details["body"] = json.dumps(details["body"], default=str)[:ERROR_BODY_CHARS]
         elif result.get("text"):
             details["body"] = result["text"][:ERROR_BODY_CHARS]
-        from ..runtime.redact import redact
-
         details = redact(details)
         kind = "retryable" if retryable else "permanent"
         raise A44Error(f"E_UPSTREAM_{status}", f"{method} {url} answered {status} ({kind})", details=details)

@@ -23,7 +23,7 @@ from importlib import metadata
 from typing import Any, Iterable, Mapping
 
 from ..errors import E_CONNECTOR_FAILED, E_CONNECTOR_NOT_FOUND, E_PARAMS_INVALID, A44Error
-from ..runtime.redact import scrub
+from ..redact import scrub
 from .protocol import Connector, StepContext
 
 ENTRY_POINT_GROUP = "anthares44.automation.connectors"

@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from ...errors import E_COMPENSATION_FAILED, A44Error
-from ..redact import redact
+from ...redact import redact
 from .invoke import Call, invoke
 from .journal import Batch
 from .progress import StepProgress

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_LEASE_EXPIRED, E_RUN_DEADLINE, A44Error
 from .. import evaluation
 from ..queries import sql
-from ..redact import redact
+from ...redact import redact
 from ..render import make_scope
 from .compensation import Compensator
 from .invoke import Call, Outcome, invoke

@@ -16,12 +16,15 @@ OAuth access token an attempt fetched) in any string at any depth, mapping keys 
     letter or digit on either side (`"pin 42 ok"` -> `"pin [redacted] ok"`, but `"4242"` and `"v42"` stay), since
     replacing every `4` or `a` would destroy the result while telling an attacker nothing they could not guess.
 Numbers, booleans and null are never changed.
+
+`redact_url(url)`: a database URL without its password, for messages.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any, Iterable
+from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 
@@ -77,3 +80,15 @@ def scrub(value: Any, secrets: Iterable[str]) -> Any:
         return v
 
     return one(value)
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
