@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from anthares44.automation.errors import E_CIRCUIT_OPEN, A44Error
-from anthares44.automation.runtime.engine.retry_policy import Failure, counts_against_budget
+from anthares44.automation.compiler.retry_policy import Failure, counts_against_budget
 from anthares44.automation.runtime.store import Store
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 

@@ -5,7 +5,7 @@ Per (project, declared connector) with a `circuitBreaker:` block:
     When, over the last `window`, at least `minRequests` calls were counted and the share of failures is at or
     above `errorRateThreshold`, the breaker opens for `openFor`.
   * open: calls fail at once with `E_CIRCUIT_OPEN` (retryable, and the interpreter does not count it against the
-    step's retry budget, engine/retry_policy.py) with `details.retry_after_ms` = the time left, so the step is
+    step's retry budget, compiler/retry_policy.py) with `details.retry_after_ms` = the time left, so the step is
     tried again when the breaker may let a probe through.
   * after `openFor`: exactly one call claims the probe (an `UPDATE ... WHERE state = 'open' AND opened_until <=
     now`, so of two daemons racing exactly one row is updated); every other call keeps getting `E_CIRCUIT_OPEN`.

@@ -24,7 +24,7 @@ from ...redact import redact
 from .interpreter import RunDriver
 from .journal import LeaseLost
 from .progress import Attempt
-from .retry_policy import compensation_delay_ms
+from ...compiler.retry_policy import compensation_delay_ms
 from .states import COMPENSATING, COMPENSATION_FAILED, FAILED, SLEEPING, SUCCEEDED, WAITING
 
 COMPENSATION_TIMEOUT_MS = 30_000

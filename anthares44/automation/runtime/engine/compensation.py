@@ -14,7 +14,7 @@ from ...redact import redact
 from .invoke import Call, invoke
 from .journal import Batch
 from .progress import StepProgress
-from .retry_policy import compensation_delay_ms
+from ...compiler.retry_policy import compensation_delay_ms
 from .states import COMPENSATING, COMPENSATION_FAILED, FAILED
 
 if TYPE_CHECKING:

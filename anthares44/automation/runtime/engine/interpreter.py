@@ -22,7 +22,7 @@ from .compensation import Compensator
 from .invoke import Call, Outcome, invoke
 from .journal import Batch, Lease, LeaseLost
 from .progress import Attempt, Progress, StepProgress
-from .retry_policy import Failure, counts_against_budget, retry_delay_ms
+from ...compiler.retry_policy import Failure, counts_against_budget, retry_delay_ms
 from .states import AWAITING_CONFIRMATION, COMPENSATING, FAILED, SLEEPING, SUCCEEDED, WAITING
 
 if TYPE_CHECKING:
