@@ -16,7 +16,7 @@ The CLI (`a44 automation publish|run|runs|logs`) is a thin layer over these func
 from .app.automation import (DEFAULT_PROJECT, E_INVALID_ARGUMENT, MANUAL_TRIGGER, Automation, InvalidArgument,
                              RunHandle, RunPage, require_idempotency_key, resolve_project,
                              workflow_ref)
-from .app.durations import parse_duration
+from .durations import parse_duration
 from .app.publishing import CREATED, REFUSED, UNCHANGED, PublishedWorkflow, PublishReport
 
 __all__ = ["Automation", "RunHandle", "RunPage", "PublishReport", "PublishedWorkflow", "InvalidArgument",

@@ -11,7 +11,8 @@ import pytest
 from aiohttp import web
 
 from anthares44.automation.errors import E_CIRCUIT_OPEN, A44Error
-from anthares44.automation.runtime.engine.retry_policy import Failure, counts_against_budget
+from anthares44.automation.compiler.retry_policy import Failure, counts_against_budget
+from anthares44.automation.runtime.connector_services import connector_services
 from anthares44.automation.runtime.store import Store
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 
@@ -37,7 +38,8 @@ def decl(base: str, **cb):
 
 @pytest.fixture
 def daemons(pg_url, clock, serve, aio):
-    """Two 'daemons': (registry, services) pairs on separate stores of the same database, one shared clock."""
+    """Two 'daemons': (registry, services) pairs on separate stores of the same database, one shared clock; the
+    services are built the way the engine builds them."""
     state = {"hits": 0, "healthy": False}
     base = serve(far_side(state))
     async def pool():
@@ -45,7 +47,7 @@ def daemons(pg_url, clock, serve, aio):
 
     pools = [aio(pool()) for _ in range(2)]
     regs = [ConnectorRegistry(decl(base), clock=clock) for _ in range(2)]
-    yield state, list(zip(regs, [{"store": p} for p in pools]))
+    yield state, list(zip(regs, [connector_services(p) for p in pools]))
     for r, p in zip(regs, pools):
         aio(r.aclose())
         aio(p.close())

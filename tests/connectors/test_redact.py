@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from anthares44.automation.runtime.redact import REDACTED, is_sensitive, redact
+from anthares44.automation.redact import REDACTED, is_sensitive, redact
 
 
 def test_sensitive_keys_at_any_depth_case_insensitive():

@@ -188,9 +188,10 @@ def test_invoke_validates_and_wraps_unexpected_exceptions(make_ctx, aio):
     assert exc.value.code == E_PARAMS_INVALID
 
 
-def test_the_control_store_is_withheld_from_every_connector_but_queue_publish(make_ctx, aio):
-    """A plugin (here a registered connector) and sql/execute never see the engine's `store`: the control store
-    is not reachable through ctx.services; the application database is."""
+def test_the_runtime_services_are_withheld_from_every_connector_but_their_own(make_ctx, aio):
+    """A plugin (here a registered connector) and sql/execute never see the event publisher, the breakers' state,
+    or a control store left in the services; the application database they do see. queue/publish sees the
+    publisher, no other built-in does."""
     seen = []
 
     class Spy:
@@ -202,7 +203,10 @@ def test_the_control_store_is_withheld_from_every_connector_but_queue_publish(ma
 
     reg = ConnectorRegistry()
     reg.register(Spy())
-    store, app_db = object(), object()
-    aio(reg.invoke("spy", {}, make_ctx(services={"store": store, "app_db": app_db})))
-    assert "store" not in seen[0] and "app_db" in seen[0]
-    assert reg._sees_control_store(reg.get("queue/publish")) and not reg._sees_control_store(reg.get("sql/execute"))
+    services = {"store": object(), "app_db": object(), "publisher": object(), "breaker_state": object()}
+    aio(reg.invoke("spy", {}, make_ctx(services=services)))
+    assert seen[0] == ["app_db"]
+    assert reg._may_see(reg.get("queue/publish"), "publisher")
+    assert not any(reg._may_see(reg.get(uses), service) for uses in ("sql/execute", "http", "queue/publish")
+                   for service in ("store", "breaker_state"))
+    assert not reg._may_see(reg.get("sql/execute"), "publisher")

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from anthares44.automation.compiler.ir import ConnectorRef
 from anthares44.automation.errors import (E_BOT_INVALID_ANSWER, E_PARAMS_INVALID, E_STORAGE_NOT_FOUND, A44Error)
+from anthares44.automation.runtime.connector_services import connector_services
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 from anthares44.automation.stdlib_connectors.storage import LocalObjectStore
 from tests.runtime.engine_support import node, publish_and_run, run_row, workflow
@@ -141,11 +142,11 @@ def test_bot_on_the_engine_retries_a_bad_answer_and_records_the_good_one(llm, st
 def test_publish_is_keyed_by_the_step_so_a_retry_publishes_nothing(store, make_ctx, aio):
     reg = ConnectorRegistry()
     params = {"type": "billing.invoice.finalized", "data": {"invoice": "inv_1"}, "partitionKey": "cust_1"}
-    first = aio(reg.invoke("queue/publish", params, make_ctx(attempt=1, services={"store": store})))
-    again = aio(reg.invoke("queue/publish", params, make_ctx(attempt=2, services={"store": store})))
+    first = aio(reg.invoke("queue/publish", params, make_ctx(attempt=1, services=connector_services(store))))
+    again = aio(reg.invoke("queue/publish", params, make_ctx(attempt=2, services=connector_services(store))))
     assert first["created"] is True and again["created"] is False
     assert first["eventId"] == again["eventId"] and first["idempotencyKey"] == "run_01TEST:charge:publish"
-    other = aio(reg.invoke("queue/publish", params, make_ctx(step_id="other", services={"store": store})))
+    other = aio(reg.invoke("queue/publish", params, make_ctx(step_id="other", services=connector_services(store))))
     assert other["created"] is True and other["eventId"] != first["eventId"]
     n = aio(store.pool.fetchval("select count(*) from automation.events"))
     assert n == 2

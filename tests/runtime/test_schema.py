@@ -9,7 +9,8 @@ import pytest
 
 from anthares44.automation.clock import ManualClock
 from anthares44.automation.runtime import migrations, schema_dump
-from anthares44.automation.runtime.queries import load_migrations, load_queries, parse, QueryError
+from anthares44.automation.named_sql import QueryError, parse
+from anthares44.automation.runtime.queries import load_migrations, load_queries
 from tests.runtime.pg import with_database
 
 

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any, AsyncIterator
 
 from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, A44Error
-from .durations import parse_duration
+from ..durations import parse_duration
 from .views import attempt_view, event_view, run_view
 from .watch import SAFETY_RECHECK_S, RunListener
 

@@ -29,6 +29,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import E_NOT_LOGGED_IN, A44Error
+from ..paths import a44_home
+from ..redact import redact_url
 from .automation import InvalidArgument, resolve_project
 
 DEFAULT_API_URL = "http://127.0.0.1:8044"
@@ -36,8 +38,6 @@ DEFAULT_API_URL = "http://127.0.0.1:8044"
 
 
 def credentials_path() -> Path:
-    from ..runtime.database import a44_home
-
     return a44_home() / "credentials"
 
 
@@ -121,10 +121,8 @@ class Target:
     def describe(self) -> str:
         if self.remote:
             return f"remote {self.url} (project {self.project}; token from {self.token_source}; {self.reason})"
-        from ..runtime.database import redact
-
         db = os.environ.get("A44_DATABASE_URL")
-        where = f"database {redact(db)}" if db else "the embedded database"
+        where = f"database {redact_url(db)}" if db else "the embedded database"
         return f"local {where} (project {self.project}; {self.reason})"
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from .durations import parse_duration
+from ..durations import parse_duration
 
 
 def ingestion_for(auto):

@@ -18,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..compiler.ir import TriggerIR, WorkflowIR, to_json
 from ..errors import E_VERSION_CONFLICT, E_VERSION_REGRESSION, A44Error
+from ..sdk.loader import code_ir, import_path, workflows_of
 
 CREATED, UNCHANGED, REFUSED = "created", "unchanged", "refused"
 _REFUSALS = {E_VERSION_CONFLICT, E_VERSION_REGRESSION}
@@ -77,12 +79,8 @@ async def publish(store, project: str, paths: list[str]) -> PublishReport:
     (those are in the report); database failures raise A44Error."""
     import asyncio
 
-    from ..compiler.ir import TriggerIR, WorkflowIR, to_json
-
     code = [p for p in paths if str(p).endswith(".py")]
-    if code:    # workflows in code (§12): sdk/publish.py stores them beside the YAML ones
-        from ..sdk.publish import publish_code
-
+    if code:    # workflows in code (§12), stored beside the YAML ones
         rest = [p for p in paths if p not in code]
         report = await publish(store, project, rest) if rest else PublishReport(project=project, files=[])
         return report if report.errors else await publish_code(store, project, code, report)
@@ -104,14 +102,7 @@ async def publish(store, project: str, paths: list[str]) -> PublishReport:
             continue
         if not isinstance(ir, WorkflowIR):  # pragma: no cover - lowering only makes these two
             continue
-        file = (ir.source or {}).get("file")
-        try:
-            outcome = await store.publish_version(project, ir.workflow_id, ir.version, ir.sha256, to_json(ir))
-            report.workflows.append(PublishedWorkflow(ir.workflow_id, ir.version, ir.sha256, file, outcome))
-        except A44Error as exc:
-            if exc.code not in _REFUSALS:
-                raise
-            report.workflows.append(PublishedWorkflow(ir.workflow_id, ir.version, ir.sha256, file, REFUSED, exc))
+        await _store_version(store, project, ir, (ir.source or {}).get("file"), report)
     refused = {w.workflow_id for w in report.workflows if w.outcome == REFUSED}
     to_store = [(to_json(t), "standalone") for t in standalone if t.workflow_id not in refused]
     for key in sorted(result.irs):
@@ -123,3 +114,28 @@ async def publish(store, project: str, paths: list[str]) -> PublishReport:
 
         report.stored_triggers = await store_triggers(store, project, to_store)
     return report
+
+
+async def publish_code(store, project: str, paths: list[str], report: PublishReport) -> PublishReport:
+    """Store every `@workflow` of the Python modules `paths` as an IR of kind `code` (module path, attribute name,
+    source hash), by the rules of the YAML ones."""
+    for path in paths:
+        report.files.append(str(path))
+        found = workflows_of(import_path(path))
+        if not found:
+            raise A44Error("E_INVALID_ARGUMENT", f"{path} declares no @workflow",
+                           hint="from anthares44.automation import workflow, step")
+        for attr, wf in sorted(found.items()):
+            await _store_version(store, project, code_ir(wf, path, attr), str(path), report)
+    return report
+
+
+async def _store_version(store, project: str, ir, file: str | None, report: PublishReport) -> None:
+    """Store one workflow's IR as its version; a refusal (§3.8) is recorded in the report, other errors raise."""
+    try:
+        outcome = await store.publish_version(project, ir.workflow_id, ir.version, ir.sha256, to_json(ir))
+        report.workflows.append(PublishedWorkflow(ir.workflow_id, ir.version, ir.sha256, file, outcome))
+    except A44Error as exc:
+        if exc.code not in _REFUSALS:
+            raise
+        report.workflows.append(PublishedWorkflow(ir.workflow_id, ir.version, ir.sha256, file, REFUSED, exc))

@@ -25,7 +25,7 @@ from typing import Any, AsyncIterator
 from ..errors import (E_API, E_API_UNAVAILABLE, E_FORBIDDEN, E_INVALID_ARGUMENT, E_REMOTE_UNSUPPORTED,
                       E_TOKEN_INVALID, A44Error)
 from .automation import InvalidArgument, RunHandle, RunPage, require_idempotency_key, workflow_ref
-from .durations import parse_duration
+from ..durations import parse_duration
 
 API_PREFIX = "/v1/automation"
 _ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")

@@ -15,28 +15,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from .automation import InvalidArgument, workflow_ref
-from .durations import parse_duration
-
-
-def parse_rate(text: str | float | None) -> float | None:
-    """`10/s`, `600/min`, `10` (per second)."""
-    if text is None or text == "":
-        return None
-    if isinstance(text, (int, float)):
-        value = float(text)
-    else:
-        num, _, unit = str(text).strip().partition("/")
-        try:
-            value = float(num)
-        except ValueError:
-            raise InvalidArgument(f"bad rate {text!r}", hint="e.g. --rate 10/s or --rate 600/min") from None
-        per = {"": 1, "s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600}
-        if unit.strip() not in per:
-            raise InvalidArgument(f"bad rate unit in {text!r}", hint="use /s, /min or /h")
-        value /= per[unit.strip()]
-    if value <= 0:
-        raise InvalidArgument("the rate must be positive")
-    return value
+from ..durations import parse_duration, parse_rate
 
 
 def parse_instant(text: str | datetime, now: datetime) -> datetime:
@@ -80,7 +59,10 @@ async def replay(auto, run_ids=(), *, state: str | None = None, step: str | None
     sel = Selection(tuple(run_ids), state, step, str(since) if since is not None else None, since_at,
                     workflow_ref(workflow) if workflow else None)
     cut = Cut(from_step, parse_instant(from_time, now) if from_time is not None else None)
-    per_second = parse_rate(rate)
+    try:
+        per_second = parse_rate(rate)
+    except ValueError as exc:
+        raise InvalidArgument(str(exc), hint="e.g. --rate 10/s or --rate 600/min") from None
     plan = await prepare(auto.store, auto.project, sel, cut, to_version=to_version, concurrency=concurrency,
                          rate=per_second, request=request_id)
     doc = plan.to_dict()

@@ -99,7 +99,7 @@ def _with_store(body, args) -> int:
 
 
 def _expires(text: str):
-    from ..app.durations import parse_duration
+    from ..durations import parse_duration
 
     if text in ("never", "none", "0"):
         return None

@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from ..redact import redact_url
+
 EXIT_OK, EXIT_ERROR, EXIT_STOPPED = 0, 1, 3
 
 
@@ -45,10 +47,10 @@ def run(args) -> int:
 
 
 def _start(args) -> int:
-    from ..runtime.database import LocalDatabase, external_url, redact
+    from ..runtime.database import LocalDatabase, external_url
 
     if external_url():
-        print(f"A44_DATABASE_URL is set ({redact(external_url())}); there is no embedded server to start")
+        print(f"A44_DATABASE_URL is set ({redact_url(external_url())}); there is no embedded server to start")
         return EXIT_OK
     local = LocalDatabase()
     local.start()
@@ -87,7 +89,7 @@ def _url(args) -> int:
 def _status(args) -> int:
     import asyncio
 
-    from ..runtime.database import LocalDatabase, external_app_url, external_url, redact
+    from ..runtime.database import LocalDatabase, external_app_url, external_url
 
     url = external_url()
     info: dict = {"kind": "external" if url else "embedded"}
@@ -97,9 +99,9 @@ def _status(args) -> int:
         info.update(data_dir=str(st.data_dir), running=st.running, pid=st.pid, port=st.port)
         url = st.url
         app = app or st.app_url
-    info["app_url"] = redact(app) if app else None
+    info["app_url"] = redact_url(app) if app else None
     if url:
-        info["url"] = redact(url)
+        info["url"] = redact_url(url)
         info.update(asyncio.run(_schema_info(url)))
         info["running"] = True
     code = EXIT_OK if info["running"] else EXIT_STOPPED

@@ -33,7 +33,7 @@ def add_http_limit_arguments(p: argparse.ArgumentParser) -> None:
 
 def http_limits(args):
     """HttpLimits from the flags above; ValueError with the flag's name when one is out of range."""
-    from ..app.durations import parse_duration
+    from ..durations import parse_duration
     from ..runtime.http.limits import HttpLimits
 
     timeouts = {}

@@ -40,7 +40,7 @@ def run(args) -> int:
     import logging
     import signal
 
-    from ..app.durations import parse_duration
+    from ..durations import parse_duration
     from ..errors import A44Error
     from ..runtime.engine import Daemon, WorkerSettings
 

@@ -93,7 +93,7 @@ def when(value: datetime | None) -> str:
 
 
 def ms(value: int | None) -> str:
-    from ..app.durations import format_seconds
+    from ..durations import format_seconds
 
     return "-" if value is None else format_seconds(value / 1000)
 

@@ -20,17 +20,13 @@ import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import E_DB_UNAVAILABLE, A44Error
+from ..paths import a44_home
 from .roles import APP_DATABASE, APP_ROLE, CONTROL_ROLE, login_url, provision
 from .embedded import SUPERUSER, EmbeddedServer, bin_dir, free_port, port_accepts
 
 DATABASE_NAME = "a44"
-
-
-def a44_home() -> Path:
-    return Path(os.environ.get("A44_HOME") or "~/.a44").expanduser()
 
 
 def external_url() -> str | None:
@@ -39,18 +35,6 @@ def external_url() -> str | None:
 
 def external_app_url() -> str | None:
     return os.environ.get("A44_APP_DATABASE_URL") or None
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable URL>"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 @dataclass(frozen=True)

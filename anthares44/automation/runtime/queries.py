@@ -1,14 +1,6 @@
-"""Loader of the named SQL queries in `runtime/queries/*.sql` (and of the migration files): the only Python
-that holds SQL text, and it only reads it.
-
-Format of a query file:
-
-    -- name: create_run
-    -- purpose: insert a run, claim its idempotency key and log its creation, in one statement
-    insert into ...;
-
-A query runs from its `-- name:` line to the next one. Every query needs a one-line `-- purpose:`. Other
-engineers add files next to these (one per concern); names must be unique across all files.
+"""Loader of the control store's named SQL queries in `runtime/queries/*.sql` (format: named_sql.py) and of the
+migration files: the only Python that holds the store's SQL text, and it only reads it. One file per concern;
+names are unique across all files.
 """
 
 from __future__ import annotations
@@ -18,36 +10,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from ..named_sql import Query, QueryError, load_file
+
 QUERY_DIR = Path(__file__).parent / "queries"
-_NAME = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
-_PURPOSE = re.compile(r"^--\s*purpose:\s*(\S.*)$", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Query:
-    name: str
-    purpose: str
-    sql: str
-    source: str
-
-
-class QueryError(Exception):
-    """A malformed query file: a bug in this package, reported at load time rather than at first use."""
-
-
-def parse(text: str, source: str) -> list[Query]:
-    marks = list(_NAME.finditer(text))
-    out = []
-    for i, m in enumerate(marks):
-        body = text[m.end(): marks[i + 1].start() if i + 1 < len(marks) else len(text)]
-        purpose = _PURPOSE.search(body)
-        if purpose is None:
-            raise QueryError(f"{source}: query {m.group(1)} has no '-- purpose:' line")
-        sql = _PURPOSE.sub("", body, count=1).strip()
-        if not sql:
-            raise QueryError(f"{source}: query {m.group(1)} is empty")
-        out.append(Query(m.group(1), purpose.group(1).strip(), sql, source))
-    return out
 
 
 @cache
@@ -55,7 +20,7 @@ def load_queries(directory: Path = QUERY_DIR) -> dict[str, Query]:
     """All named queries, keyed by name; loaded once per process."""
     queries: dict[str, Query] = {}
     for path in sorted(directory.glob("*.sql")):
-        for q in parse(path.read_text(encoding="utf-8"), path.name):
+        for q in load_file(path).values():
             if q.name in queries:
                 raise QueryError(f"query {q.name} is defined in both {queries[q.name].source} and {path.name}")
             queries[q.name] = q

@@ -27,6 +27,7 @@ from typing import Callable, Iterator
 
 from ..errors import (E_INVALID_ARGUMENT, E_SECRET_FILE_INVALID, E_SECRET_KEY_MISMATCH, E_SECRET_KEY_PERMISSIONS,
                       A44Error)
+from ..paths import a44_home
 from .secret_cipher import Undecryptable, key_id, new_key, open_entry, open_v1, parse_key, seal
 
 FORMAT = 2
@@ -34,8 +35,6 @@ KEY_ENV = "A44_SECRET_KEY"
 
 
 def _home() -> Path:
-    from .database import a44_home
-
     return a44_home()
 
 

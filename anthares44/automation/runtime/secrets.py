@@ -15,13 +15,13 @@ handed out, and each string field of a structured one, is remembered so `registr
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 from typing import Iterable
 
 from ..errors import E_SECRET_NOT_FOUND, A44Error
+from ..redact import secret_parts
 
 SECRET_REF = re.compile(r"^sec_[A-Za-z0-9_]+$")
 ENV_PREFIX = "A44_SECRET_"
@@ -63,18 +63,8 @@ class SecretSource:
         if value is None:
             raise A44Error(E_SECRET_NOT_FOUND, f"secret {ref} is not defined",
                            hint=f"`a44 automation secrets set {ref}` (value on stdin) or set {env_name(ref)}")
-        self._remember(value)
+        self._handed_out |= secret_parts(value)
         return value
-
-    def _remember(self, value: str) -> None:
-        self._handed_out.add(value)
-        # the parts of a structured secret are secrets too
-        try:
-            doc = json.loads(value)
-        except ValueError:
-            return
-        if isinstance(doc, dict):
-            self._handed_out.update(v for v in doc.values() if isinstance(v, str) and v)
 
     def values(self) -> Iterable[str]:
         return tuple(self._handed_out)

@@ -20,15 +20,20 @@ from typing import Any, NamedTuple
 import asyncpg
 
 from ..clock import Clock, SystemClock
+from ..db_errors import translate
 from ..errors import (E_DB, E_DB_SCHEMA, E_IDEMPOTENCY_KEY_REQUIRED, E_RUN_NOT_FOUND, E_VERSION_CONFLICT, E_VERSION_REGRESSION,
                       E_WORKFLOW_NOT_FOUND, A44Error)
 from . import migrations
-from .db_errors import translate
 from .queries import sql
 from .results import ResultFiles, encode_json
 from .ulid import new_run_id
 
 DEFAULT_PROJECT = "pj_default"
+# unique violations of the control store that mean something to a user: constraint -> (code, what to tell them)
+CONSTRAINT_CODES: dict[str, tuple[str, str]] = {
+    "workflow_versions_pkey": (E_VERSION_CONFLICT, "that workflow version was published concurrently; increment "
+                                                  "`version` and publish again"),
+}
 IDEMPOTENCY_WINDOW = timedelta(hours=24)  # §8.2
 RUN_WALL_CLOCK_LIMIT = timedelta(hours=72)  # §3.1
 
@@ -150,7 +155,7 @@ class Store:
                                              timeout=connect_timeout, command_timeout=None, reset=resets,
                                              server_settings={"application_name": "a44"})
         except Exception as exc:
-            err = translate(exc, operation="connect", url=url)
+            err = translate(exc, operation="connect", url=url, constraints=CONSTRAINT_CODES)
             if err is None:
                 raise
             raise err from exc
@@ -184,7 +189,7 @@ class Store:
                 self._resets.mark(conn, session_neutral)
                 yield conn
         except Exception as exc:
-            err = translate(exc, operation=operation, url=self.url)
+            err = translate(exc, operation=operation, url=self.url, constraints=CONSTRAINT_CODES)
             if err is None:
                 raise
             if err is exc:

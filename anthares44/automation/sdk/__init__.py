@@ -9,7 +9,7 @@
         return {"tenant_id": tenant["id"], "at": ctx.now()}
 
 `core.py` holds the decorator, `step`, `ctx` and the deterministic execution; `loader.py` imports modules and
-builds the `code` IR; `publish.py` stores it; `fixtures.py` replays a recorded history without a database.
+builds the `code` IR (app/publishing.py stores it); `fixtures.py` replays a recorded history without a database.
 """
 
 from .core import (E_CODE_UNAVAILABLE, E_CODE_WORKFLOW, Context, Execution, History, NonDeterministic, Recorded,

@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Awaitable, Callable
 
+from ..compiler.ir import DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS, RetryIR
+from ..compiler.retry_policy import Failure, counts_against_budget, retry_delay_ms
+from ..durations import parse_duration
 from ..errors import E_CONNECTOR_FAILED, E_NONDETERMINISTIC_REPLAY, E_STEP_TIMEOUT, A44Error
 
 CTX_PREFIX = "ctx."
@@ -112,7 +115,6 @@ class StepLog:
 
     @property
     def counted_failures(self) -> int:
-        from ..runtime.engine.retry_policy import counts_against_budget
         return sum(1 for a in self.actions if counts_against_budget(a.status, a.error_code))
 
 
@@ -213,7 +215,6 @@ def jsonable(value: Any) -> Any:
 
 
 def duration_ms(value: str | int | float | timedelta | None, default: str | None = None) -> int:
-    from ..app.durations import parse_duration
     if value is None:
         value = default
     return int(parse_duration(value).total_seconds() * 1000)
@@ -221,7 +222,6 @@ def duration_ms(value: str | int | float | timedelta | None, default: str | None
 
 def retry_ir(retry: dict | int | None):
     """`retry={"max": 4, "strategy": "exponential-jitter", "base": "1s", "cap": "30s"}` (or just a count)."""
-    from ..compiler.ir import DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS, RetryIR
     if retry is None:
         return RetryIR(max=0, strategy="none", base_ms=DEFAULT_RETRY_BASE_MS, cap_ms=DEFAULT_RETRY_CAP_MS)
     if isinstance(retry, int):
@@ -370,7 +370,6 @@ class Execution:
         return self._done(step_id, result, compensate)
 
     async def _failed(self, log: StepLog, a: Recorded, status: str, err: A44Error, policy) -> None:
-        from ..runtime.engine.retry_policy import Failure, counts_against_budget, retry_delay_ms
         n = log.counted_failures + (1 if counts_against_budget(status, err.code) else 0)
         delay = retry_delay_ms(policy, n, Failure.of(err), self.host.rng())
         now = self.host.now()

@@ -11,8 +11,10 @@ import threading
 from pathlib import Path
 from types import ModuleType
 
+from ..compiler.ir import (DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, DEFAULT_QUEUE, RUN_DEADLINE_MS, CodeWorkflowIR,
+                           ConcurrencyIR, seal)
 from ..errors import A44Error
-from .core import E_CODE_UNAVAILABLE, WorkflowDef
+from .core import E_CODE_UNAVAILABLE, WorkflowDef, duration_ms
 
 _lock = threading.Lock()
 _modules: dict[str, ModuleType] = {}
@@ -49,10 +51,6 @@ def workflows_of(mod: ModuleType) -> dict[str, WorkflowDef]:
 
 
 def code_ir(wf: WorkflowDef, module_path: str, attr: str):
-    from ..compiler.ir import (DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, DEFAULT_QUEUE, RUN_DEADLINE_MS,
-                               CodeWorkflowIR, ConcurrencyIR, seal)
-    from .core import duration_ms
-
     ir = CodeWorkflowIR(workflow_id=wf.workflow_id, name=wf.name, version=wf.version, queue=DEFAULT_QUEUE,
                         concurrency=ConcurrencyIR(max=DEFAULT_CONCURRENCY),
                         deadline_ms=duration_ms(wf.timeout) if wf.timeout else RUN_DEADLINE_MS,

@@ -29,6 +29,8 @@ from typing import Any
 
 from ..compiler.models.params import HttpParams, VpnHttpParams
 from ..errors import (E_AUTH_FAILED, E_NETWORK, E_PARAMS_INVALID, E_STEP_TIMEOUT, E_TUNNEL_DOWN, A44Error)
+from ..redact import redact
+from .network import resolve_route
 from .protocol import StepContext
 
 DEFAULT_RETRY_ON = (408, 429, 500, 502, 503, 504)
@@ -350,8 +352,6 @@ class HttpConnector:
                 details["body"] = json.dumps(details["body"], default=str)[:ERROR_BODY_CHARS]
         elif result.get("text"):
             details["body"] = result["text"][:ERROR_BODY_CHARS]
-        from ..runtime.redact import redact
-
         details = redact(details)
         kind = "retryable" if retryable else "permanent"
         raise A44Error(f"E_UPSTREAM_{status}", f"{method} {url} answered {status} ({kind})", details=details)
@@ -373,8 +373,6 @@ class VpnHttpConnector(HttpConnector):
         self._bound: dict[str, Any] = {}       # local address -> session whose connections bind to it
 
     async def _route(self, p, decl, ctx):
-        from .network import resolve_route
-
         network = getattr(p, "network", None) or decl.get("network")
         if not network:
             raise A44Error(E_PARAMS_INVALID, "a vpn/http step needs a `network` (on the step or its connector)")

@@ -32,6 +32,7 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from ..errors import E_TUNNEL_DOWN, A44Error
+from ..paths import a44_home
 
 NETWORKS_FILE_ENV = "A44_NETWORKS_FILE"
 
@@ -50,8 +51,6 @@ def networks_file() -> Path:
     env = os.environ.get(NETWORKS_FILE_ENV)
     if env:
         return Path(env).expanduser()
-    from ..runtime.database import a44_home
-
     return a44_home() / "networks.json"
 
 

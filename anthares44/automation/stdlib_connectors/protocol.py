@@ -11,10 +11,9 @@ records the result and retries; a connector never retries on its own.
 
 Two optional `A44Error.details` keys steer the retry, and win over the code's default: `retryable` (bool; e.g. an
 http connector with a custom `retryOn`) and `retry_after_ms` (int; the far side's `Retry-After`, used instead of
-the backoff delay). Shared services the interpreter passes in `StepContext.services`: `app_db` (the
-application database, where `sql/execute` runs: sql_database.AppDatabase), `store` (the control store, seen only
-by the built-ins of registry.CONTROL_STORE_BUILTINS) and optionally `http_session` (an aiohttp ClientSession).
-See docs/connectors.md.
+the backoff delay). The services the engine injects in `StepContext.services` (the application database, the
+event publisher, the breakers' state...) are typed in services.py; a connector reaches nothing else of the
+runtime, and never the control store. See docs/connectors.md.
 """
 
 from __future__ import annotations
@@ -22,6 +21,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
+
+from ..errors import E_PARAMS_INVALID, A44Error
 
 
 @dataclass(frozen=True)
@@ -37,17 +38,15 @@ class StepContext:
     workflow_id: str
     deadline: float                         # time.monotonic() by which the attempt must end
     declared: dict[str, Any] | None = None  # the declared connector instance (`con_...`), as IR, if any
-    secrets: Callable[[str], Awaitable[str]] | None = None
+    secrets: Callable[[str], Awaitable[str]] | None = None     # services.SecretLookup
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("a44.connector"))
-    services: dict[str, Any] = field(default_factory=dict)  # shared clients (app database, http session)
+    services: dict[str, Any] = field(default_factory=dict)  # services.py: app database, publisher, clock...
     # values this attempt derived from secrets (an OAuth access token): scrubbed like the secrets themselves;
     # one set per attempt, shared by the copies `dataclasses.replace` makes of the context
     concealed: set[str] = field(default_factory=set)
 
     async def secret(self, ref: str) -> str:
         if self.secrets is None:
-            from ..errors import A44Error, E_PARAMS_INVALID
-
             raise A44Error(E_PARAMS_INVALID, f"secret {ref!r} requested but no secret source is configured")
         return await self.secrets(ref)
 

@@ -23,8 +23,10 @@ from importlib import metadata
 from typing import Any, Iterable, Mapping
 
 from ..errors import E_CONNECTOR_FAILED, E_CONNECTOR_NOT_FOUND, E_PARAMS_INVALID, A44Error
-from ..runtime.redact import scrub
+from ..redact import scrub
+from .breaker import CircuitBreakers
 from .protocol import Connector, StepContext
+from .services import BREAKER_STATE, CLOCK, NETWORKS, PUBLISHER, STORAGE, StaticSecrets
 
 ENTRY_POINT_GROUP = "anthares44.automation.connectors"
 PLUGIN_PREFIX = "connector/"
@@ -42,9 +44,10 @@ _BUILTINS: dict[str, str] = {
     "bot/invoke": "anthares44.automation.stdlib_connectors.bot:BotInvokeConnector",
     "queue/publish": "anthares44.automation.stdlib_connectors.queue:QueuePublishConnector",
 }
-# the built-ins that run their own named queries on the control store (`ctx.services["store"]`); every other
-# connector (sql/execute, plugins) is invoked without it: workflow SQL never gets near the control store
-CONTROL_STORE_BUILTINS = ("queue/publish",)
+# services only some built-ins may see (services.py): the bus's publisher is for queue/publish, the breakers' state
+# for the registry itself, and a control store an embedder left in the services for nobody; every other connector
+# (sql/execute, plugins) is invoked without them
+PRIVILEGED: dict[str, tuple[str, ...]] = {PUBLISHER: ("queue/publish",), BREAKER_STATE: (), "store": ()}
 
 
 def _load_object(spec: str) -> Any:
@@ -90,12 +93,10 @@ class ConnectorRegistry:
     def __init__(self, declared: Mapping[str, Any] | Iterable[Any] | None = None, *,
                  entry_point_group: str = ENTRY_POINT_GROUP, secrets: Any = None, clock: Any = None,
                  networks: Mapping[str, Any] | None = None, storage: Any = None):
-        from ..runtime.secrets import SecretSource
-        from .breaker import CircuitBreakers
-
         self._group = entry_point_group
-        # where `ctx.secret(ref)` looks (environment, then $A44_HOME/secrets.json); a mapping is a static source
-        self.secrets = secrets if callable(secrets) else SecretSource(secrets)
+        # where `ctx.secret(ref)` looks unless the context brings its own (the engine's: environment, then
+        # $A44_HOME/secrets.json); a mapping is a static source; None: none
+        self.secrets = secrets if callable(secrets) or secrets is None else StaticSecrets(secrets)
         self.breakers = CircuitBreakers(clock)
         self.networks = networks          # vpn/http routes; None: read from $A44_HOME/networks.json (network.py)
         self.storage = storage            # the object store of storage/*; None: $A44_HOME/storage
@@ -140,14 +141,15 @@ class ConnectorRegistry:
         """Invoke an already validated connector the way every attempt must be invoked (the interpreter calls this):
           * `ctx.secret()` reads this registry's secret source unless the context brings its own;
           * the registry's services (`storage`, `networks`) are visible to the connector in `ctx.services`;
-            the control store (`store`) only to CONTROL_STORE_BUILTINS;
-          * a declared instance with `circuitBreaker:` goes through its breaker (breaker.py, state in PostgreSQL);
+            the PRIVILEGED ones only to the built-ins named there;
+          * a declared instance with `circuitBreaker:` goes through its breaker (breaker.py, its state in the
+            BreakerStateStore of `ctx.services`);
           * any exception that is not an A44Error (nor a TimeoutError, which the interpreter's timeout judges)
             becomes E_CONNECTOR_FAILED (permanent) naming the connector;
           * every secret value handed out, and every value the attempt concealed (`ctx.conceal`: an OAuth access
             token), is scrubbed from the result and from an error's message, hint and details."""
-        extra = {k: v for k, v in (("storage", self.storage), ("networks", self.networks),
-                                   ("clock", self.breakers.clock)) if v is not None and k not in ctx.services}
+        extra = {k: v for k, v in ((STORAGE, self.storage), (NETWORKS, self.networks),
+                                   (CLOCK, self.breakers.clock)) if v is not None and k not in ctx.services}
         changes: dict[str, Any] = {}
         if ctx.secrets is None:
             changes["secrets"] = self.secrets
@@ -158,11 +160,11 @@ class ConnectorRegistry:
         breaker = None
         if isinstance(conn, DeclaredConnector):
             breaker = conn.config.get("circuitBreaker")
-        own = ctx
-        if "store" in ctx.services and not self._sees_control_store(conn):
-            own = dataclasses.replace(ctx, services={k: v for k, v in ctx.services.items() if k != "store"})
+        hidden = [k for k in PRIVILEGED if k in ctx.services and not self._may_see(conn, k)]
+        own = dataclasses.replace(ctx, services={k: v for k, v in ctx.services.items() if k not in hidden}) \
+            if hidden else ctx
         try:
-            if breaker is not None:     # the breaker's state is in the control store: it gets the full context
+            if breaker is not None:     # the breaker reads its shared state: it gets the full context
                 result = await self.breakers.call(conn.name, breaker, ctx, lambda: conn.invoke(params, own))
             else:
                 result = await conn.invoke(params, own)
@@ -179,9 +181,9 @@ class ConnectorRegistry:
                                                      needles), step_id=ctx.step_id) from None
         return scrub(result, self._secret_values(ctx))
 
-    def _sees_control_store(self, conn: Connector) -> bool:
+    def _may_see(self, conn: Connector, service: str) -> bool:
         inner = conn.inner if isinstance(conn, DeclaredConnector) else conn
-        return any(self._builtins.get(name) is inner for name in CONTROL_STORE_BUILTINS)
+        return any(self._builtins.get(name) is inner for name in PRIVILEGED[service])
 
     def _secret_values(self, ctx: StepContext) -> tuple[str, ...]:
         values = getattr(ctx.secrets, "values", None)

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 from ..errors import E_SQL_NO_DATABASE, E_SQL_UNSAFE_DATABASE, A44Error
+from ..named_sql import load_file
 
 APP_DATABASE_ENV = "A44_APP_DATABASE_URL"
+# the wall's query runs on the workflow's database, so it lives with this connector, not with the store's
+_GUARD = load_file(Path(__file__).with_name("workflow_db.sql"))["workflow_db_guard"].sql
 
 
 def unsafe_reasons(row) -> list[str]:
@@ -37,9 +41,7 @@ def unsafe_reasons(row) -> list[str]:
 
 
 async def _init_connection(conn) -> None:
-    from ..runtime.queries import sql
-
-    row = await conn.fetchrow(sql("workflow_db_guard"))
+    row = await conn.fetchrow(_GUARD)
     reasons = unsafe_reasons(row)
     if reasons:
         raise A44Error(E_SQL_UNSAFE_DATABASE,

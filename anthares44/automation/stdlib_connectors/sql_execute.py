@@ -133,9 +133,9 @@ class SqlExecuteConnector:
 
     @staticmethod
     def _translate(exc: BaseException) -> A44Error:
-        import asyncpg
+        import asyncpg   # both import asyncpg: loaded with the driver, on first use
 
-        from ..runtime.db_errors import translate
+        from ..db_errors import translate
 
         state = getattr(exc, "sqlstate", None)
         if state in CONFLICT_STATES:

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from ..compiler.models.params import StorageGetParams, StoragePutParams
 from ..errors import E_PARAMS_INVALID, E_STORAGE, E_STORAGE_NOT_FOUND, A44Error
+from ..paths import a44_home
 from .protocol import StepContext
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9._\-=+@,]+$")
@@ -69,8 +70,6 @@ def check_project(project: str) -> str:
 class LocalObjectStore:
     def __init__(self, root: Path | None = None):
         if root is None:
-            from ..runtime.database import a44_home
-
             root = a44_home() / "storage"
         self.root = Path(root)
 

@@ -13,28 +13,25 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, StrictBool, StrictInt, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
+from ...durations import DURATION_PATTERN, duration_ms
+
 MAX_DURATION_MS = 72 * 3600 * 1000  # a run may span up to 72 h of wall clock (§3.1)
 
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
-DURATION_PATTERN = r"^(?=\d)(\d+h)?(\d+m(?!s))?(\d+s)?(\d+ms)?$"
 
-
-def parse_duration(value: Any) -> int:
-    """'250ms', '15s', '2m', '6h', '1h30m' -> milliseconds. Bare numbers are refused: the unit is the point."""
+def validate_duration(value: Any) -> int:
+    """The YAML `Duration`: the one grammar of durations.py, in milliseconds, with the rules of a step's span:
+    no bare numbers, greater than zero, at most 72 h."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise PydanticCustomError("a44_duration", "expected a duration such as 250ms, 15s, 2m or 6h")
     if isinstance(value, (int, float)):
         raise PydanticCustomError("a44_duration", "duration {value} has no unit; write e.g. {value}s or {value}ms",
                                   {"value": value})
-    text = value.strip()
-    m = _DURATION.match(text)
-    if not text or not m or not any(m.groups()):
+    try:
+        total = duration_ms(value)
+    except ValueError:
         raise PydanticCustomError("a44_duration",
                                   "'{value}' is not a duration; use a number with a unit: 250ms, 15s, 2m, 6h",
-                                  {"value": value})
-    h, mi, s, ms = (int(g) if g else 0 for g in m.groups())
-    total = h * 3_600_000 + mi * 60_000 + s * 1000 + ms
+                                  {"value": value}) from None
     if total <= 0:
         raise PydanticCustomError("a44_duration", "duration must be greater than zero")
     if total > MAX_DURATION_MS:
@@ -51,10 +48,10 @@ def format_duration(ms: int) -> str:
 
 
 Duration = Annotated[
-    int, BeforeValidator(parse_duration),
+    int, BeforeValidator(validate_duration),
     WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN,
-                    "description": "A duration: a number with a unit (ms, s, m, h), e.g. `250ms`, `15s`, `6h`; "
-                                   "at most 72h.",
+                    "description": "A duration: numbers with units (d, h, m, s, ms, largest first), e.g. `250ms`, "
+                                   "`15s`, `6h`; at most 72h.",
                     "examples": ["250ms", "15s", "2m", "6h"]}),
 ]
 

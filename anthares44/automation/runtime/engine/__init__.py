@@ -2,7 +2,6 @@
 
 Modules (one job each):
   states.py        run states, allowed transitions (enforced by the SQL in queries/interpreter.sql)
-  retry_policy.py  full-jitter retry delays, error classes, compensation waits
   progress.py      where a run stands, rebuilt from its attempt rows
   journal.py       one transaction per step transition, behind the lease fence
   invoke.py        one connector call under the step timeout

@@ -20,11 +20,11 @@ from ...compiler.ir import COMPENSATION_DELAYS_MS
 from ...errors import E_COMPENSATION_FAILED, E_LEASE_EXPIRED, E_RUN_DEADLINE, A44Error
 from ...sdk.core import (E_CODE_WORKFLOW, Execution, History, Host, NonDeterministic, Recorded, StepFailed,
                          Suspend, call_user, jsonable)
-from ..redact import redact
+from ...redact import redact
 from .interpreter import RunDriver
 from .journal import LeaseLost
 from .progress import Attempt
-from .retry_policy import compensation_delay_ms
+from ...compiler.retry_policy import compensation_delay_ms
 from .states import COMPENSATING, COMPENSATION_FAILED, FAILED, SLEEPING, SUCCEEDED, WAITING
 
 COMPENSATION_TIMEOUT_MS = 30_000

@@ -10,11 +10,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from ...errors import E_COMPENSATION_FAILED, A44Error
-from ..redact import redact
+from ...redact import redact
 from .invoke import Call, invoke
 from .journal import Batch
 from .progress import StepProgress
-from .retry_policy import compensation_delay_ms
+from ...compiler.retry_policy import compensation_delay_ms
 from .states import COMPENSATING, COMPENSATION_FAILED, FAILED
 
 if TYPE_CHECKING:

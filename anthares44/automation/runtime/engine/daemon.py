@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from ...clock import Clock, SystemClock
+from ...durations import parse_duration
 from ...errors import A44Error
+from ...redact import redact_url
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ..store import Store
 from .journal import Lease
@@ -38,8 +40,6 @@ POOL_MAX = 16                  # connections of a daemon pool unless WorkerSetti
 def _duration(text: str | None, default: timedelta) -> timedelta:
     if not text:
         return default
-    from ...app.durations import parse_duration
-
     return parse_duration(text)
 
 
@@ -116,14 +116,13 @@ class Daemon:
         await self._store.migrate()
         await self._store.ensure_partitions()
         from ...stdlib_connectors.sql_database import AppDatabase
-        from ..database import redact
 
         app_url = self._app_database_url()
         self.engine = Engine(self._store, self._registry, worker_id=s.worker_id, lease=s.lease_timeout,
                              clock=self._clock or self._store.clock, rng=self._rng, concurrency=s.concurrency,
                              app_db=AppDatabase(app_url))
         log.warning("serving worker=%s lease=%ss concurrency=%d workflow-sql=%s", s.worker_id,
-                    s.lease_timeout.total_seconds(), s.concurrency, redact(app_url) if app_url else "none")
+                    s.lease_timeout.total_seconds(), s.concurrency, redact_url(app_url) if app_url else "none")
 
     def _app_database_url(self) -> str | None:
         from ..database import external_app_url, resolve_app_url

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_LEASE_EXPIRED, E_RUN_DEADLINE, A44Error
 from .. import evaluation
 from ..queries import sql
-from ..redact import redact
+from ...redact import redact
 from ..render import make_scope
 from .compensation import Compensator
 from .invoke import Call, Outcome, invoke
 from .journal import Batch, Lease, LeaseLost
 from .progress import Attempt, Progress, StepProgress
-from .retry_policy import Failure, counts_against_budget, retry_delay_ms
+from ...compiler.retry_policy import Failure, counts_against_budget, retry_delay_ms
 from .states import AWAITING_CONFIRMATION, COMPENSATING, FAILED, SLEEPING, SUCCEEDED, WAITING
 
 if TYPE_CHECKING:

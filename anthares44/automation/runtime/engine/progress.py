@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ...compiler.ir import NodeIR, WorkflowIR
-from .retry_policy import counts_against_budget
+from ...compiler.retry_policy import counts_against_budget
 
 
 @dataclass

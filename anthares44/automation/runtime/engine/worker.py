@@ -21,7 +21,10 @@ from ...clock import Clock
 from ...compiler.ir import NodeIR, WorkflowIR, load_workflow_ir
 from ...errors import A44Error
 from ...stdlib_connectors.registry import ConnectorRegistry
+from ...stdlib_connectors.sql_database import AppDatabase
+from ..connector_services import connector_services
 from ..queries import sql
+from ..secrets import SecretSource
 from ..store import Store
 from .interpreter import RunDriver
 from .journal import Lease, Notifier
@@ -43,18 +46,18 @@ class Engine:
                  concurrency: int = 16, services: dict[str, Any] | None = None, app_db: Any = None):
         self.store = store
         self.registry = registry if registry is not None else ConnectorRegistry()
+        if self.registry.secrets is None:   # the deployment's: environment, then $A44_HOME/secrets.json
+            self.registry.secrets = SecretSource()
         self.worker_id = worker_id or default_worker_id()
         self.lease = lease
         self.clock = clock or store.clock
         self.rng = rng or random.Random()
         self.concurrency = concurrency
-        # what connectors share: sql/execute runs on the application database (`app_db`, an AppDatabase; None:
-        # none configured, such steps fail with E_SQL_NO_DATABASE) unless a step names a DSN; the control store is
-        # for the stdlib's own bookkeeping (queue/publish, breakers) and the registry withholds it from the rest
-        from ...stdlib_connectors.sql_database import AppDatabase
-
+        # what connectors share (stdlib_connectors/services.py): sql/execute runs on the application database
+        # (`app_db`, an AppDatabase; None: none configured, such steps fail with E_SQL_NO_DATABASE) unless a step
+        # names a DSN; queue/publish publishes through the bus of this store, breakers keep their state in it
         self.app_db = app_db if app_db is not None else AppDatabase(None)
-        self.services = {"store": store, "app_db": self.app_db, **(services or {})}
+        self.services = {**connector_services(store, self.app_db), **(services or {})}
         self.stopping = False
         self.metrics: Counter[str] = Counter()
         self._irs: dict[tuple[str, str, int], WorkflowIR] = {}

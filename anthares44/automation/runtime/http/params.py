@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from aiohttp import web
 
-from ...app.durations import parse_duration
+from ...durations import parse_duration
 from ...errors import E_BAD_REQUEST, A44Error
 
 PARAMS_KEY = web.RequestKey("params", dict) if hasattr(web, "RequestKey") else "params"

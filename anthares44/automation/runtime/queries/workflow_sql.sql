@@ -1,19 +1,6 @@
--- The databases workflow SQL runs on (sql/execute, stdlib_connectors/sql_database.py) and the application
--- database of the embedded server (runtime/database.py). None of these run on the control store's pool.
-
--- name: workflow_db_guard
--- purpose: what a workflow database connection could reach beyond its own tables (checked on every new connection)
-select current_user as role,
-       current_database() as database,
-       r.rolsuper as superuser,
-       r.rolcreaterole as createrole,
-       r.rolreplication as replication,
-       to_regnamespace('automation') is not null as control_schema,
-       array(select g from unnest(array['pg_execute_server_program', 'pg_read_server_files',
-                                        'pg_write_server_files']) g
-             where pg_has_role(current_user, g, 'MEMBER')) as server_roles
-from pg_roles r
-where r.rolname = current_user;
+-- The roles and the application database of the embedded server (runtime/roles.py), made by the superuser at
+-- setup; none of these run on the control store's pool. The wall every workflow database connection passes is the
+-- connectors' own query (stdlib_connectors/workflow_db.sql): it runs on the workflow's database, not here.
 
 -- name: role_passwords_set
 -- purpose: hand the passwords of a44 ($1) and a44_app ($2) to roles_ensure, for this transaction only

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Callable
 
+from ...durations import parse_duration, parse_rate
 from ...errors import A44Error
 from .. import evaluation
 from ..queries import sql
@@ -165,8 +164,6 @@ def parse_since(since: str | timedelta | datetime | None, now: datetime) -> date
         return datetime.min.replace(tzinfo=now.tzinfo)
     if isinstance(since, datetime):
         return since
-    from ...app.durations import parse_duration
-
     try:
         return now - parse_duration(since)
     except ValueError as exc:
@@ -264,26 +261,6 @@ def filter_activation(r, now: datetime) -> dict:
             "redrive_of": r["redrive_of"] or ""}
 
 
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(s|sec|second|m|min|minute|h|hour))?\s*$")
-
-
-def parse_rate(rate: str | float | int | None) -> float | None:
-    """`20/s`, `600/m`, `5` (per second) -> messages per second; None = unlimited. Refuses zero/negative."""
-    if rate is None:
-        return None
-    if isinstance(rate, (int, float)):
-        value = float(rate)
-    else:
-        m = _RATE.match(str(rate))
-        if not m:
-            raise _bad(f"invalid rate {rate!r}", "e.g. --rate 20/s (or 600/m)")
-        value = float(m.group(1)) / {None: 1, "s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60,
-                                     "h": 3600, "hour": 3600}[m.group(2)]
-    if not value > 0 or math.isinf(value):
-        raise _bad(f"the rate must be positive, got {rate!r}", "e.g. --rate 20/s")
-    return value
-
-
 @dataclass
 class RedriveReport:
     queue: str
@@ -312,7 +289,10 @@ async def dlq_redrive(store, project: str, queue: str, *, filter: str | None = N
     run (idempotency key `dlq:<entry>`, linked to the entry) and the entry marked redriven, so an interrupted
     redrive run again never redrives an entry twice."""
     program = compile_filter(filter)          # diagnostics before anything else
-    per_s = parse_rate(rate)
+    try:
+        per_s = parse_rate(rate)
+    except ValueError as exc:
+        raise _bad(str(exc), "e.g. --rate 20/s (or 600/m)") from None
     if max is not None and max < 0:
         raise _bad(f"--max must not be negative, got {max}")
     await require_queue(store, project, queue)

@@ -1,6 +1,7 @@
-"""Translation of asyncpg / socket errors into `A44Error`: no driver exception leaves the store.
+"""Translation of asyncpg / socket errors into `A44Error`, for the two kinds of database a44 talks to: the control
+store (runtime/store.py: no driver exception leaves it) and a workflow's own database (sql/execute).
 
-Unique violations map to a specific code by constraint name (CONSTRAINT_CODES); connection failures of every
+Unique violations map to a specific code by constraint name (the caller's `constraints`); connection failures of every
 kind become E_DB_UNAVAILABLE (retryable); a missing schema becomes E_DB_SCHEMA; anything else E_DB with the
 SQLSTATE, so a user can search for it.
 """
@@ -9,17 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from typing import Mapping
 
 import asyncpg
 
-from ..errors import E_DB, E_DB_SCHEMA, E_DB_UNAVAILABLE, E_VERSION_CONFLICT, A44Error
-from .database import redact
-
-# constraint name -> (code, what to tell the user)
-CONSTRAINT_CODES: dict[str, tuple[str, str]] = {
-    "workflow_versions_pkey": (E_VERSION_CONFLICT,
-                               "that workflow version was published concurrently; increment `version` and publish again"),
-}
+from .errors import E_DB, E_DB_SCHEMA, E_DB_UNAVAILABLE, A44Error
+from .redact import redact_url
 
 _UNAVAILABLE = (
     OSError,  # refused, unreachable, DNS (socket.gaierror is an OSError)
@@ -36,11 +32,12 @@ _UNAVAILABLE = (
 )
 
 
-def translate(exc: BaseException, *, operation: str, url: str | None = None) -> A44Error | None:
+def translate(exc: BaseException, *, operation: str, url: str | None = None,
+              constraints: Mapping[str, tuple[str, str]] | None = None) -> A44Error | None:
     """The A44Error for a driver failure, or None if `exc` is not a database failure (re-raise it as is)."""
     if isinstance(exc, A44Error):
         return exc
-    where = f" at {redact(url)}" if url else ""
+    where = f" at {redact_url(url)}" if url else ""
     if isinstance(exc, _UNAVAILABLE):
         reason = str(exc) or type(exc).__name__
         if isinstance(exc, socket.gaierror):
@@ -55,7 +52,7 @@ def translate(exc: BaseException, *, operation: str, url: str | None = None) -> 
     if isinstance(exc, (asyncpg.UndefinedTableError, asyncpg.InvalidSchemaNameError, asyncpg.UndefinedFunctionError)):
         return A44Error(E_DB_SCHEMA, f"{operation}: {exc}", hint="run `a44 automation db migrate`")
     if isinstance(exc, asyncpg.UniqueViolationError):
-        mapped = CONSTRAINT_CODES.get(exc.constraint_name or "")
+        mapped = (constraints or {}).get(exc.constraint_name or "")
         if mapped:
             return A44Error(mapped[0], mapped[1], details={"constraint": exc.constraint_name})
     if isinstance(exc, asyncpg.PostgresError):

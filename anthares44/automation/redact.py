@@ -15,13 +15,17 @@ OAuth access token an attempt fetched) in any string at any depth, mapping keys 
   * a shorter value (1 to 3 characters) only where it stands alone: the whole string, or a run not touching a
     letter or digit on either side (`"pin 42 ok"` -> `"pin [redacted] ok"`, but `"4242"` and `"v42"` stay), since
     replacing every `4` or `a` would destroy the result while telling an attacker nothing they could not guess.
-Numbers, booleans and null are never changed.
+Numbers, booleans and null are never changed. `secret_parts(value)`: what to scrub once a secret is handed out.
+
+`redact_url(url)`: a database URL without its password, for messages.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Iterable
+from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 
@@ -77,3 +81,27 @@ def scrub(value: Any, secrets: Iterable[str]) -> Any:
         return v
 
     return one(value)
+
+
+def secret_parts(value: str) -> set[str]:
+    """A secret value and, when it is a structured secret (a JSON object), each of its string fields."""
+    parts = {value} if value else set()
+    try:
+        doc = json.loads(value)
+    except ValueError:
+        return parts
+    if isinstance(doc, dict):
+        parts.update(v for v in doc.values() if isinstance(v, str) and v)
+    return parts
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))

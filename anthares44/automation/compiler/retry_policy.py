@@ -1,7 +1,8 @@
 """Retry and compensation timing (§3.2, §6.1, §6.3): whether a failed attempt is tried again and after how long.
 
 Pure functions of the IR policy, the attempt history and an injected RNG, so tests check the jitter bounds
-exactly and the interpreter turns the delay into a due time in the database (never a sleep in memory).
+exactly and the interpreter turns the delay into a due time in the database (never a sleep in memory). Below both
+the runtime and the sdk, which apply the same rules to DAG steps and to code steps.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ...compiler.ir import RetryIR
-from ...errors import E_CIRCUIT_OPEN, A44Error
+from .ir import RetryIR
+from ..errors import E_CIRCUIT_OPEN, A44Error
 
 
 @dataclass(frozen=True)

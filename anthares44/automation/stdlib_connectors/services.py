@@ -1,0 +1,94 @@
+"""The services the runtime injects into connectors: typed Protocols, so that no connector imports runtime/ or
+app/ and none speaks SQL to the control store.
+
+Keys of `StepContext.services` (the engine builds them, runtime/connector_services.py):
+  * `PUBLISHER` (EventPublisher): puts an event on the project's bus (§8.1); seen by `queue/publish` only;
+  * `BREAKER_STATE` (BreakerStateStore): the state circuit breakers share across daemons (breaker.py); used by the
+    registry around a declared connector's call, never handed to a connector;
+  * `APP_DB`: the application database workflow SQL runs on (sql_database.AppDatabase);
+  * `CLOCK`, `STORAGE`, `NETWORKS`, `HTTP_SESSION`: the registry's clock, object store, vpn routes, aiohttp session.
+The secret source (SecretLookup) is `StepContext.secrets`; a registry without one answers from a static mapping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterable, Mapping, Protocol
+
+from ..errors import E_SECRET_NOT_FOUND, A44Error
+from ..redact import secret_parts
+
+PUBLISHER = "publisher"
+BREAKER_STATE = "breaker_state"
+APP_DB = "app_db"
+CLOCK = "clock"
+STORAGE = "storage"
+NETWORKS = "networks"
+HTTP_SESSION = "http_session"
+
+
+class PublishedEvent(Protocol):
+    event_id: str
+    created: bool                 # False: the idempotency key was seen within the bus's dedupe window
+    deliveries: list[dict]        # {trigger_id, outcome, run_id}
+
+
+class EventPublisher(Protocol):
+    async def publish(self, project_id: str, type: str, data: Any, idempotency_key: str, *,
+                      partition_key: str | None = None) -> PublishedEvent: ...
+
+
+@dataclass(frozen=True)
+class BreakerState:
+    """A breaker that is not closed (no state: closed)."""
+    state: str                      # open | half_open
+    opened_until: datetime | None
+    probe_until: datetime | None
+
+
+class BreakerStateStore(Protocol):
+    """Where the breakers of every daemon keep their state; each method is one atomic step of breaker.py."""
+
+    async def state(self, project_id: str, connector_id: str) -> BreakerState | None: ...
+
+    async def claim_probe(self, project_id: str, connector_id: str, now: datetime, token: str,
+                          until: datetime) -> bool:
+        """Take the single probe of an open breaker whose openFor elapsed (or whose prober vanished)."""
+
+    async def record(self, project_id: str, connector_id: str, bucket: datetime, ok: int, failed: int,
+                     since: datetime) -> tuple[int, int]:
+        """Count outcomes in their bucket; (ok, failed) summed over the buckets from `since`."""
+
+    async def open(self, project_id: str, connector_id: str, now: datetime, open_for_ms: int) -> datetime | None:
+        """Open a closed breaker; its `opened_until`, or None when it was not closed."""
+
+    async def probe_failed(self, project_id: str, connector_id: str, now: datetime, open_for_ms: int,
+                           max_open_ms: int, token: str) -> int | None:
+        """Open again for twice the last period (within [open_for_ms, max_open_ms]); that period, or None."""
+
+    async def probe_succeeded(self, project_id: str, connector_id: str, now: datetime, token: str) -> None: ...
+
+
+class SecretLookup(Protocol):
+    """`await source(ref)` -> the value. `values()`, when present, lists what it handed out (to be scrubbed)."""
+
+    async def __call__(self, ref: str) -> str: ...
+
+
+class StaticSecrets:
+    """A secret source from a mapping (tests, embedders)."""
+
+    def __init__(self, secrets: Mapping[str, str] | None = None):
+        self._secrets = dict(secrets or {})
+        self._handed_out: set[str] = set()
+
+    async def __call__(self, ref: str) -> str:
+        value = self._secrets.get(ref)
+        if value is None:
+            raise A44Error(E_SECRET_NOT_FOUND, f"secret {ref!r} is not configured")
+        self._handed_out |= secret_parts(value)
+        return value
+
+    def values(self) -> Iterable[str]:
+        return tuple(self._handed_out)
