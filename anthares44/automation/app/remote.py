@@ -43,7 +43,7 @@ def _when(value: Any) -> Any:
 
 def timestamps(doc: dict) -> dict:
     """The view's instants (`*_at`, `at`) back to datetimes, as the local views hold them (JSON round-trips: the
-    server wrote them with `views.iso`, to_json writes them again the same way)."""
+    server wrote them with `jsonenc.iso`, to_json writes them again the same way)."""
     if isinstance(doc, dict):
         for k, v in doc.items():
             if k == "at" or k.endswith("_at"):

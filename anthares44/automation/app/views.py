@@ -1,16 +1,16 @@
 """The documents the application functions return: runs, attempts and run events as plain dicts with a fixed
-set of keys, the same for the CLI's `--format json` and (later) the REST API.
+set of keys, the same for the CLI's `--format json` and the REST API.
 
 Rows come from the store with every column; a view keeps the keys a user reads, adds computed durations
 (milliseconds), and leaves out bulky columns (run input/result stay on `Automation.get_run`, attempt results on
-`Store.load_result`). Timestamps stay `datetime` here; `to_json` turns them into ISO 8601 UTC strings.
+`Store.load_result`). Timestamps stay `datetime` here; `jsonenc.to_json` turns them into ISO 8601 UTC strings.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import datetime, timedelta, timezone
-from typing import Any
+from datetime import datetime
+
+from ..jsonenc import ms as _ms
 
 RUN_KEYS = ("run_id", "project_id", "workflow_id", "version", "state", "current_step", "failed_step", "error_code",
             "error_message", "idempotency_key", "trigger_id", "partition_key", "queue", "epoch", "created_at",
@@ -20,9 +20,6 @@ ATTEMPT_KEYS = ("step_id", "attempt", "kind", "status", "error_code", "error_mes
                 "epoch", "idempotency_key", "worker_id", "result_bytes")
 EVENT_KEYS = ("id", "run_id", "at", "kind", "state", "step_id", "attempt", "status", "error_code", "message", "data")
 
-
-def _ms(delta: timedelta | None) -> int | None:
-    return None if delta is None else round(delta.total_seconds() * 1000)
 
 
 def run_view(row: dict, now: datetime, *, detail: bool = False) -> dict:
@@ -46,20 +43,3 @@ def event_view(row: dict) -> dict:
     """One run event. For attempt events, `data` carries the attempt `kind` (action | compensation), `epoch`
     and, once finished, `duration_ms`."""
     return {k: row.get(k) for k in EVENT_KEYS}
-
-
-def iso(value: datetime) -> str:
-    """UTC, millisecond precision, `Z` suffix: `2026-07-19T14:02:11.884Z`."""
-    return value.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return iso(value)
-    if isinstance(value, timedelta):
-        return _ms(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def to_json(doc: Any, *, indent: int | None = 2) -> str:
-    return json.dumps(doc, default=_default, ensure_ascii=False, indent=indent)

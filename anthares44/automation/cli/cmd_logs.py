@@ -70,7 +70,7 @@ async def _follow(auto, args) -> int:
 
 def event_line(e: dict) -> str:
     """`14:02:11.884  attempt.finished  reserve-funds #1 failed E_UPSTREAM_503 (120ms)`"""
-    from ..app.views import iso
+    from ..jsonenc import iso
 
     data = e.get("data") or {}
     at = iso(e["at"])[11:23]

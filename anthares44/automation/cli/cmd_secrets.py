@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import A44Error
     from ..runtime.secret_cipher import parse_key
     from ..runtime.secret_file import SecretFile
-    from ..runtime.secrets import SECRET_REF
+    from ..runtime.secret_file import SECRET_REF
 
     f = SecretFile()
     try:

@@ -116,14 +116,14 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 # --- json ------------------------------------------------------------------------------------------------
 def json_document(doc: Any) -> str:
     """One indented JSON document (timestamps ISO 8601 UTC with `Z`, durations in ms)."""
-    from ..app.views import to_json
+    from ..jsonenc import to_json
 
     return to_json(doc) + "\n"
 
 
 def json_line(doc: Any) -> str:
     """One compact JSON object per line (for streams: `logs --follow --format json`)."""
-    from ..app.views import to_json
+    from ..jsonenc import to_json
 
     return to_json(doc, indent=None) + "\n"
 

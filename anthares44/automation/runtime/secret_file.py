@@ -21,14 +21,25 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import (E_INVALID_ARGUMENT, E_SECRET_FILE_INVALID, E_SECRET_KEY_MISMATCH, E_SECRET_KEY_PERMISSIONS,
-                      A44Error)
+                      E_SECRET_NOT_FOUND, A44Error)
 from ..paths import a44_home
 from .secret_cipher import Undecryptable, key_id, new_key, open_entry, open_v1, parse_key, seal
+
+SECRET_REF = re.compile(r"^sec_[A-Za-z0-9_]+$")
+
+
+def check_ref(ref: str) -> str:
+    if not isinstance(ref, str) or not SECRET_REF.match(ref):
+        raise A44Error(E_SECRET_NOT_FOUND, f"{str(ref)[:80]!r} is not a secret reference (sec_ followed by "
+                                          f"letters, digits or _)")
+    return ref
+
 
 FORMAT = 2
 KEY_ENV = "A44_SECRET_KEY"
@@ -189,8 +200,6 @@ class SecretFile:
         write_private(self.path, json.dumps({"format": FORMAT, "secrets": sealed}, indent=1).encode())
 
     def set(self, ref: str, value: str) -> None:
-        from .secrets import check_ref
-
         check_ref(ref)
         self._rewrite(lambda plain: plain.__setitem__(ref, value))
 

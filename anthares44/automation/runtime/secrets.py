@@ -16,14 +16,13 @@ handed out, and each string field of a structured one, is remembered so `registr
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Iterable
 
 from ..errors import E_SECRET_NOT_FOUND, A44Error
 from ..redact import secret_parts
+from .secret_file import SecretFile, check_ref
 
-SECRET_REF = re.compile(r"^sec_[A-Za-z0-9_]+$")
 ENV_PREFIX = "A44_SECRET_"
 
 
@@ -31,20 +30,12 @@ def env_name(ref: str) -> str:
     return ENV_PREFIX + ref.upper()
 
 
-def check_ref(ref: str) -> str:
-    if not isinstance(ref, str) or not SECRET_REF.match(ref):
-        raise A44Error(E_SECRET_NOT_FOUND, f"{str(ref)[:80]!r} is not a secret reference (sec_ followed by "
-                                          f"letters, digits or _)")
-    return ref
-
 class SecretSource:
     """`await source(ref)` -> the value. Environment first, then the encrypted file; a static mapping (tests,
     embedders) first of all. Remembers which values it handed out so they can be scrubbed from anything a
     connector returns or raises (redact.scrub)."""
 
     def __init__(self, static: dict[str, str] | None = None, *, home: Path | None = None, use_env: bool = True):
-        from .secret_file import SecretFile
-
         self._static = dict(static or {})
         self._file = SecretFile(home)
         self._use_env = use_env

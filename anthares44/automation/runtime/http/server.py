@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...app.views import to_json
+from ...jsonenc import to_json
 from ...errors import E_BAD_REQUEST, E_DB_UNAVAILABLE, E_INTERNAL, E_NOT_FOUND, A44Error
 from ..ingestion import bus, tokens, webhooks
 from ..ingestion.metrics import COUNTERS

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
-from ...app.views import iso
+from ...jsonenc import iso
 from ...errors import A44Error
 from .. import evaluation
 from ..queries import sql

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ...app.views import iso
+from ...jsonenc import iso
 from ...errors import A44Error
 from ..results import encode_json
 from .ids import new_event_id
