@@ -45,11 +45,6 @@ class Ingestion:
 
         return await get_event(self.store, self.project, event_id)
 
-    async def dead_letters(self, limit: int = 50) -> list[dict]:
-        from ..runtime.ingestion.bus import list_dead_letters
-
-        return await list_dead_letters(self.store, self.project, limit)
-
     # --- tokens (§17) ---------------------------------------------------------------------------------------------
     async def create_token(self, name: str, scopes: list[str], *, expires: str | timedelta | None = "30d",
                            allow_cidrs: list[str] | None = None):

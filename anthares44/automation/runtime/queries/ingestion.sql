@@ -1,4 +1,4 @@
--- The ingestion plane (§8, §9): published triggers, webhook secrets, event envelopes, deliveries, dead letters.
+-- The ingestion plane (§8, §9): published triggers, webhook secrets, event envelopes, deliveries.
 
 -- name: trigger_upsert
 -- purpose: store a published trigger (standalone or inline), replacing an earlier publication of the same id
@@ -112,20 +112,6 @@ on conflict (event_id, trigger_id) do nothing;
 -- purpose: what an event became for each subscribed trigger
 select trigger_id, outcome, run_id, at from automation.event_deliveries
 where event_id = $1 order by trigger_id;
-
--- name: dead_letter_insert
--- purpose: send an envelope to the dead-letter queue with its error code (kept byte for byte)
-insert into automation.dead_letters (dead_letter_id, project_id, queue, trigger_id, workflow_id, event_id, envelope,
-                                     error_code, error_message, attempts, created_at)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
-
--- name: dead_letters_list
--- purpose: a project's dead letters newest first
-select dead_letter_id, project_id, queue, trigger_id, workflow_id, event_id, envelope, error_code, error_message,
-       attempts, created_at
-from automation.dead_letters where project_id = $1
-order by created_at desc, dead_letter_id desc
-limit $2;
 
 -- name: ingestion_row_counts
 -- purpose: rows in the tables a request may write (tests: a rejected request writes nothing)

@@ -1,6 +1,6 @@
 """Queues (§10.1, §10.2) and the dead-letter queue (§10.3, §10.4): storing published queue files, the gauges
 (`queue_stats`), raw envelope delivery (`deliver_envelope`, E_ENVELOPE_INVALID), and the DLQ operations
-(`dlq_stats`, `dlq_show`, `dlq_redrive`). Limits and ordering are enforced by the claim (runtime/queries/
+(`dlq_list`, `dlq_stats`, `dlq_show`, `dlq_redrive`). Limits and ordering are enforced by the claim (runtime/queries/
 leases.sql); redelivery and dead-lettering of failed runs by the interpreter (`queue_run_failed`).
 See docs/queues.md."""
 
@@ -101,8 +101,11 @@ def _stored_text(raw: bytes | str) -> tuple[str, bytes | None]:
     return raw.decode("utf-8", "replace").replace("\x00", "\ufffd"), bytes(raw)
 
 
-async def _dead_letter_raw(conn, project, queue, workflow_id, trigger_id, raw, err: A44Error, now, redrive_of=None,
-                           event_id=None, attempts=0) -> str:
+async def dead_letter(conn, project, queue, workflow_id, trigger_id, raw, err: A44Error, now, redrive_of=None,
+                      event_id=None, attempts=0) -> str:
+    """The one way an envelope that never became a run enters the DLQ (an invalid envelope, an event older than its
+    trigger's maxAge, a redrive that failed again): kept byte for byte, id `dlq_<ULID>`. Runs that failed are
+    dead-lettered by `queue_run_failed` and the max-age sweep, with the same prefix."""
     from ..ingestion.ids import new_id
 
     text, exact = _stored_text(raw)
@@ -136,7 +139,7 @@ async def deliver_envelope(store, project: str, workflow_id: str, raw: bytes | s
         try:
             env = parse_envelope(raw)
         except A44Error as err:
-            dl = await _dead_letter_raw(conn, project, queue, workflow_id, trigger_id, raw, err, now)
+            dl = await dead_letter(conn, project, queue, workflow_id, trigger_id, raw, err, now)
             return {"outcome": "dead_lettered", "dead_letter_id": dl, "error_code": err.code}
         # the envelope is kept as received (automation.events), so a later dead letter carries it byte for byte
         from ..ingestion.ids import new_event_id
@@ -170,6 +173,13 @@ def parse_since(since: str | timedelta | datetime | None, now: datetime) -> date
         return now - parse_duration(since)
     except ValueError as exc:
         raise _bad(str(exc), "e.g. --since 24h") from None
+
+
+async def dlq_list(store, project: str, queue: str | None = None, limit: int = 50) -> list[dict]:
+    """Dead letters newest first, of every queue or of one."""
+    if queue is not None:
+        await require_queue(store, project, queue)
+    return [dict(r) for r in await store.fetch("dlq_list", project, queue, limit)]
 
 
 async def dlq_stats(store, project: str, queue: str, since=None) -> dict:
@@ -370,8 +380,8 @@ async def _redrive_tx(store, project: str, r, report: RedriveReport) -> None:
             if taken is None:
                 report.skipped_taken += 1
                 return
-            new = await _dead_letter_raw(conn, project, r["queue"], r["workflow_id"], r["trigger_id"], raw, err, now,
-                                         redrive_of=dl_id, event_id=r["event_id"], attempts=r["attempts"])
+            new = await dead_letter(conn, project, r["queue"], r["workflow_id"], r["trigger_id"], raw, err, now,
+                                    redrive_of=dl_id, event_id=r["event_id"], attempts=r["attempts"])
             report.dead_lettered_again += 1
             report.runs.append({"dead_letter_id": dl_id, "dead_letter_again": new})
             return
