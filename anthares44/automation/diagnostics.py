@@ -38,10 +38,6 @@ class Span:
     end_line: int
     end_col: int
 
-    @staticmethod
-    def point(line: int, col: int) -> "Span":
-        return Span(line, col, line, col + 1)
-
 
 @dataclass(frozen=True)
 class Diagnostic:

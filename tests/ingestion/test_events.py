@@ -8,8 +8,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from anthares44.automation.errors import A44Error
-from anthares44.automation.runtime.ingestion.bus import list_dead_letters, publish_event
+from anthares44.automation.runtime.ingestion.bus import publish_event
 from anthares44.automation.runtime.ingestion.metrics import COUNTERS
+from anthares44.automation.runtime.queues import dlq_list
 
 from .support import P
 
@@ -67,7 +68,7 @@ def test_too_old_goes_to_the_dlq_byte_for_byte(live, project):
     r = live.call(publish_event, P, T, data, "refund:rf_5:requested:v1", occurred_at=old)
     assert outcomes(r)["trg_refund_large"] == "dead_lettered"
     assert outcomes(r)["trg_refund_all"] == "created"    # no maxAge on that one
-    (dl,) = live.call(list_dead_letters, P)
+    (dl,) = live.call(dlq_list, P)
     assert dl["error_code"] == "E_EVENT_TOO_OLD" and dl["trigger_id"] == "trg_refund_large"
     ev = live.run(live.store.fetchrow("event_get", r.event_id, P))
     assert dl["envelope"] == ev["envelope"]
@@ -99,3 +100,27 @@ def test_python_api(pg_url, project, aio):
             return await Ingestion(auto).publish_event(T, {"amountCents": 1, "currency": "USD"}, "api:1")
     r = aio(go())
     assert outcomes(r) == {"trg_refund_large": "dropped", "trg_refund_all": "created", "trg_refund_kept": "created"}
+
+
+def test_a_too_old_event_is_a_dead_letter_like_any_other(live, project, pg_url, monkeypatch, capsys):
+    """One insert path, one id prefix, one CLI view: the bus's dead letter is a `dlq_` entry that `dlq list` and
+    `dlq show` read like a queue's; `events dlq` is gone."""
+    from anthares44.automation.cli.main import main
+
+    old = (datetime.now(timezone.utc) - timedelta(hours=7)).isoformat()
+    r = live.call(publish_event, P, T, {"amountCents": 900000, "currency": "BRL"}, "refund:rf_9:v1", occurred_at=old)
+    (dl,) = live.call(dlq_list, P)
+    assert dl["dead_letter_id"].startswith("dlq_") and dl["event_id"] == r.event_id
+    monkeypatch.setenv("A44_DATABASE_URL", pg_url)
+    capsys.readouterr()
+    assert main(["automation", "dlq", "list", "--project", P, "--format", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["dead_letters"]
+    assert [(d["dead_letter_id"], d["error_code"]) for d in listed] == [(dl["dead_letter_id"], "E_EVENT_TOO_OLD")]
+    assert main(["automation", "dlq", "list", "--project", P]) == 0
+    assert dl["dead_letter_id"] in capsys.readouterr().out
+    assert main(["automation", "dlq", "show", dl["dead_letter_id"], "--project", P, "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["error_code"] == "E_EVENT_TOO_OLD" and json.loads(shown["envelope"])["id"] == r.event_id
+    with pytest.raises(SystemExit) as exc:
+        main(["automation", "events", "dlq", "--project", P])
+    assert exc.value.code == 2

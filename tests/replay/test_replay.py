@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from anthares44.automation.app.automation import Automation
+from anthares44.automation.attempts import Attempt
 from anthares44.automation.app.replay import replay
 from anthares44.automation.errors import A44Error
 from anthares44.automation.runtime.replay import Cut
-from anthares44.automation.runtime.replay.plan import RecordedAttempt, plan_run
+from anthares44.automation.runtime.replay.plan import plan_run
 from tests.runtime.engine_support import PROJECT, engine, node, publish_and_run, workflow
 from anthares44.automation.compiler.ir import to_json
 
@@ -180,9 +181,9 @@ def test_from_time_cut_and_dag_descendants():
 
     ir = workflow([node("a"), node("b"), node("c"), node("d")], edges=[("a", "b"), ("a", "c"), ("b", "d")])
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    att = [RecordedAttempt(s, "action", 1, "succeeded", t0 + timedelta(seconds=i), t0 + timedelta(seconds=i + 1), i)
+    att = [Attempt(s, "action", 1, "succeeded", t0 + timedelta(seconds=i), t0 + timedelta(seconds=i + 1), seq=i)
            for i, s in enumerate(["a", "c", "b"])] + \
-          [RecordedAttempt("d", "action", 1, "failed", t0 + timedelta(seconds=5), t0 + timedelta(seconds=6), 9)]
+          [Attempt("d", "action", 1, "failed", t0 + timedelta(seconds=5), t0 + timedelta(seconds=6), seq=9)]
     p = plan_run("r", ir, att, Cut(from_step="b"))
     assert (p.reused, p.replayed) == (["a", "c"], ["b", "d"])      # c is a parallel branch, not after b
     p = plan_run("r", ir, att, Cut(from_time=t0 + timedelta(seconds=1.5)))

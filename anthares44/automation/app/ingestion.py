@@ -5,8 +5,6 @@
         result = await ing.publish_event("billing.invoice.finalized", {"invoiceId": "inv_8812"},
                                          "invoice:inv_8812:finalized:v1", partition_key="cust_4471")
         result.event_id, result.created, result.deliveries      # [{trigger_id, outcome, run_id}]
-        secret = await ing.webhook_secret("trg_erp_sync")       # once
-        await ing.rotate_webhook_secret("trg_erp_sync")
         token = await ing.create_token("ci", ["automation:write"], expires="30d", allow_cidrs=["203.0.113.0/24"])
 """
 
@@ -46,27 +44,6 @@ class Ingestion:
         from ..runtime.ingestion.bus import get_event
 
         return await get_event(self.store, self.project, event_id)
-
-    async def dead_letters(self, limit: int = 50) -> list[dict]:
-        from ..runtime.ingestion.bus import list_dead_letters
-
-        return await list_dead_letters(self.store, self.project, limit)
-
-    # --- triggers and webhooks (§8.3, §9) ---------------------------------------------------------------------------
-    async def triggers(self, type: str | None = None) -> list[dict]:
-        from ..runtime.ingestion.triggers import list_triggers
-
-        return await list_triggers(self.store, self.project, type)
-
-    async def webhook_secret(self, trigger_id: str) -> str:
-        from ..runtime.ingestion.triggers import reveal_secret
-
-        return await reveal_secret(self.store, self.project, trigger_id)
-
-    async def rotate_webhook_secret(self, trigger_id: str) -> dict:
-        from ..runtime.ingestion.triggers import rotate_secret
-
-        return await rotate_secret(self.store, self.project, trigger_id)
 
     # --- tokens (§17) ---------------------------------------------------------------------------------------------
     async def create_token(self, name: str, scopes: list[str], *, expires: str | timedelta | None = "30d",

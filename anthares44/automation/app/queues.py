@@ -3,6 +3,7 @@
     async with await Automation.connect(project="pj_checkout_prod") as auto:
         q = Queues(auto)
         await q.stats()                                             # per queue: in flight, waiting, oldest age, DLQ depth
+        await q.dlq_list("q_invoice_settle", limit=20)              # dead letters newest first (of every queue: None)
         await q.dlq_stats("q_invoice_settle", since="24h")          # counts by error code, first/last seen
         await q.dlq_show("dlq_01J9YB2C", with_attempts=True)        # envelope, last error, every delivery's attempts
         await q.dlq_redrive("q_invoice_settle", filter="error_code == 'E_UPSTREAM_503'", rate="20/s", max=5000)
@@ -24,6 +25,9 @@ class Queues:
 
     async def stats(self) -> list[dict]:
         return await rq.queue_stats(self.store, self.project)
+
+    async def dlq_list(self, queue: str | None = None, *, limit: int = 50) -> list[dict]:
+        return await rq.dlq_list(self.store, self.project, queue, limit)
 
     async def dlq_stats(self, queue: str, since=None) -> dict:
         return await rq.dlq_stats(self.store, self.project, queue, since)

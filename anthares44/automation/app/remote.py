@@ -354,10 +354,6 @@ class RemoteIngestion:
         _, doc = await self.auto._call("GET", f"/events/{_seg(event_id)}")
         return doc
 
-    async def dead_letters(self, limit: int = 50) -> list[dict]:
-        raise A44Error(E_REMOTE_UNSUPPORTED, "`events dlq` is not part of the REST API yet",
-                       hint="run it on the daemon's host with --local (or A44_DATABASE_URL)")
-
 
 def _seg(value: str) -> str:
     from urllib.parse import quote

@@ -1,6 +1,8 @@
-"""`a44 automation dlq stats Q [--since 24h] | show ID [--with-attempts] | redrive Q [--filter CEL] [--rate 20/s]
-[--max N] [--dry-run]` — the dead-letter queue (§10.3, §10.4, docs/queues.md).
+"""`a44 automation dlq list [Q] [--limit N] | stats Q [--since 24h] | show ID [--with-attempts] | redrive Q
+[--filter CEL] [--rate 20/s] [--max N] [--dry-run]` — the dead-letter queue (§10.3, §10.4, docs/queues.md): every
+dead letter, whether a run failed for good, an envelope was invalid or an event was older than its trigger's maxAge.
 
+    a44 automation dlq list --limit 20
     a44 automation dlq stats q_invoice_settle --since 24h
     a44 automation dlq show dlq_01J9YB2C --with-attempts
     a44 automation dlq redrive q_invoice_settle --filter "error_code == 'E_UPSTREAM_503'" --rate 20/s --max 5000
@@ -16,13 +18,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .output import EXIT_OK, EXIT_USAGE, ProgressBar, add_common_options, json_document, run_api, table, write
+from .output import (EXIT_OK, EXIT_USAGE, ProgressBar, add_common_options, json_document, run_api, table, when,
+                     write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("dlq", help="inspect and redrive the dead-letter queue", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="dlq_cmd", metavar="CMD", required=True)
+    ls = sub.add_parser("list", help="dead letters newest first, of every queue or of Q")
+    ls.add_argument("queue", metavar="Q", nargs="?")
+    ls.add_argument("--limit", type=int, default=50)
+    add_common_options(ls)
     s = sub.add_parser("stats", help="dead letters of a queue by error code")
     s.add_argument("queue", metavar="Q")
     s.add_argument("--since", metavar="AGE", help="only those dead-lettered within AGE (24h, 7d)")
@@ -52,6 +59,15 @@ async def _dlq(auto, args) -> int:
 
     q = Queues(auto)
     try:
+        if args.dlq_cmd == "list":
+            rows = await q.dlq_list(args.queue, limit=args.limit)
+            if args.format == "json":
+                write(json_document({"dead_letters": rows}))
+            else:
+                write(table(("id", "queue", "trigger", "event", "error", "at"),
+                            [(r["dead_letter_id"], r["queue"] or "-", r["trigger_id"] or "-", r["event_id"] or "-",
+                              r["error_code"], when(r["created_at"])) for r in rows]))
+            return EXIT_OK
         if args.dlq_cmd == "stats":
             doc = await q.dlq_stats(args.queue, since=args.since)
             if args.format == "json":

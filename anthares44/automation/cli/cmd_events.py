@@ -1,10 +1,11 @@
-"""`a44 automation events publish|list|show|dlq`: the event bus of §8 (docs/events.md).
+"""`a44 automation events publish|list|show`: the event bus of §8 (docs/events.md).
 
     a44 automation events publish --type billing.refund.requested --data '{"amountCents": 900000}' \\
         --idempotency-key refund:rf_1:requested:v1 [--partition-key cust_4471] [--occurred-at ISO]
 
 Prints the event id, `created` or `deduplicated (key age …)`, and what each subscribed trigger did with it
-(`created run_…`, `deduplicated run_…`, `dropped` / `filtered` by its filter, `dead_lettered` E_EVENT_TOO_OLD).
+(`created run_…`, `deduplicated run_…`, `dropped` / `filtered` by its filter, `dead_lettered` E_EVENT_TOO_OLD:
+`a44 automation dlq list` shows those).
 """
 
 from __future__ import annotations
@@ -38,10 +39,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     show.add_argument("event_id", metavar="EVENT")
     add_common_options(show)
     add_target_options(show)
-    dlq = verbs.add_parser("dlq", help="dead letters of the bus (E_EVENT_TOO_OLD...)")
-    dlq.add_argument("--limit", type=int, default=50)
-    add_common_options(dlq)
-    add_target_options(dlq)
     return p
 
 
@@ -60,7 +57,7 @@ def run(args) -> int:
         if not args.idempotency_key:
             return usage_error("an event needs --idempotency-key",
                                "derive it from the data, e.g. invoice:inv_8812:finalized:v1")
-    return run_api({"publish": _publish, "list": _list, "show": _show, "dlq": _dlq}[args.events_verb], args,
+    return run_api({"publish": _publish, "list": _list, "show": _show}[args.events_verb], args,
                    migrate=True)
 
 
@@ -108,15 +105,3 @@ async def _show(auto, args) -> int:
             write(f"  {d['trigger_id']}  {d['outcome']}" + (f" {d['run_id']}" if d.get("run_id") else "") + "\n")
     return EXIT_OK
 
-
-async def _dlq(auto, args) -> int:
-    from ..app.ingestion import ingestion_for
-
-    rows = await ingestion_for(auto).dead_letters(limit=args.limit)
-    if args.format == "json":
-        write(json_document({"dead_letters": rows}))
-    else:
-        write(table(("id", "trigger", "event", "error", "at"),
-                    [(r["dead_letter_id"], r["trigger_id"] or "-", r["event_id"] or "-", r["error_code"],
-                      when(r["created_at"])) for r in rows]))
-    return EXIT_OK

@@ -29,12 +29,6 @@ class Failure:
         return cls(err.code, err.message, bool(retryable), int(after) if after is not None else None)
 
 
-def counts_against_budget(status: str, error_code: str | None) -> bool:
-    """Attempts that use retry budget: real failures and timeouts. An open circuit (§6.3) and a lost lease are
-    not the step's fault and do not."""
-    return status in ("failed", "timeout") and error_code != E_CIRCUIT_OPEN
-
-
 def backoff_ms(retry: RetryIR, failed_attempts: int, rng: random.Random) -> float:
     """Delay before the next attempt after `failed_attempts` (n >= 1) counted failures. Full jitter: uniform in
     [0, min(base * 2^(n-1), cap)]."""

@@ -91,8 +91,3 @@ def template_issues(text: str, roots: set[str], step_ids: set[str] | None):
             yield ("step", f"template reads steps.{sid}, which is not a step that finished before this one "
                            f"(available: {known})", max(text.find(sid), 0), len(sid),
                    did_you_mean(sid, step_ids))
-
-
-def compile_template(text: str):
-    """Compile for rendering (runtime); the compiler has already proven it parses."""
-    return environment().from_string(text)

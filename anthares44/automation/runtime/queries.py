@@ -1,6 +1,6 @@
 """Loader of the control store's named SQL queries in `runtime/queries/*.sql` (format: named_sql.py) and of the
 migration files: the only Python that holds the store's SQL text, and it only reads it. One file per concern;
-names are unique across all files.
+names are unique across all files, and a fragment may be included from any of them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..named_sql import Query, QueryError, load_file
+from ..named_sql import Query, QueryError, load_files
 
 QUERY_DIR = Path(__file__).parent / "queries"
 
@@ -18,13 +18,7 @@ QUERY_DIR = Path(__file__).parent / "queries"
 @cache
 def load_queries(directory: Path = QUERY_DIR) -> dict[str, Query]:
     """All named queries, keyed by name; loaded once per process."""
-    queries: dict[str, Query] = {}
-    for path in sorted(directory.glob("*.sql")):
-        for q in load_file(path).values():
-            if q.name in queries:
-                raise QueryError(f"query {q.name} is defined in both {queries[q.name].source} and {path.name}")
-            queries[q.name] = q
-    return queries
+    return load_files(sorted(directory.glob("*.sql")))
 
 
 def sql(name: str) -> str:

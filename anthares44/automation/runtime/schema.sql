@@ -130,7 +130,8 @@ CREATE TABLE automation.dead_letters (
     history jsonb DEFAULT '[]'::jsonb NOT NULL,
     redrive_of text,
     redriven_at timestamp with time zone,
-    redriven_run_id text
+    redriven_run_id text,
+    CONSTRAINT dead_letters_id_prefix CHECK ((dead_letter_id ~~ 'dlq\_%'::text))
 );
 
 CREATE TABLE automation.event_deliveries (

@@ -12,9 +12,10 @@
 builds the `code` IR (app/publishing.py stores it); `fixtures.py` replays a recorded history without a database.
 """
 
-from .core import (E_CODE_UNAVAILABLE, E_CODE_WORKFLOW, Context, Execution, History, NonDeterministic, Recorded,
-                   StepFailed, Suspend, WorkflowDef, step, workflow)
+from ..attempts import Attempt
+from .core import (E_CODE_UNAVAILABLE, E_CODE_WORKFLOW, Context, Execution, History, NonDeterministic, StepFailed,
+                   Suspend, WorkflowDef, step, workflow)
 from .fixtures import replay_fixture
 
-__all__ = ["workflow", "step", "WorkflowDef", "Context", "Execution", "History", "Recorded", "Suspend",
+__all__ = ["workflow", "step", "WorkflowDef", "Context", "Execution", "History", "Attempt", "Suspend",
            "StepFailed", "NonDeterministic", "replay_fixture", "E_CODE_UNAVAILABLE", "E_CODE_WORKFLOW"]

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Awaitable, Callable
 
+from ..attempts import Attempt, StepAttempts, counts_against_budget
 from ..compiler.ir import DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS, RetryIR
-from ..compiler.retry_policy import Failure, counts_against_budget, retry_delay_ms
+from ..compiler.retry_policy import Failure, retry_delay_ms
 from ..durations import parse_duration
 from ..errors import E_CONNECTOR_FAILED, E_NONDETERMINISTIC_REPLAY, E_STEP_TIMEOUT, A44Error
 
@@ -85,60 +86,24 @@ def workflow(name: str, *, version: int, timeout: str | None = None) -> Callable
 
 # --- what the log holds for one run epoch -------------------------------------------------------------------------
 @dataclass
-class Recorded:
-    """One attempt as the execution needs it (a row of step_attempts)."""
-    step_id: str
-    kind: str
-    attempt: int
-    status: str
-    started_at: datetime
-    finished_at: datetime | None = None
-    result: Any = None
-    error_code: str | None = None
-    error_message: str | None = None
-    retry_at: datetime | None = None
-    handle: Any = None          # the host's own object for this attempt
-
-
-@dataclass
-class StepLog:
-    actions: list[Recorded] = field(default_factory=list)
-    compensations: list[Recorded] = field(default_factory=list)
-
-    @property
-    def last(self) -> Recorded | None:
-        return self.actions[-1] if self.actions else None
-
-    @property
-    def next_attempt(self) -> int:
-        return self.actions[-1].attempt + 1 if self.actions else 1
-
-    @property
-    def counted_failures(self) -> int:
-        return sum(1 for a in self.actions if counts_against_budget(a.status, a.error_code))
-
-
-@dataclass
 class History:
-    steps: dict[str, StepLog] = field(default_factory=dict)
+    steps: dict[str, StepAttempts] = field(default_factory=dict)
     sequence: list[str] = field(default_factory=list)     # step ids (not ctx values) in recorded order
 
     @classmethod
-    def of(cls, attempts: list[Recorded]) -> "History":
+    def of(cls, attempts: list[Attempt]) -> "History":
         """`attempts` in log order (the order their first event was written)."""
         h = cls()
         for a in attempts:
-            log = h.steps.setdefault(a.step_id, StepLog())
-            (log.actions if a.kind == "action" else log.compensations).append(a)
+            h.log(a.step_id).add(a)
             if a.kind == "action" and not a.step_id.startswith(CTX_PREFIX) and a.step_id not in h.sequence:
                 h.sequence.append(a.step_id)
         for log in h.steps.values():
-            log.actions.sort(key=lambda x: x.attempt)
-            log.compensations.sort(key=lambda x: x.attempt)
+            log.sort()
         return h
 
-    def log(self, step_id: str) -> StepLog:
-        return self.steps.setdefault(step_id, StepLog())
+    def log(self, step_id: str) -> StepAttempts:
+        return self.steps.setdefault(step_id, StepAttempts())
 
 
 # --- how a visit ends ---------------------------------------------------------------------------------------------
@@ -180,16 +145,16 @@ class Host:
     def rng(self) -> _random.Random:
         raise NotImplementedError
 
-    async def start(self, step_id: str, attempt: int) -> Recorded:
+    async def start(self, step_id: str, attempt: int) -> Attempt:
         """Write the attempt's `running` row (committed) before the body runs."""
         raise NotImplementedError
 
-    async def finish(self, a: Recorded, status: str, *, result: Any = None, error: A44Error | None = None,
+    async def finish(self, a: Attempt, status: str, *, result: Any = None, error: A44Error | None = None,
                      retry_at: datetime | None = None) -> None:
         """Write the attempt's outcome (committed) before the step counts as done."""
         raise NotImplementedError
 
-    def expire(self, a: Recorded) -> None:
+    def expire(self, a: Attempt) -> None:
         """An attempt found `running` by a new visit was interrupted: mark it lease_expired (with the next write)."""
         raise NotImplementedError
 
@@ -321,11 +286,11 @@ class Execution:
             return log.last.result
         v = make()
         self.host.record_value(key, v)
-        self.history.log(key).actions.append(Recorded(key, "action", 1, "succeeded", self.host.now(), result=v))
+        self.history.log(key).actions.append(Attempt(key, "action", 1, "succeeded", self.host.now(), result=v))
         return v
 
     # --- steps ---------------------------------------------------------------------------------------------------
-    def _enter(self, step_id: str) -> StepLog:
+    def _enter(self, step_id: str) -> StepAttempts:
         if not isinstance(step_id, str) or not step_id or step_id.startswith(CTX_PREFIX):
             raise ValueError(f"bad step id {step_id!r}")
         if step_id in self._seen:
@@ -369,7 +334,7 @@ class Execution:
         a.status, a.result = "succeeded", result
         return self._done(step_id, result, compensate)
 
-    async def _failed(self, log: StepLog, a: Recorded, status: str, err: A44Error, policy) -> None:
+    async def _failed(self, log: StepAttempts, a: Attempt, status: str, err: A44Error, policy) -> None:
         n = log.counted_failures + (1 if counts_against_budget(status, err.code) else 0)
         delay = retry_delay_ms(policy, n, Failure.of(err), self.host.rng())
         now = self.host.now()

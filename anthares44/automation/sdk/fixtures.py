@@ -17,8 +17,8 @@ import random
 from datetime import datetime
 from typing import Any
 
-from .core import (Execution, History, Host, NonDeterministic, Recorded, StepFailed, Suspend, WorkflowDef,
-                   _iso)
+from ..attempts import Attempt
+from .core import Execution, History, Host, NonDeterministic, StepFailed, Suspend, WorkflowDef, _iso
 
 
 def _dt(v):
@@ -57,10 +57,10 @@ class _FixtureHost(Host):
 
 
 def history_of(doc: dict) -> History:
-    return History.of([Recorded(h["step_id"], h.get("kind", "action"), h.get("attempt", 1), h["status"],
-                                _dt(h.get("started_at")) or datetime.fromtimestamp(0).astimezone(),
-                                _dt(h.get("finished_at")), h.get("result"), h.get("error_code"),
-                                h.get("error_message"), _dt(h.get("retry_at"))) for h in doc["history"]])
+    return History.of([Attempt(h["step_id"], h.get("kind", "action"), h.get("attempt", 1), h["status"],
+                               _dt(h.get("started_at")) or datetime.fromtimestamp(0).astimezone(),
+                               _dt(h.get("finished_at")), h.get("error_code"), h.get("error_message"),
+                               h.get("result"), _dt(h.get("retry_at"))) for h in doc["history"]])
 
 
 async def replay_fixture(wf: WorkflowDef, doc: dict) -> dict:

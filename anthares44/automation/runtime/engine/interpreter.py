@@ -13,16 +13,17 @@ import logging
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_LEASE_EXPIRED, E_RUN_DEADLINE, A44Error
+from ...attempts import Attempt, counts_against_budget
+from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_RUN_DEADLINE, A44Error
 from .. import evaluation
 from ..queries import sql
 from ...redact import redact
 from ..render import make_scope
-from .compensation import Compensator
 from .invoke import Call, Outcome, invoke
 from .journal import Batch, Lease, LeaseLost
-from .progress import Attempt, Progress, StepProgress
-from ...compiler.retry_policy import Failure, counts_against_budget, retry_delay_ms
+from ...compiler.retry_policy import Failure, retry_delay_ms
+from .progress import Progress, StepProgress
+from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
 from .states import AWAITING_CONFIRMATION, COMPENSATING, FAILED, SLEEPING, SUCCEEDED, WAITING
 
 if TYPE_CHECKING:
@@ -113,7 +114,8 @@ class RunDriver:
         if parked is not None:
             return await self._park(b, parked, now)
         if self.row["state"] == COMPENSATING:
-            return await Compensator(self, b).run()
+            failed = self.p.failed_step()
+            return await self._saga(b, failed.node.id if failed else None).run()
         while True:
             now = self.clock.now()
             if self.engine.stopping and not self._inflight:
@@ -143,17 +145,17 @@ class RunDriver:
             await self._await_completions(b, dues)
 
     def _recover_interrupted(self, b: Batch, now: datetime) -> StepProgress | None:
-        """Attempts still `running` when a lease is granted were interrupted (the previous holder died or was cut
-        off): they become `lease_expired` and are tried again, unless the step is exclusive (§7.3)."""
+        """Actions still `running` when a lease is granted were interrupted (the previous holder died or was cut
+        off): they become `lease_expired` and are tried again, unless the step is exclusive (§7.3). The saga does
+        the same for compensations."""
         parked = None
         for sp in self.p.steps.values():
-            for a in (sp.last, sp.compensations[-1] if sp.compensations else None):
-                if a is None or a.status != "running" or (a.kind == "action" and sp.node.kind == "sleep"):
-                    continue
-                b.finish(a, "lease_expired", now, error=A44Error(
-                    E_LEASE_EXPIRED, f"the lease of the worker running attempt {a.attempt} expired", step_id=a.step_id))
-                if a.kind == "action" and sp.node.exclusive:
-                    parked = sp
+            a = sp.last
+            if a is None or a.status != "running" or sp.node.kind == "sleep":
+                continue
+            b.expire(a, now)
+            if sp.node.exclusive:
+                parked = sp
         return parked
 
     async def _park(self, b: Batch, sp: StepProgress, now: datetime) -> str:
@@ -345,13 +347,39 @@ class RunDriver:
         if self.p.compensation_plan():
             b.transition(COMPENSATING, now, failed_step=sp.node.id, error=err)
             self.engine.event("run.compensating", self.lease.run_id, step=sp.node.id, code=err.code)
-            return await Compensator(self, b).run()
+            return await self._saga(b, sp.node.id).run()
         b.transition(FAILED, now, release=True, failed_step=sp.node.id, error=err, summary=self.p.summary(),
                      finished=True)
         self.after_terminal(b, now, failed=True)
         await b.commit(now)
         self.engine.event("run.failed", self.lease.run_id, step=sp.node.id, code=err.code)
         return FAILED
+
+    # --- the saga's way back (§6.1) ---------------------------------------------------------------------------
+    def _saga(self, b: Batch, failed_step: str | None) -> Saga:
+        return Saga(self, b, [self._undo(sp) for sp in self.p.compensation_plan()], failed_step)
+
+    def _undo(self, sp: StepProgress) -> Undo:
+        node, comp = sp.node, sp.node.compensate
+
+        async def call(a: Attempt):
+            c = Call(node.id, comp.connector, comp.params,
+                     comp.timeout_ms or node.timeout_ms or DEFAULT_COMPENSATION_TIMEOUT_MS, a.attempt,
+                     kind="compensation")
+            out = await invoke(self.engine.registry, c, self.render_scope(node.id, a.attempt),
+                               run_id=self.lease.run_id, project_id=self.lease.project_id,
+                               workflow_id=self.lease.workflow_id,
+                               idempotency_key=f"{self.lease.run_id}:{node.id}:compensate",
+                               services=self.engine.services)
+            return (out.result, None) if out.status == "succeeded" else (None, out.error)
+
+        return Undo(node.id, sp, comp.attempts, comp.delays_ms, call, comp.connector.uses)
+
+    def summary(self) -> dict:
+        return self.p.summary()
+
+    def latest_finish(self) -> datetime | None:
+        return self.p.latest_finish()
 
     def after_terminal(self, b: Batch, now: datetime, *, failed: bool = False) -> None:
         """Queues (docs/queues.md): a failed run is redelivered or dead-lettered in the same transaction; a run of a

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ...errors import A44Error
+from ...attempts import Attempt
+from ...errors import E_LEASE_EXPIRED, A44Error
 from ..queries import sql
 from ..results import encode_json
 from ..store import Store
-from .progress import Attempt
 from .states import allowed_from, illegal
 
 log = logging.getLogger("a44.engine")
@@ -96,7 +96,6 @@ class Batch:
         self._due: datetime | None = None
         self._ops: list[tuple[str, tuple]] = []
         self.current_step: str | None = None
-        self.transition_to: str | None = None
 
     def __bool__(self) -> bool:
         return bool(self._ops) or self.current_step is not None
@@ -128,6 +127,12 @@ class Batch:
         a.result = result
         return a
 
+    def expire(self, a: Attempt, at: datetime) -> Attempt:
+        """An attempt found `running` when its run was taken over was interrupted: it ends `lease_expired` (not a
+        failure: it uses no budget and is tried again at once)."""
+        return self.finish(a, "lease_expired", at, error=A44Error(
+            E_LEASE_EXPIRED, f"the lease of the worker running attempt {a.attempt} expired", step_id=a.step_id))
+
     def record(self, step_id: str, attempt: int, kind: str, status: str, at: datetime, *,
                error: A44Error | None = None, result: Any = None, retry_at: datetime | None = None,
                finished_at: datetime | None = None) -> Attempt:
@@ -154,7 +159,6 @@ class Batch:
                                              failed_step, code, message,
                                              None if result is None else encode_json(result),
                                              None if summary is None else encode_json(summary), finished, at)))
-        self.transition_to = to
         if release and next_wake_at is not None:
             self._due = next_wake_at
 

@@ -6,59 +6,19 @@ this view never disagree; a worker that takes a run over builds the same view fr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ...attempts import Attempt, StepAttempts, latest_finish
 from ...compiler.ir import NodeIR, WorkflowIR
-from ...compiler.retry_policy import counts_against_budget
 
 
-@dataclass
-class Attempt:
-    step_id: str
-    kind: str                       # action | compensation
-    attempt: int
-    status: str
-    started_at: datetime
-    finished_at: datetime | None = None
-    error_code: str | None = None
-    error_message: str | None = None
-    result: Any = None
-    retry_at: datetime | None = None
+class StepProgress(StepAttempts):
+    """A step of the workflow with its attempts."""
 
-    @classmethod
-    def from_row(cls, row, load_result) -> "Attempt":
-        result = load_result(dict(row)) if row["status"] == "succeeded" else row["result"]
-        return cls(row["step_id"], row["kind"], row["attempt"], row["status"], row["started_at"],
-                   row["finished_at"], row["error_code"], row["error_message"], result, row["retry_at"])
-
-
-@dataclass
-class StepProgress:
-    node: NodeIR
-    actions: list[Attempt] = field(default_factory=list)
-    compensations: list[Attempt] = field(default_factory=list)
-
-    @property
-    def last(self) -> Attempt | None:
-        return self.actions[-1] if self.actions else None
-
-    @property
-    def next_attempt(self) -> int:
-        return (self.actions[-1].attempt + 1) if self.actions else 1
-
-    @property
-    def next_compensation_attempt(self) -> int:
-        return (self.compensations[-1].attempt + 1) if self.compensations else 1
-
-    @property
-    def counted_failures(self) -> int:
-        return sum(1 for a in self.actions if counts_against_budget(a.status, a.error_code))
-
-    @property
-    def counted_compensation_failures(self) -> int:
-        return sum(1 for a in self.compensations if a.status in ("failed", "compensation_failed"))
+    def __init__(self, node: NodeIR):
+        super().__init__()
+        self.node = node
 
     @property
     def state(self) -> str:
@@ -94,16 +54,14 @@ class Progress:
         for a in attempts:
             sp = self.steps.get(a.step_id)
             if sp is not None:
-                (sp.actions if a.kind == "action" else sp.compensations).append(a)
+                sp.add(a)
         for sp in self.steps.values():
-            sp.actions.sort(key=lambda x: x.attempt)
-            sp.compensations.sort(key=lambda x: x.attempt)
+            sp.sort()
         self.completion_order = [s for s in completion_order if s in self.steps]
 
     # --- recording what the interpreter just wrote ---------------------------------------------------------------
     def add(self, a: Attempt) -> None:
-        sp = self.steps[a.step_id]
-        (sp.actions if a.kind == "action" else sp.compensations).append(a)
+        self.steps[a.step_id].add(a)
 
     def finished(self, a: Attempt) -> None:
         if a.kind == "action" and a.status == "succeeded":
@@ -124,9 +82,7 @@ class Progress:
 
     def latest_finish(self) -> datetime | None:
         """The last instant anything in this epoch finished: the anchor of the next compensation wait."""
-        times = [a.finished_at for sp in self.steps.values() for a in (*sp.actions, *sp.compensations)
-                 if a.finished_at is not None]
-        return max(times) if times else None
+        return latest_finish(self.steps.values())
 
     def compensation_plan(self) -> list[StepProgress]:
         """Succeeded steps that declare `compensate`, in reverse completion order (§6.1)."""

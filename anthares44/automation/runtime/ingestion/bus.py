@@ -28,7 +28,8 @@ from .. import evaluation
 from ..queries import sql
 from ..results import encode_json
 from ..store import IDEMPOTENCY_WINDOW
-from .ids import new_event_id, new_id
+from .dead_letters import dead_letter
+from .ids import new_event_id
 from .metrics import COUNTERS
 from .runs import create_run_in, render_key, workflow_partition_key
 from .webhooks import E_ENVELOPE_INVALID, _check_strings
@@ -150,11 +151,10 @@ async def _deliver(conn, project: str, sub, env: dict, envelope: str, now: datet
     event_id = env["id"]
     max_age = deliver.get("max_age_ms")
     if max_age is not None and (now - when).total_seconds() * 1000 > max_age:
-        await conn.execute(sql("dead_letter_insert"), new_id("dl", now), project,
-                           (sub["workflow_ir"] or {}).get("queue"), tid, sub["workflow_id"], event_id, envelope,
-                           E_EVENT_TOO_OLD,
-                           f"event occurred at {env['occurred_at']}, older than the trigger's deliver.maxAge "
-                           f"({max_age} ms)", 0, now)
+        err = A44Error(E_EVENT_TOO_OLD, f"event occurred at {env['occurred_at']}, older than the trigger's "
+                                        f"deliver.maxAge ({max_age} ms)")
+        await dead_letter(conn, project, (sub["workflow_ir"] or {}).get("queue"), sub["workflow_id"], tid, envelope,
+                          err, now, event_id=event_id)
         await conn.execute(sql("event_delivery_insert"), event_id, tid, project, "dead_lettered", None, now)
         COUNTERS.inc("event_too_old_total", trigger=tid)
         return {"trigger_id": tid, "outcome": "dead_lettered", "run_id": None}
@@ -198,6 +198,3 @@ async def get_event(store, project: str, event_id: str) -> dict:
     doc["deliveries"] = [_delivery_doc(dict(d)) for d in await store.fetch("event_deliveries_list", event_id)]
     return doc
 
-
-async def list_dead_letters(store, project: str, limit: int = 50) -> list[dict]:
-    return [dict(r) for r in await store.fetch("dead_letters_list", project, limit)]

@@ -1,4 +1,5 @@
-"""Ids of the ingestion plane: `evt_<ULID>`, `dl_<ULID>`, `whs_<ULID>`, `tok_<ULID>` (monotonic within a process)."""
+"""Ids of the ingestion plane: `evt_<ULID>`, `dlq_<ULID>` (dead letters), `whs_<ULID>`, `tok_<ULID>` (monotonic
+within a process)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,21 @@
 -- The dead-letter queue (§10.3, §10.4, docs/queues.md).
 
 -- name: dlq_insert
--- purpose: dead-letter an envelope that never became a run (E_ENVELOPE_INVALID), byte for byte ($8 bytea when it is not UTF-8), linked to the entry $13 it was redriven from
+-- purpose: dead-letter an envelope that never became a run (E_ENVELOPE_INVALID, E_EVENT_TOO_OLD), byte for byte ($8 bytea when it is not UTF-8), linked to the entry $13 it was redriven from
 insert into automation.dead_letters (dead_letter_id, project_id, queue, trigger_id, workflow_id, event_id, envelope,
                                      envelope_bytes, error_code, error_message, attempts, created_at, redrive_of,
                                      history)
 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
         coalesce((select history from automation.dead_letters where dead_letter_id = $13), '[]'::jsonb));
+
+-- name: dlq_list
+-- purpose: a project's dead letters newest first, only those of queue $2 when it is given
+select dead_letter_id, project_id, queue, trigger_id, workflow_id, event_id, envelope, error_code, error_message,
+       attempts, created_at, redriven_at
+from automation.dead_letters
+where project_id = $1 and ($2::text is null or queue = $2)
+order by created_at desc, dead_letter_id desc
+limit $3;
 
 -- name: dlq_stats
 -- purpose: dead letters of queue $2 created since $3, grouped by error code with first/last seen and how many wait (not redriven)

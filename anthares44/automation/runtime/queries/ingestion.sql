@@ -1,4 +1,4 @@
--- The ingestion plane (§8, §9): published triggers, webhook secrets, event envelopes, deliveries, dead letters.
+-- The ingestion plane (§8, §9): published triggers, webhook secrets, event envelopes, deliveries.
 
 -- name: trigger_upsert
 -- purpose: store a published trigger (standalone or inline), replacing an earlier publication of the same id
@@ -113,20 +113,6 @@ on conflict (event_id, trigger_id) do nothing;
 select trigger_id, outcome, run_id, at from automation.event_deliveries
 where event_id = $1 order by trigger_id;
 
--- name: dead_letter_insert
--- purpose: send an envelope to the dead-letter queue with its error code (kept byte for byte)
-insert into automation.dead_letters (dead_letter_id, project_id, queue, trigger_id, workflow_id, event_id, envelope,
-                                     error_code, error_message, attempts, created_at)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
-
--- name: dead_letters_list
--- purpose: a project's dead letters newest first
-select dead_letter_id, project_id, queue, trigger_id, workflow_id, event_id, envelope, error_code, error_message,
-       attempts, created_at
-from automation.dead_letters where project_id = $1
-order by created_at desc, dead_letter_id desc
-limit $2;
-
 -- name: ingestion_row_counts
 -- purpose: rows in the tables a webhook or API request may write (tests: a rejected request writes nothing)
 select (select count(*) from automation.runs) as runs,
@@ -167,9 +153,10 @@ where t.project_id = $1 and t.trigger_id = $2 and t.type = 'webhook' and t.activ
 -- purpose: one accepted webhook in one statement (one round trip; the group committer sends many in one
 -- transaction): re-check that the cached trigger ($7, stamp $16) is still the active webhook trigger of workflow
 -- $2, that the secret $18 that verified the signature is still valid at $10, and that $3 is still the latest
--- version (else nothing is written and the caller starts over from a fresh read); then claim the idempotency key $6 (recycling one older than the
--- window $11), insert the pending run, log run.created and persist the envelope ($13, text $17) -- all only when
--- the key was claimed. Returns the holder of the key as seen at the statement's start for the deduplicated answer.
+-- version (else nothing is written and the caller starts over from a fresh read); then create the run with
+-- run_create's own text (fragment run_create_rows: claim the key $6 within the window $11, insert the pending run,
+-- log run.created) and persist the envelope ($13, text $17) -- all only when the key was claimed. Returns the
+-- holder of the key as seen at the statement's start for the deduplicated answer.
 with t as (
     select 1 as ok from automation.triggers
     where project_id = $1 and trigger_id = $7 and type = 'webhook' and active and workflow_id = $2
@@ -182,30 +169,13 @@ with t as (
     where project_id = $1 and workflow_id = $2
     order by version desc
     limit 1
-), ok as (
+), target as (
     select v.version from v, t where v.version = $3
 ), held as (
     select run_id, created_at from automation.idempotency_keys where project_id = $1 and key = $6
-), claim as (
-    insert into automation.idempotency_keys as k (project_id, key, run_id, created_at)
-    select $1, $6, $4, $10 from ok
-    on conflict (project_id, key) do update
-        set run_id = excluded.run_id, created_at = excluded.created_at
-        where k.created_at <= excluded.created_at - $11::interval
-    returning run_id
-), run as (
-    insert into automation.runs (run_id, project_id, workflow_id, version, state, input, idempotency_key,
-                                 trigger_id, event_id, partition_key, queue, next_wake_at, deadline_at,
-                                 created_at, updated_at)
-    select claim.run_id, $1, $2, ok.version, 'pending', $5::jsonb, $6, $7, $13, $8, $9, $10, $12, $10, $10
-    from claim, ok
-    returning run_id, version
-), ev as (
-    insert into automation.run_events (run_id, project_id, at, kind, state, data)
-    select run_id, $1, $10, 'run.created', 'pending',
-           jsonb_build_object('version', version, 'idempotency_key', $6::text)
-    from run
-), envelope as (
+),
+-- include: run_create_rows
+, envelope as (
     insert into automation.events (event_id, project_id, type, idempotency_key, partition_key, trigger_id, source,
                                    occurred_at, received_at, envelope)
     select $13, $1, $14, $15, $8, $7, 'webhook', $10, $10, $17

@@ -1,16 +1,10 @@
 -- Runs and their idempotency keys (§8.2, §8.5, §13).
 
--- name: run_create
--- purpose: claim the idempotency key (recycling one older than the window), insert the pending run and log it, in one statement
-with v as (
-    select version
-    from automation.workflow_versions
-    where project_id = $1 and workflow_id = $2 and ($3::integer is null or version = $3)
-    order by version desc
-    limit 1
-), claim as (
+-- fragment: run_create_rows
+-- purpose: the writes of creating a run, once the CTE `target` holds the version to run (no row: nothing is written): claim the idempotency key $6 for run $4 (recycling one older than the window $11), insert the pending run and log run.created; run_create and webhook_ingest both include it
+claim as (
     insert into automation.idempotency_keys as k (project_id, key, run_id, created_at)
-    select $1, $6, $4, $10 from v
+    select $1, $6, $4, $10 from target
     on conflict (project_id, key) do update
         set run_id = excluded.run_id, created_at = excluded.created_at
         where k.created_at <= excluded.created_at - $11::interval
@@ -19,8 +13,8 @@ with v as (
     insert into automation.runs (run_id, project_id, workflow_id, version, state, input, idempotency_key,
                                  trigger_id, event_id, partition_key, queue, next_wake_at, deadline_at,
                                  created_at, updated_at)
-    select claim.run_id, $1, $2, v.version, 'pending', $5::jsonb, $6, $7, $13, $8, $9, $10, $12, $10, $10
-    from claim, v
+    select claim.run_id, $1, $2, target.version, 'pending', $5::jsonb, $6, $7, $13, $8, $9, $10, $12, $10, $10
+    from claim, target
     returning run_id, version
 ), ev as (
     insert into automation.run_events (run_id, project_id, at, kind, state, data)
@@ -28,7 +22,18 @@ with v as (
            jsonb_build_object('version', version, 'idempotency_key', $6::text)
     from run
 )
-select (select version from v) as version, (select run_id from run) as created_run_id;
+
+-- name: run_create
+-- purpose: claim the idempotency key (recycling one older than the window), insert the pending run and log it, in one statement
+with target as (
+    select version
+    from automation.workflow_versions
+    where project_id = $1 and workflow_id = $2 and ($3::integer is null or version = $3)
+    order by version desc
+    limit 1
+),
+-- include: run_create_rows
+select (select version from target) as version, (select run_id from run) as created_run_id;
 
 -- name: idempotency_key_get
 -- purpose: the run that holds an idempotency key and since when

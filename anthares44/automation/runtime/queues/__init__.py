@@ -1,6 +1,6 @@
 """Queues (§10.1, §10.2) and the dead-letter queue (§10.3, §10.4): storing published queue files, the gauges
 (`queue_stats`), raw envelope delivery (`deliver_envelope`, E_ENVELOPE_INVALID), and the DLQ operations
-(`dlq_stats`, `dlq_show`, `dlq_redrive`). Limits and ordering are enforced by the claim (runtime/queries/
+(`dlq_list`, `dlq_stats`, `dlq_show`, `dlq_redrive`). Limits and ordering are enforced by the claim (runtime/queries/
 leases.sql); redelivery and dead-lettering of failed runs by the interpreter (`queue_run_failed`).
 See docs/queues.md."""
 
@@ -15,6 +15,9 @@ from typing import Any, Callable
 from ...durations import parse_duration, parse_rate
 from ...errors import A44Error
 from .. import evaluation
+from ..ingestion.dead_letters import dead_letter
+from ..ingestion.ids import new_event_id
+from ..ingestion.runs import create_run_in
 from ..queries import sql
 from ..results import encode_json
 
@@ -88,35 +91,9 @@ def parse_envelope(raw: bytes | str) -> dict:
     return env
 
 
-def _stored_text(raw: bytes | str) -> tuple[str, bytes | None]:
-    """(text kept in `envelope`, exact bytes when they are not valid UTF-8 or hold NUL)."""
-    if isinstance(raw, str):
-        raw = raw.encode("utf-8", "surrogateescape")
-    try:
-        text = raw.decode("utf-8")
-        if "\x00" not in text:
-            return text, None
-    except UnicodeDecodeError:
-        pass
-    return raw.decode("utf-8", "replace").replace("\x00", "\ufffd"), bytes(raw)
-
-
-async def _dead_letter_raw(conn, project, queue, workflow_id, trigger_id, raw, err: A44Error, now, redrive_of=None,
-                           event_id=None, attempts=0) -> str:
-    from ..ingestion.ids import new_id
-
-    text, exact = _stored_text(raw)
-    dl_id = new_id("dlq", now)
-    await conn.execute(sql("dlq_insert"), dl_id, project, queue, trigger_id, workflow_id, event_id, text, exact,
-                       err.code, err.message, attempts, now, redrive_of)
-    return dl_id
-
-
 async def _create_from_envelope(conn, store, project: str, workflow_id: str, env: dict, *, key: str,
                                 queue: str, trigger_id: str | None, event_id: str | None,
                                 partition_key: str | None, now: datetime) -> tuple[str, bool]:
-    from ..ingestion.runs import create_run_in
-
     made = await create_run_in(conn, project, workflow_id, None, env.get("data"), key, trigger_id=trigger_id,
                                event_id=event_id, partition_key=partition_key, queue=queue, now=now)
     return made.run_id, made.created
@@ -136,11 +113,9 @@ async def deliver_envelope(store, project: str, workflow_id: str, raw: bytes | s
         try:
             env = parse_envelope(raw)
         except A44Error as err:
-            dl = await _dead_letter_raw(conn, project, queue, workflow_id, trigger_id, raw, err, now)
+            dl = await dead_letter(conn, project, queue, workflow_id, trigger_id, raw, err, now)
             return {"outcome": "dead_lettered", "dead_letter_id": dl, "error_code": err.code}
         # the envelope is kept as received (automation.events), so a later dead letter carries it byte for byte
-        from ..ingestion.ids import new_event_id
-
         event_id = new_event_id(now)
         try:
             occurred = datetime.fromisoformat(str(env["occurred_at"]).replace("Z", "+00:00"))
@@ -168,6 +143,13 @@ def parse_since(since: str | timedelta | datetime | None, now: datetime) -> date
         return now - parse_duration(since)
     except ValueError as exc:
         raise _bad(str(exc), "e.g. --since 24h") from None
+
+
+async def dlq_list(store, project: str, queue: str | None = None, limit: int = 50) -> list[dict]:
+    """Dead letters newest first, of every queue or of one."""
+    if queue is not None:
+        await require_queue(store, project, queue)
+    return [dict(r) for r in await store.fetch("dlq_list", project, queue, limit)]
 
 
 async def dlq_stats(store, project: str, queue: str, since=None) -> dict:
@@ -352,8 +334,8 @@ async def _redrive_tx(store, project: str, r, report: RedriveReport) -> None:
             if taken is None:
                 report.skipped_taken += 1
                 return
-            new = await _dead_letter_raw(conn, project, r["queue"], r["workflow_id"], r["trigger_id"], raw, err, now,
-                                         redrive_of=dl_id, event_id=r["event_id"], attempts=r["attempts"])
+            new = await dead_letter(conn, project, r["queue"], r["workflow_id"], r["trigger_id"], raw, err, now,
+                                    redrive_of=dl_id, event_id=r["event_id"], attempts=r["attempts"])
             report.dead_lettered_again += 1
             report.runs.append({"dead_letter_id": dl_id, "dead_letter_again": new})
             return

@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Callable
 
+from ...attempts import Attempt
 from ...compiler.ir import WorkflowIR, load_workflow_ir
 from ...errors import A44Error
 from ..queries import sql
-from .plan import (E_REPLAY_NOT_TERMINAL, E_REPLAY_UNKNOWN_STEP, E_REPLAY_VERSION_MISMATCH, Cut, RecordedAttempt,
-                   RunPlan, check_version, per_run_doc, plan_run, run_seconds, step_durations, summarize)
+from .plan import (E_REPLAY_NOT_TERMINAL, E_REPLAY_UNKNOWN_STEP, E_REPLAY_VERSION_MISMATCH, Cut, RunPlan,
+                   check_version, per_run_doc, plan_run, run_seconds, step_durations, summarize)
 
 __all__ = ["Selection", "Cut", "ReplayPlan", "prepare", "apply", "request_id", "E_REPLAY_NOT_TERMINAL",
            "E_REPLAY_VERSION_MISMATCH", "E_REPLAY_UNKNOWN_STEP", "REPLAYABLE"]
@@ -122,12 +123,11 @@ async def prepare(store, project: str, selection: Selection, cut: Cut, *, to_ver
         plan.warnings.append(f"{len(busy)} {_plural(len(busy), 'run', 'runs')} not terminal "
                              f"{_plural(len(busy), 'was', 'were')} skipped")
     cache: dict = {}
-    attempts: dict[str, list[RecordedAttempt]] = {r["run_id"]: [] for r in runs}
+    attempts: dict[str, list[Attempt]] = {r["run_id"]: [] for r in runs}
     ids = [r["run_id"] for r in runs]
     for i in range(0, len(ids), 500):
         for a in await store.fetch("replay_attempts", ids[i:i + 500]):
-            attempts[a["run_id"]].append(RecordedAttempt(a["step_id"], a["kind"], a["attempt"], a["status"],
-                                                         a["started_at"], a["finished_at"], a["seq"]))
+            attempts[a["run_id"]].append(Attempt.from_row(a))
     by_version: dict[tuple, list[RunPlan]] = {}
     for r in runs:
         ir = await _ir(store, cache, project, r["workflow_id"], r["version"])

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ...errors import A44Error
+from ...attempts import Attempt
 from ...compiler.ir import WorkflowIR
+from ...errors import A44Error
 
 E_REPLAY_NOT_TERMINAL = "E_REPLAY_NOT_TERMINAL"
 E_REPLAY_VERSION_MISMATCH = "E_REPLAY_VERSION_MISMATCH"
@@ -32,23 +33,6 @@ class Cut:
     def describe(self) -> dict:
         return {"fromStep": self.from_step,
                 "fromTime": self.from_time.isoformat() if self.from_time else None}
-
-
-@dataclass
-class RecordedAttempt:
-    step_id: str
-    kind: str
-    attempt: int
-    status: str
-    started_at: datetime
-    finished_at: datetime | None
-    seq: int | None = None
-
-    @property
-    def duration_s(self) -> float | None:
-        if self.finished_at is None:
-            return None
-        return (self.finished_at - self.started_at).total_seconds()
 
 
 @dataclass
@@ -75,8 +59,8 @@ def descendants(ir: WorkflowIR, step_id: str) -> set[str]:
     return out
 
 
-def _last_actions(attempts: list[RecordedAttempt]) -> dict[str, RecordedAttempt]:
-    last: dict[str, RecordedAttempt] = {}
+def _last_actions(attempts: list[Attempt]) -> dict[str, Attempt]:
+    last: dict[str, Attempt] = {}
     for a in attempts:
         if a.kind != "action":
             continue
@@ -86,11 +70,11 @@ def _last_actions(attempts: list[RecordedAttempt]) -> dict[str, RecordedAttempt]
     return last
 
 
-def _done(a: RecordedAttempt | None) -> bool:
+def _done(a: Attempt | None) -> bool:
     return a is not None and a.status in ("succeeded", "skipped")
 
 
-def recorded_order(attempts: list[RecordedAttempt]) -> list[str]:
+def recorded_order(attempts: list[Attempt]) -> list[str]:
     """Step ids (and ctx entries) in the order the run first recorded them (log order)."""
     seen: dict[str, None] = {}
     for a in sorted(attempts, key=lambda a: (a.seq if a.seq is not None else 1 << 62, a.started_at)):
@@ -99,7 +83,7 @@ def recorded_order(attempts: list[RecordedAttempt]) -> list[str]:
     return list(seen)
 
 
-def plan_run(run_id: str, ir: WorkflowIR, attempts: list[RecordedAttempt], cut: Cut) -> RunPlan:
+def plan_run(run_id: str, ir: WorkflowIR, attempts: list[Attempt], cut: Cut) -> RunPlan:
     if ir.kind == "code":
         return _plan_code(run_id, attempts, cut)
     ids = [n.id for n in ir.nodes]
@@ -120,7 +104,7 @@ def plan_run(run_id: str, ir: WorkflowIR, attempts: list[RecordedAttempt], cut: 
     return RunPlan(run_id, reused, [s for s in ids if s not in keep])
 
 
-def _plan_code(run_id: str, attempts: list[RecordedAttempt], cut: Cut) -> RunPlan:
+def _plan_code(run_id: str, attempts: list[Attempt], cut: Cut) -> RunPlan:
     """Code workflows: the recorded sequence is the order; everything from the cut on is invalidated."""
     order = recorded_order(attempts)
     last = _last_actions(attempts)
@@ -182,7 +166,7 @@ def check_version(old: WorkflowIR, new: WorkflowIR, plans: list[RunPlan], cut: C
                            hint=f"cut at or before {s} (--from-step {s}), or omit --to-version")
 
 
-def step_durations(ir: WorkflowIR, attempts_by_run: dict[str, list[RecordedAttempt]]) -> dict[str, float]:
+def step_durations(ir: WorkflowIR, attempts_by_run: dict[str, list[Attempt]]) -> dict[str, float]:
     """Mean recorded duration per step (successful attempts preferred, else any finished one); sleeps use
     their declared length."""
     ok: dict[str, list[float]] = {}
