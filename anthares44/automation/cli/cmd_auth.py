@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 
-from .output import EXIT_OK, EXIT_USAGE, json_document, print_error, usage_error, write
+from .output import EXIT_OK, EXIT_USAGE, exit_code, json_document, print_error, usage_error, write
 
 
 def add_group(top) -> None:
@@ -95,7 +95,7 @@ def _with_store(body, args) -> int:
         return asyncio.run(main())
     except A44Error as exc:
         print_error(exc)
-        return EXIT_USAGE if exc.code == "E_INVALID_ARGUMENT" else 1
+        return exit_code(exc)
 
 
 def _expires(text: str):

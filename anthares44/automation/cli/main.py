@@ -74,8 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except A44Error as exc:  # a verb that let a coded error through still prints it the one way
-        print(f"{exc.code} {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""), file=sys.stderr)
-        return 1
+        from .output import exit_code, print_error
+
+        print_error(exc)
+        return exit_code(exc)
     except Exception as exc:  # noqa: BLE001 - a bug of ours: say so plainly; the traceback only on request
         import os
         import traceback

@@ -4,7 +4,7 @@ with another source = E_VERSION_CONFLICT, a lower version = E_VERSION_REGRESSION
 
 from __future__ import annotations
 
-from ..errors import A44Error
+from ..errors import E_INVALID_ARGUMENT, A44Error
 
 
 async def publish_code(store, project: str, paths: list[str], report):
@@ -17,7 +17,7 @@ async def publish_code(store, project: str, paths: list[str], report):
         mod = import_path(path)
         found = workflows_of(mod)
         if not found:
-            raise A44Error("E_INVALID_ARGUMENT", f"{path} declares no @workflow",
+            raise A44Error(E_INVALID_ARGUMENT, f"{path} declares no @workflow",
                            hint="from anthares44.automation import workflow, step")
         for attr, wf in sorted(found.items()):
             ir = code_ir(wf, path, attr)

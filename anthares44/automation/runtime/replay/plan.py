@@ -14,12 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ...errors import A44Error
+from ...errors import E_REPLAY_NOT_TERMINAL, E_REPLAY_UNKNOWN_STEP, E_REPLAY_VERSION_MISMATCH, A44Error
 from ...compiler.ir import WorkflowIR
 
-E_REPLAY_NOT_TERMINAL = "E_REPLAY_NOT_TERMINAL"
-E_REPLAY_VERSION_MISMATCH = "E_REPLAY_VERSION_MISMATCH"
-E_REPLAY_UNKNOWN_STEP = "E_REPLAY_UNKNOWN_STEP"
 
 CTX_PREFIX = "ctx."          # recorded ctx.now()/ctx.random() values of code workflows (not steps)
 
