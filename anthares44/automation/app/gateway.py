@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..runtime.ingestion import tokens, webhooks
+from ..runtime.ingestion import group_commit, tokens, webhook_cache, webhooks
 from ..runtime.ingestion.metrics import COUNTERS
 
 # The refusals the edge turns into answers: each carries its status, its code and (webhooks) the reason label
@@ -20,6 +20,13 @@ Principal = tokens.Principal
 WebhookResult = webhooks.WebhookResult
 WebhookTarget = webhooks.WebhookTarget
 MAX_WEBHOOK_BODY = webhooks.MAX_BODY
+
+
+def tune_webhooks(store, *, max_batch: int | None = None, flushers: int | None = None,
+                  cache_ttl: float | None = None) -> None:
+    """The webhook path's group commit and trigger cache for this store (None: the defaults, docs/webhooks.md)."""
+    group_commit.tune(store, max_batch=max_batch, flushers=flushers)
+    webhook_cache.tune(store, cache_ttl)
 
 
 def refuse_webhook(code: str, reason: str, message: str) -> Rejection:

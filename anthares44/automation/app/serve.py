@@ -43,6 +43,21 @@ class HttpSettings:
     host: str = DEFAULT_HOST
     pool_size: int = HTTP_POOL
     limits: HttpLimits = field(default_factory=HttpLimits)
+    webhook_max_batch: int | None = None       # None: the defaults of docs/webhooks.md "Performance"
+    webhook_flushers: int | None = None
+    webhook_cache_ttl: float | None = None
+
+    @classmethod
+    def from_settings(cls, settings, **values) -> "HttpSettings":
+        """`values` (flags), with the webhook tuning of `settings` (settings.Settings, the environment)."""
+        return cls(webhook_max_batch=settings.webhook_max_batch, webhook_flushers=settings.webhook_flushers,
+                   webhook_cache_ttl=settings.webhook_cache_ttl, **values)
+
+    def tune(self, store) -> None:
+        from .gateway import tune_webhooks
+
+        tune_webhooks(store, max_batch=self.webhook_max_batch, flushers=self.webhook_flushers,
+                      cache_ttl=self.webhook_cache_ttl)
 
     def check(self) -> None:
         """E_HTTP_HOST_UNSAFE for a host other clients can reach while /metrics is loopback-only."""
@@ -127,6 +142,7 @@ async def _http_only(settings, stop, factory, ready, store, clock) -> None:
         store = await Store.connect(url, clock=clock or SystemClock(), max_size=settings.http.pool_size)
     try:
         await store.migrate()
+        settings.http.tune(store)
         plane = await factory(store, settings.http).start()
         if ready is not None:
             ready(plane.url)
@@ -142,6 +158,7 @@ async def _start_http(worker_store, settings: HttpSettings, factory: HttpFactory
     from ..runtime.store import Store
 
     store = await Store.connect(worker_store.url, clock=worker_store.clock, max_size=settings.pool_size)
+    settings.tune(store)
     try:
         plane = await factory(store, settings).start()
     except BaseException:

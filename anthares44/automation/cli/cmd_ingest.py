@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .output import settings_of
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("ingest", help="serve only the HTTP ingestion plane", description=__doc__)
@@ -54,8 +56,8 @@ def http_settings(args):
         raise ValueError("--http-max-connections must be at least 1")
     limits = HttpLimits(max_connections=args.http_max_connections,
                         metrics_token_required=args.metrics_token_required, **timeouts)
-    return HttpSettings(port=args.http_port or 0, host=args.host, pool_size=getattr(args, "pool", None) or 20,
-                        limits=limits)
+    return HttpSettings.from_settings(settings_of(args), port=args.http_port or 0, host=args.host,
+                                      pool_size=getattr(args, "pool", None) or 20, limits=limits)
 
 
 def run(args) -> int:
@@ -66,7 +68,8 @@ def run(args) -> int:
     except ValueError as exc:
         print(f"a44: error: {exc}", file=sys.stderr)
         return 2
-    return serve_http(ServeSettings(http=http, database_url=args.database_url), args,
+    database_url = args.database_url or settings_of(args).database_url
+    return serve_http(ServeSettings(http=http, database_url=database_url), args,
                       announce="ingesting on {url}")
 
 

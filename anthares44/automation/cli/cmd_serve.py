@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from .cmd_ingest import add_host_argument, add_http_limit_arguments, http_settings, serve_http
+from .output import settings_of
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -46,7 +47,7 @@ def run(args) -> int:
     level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
     logging.getLogger("a44").setLevel(level)
     try:
-        worker = WorkerSettings.from_env(
+        worker = WorkerSettings.from_settings(settings_of(args),
             lease_timeout=parse_duration(args.lease_timeout) if args.lease_timeout else None,
             concurrency=args.concurrency, worker_id=args.worker_id, database_url=args.database_url,
             app_database_url=args.app_database_url,

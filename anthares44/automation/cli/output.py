@@ -32,6 +32,16 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", "-v", action="store_true", help="say which server or database is used")
 
 
+def settings_of(args: argparse.Namespace):
+    """The environment's settings, read once by `main` (settings.py); read here for a verb called directly."""
+    settings = getattr(args, "settings", None)
+    if settings is None:
+        from ..settings import Settings
+
+        settings = args.settings = Settings.from_env()
+    return settings
+
+
 def print_error(exc, stream: TextIO | None = None) -> None:
     """`E_CODE message`, then `hint: ...` when there is one: one grep-able line, never a traceback. The one way
     every verb prints an A44Error (docs/cli.md)."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -59,13 +58,14 @@ class WorkerSettings:
     schedules: bool = True                     # app.serve() runs the scheduler beside it (§11, docs/schedules.md)
 
     @classmethod
-    def from_env(cls, **overrides) -> "WorkerSettings":
-        """Settings from A44_LEASE_TIMEOUT / A44_WORKER_ID / A44_CONCURRENCY, then `overrides` (not None)."""
-        s = cls(lease_timeout=_duration(os.environ.get("A44_LEASE_TIMEOUT"), DEFAULT_LEASE))
-        if os.environ.get("A44_WORKER_ID"):
-            s.worker_id = os.environ["A44_WORKER_ID"]
-        if os.environ.get("A44_CONCURRENCY"):
-            s.concurrency = int(os.environ["A44_CONCURRENCY"])
+    def from_settings(cls, settings, **overrides) -> "WorkerSettings":
+        """From the lease timeout, worker id and concurrency of `settings` (settings.Settings, the environment),
+        then `overrides` (not None)."""
+        s = cls(lease_timeout=_duration(settings.lease_timeout, DEFAULT_LEASE))
+        if settings.worker_id:
+            s.worker_id = settings.worker_id
+        if settings.concurrency is not None:
+            s.concurrency = settings.concurrency
         for k, v in overrides.items():
             if v is not None:
                 setattr(s, k, v)
