@@ -1,5 +1,5 @@
 """`a44 automation serve` without the CLI's argument parsing (helper of bench_runtime.py): the same
-`WorkerSettings.from_env` + `Daemon.serve()` with SIGTERM/SIGINT handlers, used when the `a44` entry point cannot
+`WorkerSettings.from_settings` + `Daemon.serve()` with SIGTERM/SIGINT handlers, used when the `a44` entry point cannot
 start (the CLI is edited concurrently by other work) or with `--daemon module`.
 
     python bench/runtime_daemon.py DATABASE_URL CONCURRENCY
@@ -16,10 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from anthares44.automation.runtime.engine import Daemon, WorkerSettings  # noqa: E402
+from anthares44.automation.settings import Settings  # noqa: E402
 
 
 async def main(url: str, concurrency: int) -> None:
-    daemon = Daemon(WorkerSettings.from_env(database_url=url, concurrency=concurrency))
+    daemon = Daemon(WorkerSettings.from_settings(Settings.from_env(), database_url=url, concurrency=concurrency))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, daemon.request_stop)

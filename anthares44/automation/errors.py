@@ -1,8 +1,9 @@
 """Runtime error codes (`E_...`) and the one exception type that carries them.
 
 Compile-time problems are `Diagnostic`s (diagnostics.py); everything that can go wrong while ingesting or
-running is an `A44Error` with a stable code from `CODES`. A code says whether it is retryable (§6.3), so the
-interpreter never has to guess from exception types.
+running is an `A44Error` with a stable code from `CODES`, the one table of what a code means everywhere: whether
+it is retryable (§6.3, so the interpreter never has to guess from exception types), the HTTP status the API
+answers it with, the exit code of a CLI verb that ends with it, and its title (docs/errors.md).
 """
 
 from __future__ import annotations
@@ -10,19 +11,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+EXIT_ERROR, EXIT_USAGE = 1, 2
+
+
 @dataclass(frozen=True)
 class ErrorCode:
     code: str
     retryable: bool
     title: str
+    http_status: int = 500      # a code the API has no better answer for is its failure, not the caller's
+    exit_code: int = EXIT_ERROR  # EXIT_USAGE: the command line itself is wrong (docs/cli.md "Exit codes")
 
 
 CODES: dict[str, ErrorCode] = {}
 
 
-def _code(code: str, retryable: bool, title: str) -> str:
-    CODES[code] = ErrorCode(code, retryable, title)
+def _code(code: str, retryable: bool, title: str, *, http: int = 500, exit: int = EXIT_ERROR) -> str:
+    assert code not in CODES, f"{code} registered twice"
+    CODES[code] = ErrorCode(code, retryable, title, http, exit)
     return code
+
+
+def http_status(code: str) -> int:
+    """The HTTP status of an error code (500 for a code not in the table)."""
+    info = CODES.get(code)
+    return info.http_status if info is not None else 500
+
+
+def exit_code(code: str) -> int:
+    """The exit code of a CLI verb that ends with this error (1 for a code not in the table)."""
+    info = CODES.get(code)
+    return info.exit_code if info is not None else EXIT_ERROR
 
 
 # Steps and connectors (§6, §14)
@@ -33,10 +52,10 @@ E_CIRCUIT_OPEN = _code("E_CIRCUIT_OPEN", True, "the connector's circuit breaker 
 E_CONNECTOR_NOT_FOUND = _code("E_CONNECTOR_NOT_FOUND", False, "the step's connector is not installed")
 E_CONNECTOR_FAILED = _code("E_CONNECTOR_FAILED", False, "the connector raised an unexpected error")
 E_PARAMS_INVALID = _code("E_PARAMS_INVALID", False, "rendered step parameters failed validation")
-E_TEMPLATE = _code("E_TEMPLATE", False, "a template could not be rendered at run time")
+E_TEMPLATE = _code("E_TEMPLATE", False, "a template could not be rendered at run time", http=422)
 E_TEMPLATE_LIMIT = _code("E_TEMPLATE_LIMIT", False,
                          "a template passed a rendering limit (output size, loop iterations, range, repetition, "
-                         "format width, nesting or time); the message names the limit and the value")
+                         "format width, nesting or time); the message names the limit and the value", http=422)
 E_RESULT_TOO_LARGE = _code("E_RESULT_TOO_LARGE", False, "the step result could not be stored")
 E_LEASE_EXPIRED = _code("E_LEASE_EXPIRED", True, "the worker's lease expired before the step was recorded")
 E_EXCLUSIVE_UNCONFIRMED = _code("E_EXCLUSIVE_UNCONFIRMED", False,
@@ -55,18 +74,19 @@ E_CONFIRMED_FAILED = _code("E_CONFIRMED_FAILED", False,
 E_EXPR_EVAL = _code("E_EXPR_EVAL", False, "an expression could not be evaluated")
 
 # Ingestion (§8, §9, §10)
-E_IDEMPOTENCY_KEY_REQUIRED = _code("E_IDEMPOTENCY_KEY_REQUIRED", False, "manual runs need --idempotency-key")
-E_ENVELOPE_INVALID = _code("E_ENVELOPE_INVALID", False, "the event envelope could not be deserialized")
+E_IDEMPOTENCY_KEY_REQUIRED = _code("E_IDEMPOTENCY_KEY_REQUIRED", False, "manual runs need --idempotency-key",
+                                   http=400, exit=EXIT_USAGE)
+E_ENVELOPE_INVALID = _code("E_ENVELOPE_INVALID", False, "the event envelope could not be deserialized", http=400)
 E_EVENT_TOO_OLD = _code("E_EVENT_TOO_OLD", False, "the event is older than the trigger's deliver.maxAge")
-E_TIMESTAMP_SKEW = _code("E_TIMESTAMP_SKEW", False, "the webhook timestamp is more than 300 s from the clock")
-E_SIGNATURE_INVALID = _code("E_SIGNATURE_INVALID", False, "the webhook signature is missing or wrong")
+E_TIMESTAMP_SKEW = _code("E_TIMESTAMP_SKEW", False, "the webhook timestamp is more than 300 s from the clock", http=408)
+E_SIGNATURE_INVALID = _code("E_SIGNATURE_INVALID", False, "the webhook signature is missing or wrong", http=401)
 
 # Publishing and the store
-E_WORKFLOW_NOT_FOUND = _code("E_WORKFLOW_NOT_FOUND", False, "no published workflow has that id")
-E_VERSION_CONFLICT = _code("E_VERSION_CONFLICT", False, "that version was published with other steps")
-E_VERSION_REGRESSION = _code("E_VERSION_REGRESSION", False, "a higher version of that workflow is published")
-E_RUN_NOT_FOUND = _code("E_RUN_NOT_FOUND", False, "no run has that id")
-E_DB_UNAVAILABLE = _code("E_DB_UNAVAILABLE", True, "the PostgreSQL database cannot be reached")
+E_WORKFLOW_NOT_FOUND = _code("E_WORKFLOW_NOT_FOUND", False, "no published workflow has that id", http=404)
+E_VERSION_CONFLICT = _code("E_VERSION_CONFLICT", False, "that version was published with other steps", http=409)
+E_VERSION_REGRESSION = _code("E_VERSION_REGRESSION", False, "a higher version of that workflow is published", http=409)
+E_RUN_NOT_FOUND = _code("E_RUN_NOT_FOUND", False, "no run has that id", http=404)
+E_DB_UNAVAILABLE = _code("E_DB_UNAVAILABLE", True, "the PostgreSQL database cannot be reached", http=503)
 E_DB = _code("E_DB", False, "the database refused an operation")
 E_DB_SCHEMA = _code("E_DB_SCHEMA", False,
                     "the database schema is missing or does not match this package; run `a44 automation db migrate`")
@@ -127,31 +147,38 @@ E_SECRET_FILE_INVALID = _code("E_SECRET_FILE_INVALID", False, "the secret file i
 E_AUTH_FAILED = _code("E_AUTH_FAILED", False, "the connector could not obtain credentials (e.g. an OAuth2 token)")
 E_BOT_INVALID_ANSWER = _code("E_BOT_INVALID_ANSWER", True, "the model's answer failed the step's schema")
 E_STORAGE = _code("E_STORAGE", False, "the object store refused or failed an operation")
-E_STORAGE_NOT_FOUND = _code("E_STORAGE_NOT_FOUND", False, "no object has that key")
+E_STORAGE_NOT_FOUND = _code("E_STORAGE_NOT_FOUND", False, "no object has that key", http=404)
 
 # Requests refused at the HTTP and CLI edges (§9, §17): what the caller sent, not the run, is wrong
-E_INVALID_ARGUMENT = _code("E_INVALID_ARGUMENT", False, "an argument or request field is missing or malformed")
-E_BAD_INPUT = _code("E_BAD_INPUT", False, "an input line or value could not be read")
+E_INVALID_ARGUMENT = _code("E_INVALID_ARGUMENT", False, "an argument or request field is missing or malformed",
+                           http=400, exit=EXIT_USAGE)
+E_BAD_INPUT = _code("E_BAD_INPUT", False, "an input line or value could not be read", http=400, exit=EXIT_USAGE)
 E_BODY_TOO_LARGE = _code("E_BODY_TOO_LARGE", False,
-                         "the request body is over the endpoint's limit (webhooks 1 MB, the REST API 8 MB)")
+                         "the request body is over the endpoint's limit (webhooks 1 MB, the REST API 8 MB)", http=413)
 E_METHOD_NOT_ALLOWED = _code("E_METHOD_NOT_ALLOWED", False,
-                            "the endpoint does not accept that method (a webhook endpoint: POST only)")
+                            "the endpoint does not accept that method (a webhook endpoint: POST only)", http=405)
 E_BAD_REQUEST = _code("E_BAD_REQUEST", False,
-                      "a path, query or header parameter has characters, a length or a value the API refuses")
-E_NOT_FOUND = _code("E_NOT_FOUND", False, "no endpoint has that path")
-E_REQUEST_TIMEOUT = _code("E_REQUEST_TIMEOUT", True, "the request body did not arrive within the body timeout")
-E_SERVER_BUSY = _code("E_SERVER_BUSY", True, "the server is at its connection limit")
+                      "a path, query or header parameter has characters, a length or a value the API refuses", http=400)
+E_NOT_FOUND = _code("E_NOT_FOUND", False, "no endpoint has that path", http=404)
+E_REQUEST_TIMEOUT = _code("E_REQUEST_TIMEOUT", True, "the request body did not arrive within the body timeout",
+                          http=408)
+E_SERVER_BUSY = _code("E_SERVER_BUSY", True, "the server is at its connection limit", http=503)
 E_INTERNAL = _code("E_INTERNAL", True,
                    "the server failed unexpectedly; its log has the line with the answer's correlation id")
-E_UNSUPPORTED_MEDIA_TYPE = _code("E_UNSUPPORTED_MEDIA_TYPE", False, "only Content-Type: application/json is accepted")
-E_HEADER_DUPLICATED = _code("E_HEADER_DUPLICATED", False, "a header that must appear once appeared twice")
-E_TRIGGER_NOT_FOUND = _code("E_TRIGGER_NOT_FOUND", False, "no active trigger has that id in that project")
-E_EVENT_NOT_FOUND = _code("E_EVENT_NOT_FOUND", False, "no event has that id")
+E_HTTP_BIND = _code("E_HTTP_BIND", False, "the HTTP plane cannot listen on that address and port (in use, not local)")
+E_HTTP_HOST_UNSAFE = _code("E_HTTP_HOST_UNSAFE", False,
+                           "a non-loopback --host needs --metrics-token-required (docs/api.md \"Listening address\")",
+                           exit=EXIT_USAGE)
+E_UNSUPPORTED_MEDIA_TYPE = _code("E_UNSUPPORTED_MEDIA_TYPE", False, "only Content-Type: application/json is accepted",
+                                 http=415)
+E_HEADER_DUPLICATED = _code("E_HEADER_DUPLICATED", False, "a header that must appear once appeared twice", http=400)
+E_TRIGGER_NOT_FOUND = _code("E_TRIGGER_NOT_FOUND", False, "no active trigger has that id in that project", http=404)
+E_EVENT_NOT_FOUND = _code("E_EVENT_NOT_FOUND", False, "no event has that id", http=404)
 E_SECRET_ALREADY_SHOWN = _code("E_SECRET_ALREADY_SHOWN", False,
-                               "a webhook secret is shown once; rotate it to get a new one")
-E_TOKEN_INVALID = _code("E_TOKEN_INVALID", False, "the API token is missing, unknown, expired or revoked")
-E_TOKEN_NOT_FOUND = _code("E_TOKEN_NOT_FOUND", False, "no API token has that name")
-E_FORBIDDEN = _code("E_FORBIDDEN", False, "the token's scope or allowed networks do not cover this request")
+                               "a webhook secret is shown once; rotate it to get a new one", http=409)
+E_TOKEN_INVALID = _code("E_TOKEN_INVALID", False, "the API token is missing, unknown, expired or revoked", http=401)
+E_TOKEN_NOT_FOUND = _code("E_TOKEN_NOT_FOUND", False, "no API token has that name", http=404)
+E_FORBIDDEN = _code("E_FORBIDDEN", False, "the token's scope or allowed networks do not cover this request", http=403)
 # The CLI against a remote daemon (docs/api.md "Remote mode")
 E_API_UNAVAILABLE = _code("E_API_UNAVAILABLE", True, "the remote a44 API cannot be reached")
 E_API = _code("E_API", False, "the remote a44 API answered with something that is not an a44 answer")
@@ -171,9 +198,9 @@ E_CODE_UNAVAILABLE = _code("E_CODE_UNAVAILABLE", False,
 
 
 # Queues and the dead-letter queue (§10)
-E_QUEUE_NOT_FOUND = _code("E_QUEUE_NOT_FOUND", False, "no published queue has that id")
-E_DLQ_NOT_FOUND = _code("E_DLQ_NOT_FOUND", False, "no dead letter has that id")
-E_DLQ_FILTER = _code("E_DLQ_FILTER", False, "the --filter expression does not compile")
+E_QUEUE_NOT_FOUND = _code("E_QUEUE_NOT_FOUND", False, "no published queue has that id", http=404)
+E_DLQ_NOT_FOUND = _code("E_DLQ_NOT_FOUND", False, "no dead letter has that id", http=404)
+E_DLQ_FILTER = _code("E_DLQ_FILTER", False, "the --filter expression does not compile", http=400, exit=EXIT_USAGE)
 
 def _markdown() -> str:
     """docs/errors.md, generated: `python -m anthares44.automation.errors > docs/errors.md`."""
@@ -186,8 +213,11 @@ def _markdown() -> str:
              "are",
              "families. Regenerate with `python -m anthares44.automation.errors > docs/errors.md`; "
              "`tests/test_error_codes.py` keeps it true.", "",
-             "| code | retryable | meaning |", "|---|---|---|"]
-    lines += [f"| `{c}` | {'yes' if i.retryable else 'no'} | {i.title} |" for c, i in CODES.items()]
+             "*HTTP* is the status the REST API and the webhook endpoint answer with; *exit* the exit code of a CLI",
+             "verb that ends with the error (2: the command line itself is wrong).", "",
+             "| code | retryable | HTTP | exit | meaning |", "|---|---|---|---|---|"]
+    lines += [f"| `{c}` | {'yes' if i.retryable else 'no'} | {i.http_status} | {i.exit_code} | {i.title} |"
+              for c, i in CODES.items()]
     return "\n".join(lines) + "\n"
 
 

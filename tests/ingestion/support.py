@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from anthares44.automation.clock import SystemClock
-from anthares44.automation.runtime.http import HttpServer
+from anthares44.automation.app.serve import HttpLimits, HttpSettings
+from anthares44.automation.http import HttpServer
 from anthares44.automation.runtime.ingestion.webhooks import sign
 from anthares44.automation.runtime.store import Store
 
@@ -99,7 +100,7 @@ class LiveServer:
         async def start():
             self.store = await Store.connect(url, clock=self.clock, results_dir=results_dir, max_size=pool)
             await self.store.migrate()
-            self.server = await HttpServer(self.store, port=0, limits=limits).start()
+            self.server = await HttpServer(self.store, HttpSettings(port=0, limits=limits or HttpLimits())).start()
         self.run(start())
         self.port = self.server.port
         self.url = self.server.url

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anthares44.automation.runtime.http.params import QUERY
+from anthares44.automation.http.params import QUERY
 
 from .support import P, raw_request
 

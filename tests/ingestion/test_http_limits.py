@@ -1,4 +1,4 @@
-"""The HTTP plane never waits forever (runtime/http/limits.py), with raw sockets against a live server on
+"""The HTTP plane never waits forever (http/limits.py), with raw sockets against a live server on
 127.0.0.1: slowloris connections closed after the header timeout while normal requests are served, a short body
 answered 408, a client hanging up mid-body one log line, connections past the cap refused with 503, event
 streams ending when their client leaves or the server stops; and who may read /metrics."""
@@ -11,8 +11,7 @@ import time
 
 import pytest
 
-from anthares44.automation.runtime.http.limits import HttpLimits
-from anthares44.automation.runtime.http.server import is_loopback
+from anthares44.automation.app.serve import HttpLimits, is_loopback
 
 from .support import P, LiveServer, bearer, request, signed_headers
 from .test_api import token

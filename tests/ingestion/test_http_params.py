@@ -1,5 +1,5 @@
 """Bad path, query and header parameters are 400 E_BAD_REQUEST before anything reaches SQL; a 5xx never carries a
-query name, a PostgreSQL message or the database's address (runtime/http/params.py, server.py)."""
+query name, a PostgreSQL message or the database's address (http/params.py, server.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import logging
 
 from aiohttp import web
 
-from anthares44.automation.runtime.http.server import guard
+from anthares44.automation.http.server import guard
 
 from .support import P, bearer, request
 from .test_api import token

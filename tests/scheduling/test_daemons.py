@@ -1,13 +1,14 @@
-"""Two `serve` daemons (in-process, each with its own pool and its scheduler task) on one database and one
-ManualClock: each occurrence starts exactly one run."""
+"""Two `serve()` processes (in-process, each with its own pool, its daemon and its scheduler task) on one database
+and one ManualClock: each occurrence starts exactly one run."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta, timezone
 
+from anthares44.automation.app.serve import ServeSettings, serve
 from anthares44.automation.compiler.ir import to_json
-from anthares44.automation.runtime.engine import Daemon, WorkerSettings
+from anthares44.automation.runtime.engine import WorkerSettings
 from anthares44.automation.runtime.scheduling import scheduler as scheduler_mod
 from anthares44.automation.runtime.store import Store
 from tests.runtime.engine_support import node, workflow
@@ -32,9 +33,10 @@ def test_two_daemons_start_each_occurrence_once(aio, store, clock, pg_url, tmp_p
 
     async def scenario():
         stores = [await Store.connect(pg_url, clock=clock, results_dir=tmp_path / f"r{i}") for i in range(2)]
-        daemons = [Daemon(WorkerSettings(worker_id=f"d{i}", concurrency=4), store=s, clock=clock)
-                   for i, s in enumerate(stores)]
-        tasks = [asyncio.create_task(d.serve()) for d in daemons]
+        stops = [asyncio.Event() for _ in stores]
+        tasks = [asyncio.create_task(serve(ServeSettings(WorkerSettings(worker_id=f"d{i}", concurrency=4)), stop,
+                                           store=s, clock=clock))
+                 for i, (s, stop) in enumerate(zip(stores, stops))]
         try:
             for minute in range(1, 7):
                 clock.set(T0.replace(second=0) + timedelta(minutes=minute, seconds=1))
@@ -47,8 +49,8 @@ def test_two_daemons_start_each_occurrence_once(aio, store, clock, pg_url, tmp_p
                     await asyncio.sleep(0.02)
                 assert await count("true") == await count(settled) == 2 * minute
         finally:
-            for d in daemons:
-                d.request_stop()
+            for stop in stops:
+                stop.set()
             await asyncio.gather(*tasks)
             for s in stores:
                 await s.close()

@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, AsyncIterator
 
-from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, A44Error
 from ..durations import parse_duration
+from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, E_INVALID_ARGUMENT, A44Error
 from .views import attempt_view, event_view, run_view
 from .watch import SAFETY_RECHECK_S, RunListener
 
 DEFAULT_PROJECT = "pj_default"
 MANUAL_TRIGGER = "manual"       # trigger_id recorded on runs started by `run` (CLI / API)
-E_INVALID_ARGUMENT = "E_INVALID_ARGUMENT"
 _EVENT_PAGE = 1000
 
 

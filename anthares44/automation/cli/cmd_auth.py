@@ -13,10 +13,9 @@ write implies read), expiring (--expires; `never` for no expiry) and optionally 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from .output import EXIT_OK, EXIT_USAGE, json_document, print_error, usage_error, write
+from .output import EXIT_OK, EXIT_USAGE, exit_code, json_document, print_error, settings_of, usage_error, write
 
 
 def add_group(top) -> None:
@@ -95,7 +94,7 @@ def _with_store(body, args) -> int:
         return asyncio.run(main())
     except A44Error as exc:
         print_error(exc)
-        return EXIT_USAGE if exc.code == "E_INVALID_ARGUMENT" else 1
+        return exit_code(exc)
 
 
 def _expires(text: str):
@@ -182,7 +181,7 @@ def _login(args) -> int:
 
     project = resolve_project(args.project)
     try:
-        url = normalize_url(args.url or os.environ.get("A44_API_URL") or DEFAULT_API_URL)
+        url = normalize_url(args.url or settings_of(args).api_url or DEFAULT_API_URL)
         token = _read_token(args)
     except A44Error as exc:
         print_error(exc)
@@ -216,7 +215,7 @@ def _logout(args) -> int:
     if args.all:
         gone = remove_login(None)
     else:
-        project = args.project or os.environ.get("A44_PROJECT")
+        project = args.project or settings_of(args).project
         if project is None:
             found = default_login()
             logins = list(load().get("projects", {}))

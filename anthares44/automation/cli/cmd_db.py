@@ -36,14 +36,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from ..errors import A44Error
+    from .output import exit_code, print_error
 
     try:
         return _ACTIONS[args.db_action](args)
     except A44Error as exc:
-        print(f"{exc.code} {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        return EXIT_ERROR
+        print_error(exc)
+        return exit_code(exc)
 
 
 def _start(args) -> int:

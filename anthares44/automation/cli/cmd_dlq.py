@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import E_DLQ_FILTER, E_INVALID_ARGUMENT
 from .output import (EXIT_OK, EXIT_USAGE, ProgressBar, add_common_options, json_document, run_api, table, when,
                      write)
 
@@ -113,8 +114,8 @@ async def _dlq(auto, args) -> int:
                  f"taken by another redrive {report.skipped_taken}, in {report.elapsed_s:.1f}s") + "\n")
         return EXIT_OK
     except A44Error as exc:
-        if exc.code in ("E_DLQ_FILTER", "E_INVALID_ARGUMENT"):
-            if exc.code == "E_DLQ_FILTER" and args.format == "json":
+        if exc.code in (E_DLQ_FILTER, E_INVALID_ARGUMENT):
+            if exc.code == E_DLQ_FILTER and args.format == "json":
                 write(json_document({"error": {**exc.to_dict(), **(exc.details or {})}}))
             else:
                 for d in (exc.details or {}).get("diagnostics", []):

@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from ..errors import E_BAD_INPUT
+
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
@@ -91,7 +93,7 @@ def _run_jsonl() -> int:
             if not isinstance(variables, dict):
                 raise ValueError('"vars" must be an object')
         except ValueError as exc:
-            out = {"error": {"code": "E_BAD_INPUT", "message": str(exc)}}
+            out = {"error": {"code": E_BAD_INPUT, "message": str(exc)}}
         else:
             out, _ = _evaluate(req["expr"], variables)
         sys.stdout.write(_dumps(out) + "\n")

@@ -7,15 +7,23 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .output import settings_of
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("ingest", help="serve only the HTTP ingestion plane", description=__doc__)
     p.add_argument("--http-port", type=int, default=8044, help="port (default 8044)")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    add_host_argument(p)
     p.add_argument("--database-url", help="PostgreSQL URL (default A44_DATABASE_URL, else the embedded server)")
     p.add_argument("--pool", type=int, default=20, help="database connections (default 20)")
     add_http_limit_arguments(p)
     return p
+
+
+def add_host_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address the HTTP plane binds (default 127.0.0.1); a non-loopback one needs "
+                        "--metrics-token-required (docs/api.md \"Listening address\")")
 
 
 def add_http_limit_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,10 +39,10 @@ def add_http_limit_arguments(p: argparse.ArgumentParser) -> None:
                    help="GET /metrics requires an automation:read API token (default: loopback clients only)")
 
 
-def http_limits(args):
-    """HttpLimits from the flags above; ValueError with the flag's name when one is out of range."""
+def http_settings(args):
+    """HttpSettings from the flags above; ValueError with the flag's name when one is out of range."""
     from ..durations import parse_duration
-    from ..runtime.http.limits import HttpLimits
+    from ..app.serve import HttpLimits, HttpSettings
 
     timeouts = {}
     for flag in ("header_timeout", "body_timeout"):
@@ -46,52 +54,55 @@ def http_limits(args):
             raise ValueError(f"--http-{flag.replace('_', '-')} must be longer than 0s")
     if args.http_max_connections < 1:
         raise ValueError("--http-max-connections must be at least 1")
-    return HttpLimits(max_connections=args.http_max_connections,
-                      metrics_token_required=args.metrics_token_required, **timeouts)
+    limits = HttpLimits(max_connections=args.http_max_connections,
+                        metrics_token_required=args.metrics_token_required, **timeouts)
+    return HttpSettings.from_settings(settings_of(args), port=args.http_port or 0, host=args.host,
+                                      pool_size=getattr(args, "pool", None) or 20, limits=limits)
 
 
 def run(args) -> int:
+    from ..app.serve import ServeSettings
+
+    try:
+        http = http_settings(args)
+    except ValueError as exc:
+        print(f"a44: error: {exc}", file=sys.stderr)
+        return 2
+    database_url = args.database_url or settings_of(args).database_url
+    return serve_http(ServeSettings(http=http, database_url=database_url), args,
+                      announce="ingesting on {url}")
+
+
+def serve_http(settings, args, announce: str | None = None) -> int:
+    """`app.serve(settings)` until SIGTERM/SIGINT, with the HTTP plane of `http/`; logs on stderr. `announce`
+    (with `{url}`) is printed once everything listens."""
     import asyncio
     import logging
     import signal
 
+    from ..app.serve import serve
     from ..errors import A44Error
+    from ..http import HttpServer
+    from .output import exit_code, print_error
 
-    try:
-        limits = http_limits(args)
-    except ValueError as exc:
-        print(f"a44: error: {exc}", file=sys.stderr)
-        return 2
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     logging.getLogger("a44").addHandler(handler)
 
-    async def main() -> None:
-        from ..runtime.database import resolve_url
-        from ..runtime.http import HttpServer
-        from ..runtime.store import Store
+    def ready(url):
+        if announce:
+            print(announce.format(url=url), file=sys.stderr, flush=True)
 
-        url = args.database_url or await asyncio.to_thread(resolve_url, start=True)
-        store = await Store.connect(url, max_size=args.pool)
+    async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        try:
-            await store.migrate()
-            server = await HttpServer(store, host=args.host, port=args.http_port, limits=limits).start()
-            print(f"ingesting on {server.url}", file=sys.stderr, flush=True)
-            await stop.wait()
-            await server.stop()
-        finally:
-            await store.close()
+        await serve(settings, stop, http=HttpServer, ready=ready)
 
     try:
         asyncio.run(main())
     except A44Error as exc:
-        print(f"{exc.code} {exc.message}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"E_HTTP_BIND cannot listen on {args.host}:{args.http_port}: {exc.strerror}", file=sys.stderr)
-        return 1
+        print_error(exc)
+        return exit_code(exc)
     return 0

@@ -13,8 +13,8 @@ import argparse
 import json
 import sys
 
-from .output import (EXIT_ERROR, EXIT_OK, EXIT_TIMEOUT, add_common_options, add_target_options, json_document,
-                     ms, print_error, run_api, usage_error, write)
+from .output import (EXIT_ERROR, EXIT_OK, EXIT_TIMEOUT, add_common_options, add_target_options, exit_code,
+                     json_document, ms, print_error, run_api, usage_error, write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         require_idempotency_key(args.idempotency_key)
     except A44Error as exc:
         print_error(exc)
-        return 2
+        return exit_code(exc)
     try:
         args.input_value = parse_input(args.input)
     except ValueError as exc:

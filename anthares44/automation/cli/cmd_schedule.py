@@ -73,14 +73,14 @@ def _preview(args) -> int:
 
 def _occurrences(args) -> int:
     import asyncio
-    import os
 
     from ..errors import A44Error
     from ..runtime.database import resolve_url
     from ..runtime.scheduling import list_occurrences
+    from .output import exit_code, print_error, settings_of
     from ..runtime.store import DEFAULT_PROJECT, Store
 
-    project = args.project or os.environ.get("A44_PROJECT") or DEFAULT_PROJECT
+    project = args.project or settings_of(args).project or DEFAULT_PROJECT
 
     async def main():
         store = await Store.connect(args.database_url or resolve_url(start=True))
@@ -92,8 +92,8 @@ def _occurrences(args) -> int:
     try:
         rows = asyncio.run(main())
     except A44Error as exc:
-        print(f"{exc.code} {exc.message}", file=sys.stderr)
-        return 1
+        print_error(exc)
+        return exit_code(exc)
     if args.format == "json":
         print(json.dumps([{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()}
                           for r in rows], indent=2))

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .cmd_ingest import add_http_limit_arguments, http_limits
+from .cmd_ingest import add_host_argument, add_http_limit_arguments, http_settings, serve_http
+from .output import settings_of
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -27,8 +28,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--grace", default="10s", metavar="DURATION",
                    help="at SIGTERM, how long in-flight steps may finish before leases are released (default 10s)")
     p.add_argument("--http-port", type=int, default=None, metavar="PORT",
-                   help="also serve webhooks, the bus endpoint and the REST API on 127.0.0.1:PORT (default off; "
+                   help="also serve webhooks, the bus endpoint and the REST API on --host:PORT (default off; "
                         "8044 by convention; `a44 automation ingest` serves only that)")
+    add_host_argument(p)
     add_http_limit_arguments(p)
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="-v: a line per run state change; -vv: per step attempt too")
@@ -36,45 +38,22 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    import asyncio
     import logging
-    import signal
 
     from ..durations import parse_duration
-    from ..errors import A44Error
-    from ..runtime.engine import Daemon, WorkerSettings
+    from ..app.serve import ServeSettings
+    from ..runtime.engine import WorkerSettings
 
     level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    root = logging.getLogger("a44")
-    root.addHandler(handler)
-    root.setLevel(level)
+    logging.getLogger("a44").setLevel(level)
     try:
-        settings = WorkerSettings.from_env(
+        worker = WorkerSettings.from_settings(settings_of(args),
             lease_timeout=parse_duration(args.lease_timeout) if args.lease_timeout else None,
             concurrency=args.concurrency, worker_id=args.worker_id, database_url=args.database_url,
             app_database_url=args.app_database_url,
             grace=parse_duration(args.grace))
-        limits = http_limits(args)
+        http = http_settings(args)    # checked even without --http-port: a wrong flag is never silently unused
     except ValueError as exc:
         print(f"a44: error: {exc}", file=sys.stderr)
         return 2
-
-    async def main() -> None:
-        daemon = Daemon(settings)
-        daemon.http_port = getattr(args, "http_port", None)
-        daemon.http_limits = limits
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, daemon.request_stop)
-        await daemon.serve()
-
-    try:
-        asyncio.run(main())
-    except A44Error as exc:
-        print(f"{exc.code} {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        return 1
-    return 0
+    return serve_http(ServeSettings(worker=worker, http=http if args.http_port is not None else None), args)

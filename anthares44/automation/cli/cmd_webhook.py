@@ -15,7 +15,8 @@ import argparse
 import sys
 import time
 
-from .output import EXIT_ERROR, EXIT_OK, add_common_options, json_document, run_api, usage_error, write
+from .output import (EXIT_ERROR, EXIT_OK, add_common_options, json_document, run_api, settings_of, usage_error,
+                     write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -112,14 +113,13 @@ async def _sign(auto, args) -> int:
 
 async def _send(auto, args) -> int:
     import json
-    import os
 
     import aiohttp
 
     from ..runtime.ingestion.triggers import current_secret
 
     secret = (await current_secret(auto.store, auto.project, args.trigger))["secret"]
-    base = (args.url or os.environ.get("A44_API_URL") or "http://127.0.0.1:8044").rstrip("/")
+    base = (args.url or settings_of(args).api_url or "http://127.0.0.1:8044").rstrip("/")
     url = f"{base}/v1/{auto.project}/{args.trigger}"
     worst = EXIT_OK
     docs = []

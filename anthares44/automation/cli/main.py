@@ -65,6 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from ..errors import A44Error
+    from ..settings import Settings
+
+    try:
+        args.settings = Settings.from_env()    # the one read of the environment (docs/settings.md)
+    except ValueError as exc:
+        print(f"a44: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
     try:
         return int(args._run(args) or 0)
@@ -74,13 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except A44Error as exc:  # a verb that let a coded error through still prints it the one way
-        print(f"{exc.code} {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""), file=sys.stderr)
-        return 1
+        from .output import exit_code, print_error
+
+        print_error(exc)
+        return exit_code(exc)
     except Exception as exc:  # noqa: BLE001 - a bug of ours: say so plainly; the traceback only on request
-        import os
         import traceback
 
-        if os.environ.get("A44_DEBUG"):
+        if args.settings.debug:
             traceback.print_exc()
         print(f"a44: internal error: {type(exc).__name__}: {exc}\n  hint: this is a bug in a44, not in your "
               f"input; rerun with A44_DEBUG=1 for the traceback and report it", file=sys.stderr)

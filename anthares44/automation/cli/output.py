@@ -32,12 +32,30 @@ def add_target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", "-v", action="store_true", help="say which server or database is used")
 
 
+def settings_of(args: argparse.Namespace):
+    """The environment's settings, read once by `main` (settings.py); read here for a verb called directly."""
+    settings = getattr(args, "settings", None)
+    if settings is None:
+        from ..settings import Settings
+
+        settings = args.settings = Settings.from_env()
+    return settings
+
+
 def print_error(exc, stream: TextIO | None = None) -> None:
-    """`E_CODE message`, then `hint: ...` when there is one: one grep-able line, never a traceback."""
+    """`E_CODE message`, then `hint: ...` when there is one: one grep-able line, never a traceback. The one way
+    every verb prints an A44Error (docs/cli.md)."""
     stream = stream or sys.stderr
     print(f"{exc.code} {exc.message}", file=stream)
     if exc.hint:
         print(f"hint: {exc.hint}", file=stream)
+
+
+def exit_code(exc) -> int:
+    """The exit code of a verb that ends with this A44Error: errors.py's table (2 usage, else 1)."""
+    from ..errors import exit_code as code_exit
+
+    return code_exit(exc.code)
 
 
 def usage_error(message: str, hint: str | None = None) -> int:
@@ -51,7 +69,7 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
     """Connect an `Automation` for `args.project`, run `body(auto, args)`, close, and map errors to exit codes."""
     import asyncio
 
-    from ..api import Automation, InvalidArgument
+    from ..api import Automation
     from ..errors import A44Error
 
     async def main(target) -> int:
@@ -76,12 +94,9 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
             if args.verbose:
                 print(f"a44: target: {target.describe()}", file=sys.stderr)
         return asyncio.run(main(target))
-    except InvalidArgument as exc:
-        print_error(exc)
-        return EXIT_USAGE
     except A44Error as exc:
         print_error(exc)
-        return EXIT_ERROR
+        return exit_code(exc)
 
 
 # --- text ------------------------------------------------------------------------------------------------

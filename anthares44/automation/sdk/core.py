@@ -28,12 +28,11 @@ from ..attempts import Attempt, StepAttempts, counts_against_budget
 from ..compiler.ir import DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS, RetryIR
 from ..compiler.retry_policy import Failure, retry_delay_ms
 from ..durations import parse_duration
-from ..errors import E_CONNECTOR_FAILED, E_NONDETERMINISTIC_REPLAY, E_STEP_TIMEOUT, A44Error
+from ..errors import (E_CODE_UNAVAILABLE, E_CODE_WORKFLOW, E_CONNECTOR_FAILED, E_NETWORK, E_NONDETERMINISTIC_REPLAY,
+                      E_STEP_TIMEOUT, A44Error)
 
 CTX_PREFIX = "ctx."
 DEFAULT_STEP_TIMEOUT = "60s"
-E_CODE_WORKFLOW = "E_CODE_WORKFLOW"            # the workflow function raised outside a step
-E_CODE_UNAVAILABLE = "E_CODE_UNAVAILABLE"      # the module cannot be loaded, or its source changed
 
 _current: contextvars.ContextVar["Execution | None"] = contextvars.ContextVar("a44_code_execution", default=None)
 
@@ -218,7 +217,7 @@ def as_error(exc: BaseException, step_id: str, timeout_ms: int) -> tuple[str, A4
             exc.step_id = step_id
         return "failed", exc
     retryable = isinstance(exc, (ConnectionError, OSError))
-    return "failed", A44Error("E_NETWORK" if retryable else E_CONNECTOR_FAILED,
+    return "failed", A44Error(E_NETWORK if retryable else E_CONNECTOR_FAILED,
                               f"step {step_id} raised {type(exc).__name__}: {exc}", step_id=step_id)
 
 

@@ -1,4 +1,5 @@
-"""`a44 automation serve` as a Python API: `WorkerSettings` and `Daemon`.
+"""The interpreter daemon: `WorkerSettings` and `Daemon` (app/serve.py composes it with the scheduler and the
+HTTP plane into `a44 automation serve`).
 
 The daemon migrates the schema and creates partitions at start, then loops: claim as many due runs as it has
 free slots (`concurrency` runs in flight), drive each in its own task, and sleep until something can be due:
@@ -16,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -55,16 +55,17 @@ class WorkerSettings:
     grace: timedelta = timedelta(seconds=10)   # how long in-flight steps may finish at shutdown
     claim_batch: int = 64                      # most runs granted per claim statement
     pool_size: int | None = None               # connections; None: min(concurrency + 3, POOL_MAX)
-    schedules: bool = True                     # run the scheduler of schedule triggers (§11, docs/schedules.md)
+    schedules: bool = True                     # app.serve() runs the scheduler beside it (§11, docs/schedules.md)
 
     @classmethod
-    def from_env(cls, **overrides) -> "WorkerSettings":
-        """Settings from A44_LEASE_TIMEOUT / A44_WORKER_ID / A44_CONCURRENCY, then `overrides` (not None)."""
-        s = cls(lease_timeout=_duration(os.environ.get("A44_LEASE_TIMEOUT"), DEFAULT_LEASE))
-        if os.environ.get("A44_WORKER_ID"):
-            s.worker_id = os.environ["A44_WORKER_ID"]
-        if os.environ.get("A44_CONCURRENCY"):
-            s.concurrency = int(os.environ["A44_CONCURRENCY"])
+    def from_settings(cls, settings, **overrides) -> "WorkerSettings":
+        """From the lease timeout, worker id and concurrency of `settings` (settings.Settings, the environment),
+        then `overrides` (not None)."""
+        s = cls(lease_timeout=_duration(settings.lease_timeout, DEFAULT_LEASE))
+        if settings.worker_id:
+            s.worker_id = settings.worker_id
+        if settings.concurrency is not None:
+            s.concurrency = settings.concurrency
         for k, v in overrides.items():
             if v is not None:
                 setattr(s, k, v)
@@ -138,48 +139,14 @@ class Daemon:
         """start() if needed, then claim and drive runs until request_stop(); then shut down gracefully."""
         if self.engine is None:
             await self.start()
-        http = await self._start_http()
         listener = asyncio.create_task(self._listen())
-        scheduler = self._start_scheduler()
         try:
             await self._loop()
         finally:
             listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await listener
-            if scheduler is not None:  # decisions are transactions: cancelling one mid-way loses nothing
-                scheduler.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await scheduler
-            if http is not None:  # stop taking webhooks/events before the workers stop
-                await http.stop()
-                await http.store.close()
             await self._shutdown()
-
-    async def _start_http(self):
-        """The ingestion plane's HTTP server (runtime/http) when `http_port` is set (`serve --http-port N`), on its
-        own connection pool so requests never wait for worker connections."""
-        port = getattr(self, "http_port", None)
-        if port is None:
-            return None
-        from ..http import HttpServer
-
-        store = await Store.connect(self.store.url, clock=self.store.clock, max_size=20)
-        try:
-            return await HttpServer(store, host=getattr(self, "http_host", "127.0.0.1"), port=port,
-                                    limits=getattr(self, "http_limits", None)).start()
-        except BaseException:
-            await store.close()
-            raise
-
-    def _start_scheduler(self) -> asyncio.Task | None:
-        """The scheduler (runtime/scheduling) as a task of this daemon; several daemons may each run one."""
-        if not self.settings.schedules:
-            return None
-        from ..scheduling import Scheduler
-
-        sched = Scheduler(self.store, clock=self.engine.clock, name=self.settings.worker_id)
-        return asyncio.create_task(sched.serve(self._stop))
 
     async def _loop(self) -> None:
         engine, s = self.engine, self.settings

@@ -1,5 +1,5 @@
 """The ingestion plane (SPEC §7.1, §8, §9): published triggers, signed webhooks and the event bus turn what comes
-from outside into persisted event envelopes and runs. `runtime/http` serves it over HTTP; the CLI and the Python
+from outside into persisted event envelopes and runs. `http/` (the edge) serves it over HTTP; the CLI and the Python
 API (`app/ingestion.py`) call the same functions."""
 
 from .bus import EventResult, publish_event

@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from ...jsonenc import iso
-from ...errors import A44Error
+from ...errors import E_ENVELOPE_INVALID, E_EVENT_NOT_FOUND, E_EVENT_TOO_OLD, E_IDEMPOTENCY_KEY_REQUIRED, A44Error
 from .. import evaluation
 from ..queries import sql
 from ..results import encode_json
@@ -32,10 +32,8 @@ from .dead_letters import dead_letter
 from .ids import new_event_id
 from .metrics import COUNTERS
 from .runs import create_run_in, render_key, workflow_partition_key
-from .webhooks import E_ENVELOPE_INVALID, _check_strings
+from .webhooks import _check_strings
 
-E_EVENT_TOO_OLD = "E_EVENT_TOO_OLD"
-E_IDEMPOTENCY_KEY_REQUIRED = "E_IDEMPOTENCY_KEY_REQUIRED"
 MAX_KEY_LEN = 256
 MAX_TYPE_LEN = 200
 
@@ -191,7 +189,7 @@ async def list_events(store, project: str, type: str | None = None, limit: int =
 async def get_event(store, project: str, event_id: str) -> dict:
     row = await store.fetchrow("event_get", event_id, project)
     if row is None:
-        raise A44Error("E_EVENT_NOT_FOUND", f"no event {event_id} in {project}",
+        raise A44Error(E_EVENT_NOT_FOUND, f"no event {event_id} in {project}",
                        hint="`a44 automation events list` lists them")
     doc = dict(row)
     doc["envelope"] = json.loads(doc["envelope"])

@@ -16,14 +16,13 @@ the same order.
 from __future__ import annotations
 
 import asyncio
-import os
 import weakref
 from typing import Any
 
 from ..queries import sql
 
-MAX_BATCH = int(os.environ.get("A44_WEBHOOK_MAX_BATCH", "128"))
-MAX_FLUSHERS = int(os.environ.get("A44_WEBHOOK_FLUSHERS", "2"))
+MAX_BATCH = 128       # defaults; a process sets its own with tune() (A44_WEBHOOK_MAX_BATCH / _FLUSHERS, settings.py)
+MAX_FLUSHERS = 2
 STATEMENT = "webhook_ingest"
 _KEY_ARG = 5          # position of the run's idempotency key in the statement's arguments
 
@@ -89,6 +88,13 @@ class GroupCommitter:
 
 
 _committers: "weakref.WeakKeyDictionary[Any, GroupCommitter]" = weakref.WeakKeyDictionary()
+_tuning: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def tune(store, *, max_batch: int | None = None, flushers: int | None = None) -> None:
+    """The batch size and batches in flight of the store's committers from now on (None: the default)."""
+    _tuning[store] = {k: v for k, v in (("max_batch", max_batch), ("flushers", flushers)) if v is not None}
+    _committers.pop(store, None)
 
 
 def committer_for(store) -> GroupCommitter:
@@ -96,6 +102,6 @@ def committer_for(store) -> GroupCommitter:
     loop = asyncio.get_running_loop()
     c = _committers.get(store)
     if c is None or getattr(c, "_loop", None) is not loop:
-        c = _committers[store] = GroupCommitter(store)
+        c = _committers[store] = GroupCommitter(store, **_tuning.get(store, {}))
         c._loop = loop
     return c

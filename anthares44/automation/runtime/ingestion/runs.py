@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from ...errors import E_TEMPLATE, E_TEMPLATE_LIMIT, A44Error
+from ...errors import E_DB, E_TEMPLATE, E_TEMPLATE_LIMIT, A44Error
 from ..queries import sql
 from ..results import encode_json
 from ..store import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
@@ -32,7 +32,7 @@ async def create_run_in(conn, project: str, workflow_id: str, version: int | Non
         return Created(run_id, True, 0.0)
     held = await conn.fetchrow(sql("idempotency_key_get"), project, key)
     if held is None:  # pragma: no cover - the holder vanished between two statements
-        raise A44Error("E_DB", f"idempotency key {key!r} changed hands; try again")
+        raise A44Error(E_DB, f"idempotency key {key!r} changed hands; try again")
     return Created(held["run_id"], False, max(0.0, (now - held["created_at"]).total_seconds()))
 
 

@@ -10,13 +10,11 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ...errors import A44Error
+from ...errors import E_FORBIDDEN, E_INVALID_ARGUMENT, E_TOKEN_INVALID, E_TOKEN_NOT_FOUND, A44Error, http_status
 from .ids import new_id
 
 SCOPES = ("automation:read", "automation:write")
 TOKEN_PREFIX = "a44_pat_"
-E_TOKEN_INVALID = "E_TOKEN_INVALID"
-E_FORBIDDEN = "E_FORBIDDEN"
 
 
 def token_hash(token: str) -> str:
@@ -51,26 +49,29 @@ class Principal:
 
 
 class AuthError(Exception):
-    def __init__(self, status: int, code: str, message: str, reason: str):
+    """A refused token: its code (HTTP status from errors.py), message, and the reason label of
+    api_rejected_total."""
+
+    def __init__(self, code: str, message: str, reason: str):
         super().__init__(message)
-        self.status, self.code, self.message, self.reason = status, code, message, reason
+        self.status, self.code, self.message, self.reason = http_status(code), code, message, reason
 
 
 async def create_token(store, project: str, name: str, scopes: list[str], expires: timedelta | None,
                        allow_cidrs: list[str] | None = None) -> NewToken:
     if not name or not name.strip():
-        raise A44Error("E_INVALID_ARGUMENT", "a token needs a --name")
+        raise A44Error(E_INVALID_ARGUMENT, "a token needs a --name")
     for s in scopes:
         if s not in SCOPES:
-            raise A44Error("E_INVALID_ARGUMENT", f"unknown scope {s!r}", hint=f"one of: {', '.join(SCOPES)}")
+            raise A44Error(E_INVALID_ARGUMENT, f"unknown scope {s!r}", hint=f"one of: {', '.join(SCOPES)}")
     if not scopes:
-        raise A44Error("E_INVALID_ARGUMENT", "a token needs a --scope", hint=f"one of: {', '.join(SCOPES)}")
+        raise A44Error(E_INVALID_ARGUMENT, "a token needs a --scope", hint=f"one of: {', '.join(SCOPES)}")
     cidrs = []
     for c in allow_cidrs or []:
         try:
             cidrs.append(str(ipaddress.ip_network(c, strict=False)))
         except ValueError:
-            raise A44Error("E_INVALID_ARGUMENT", f"{c!r} is not a CIDR", hint="e.g. 203.0.113.0/24") from None
+            raise A44Error(E_INVALID_ARGUMENT, f"{c!r} is not a CIDR", hint="e.g. 203.0.113.0/24") from None
     now = store.clock.now()
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token_id = new_id("tok", now)
@@ -82,12 +83,12 @@ async def create_token(store, project: str, name: str, scopes: list[str], expire
 
 async def check_token(store, authorization: str | None, remote: str | None, scope: str) -> Principal:
     if not authorization:
-        raise AuthError(401, E_TOKEN_INVALID, "an API token is required (Authorization: Bearer a44_pat_...)",
+        raise AuthError(E_TOKEN_INVALID, "an API token is required (Authorization: Bearer a44_pat_...)",
                         "missing")
     kind, _, token = authorization.partition(" ")
     token = token.strip()
     if kind.lower() != "bearer" or not token:
-        raise AuthError(401, E_TOKEN_INVALID, "use Authorization: Bearer <token>", "malformed")
+        raise AuthError(E_TOKEN_INVALID, "use Authorization: Bearer <token>", "malformed")
     try:
         address = str(ipaddress.ip_address((remote or "").split("%")[0]))
     except ValueError:
@@ -95,17 +96,17 @@ async def check_token(store, authorization: str | None, remote: str | None, scop
     row = await store.fetchrow("token_by_hash", token_hash(token), address)
     now = store.clock.now()
     if row is None:
-        raise AuthError(401, E_TOKEN_INVALID, "unknown API token", "unknown")
+        raise AuthError(E_TOKEN_INVALID, "unknown API token", "unknown")
     if row["revoked_at"] is not None:
-        raise AuthError(401, E_TOKEN_INVALID, "this API token was revoked", "revoked")
+        raise AuthError(E_TOKEN_INVALID, "this API token was revoked", "revoked")
     if row["expires_at"] is not None and row["expires_at"] <= now:
-        raise AuthError(401, E_TOKEN_INVALID, "this API token has expired", "expired")
+        raise AuthError(E_TOKEN_INVALID, "this API token has expired", "expired")
     if not row["address_allowed"]:
-        raise AuthError(403, E_FORBIDDEN, f"this API token is not allowed from {address}", "cidr")
+        raise AuthError(E_FORBIDDEN, f"this API token is not allowed from {address}", "cidr")
     principal = Principal(row["token_id"], row["project_id"], row["name"], frozenset(row["scopes"]),
                           row["expires_at"])
     if not principal.allows(scope):
-        raise AuthError(403, E_FORBIDDEN, f"this API token lacks the {scope} scope", "scope")
+        raise AuthError(E_FORBIDDEN, f"this API token lacks the {scope} scope", "scope")
     return principal
 
 
@@ -115,4 +116,4 @@ async def list_tokens(store, project: str) -> list[dict]:
 
 async def revoke_token(store, project: str, token_id: str) -> None:
     if await store.fetchval("token_revoke", token_id, project, store.clock.now()) is None:
-        raise A44Error("E_TOKEN_NOT_FOUND", f"no active token {token_id} in {project}")
+        raise A44Error(E_TOKEN_NOT_FOUND, f"no active token {token_id} in {project}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...errors import A44Error
+from ...errors import E_SECRET_ALREADY_SHOWN, E_TRIGGER_NOT_FOUND, A44Error
 from ..queries import sql
 from ..results import encode_json
 from .ids import new_id
@@ -22,8 +22,6 @@ from .webhook_cache import invalidate
 
 ROTATION_GRACE = timedelta(hours=48)
 SECRET_PREFIX = "whsec_"
-E_TRIGGER_NOT_FOUND = "E_TRIGGER_NOT_FOUND"
-E_SECRET_ALREADY_SHOWN = "E_SECRET_ALREADY_SHOWN"
 
 
 def new_secret() -> str:

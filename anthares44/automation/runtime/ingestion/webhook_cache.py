@@ -15,14 +15,13 @@ In this process, `store_triggers`, `rotate_secret` and `current_secret` also dro
 
 from __future__ import annotations
 
-import os
 import time
 import weakref
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-TTL_S = float(os.environ.get("A44_WEBHOOK_CACHE_TTL", "2"))
+TTL_S = 2.0      # the default; a process sets its own with tune() (A44_WEBHOOK_CACHE_TTL, settings.py)
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,11 @@ class TargetCache:
 
 
 _caches: "weakref.WeakKeyDictionary[Any, TargetCache]" = weakref.WeakKeyDictionary()
+
+
+def tune(store, ttl: float | None) -> None:
+    """How long the store's cache keeps an entry from now on (None: the default)."""
+    _caches[store] = TargetCache(TTL_S if ttl is None else ttl)
 
 
 def cache_for(store) -> TargetCache:

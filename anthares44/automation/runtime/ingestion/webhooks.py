@@ -21,7 +21,8 @@ from datetime import datetime
 from typing import Any
 
 from ...jsonenc import iso
-from ...errors import A44Error
+from ...errors import (E_DB, E_ENVELOPE_INVALID, E_SIGNATURE_INVALID, E_TIMESTAMP_SKEW, E_TRIGGER_NOT_FOUND,
+                       E_WORKFLOW_NOT_FOUND, A44Error, http_status)
 from ..results import encode_json
 from .ids import new_event_id
 from .metrics import COUNTERS
@@ -34,9 +35,6 @@ from .webhook_cache import WebhookTarget, cache_for, from_row
 MAX_BODY = 1024 * 1024
 MAX_SKEW_S = 300
 MAX_KEY_LEN = 256
-E_TIMESTAMP_SKEW = "E_TIMESTAMP_SKEW"
-E_SIGNATURE_INVALID = "E_SIGNATURE_INVALID"
-E_ENVELOPE_INVALID = "E_ENVELOPE_INVALID"
 
 
 class Rejection(Exception):
@@ -50,9 +48,10 @@ class Rejection(Exception):
         return {"error": {"code": self.code, "message": self.message}}
 
 
-def reject(status: int, code: str, reason: str, message: str) -> Rejection:
+def reject(code: str, reason: str, message: str) -> Rejection:
+    """The refusal of `code`, with its HTTP status from errors.py, counted under `reason`."""
     COUNTERS.inc("webhook_rejected_total", reason=reason)
-    return Rejection(status, code, reason, message)
+    return Rejection(http_status(code), code, reason, message)
 
 
 def sign(secret: str, timestamp: str | int, body: bytes) -> str:
@@ -130,14 +129,14 @@ class WebhookResult:
 def check_timestamp(timestamp: str | None, signature: str | None, now: datetime) -> str:
     """The checks that need no secret (401 missing/malformed, 408 skew); returns the timestamp as signed."""
     if not timestamp:
-        raise reject(401, E_SIGNATURE_INVALID, "missing_timestamp", "A44-Timestamp is missing")
+        raise reject(E_SIGNATURE_INVALID, "missing_timestamp", "A44-Timestamp is missing")
     if not signature:
-        raise reject(401, E_SIGNATURE_INVALID, "missing_signature", "A44-Signature is missing")
+        raise reject(E_SIGNATURE_INVALID, "missing_signature", "A44-Signature is missing")
     ts = timestamp.strip()
     if not (ts.isascii() and ts.isdigit()) or len(ts) > 12:
-        raise reject(401, E_SIGNATURE_INVALID, "bad_timestamp", "A44-Timestamp must be Unix seconds")
+        raise reject(E_SIGNATURE_INVALID, "bad_timestamp", "A44-Timestamp must be Unix seconds")
     if abs(int(ts) - now.timestamp()) > MAX_SKEW_S:
-        raise reject(408, E_TIMESTAMP_SKEW, "timestamp_skew",
+        raise reject(E_TIMESTAMP_SKEW, "timestamp_skew",
                      f"A44-Timestamp is more than {MAX_SKEW_S} s from the server clock")
     return ts
 
@@ -157,7 +156,7 @@ def check_signature(secrets: list[str], timestamp: str | None, signature: str | 
                     now: datetime) -> None:
     ts = check_timestamp(timestamp, signature, now)
     if not signature_matches(secrets, ts, signature, body):
-        raise reject(401, E_SIGNATURE_INVALID, "bad_signature", "A44-Signature does not match the body")
+        raise reject(E_SIGNATURE_INVALID, "bad_signature", "A44-Signature does not match the body")
 
 
 async def lookup(store, project: str, trigger_id: str, now: datetime | None = None, *,
@@ -179,7 +178,7 @@ async def lookup(store, project: str, trigger_id: str, now: datetime | None = No
 
 
 def _not_found(project: str, trigger_id: str) -> Rejection:
-    return reject(404, "E_TRIGGER_NOT_FOUND", "not_found", f"no webhook trigger {trigger_id} in {project}")
+    return reject(E_TRIGGER_NOT_FOUND, "not_found", f"no webhook trigger {trigger_id} in {project}")
 
 
 async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timestamp: str | None,
@@ -200,16 +199,16 @@ async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timesta
             if received_at is None or trigger.fetched_at < received_at else None
         secret = signature_matches(fresh.valid_secrets(now), ts, signature, body) if fresh is not None else None
         if secret is None:
-            raise reject(401, E_SIGNATURE_INVALID, "bad_signature", "A44-Signature does not match the body")
+            raise reject(E_SIGNATURE_INVALID, "bad_signature", "A44-Signature does not match the body")
         trigger = fresh
     try:
         data = parse_json(body)
     except ValueError as exc:
-        raise reject(400, E_ENVELOPE_INVALID, "invalid_json", f"the body is not valid JSON: {exc}") from None
+        raise reject(E_ENVELOPE_INVALID, "invalid_json", f"the body is not valid JSON: {exc}") from None
     if idempotency_key is not None:
         key = idempotency_key.strip()
         if not key or len(key) > MAX_KEY_LEN or not key.isprintable():
-            raise reject(400, E_ENVELOPE_INVALID, "bad_idempotency_key",
+            raise reject(E_ENVELOPE_INVALID, "bad_idempotency_key",
                          f"A44-Idempotency-Key must be 1..{MAX_KEY_LEN} printable characters")
     else:
         key = derived_key(body)
@@ -225,9 +224,9 @@ async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timesta
             raise _not_found(project, trigger_id)
         secret = signature_matches(trigger.valid_secrets(now), ts, signature, body)
         if secret is None:
-            raise reject(401, E_SIGNATURE_INVALID, "bad_signature", "A44-Signature does not match the body")
+            raise reject(E_SIGNATURE_INVALID, "bad_signature", "A44-Signature does not match the body")
     else:  # pragma: no cover - republished five times during one request
-        raise A44Error("E_DB", "the webhook trigger kept changing during the request; try again")
+        raise A44Error(E_DB, "the webhook trigger kept changing during the request; try again")
     if row["created_run_id"] is not None:
         COUNTERS.inc("webhook_accepted_total", outcome="created")
         return WebhookResult(202, row["created_run_id"], True, 0.0, event_id, key)
@@ -237,7 +236,7 @@ async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timesta
     else:  # claimed by a concurrent request that committed after this statement's snapshot
         held = await store.fetchrow("idempotency_key_get", project, run_key)
         if held is None:  # pragma: no cover - the holder vanished between two statements
-            raise A44Error("E_DB", f"idempotency key {run_key!r} changed hands; try again")
+            raise A44Error(E_DB, f"idempotency key {run_key!r} changed hands; try again")
         run_id, held_at = held["run_id"], held["created_at"]
     COUNTERS.inc("webhook_accepted_total", outcome="deduplicated")
     return WebhookResult(200, run_id, False, max(0.0, (now - held_at).total_seconds()), None, key)
@@ -251,9 +250,9 @@ async def _write(store, project: str, trigger: WebhookTarget, secret: str, data:
     try:
         partition_key = await workflow_partition_key(trigger.workflow_ir, data, tctx)
     except A44Error as exc:
-        raise reject(422, exc.code, "partition_key", exc.message) from None
+        raise reject(exc.code, "partition_key", exc.message) from None
     if trigger.version is None:
-        raise reject(404, "E_WORKFLOW_NOT_FOUND", "no_workflow",
+        raise reject(E_WORKFLOW_NOT_FOUND, "no_workflow",
                      f"the workflow {trigger.workflow_id} of {trigger_id} is not published")
     event_id = new_event_id(now)
     envelope = encode_json({"id": event_id, "type": f"webhook.{trigger_id}", "idempotency_key": key,

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from ...durations import parse_duration, parse_rate
-from ...errors import A44Error
+from ...errors import E_DLQ_FILTER, E_DLQ_NOT_FOUND, E_ENVELOPE_INVALID, E_INVALID_ARGUMENT, E_QUEUE_NOT_FOUND, A44Error
 from .. import evaluation
 from ..ingestion.dead_letters import dead_letter
 from ..ingestion.ids import new_event_id
@@ -21,11 +21,6 @@ from ..ingestion.runs import create_run_in
 from ..queries import sql
 from ..results import encode_json
 
-E_QUEUE_NOT_FOUND = "E_QUEUE_NOT_FOUND"
-E_DLQ_NOT_FOUND = "E_DLQ_NOT_FOUND"
-E_DLQ_FILTER = "E_DLQ_FILTER"
-E_ENVELOPE_INVALID = "E_ENVELOPE_INVALID"
-E_INVALID_ARGUMENT = "E_INVALID_ARGUMENT"
 DEFAULT_QUEUE = "q_default"
 ENVELOPE_FIELDS = ("id", "type", "idempotency_key", "occurred_at", "data")
 # what a --filter may read: the DLQ row

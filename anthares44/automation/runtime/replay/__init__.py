@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from ...attempts import Attempt
 from ...compiler.ir import WorkflowIR, load_workflow_ir
-from ...errors import A44Error
+from ...errors import E_INVALID_ARGUMENT, A44Error
 from ..queries import sql
 from .plan import (E_REPLAY_NOT_TERMINAL, E_REPLAY_UNKNOWN_STEP, E_REPLAY_VERSION_MISMATCH, Cut, RunPlan,
                    check_version, per_run_doc, plan_run, run_seconds, step_durations, summarize)
@@ -95,7 +95,7 @@ async def prepare(store, project: str, selection: Selection, cut: Cut, *, to_ver
                   request: str | None = None) -> ReplayPlan:
     """Select the runs, check them, and compute per run what is reused and what runs again. Reads only."""
     if (cut.from_step is None) == (cut.from_time is None):
-        raise A44Error("E_INVALID_ARGUMENT", "a replay needs exactly one cut: --from-step S or --from-time T")
+        raise A44Error(E_INVALID_ARGUMENT, "a replay needs exactly one cut: --from-step S or --from-time T")
     rid = request or request_id(project, selection, cut, to_version)
     rows = [dict(r) for r in await store.fetch("replay_select", project, list(selection.run_ids) or None,
                                                selection.state, selection.workflow, selection.step,

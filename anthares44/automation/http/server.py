@@ -4,7 +4,6 @@ docs/webhooks.md, docs/events.md)."""
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import os
 import secrets
@@ -15,12 +14,15 @@ from typing import Any
 
 from aiohttp import web
 
-from ...jsonenc import to_json
-from ...errors import E_BAD_REQUEST, E_DB_UNAVAILABLE, E_INTERNAL, E_NOT_FOUND, A44Error
-from ..ingestion import bus, tokens, webhooks
-from ..ingestion.metrics import COUNTERS
-from ..ingestion.webhooks import MAX_BODY, Rejection, reject
-from .limits import STOPPING_KEY, CappedSite, ClientGone, HttpLimits, read_body, until_gone
+from ..jsonenc import to_json
+from ..errors import (E_BAD_REQUEST, E_BODY_TOO_LARGE, E_DB_UNAVAILABLE, E_FORBIDDEN, E_HEADER_DUPLICATED, E_HTTP_BIND,
+                      E_INTERNAL, E_INVALID_ARGUMENT, E_METHOD_NOT_ALLOWED, E_NOT_FOUND, E_REQUEST_TIMEOUT,
+                      E_TRIGGER_NOT_FOUND, E_UNSUPPORTED_MEDIA_TYPE, A44Error, http_status)
+from ..app import gateway
+from ..app.ingestion import Ingestion
+from ..app.gateway import MAX_WEBHOOK_BODY, AuthError, Rejection, count, refuse_webhook
+from ..app.serve import HttpLimits, HttpSettings, is_loopback
+from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_body, until_gone
 from .params import PARAMS_KEY, check, params
 
 log = logging.getLogger("a44.http")
@@ -32,14 +34,8 @@ PRINCIPAL_KEY = web.RequestKey("principal", object) if hasattr(web, "RequestKey"
 MAX_API_BODY = 8 * 1024 * 1024
 _A44_HEADERS = ("A44-Signature", "A44-Timestamp", "A44-Idempotency-Key", "Content-Type")
 
-_STATUS_BY_CODE = {
-    "E_RUN_NOT_FOUND": 404, "E_WORKFLOW_NOT_FOUND": 404, "E_EVENT_NOT_FOUND": 404, "E_TRIGGER_NOT_FOUND": 404,
-    "E_NOT_FOUND": 404, "E_INVALID_ARGUMENT": 400, "E_BAD_REQUEST": 400, "E_IDEMPOTENCY_KEY_REQUIRED": 400,
-    "E_ENVELOPE_INVALID": 400, "E_TEMPLATE": 422, "E_VERSION_CONFLICT": 409, "E_VERSION_REGRESSION": 409,
-    "E_METHOD_NOT_ALLOWED": 405, "E_REQUEST_TIMEOUT": 408, "E_BODY_TOO_LARGE": 413, "E_DB_UNAVAILABLE": 503,
-}
 # webhook_rejected_total{reason} of the refusals the webhook endpoint shares with the REST API
-_WEBHOOK_REASONS = {"E_BODY_TOO_LARGE": "body_too_large", "E_REQUEST_TIMEOUT": "body_timeout"}
+_WEBHOOK_REASONS = {E_BODY_TOO_LARGE: "body_too_large", E_REQUEST_TIMEOUT: "body_timeout"}
 
 
 def json_response(doc: Any, status: int = 200, headers: dict | None = None) -> web.Response:
@@ -58,7 +54,7 @@ def error_response(status: int, code: str, message: str, hint: str | None = None
 def a44_error_response(request: web.Request, exc: A44Error) -> web.Response:
     """The answer for an A44Error. A 5xx never carries the error's message (a query name, a PostgreSQL message,
     a database host): that goes to the log, under the correlation id the answer gives."""
-    status = _STATUS_BY_CODE.get(exc.code, 500)
+    status = http_status(exc.code)
     if status >= 500:
         cid = _log_failure(request, exc.code, str(exc))
         if exc.code == E_DB_UNAVAILABLE:
@@ -93,8 +89,7 @@ async def guard(request: web.Request, handler):
     except web.HTTPException as exc:  # aiohttp's own answers: no such route, wrong method
         if exc.status < 400:
             raise
-        code = {404: E_NOT_FOUND, 405: "E_METHOD_NOT_ALLOWED", 413: "E_BODY_TOO_LARGE"}.get(exc.status,
-                                                                                           E_BAD_REQUEST)
+        code = {404: E_NOT_FOUND, 405: E_METHOD_NOT_ALLOWED, 413: E_BODY_TOO_LARGE}.get(exc.status, E_BAD_REQUEST)
         headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
         return error_response(exc.status, code, exc.reason, headers=headers)
     except A44Error as exc:
@@ -113,37 +108,37 @@ async def webhook(request: web.Request) -> web.StreamResponse:
         headers = {"Allow": "POST"} if rej.status == 405 else None
         return json_response(rej.to_dict(), rej.status, headers)
     except A44Error as exc:
-        COUNTERS.inc("webhook_rejected_total", reason=_WEBHOOK_REASONS.get(exc.code, "unavailable"))
+        count("webhook_rejected_total", reason=_WEBHOOK_REASONS.get(exc.code, "unavailable"))
         return a44_error_response(request, exc)
 
 
 async def _webhook(request: web.Request) -> web.StreamResponse:
     store = request.app[STORE_KEY]
     if request.method != "POST":
-        raise reject(405, "E_METHOD_NOT_ALLOWED", "method", "webhooks accept POST only")
+        raise refuse_webhook(E_METHOD_NOT_ALLOWED, "method", "webhooks accept POST only")
     project, trigger_id = params(request)["project"], params(request)["trigger"]
     if not project.startswith("pj_"):
-        raise reject(404, "E_TRIGGER_NOT_FOUND", "not_found", "no such webhook")
+        raise refuse_webhook(E_TRIGGER_NOT_FOUND, "not_found", "no such webhook")
     for name in _A44_HEADERS:
         if len(request.headers.getall(name, [])) > 1:
-            raise reject(400, "E_HEADER_DUPLICATED", "duplicate_header", f"{name} is sent more than once")
+            raise refuse_webhook(E_HEADER_DUPLICATED, "duplicate_header", f"{name} is sent more than once")
     received_at = time.monotonic()
-    trigger = await webhooks.lookup(store, project, trigger_id, store.clock.now())
+    trigger = await gateway.find_webhook(store, project, trigger_id)
     if trigger is None:
-        raise reject(404, "E_TRIGGER_NOT_FOUND", "not_found", f"no webhook trigger {trigger_id} in {project}")
+        raise refuse_webhook(E_TRIGGER_NOT_FOUND, "not_found", f"no webhook trigger {trigger_id} in {project}")
     ctype = request.headers.get("Content-Type", "")
     mime, _, ctype_params = ctype.partition(";")
     charset = ctype_params.strip().lower().replace(" ", "")
     if mime.strip().lower() != "application/json" or (charset and charset not in ("charset=utf-8", "charset=\"utf-8\"")):
-        raise reject(415, "E_UNSUPPORTED_MEDIA_TYPE", "content_type", "Content-Type must be application/json")
-    body = await read_body(request, MAX_BODY, request.app[LIMITS_KEY].body_timeout)
-    return _answer(await webhooks.accept_webhook(
+        raise refuse_webhook(E_UNSUPPORTED_MEDIA_TYPE, "content_type", "Content-Type must be application/json")
+    body = await read_body(request, MAX_WEBHOOK_BODY, request.app[LIMITS_KEY].body_timeout)
+    return _answer(await gateway.accept_webhook(
         store, project, trigger, timestamp=request.headers.get("A44-Timestamp"),
         signature=request.headers.get("A44-Signature"),
         idempotency_key=request.headers.get("A44-Idempotency-Key"), body=body, received_at=received_at))
 
 
-def _answer(result: webhooks.WebhookResult) -> web.Response:
+def _answer(result: gateway.WebhookResult) -> web.Response:
     return json_response({"run_id": result.run_id}, result.status,
                          {"A44-Idempotency-Key-Age": f"{result.key_age_seconds:.3f}",
                           "A44-Deduplicated": "false" if result.created else "true"})
@@ -161,27 +156,27 @@ async def api_auth(request: web.Request, handler):
             or request.match_info.get("project") is not None:
         return await handler(request)
     try:
-        principal = await tokens.check_token(request.app[STORE_KEY], request.headers.get("Authorization"),
+        principal = await gateway.authenticate(request.app[STORE_KEY], request.headers.get("Authorization"),
                                              request.remote, scope_for(request))
-    except tokens.AuthError as exc:
+    except AuthError as exc:
         return _auth_refusal(exc)
     asked = request.headers.get("A44-Project")  # the CLI's remote mode says which project it means
     if asked and asked != principal.project_id:
-        COUNTERS.inc("api_rejected_total", reason="project")
-        return error_response(403, tokens.E_FORBIDDEN, f"this API token belongs to {principal.project_id}, "
-                                                       f"not {asked}")
+        count("api_rejected_total", reason="project")
+        return error_response(http_status(E_FORBIDDEN), E_FORBIDDEN,
+                              f"this API token belongs to {principal.project_id}, not {asked}")
     request[PRINCIPAL_KEY] = principal
     return await handler(request)
 
 
-def _auth_refusal(exc: tokens.AuthError) -> web.Response:
-    COUNTERS.inc("api_rejected_total", reason=exc.reason)
+def _auth_refusal(exc: AuthError) -> web.Response:
+    count("api_rejected_total", reason=exc.reason)
     headers = {"WWW-Authenticate": 'Bearer realm="a44"'} if exc.status == 401 else None
     return error_response(exc.status, exc.code, exc.message, headers=headers)
 
 
 def automation_for(request: web.Request):
-    from ...app.automation import Automation
+    from ..app.automation import Automation
 
     project = request[PRINCIPAL_KEY].project_id
     autos = request.app[AUTOS_KEY]
@@ -190,17 +185,21 @@ def automation_for(request: web.Request):
     return autos[project]
 
 
+def ingestion_for(request: web.Request) -> Ingestion:
+    return Ingestion(automation_for(request))
+
+
 async def read_json(request: web.Request) -> Any:
     raw = await read_body(request, MAX_API_BODY, request.app[LIMITS_KEY].body_timeout)
     try:
-        return webhooks.parse_json(raw) if raw else {}
+        return gateway.parse_json(raw) if raw else {}
     except ValueError as exc:
-        raise A44Error("E_INVALID_ARGUMENT", f"the body is not valid JSON: {exc}") from None
+        raise A44Error(E_INVALID_ARGUMENT, f"the body is not valid JSON: {exc}") from None
 
 
 def _obj(doc: Any) -> dict:
     if not isinstance(doc, dict):
-        raise A44Error("E_INVALID_ARGUMENT", "the body must be a JSON object")
+        raise A44Error(E_INVALID_ARGUMENT, "the body must be a JSON object")
     return doc
 
 
@@ -210,14 +209,14 @@ async def api_publish(request: web.Request) -> web.Response:
     files = doc.get("files")
     if not isinstance(files, dict) or not files or not all(isinstance(k, str) and isinstance(v, str)
                                                            for k, v in files.items()):
-        raise A44Error("E_INVALID_ARGUMENT", "`files` must map relative paths to YAML texts")
+        raise A44Error(E_INVALID_ARGUMENT, "`files` must map relative paths to YAML texts")
     auto = automation_for(request)
     with tempfile.TemporaryDirectory(prefix="a44-publish-") as tmp:
         root = Path(tmp)
         for rel, text in files.items():
             target = (root / rel).resolve()
             if root.resolve() not in target.parents:
-                raise A44Error("E_INVALID_ARGUMENT", f"{rel!r} is not a relative path inside the project")
+                raise A44Error(E_INVALID_ARGUMENT, f"{rel!r} is not a relative path inside the project")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         report = await auto.publish([str(root)])
@@ -236,9 +235,9 @@ async def api_run(request: web.Request) -> web.Response:
     key = doc.get("idempotency_key") or request.headers.get("A44-Idempotency-Key")
     workflow = doc.get("workflow")
     if not isinstance(workflow, str):
-        raise A44Error("E_INVALID_ARGUMENT", "`workflow` (string) is required")
+        raise A44Error(E_INVALID_ARGUMENT, "`workflow` (string) is required")
     if key is not None and not isinstance(key, str):
-        raise A44Error("E_INVALID_ARGUMENT", "`idempotency_key` must be a string")
+        raise A44Error(E_INVALID_ARGUMENT, "`idempotency_key` must be a string")
     handle = await automation_for(request).run(workflow, doc.get("input"), key)
     return json_response(handle.to_dict(), 202 if handle.created else 200)
 
@@ -279,22 +278,20 @@ async def api_logs(request: web.Request) -> web.StreamResponse:
 async def api_events_publish(request: web.Request) -> web.Response:
     doc = _obj(await read_json(request))
     key = doc.get("idempotency_key", request.headers.get("A44-Idempotency-Key"))
-    result = await bus.publish_event(request.app[STORE_KEY], request[PRINCIPAL_KEY].project_id, doc.get("type"),
-                                     doc.get("data"), key, partition_key=doc.get("partition_key"),
-                                     occurred_at=doc.get("occurred_at"))
+    result = await ingestion_for(request).publish_event(doc.get("type"), doc.get("data"), key,
+                                                        partition_key=doc.get("partition_key"),
+                                                        occurred_at=doc.get("occurred_at"))
     return json_response(result.to_dict(), result.status)
 
 
 async def api_events_list(request: web.Request) -> web.Response:
     q = params(request)
-    events = await bus.list_events(request.app[STORE_KEY], request[PRINCIPAL_KEY].project_id, q.get("type"),
-                                   min(q.get("limit", 50), 1000), q.get("offset", 0))
+    events = await ingestion_for(request).events(q.get("type"), min(q.get("limit", 50), 1000), q.get("offset", 0))
     return json_response({"events": events})
 
 
 async def api_event_get(request: web.Request) -> web.Response:
-    return json_response(await bus.get_event(request.app[STORE_KEY], request[PRINCIPAL_KEY].project_id,
-                                             params(request)["event_id"]))
+    return json_response(await ingestion_for(request).event(params(request)["event_id"]))
 
 
 async def api_whoami(request: web.Request) -> web.Response:
@@ -315,21 +312,14 @@ async def metrics(request: web.Request) -> web.Response:
     client with a valid `automation:read` token (its CIDRs apply) and nobody without one."""
     if request.app[LIMITS_KEY].metrics_token_required:
         try:
-            await tokens.check_token(request.app[STORE_KEY], request.headers.get("Authorization"), request.remote,
+            await gateway.authenticate(request.app[STORE_KEY], request.headers.get("Authorization"), request.remote,
                                      "automation:read")
-        except tokens.AuthError as exc:
+        except AuthError as exc:
             return _auth_refusal(exc)
     elif not is_loopback(request.remote):
-        return error_response(403, tokens.E_FORBIDDEN, "/metrics answers loopback clients only",
+        return error_response(http_status(E_FORBIDDEN), E_FORBIDDEN, "/metrics answers loopback clients only",
                               hint="serve with --metrics-token-required to give it to holders of a read token")
-    return web.Response(text=COUNTERS.render(), content_type="text/plain")
-
-
-def is_loopback(remote: str | None) -> bool:
-    try:
-        return ipaddress.ip_address((remote or "").split("%")[0]).is_loopback
-    except ValueError:
-        return False
+    return web.Response(text=gateway.metrics_text(), content_type="text/plain")
 
 
 async def health(request: web.Request) -> web.Response:
@@ -369,22 +359,29 @@ def build_app(store, limits: HttpLimits | None = None) -> web.Application:
 
 
 class HttpServer:
-    """Runs the application on host:port inside the current event loop (serve / ingest / tests)."""
+    """Runs the application on settings.host:settings.port inside the current event loop (`app.serve()`, tests).
+    Port 0 picks a free one (`port` then says which)."""
 
-    def __init__(self, store, host: str = "127.0.0.1", port: int = 8044, limits: HttpLimits | None = None):
-        self.store, self.host, self.port = store, host, port
-        self.limits = limits or HttpLimits()
+    def __init__(self, store, settings: HttpSettings | None = None):
+        self.store = store
+        self.settings = settings or HttpSettings()
+        self.host, self.port = self.settings.host, self.settings.port
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> "HttpServer":
-        self._runner = web.AppRunner(build_app(self.store, self.limits), access_log=None, handle_signals=False,
-                                     **self.limits.handler_args())
+        limits = self.settings.limits
+        self._runner = web.AppRunner(build_app(self.store, limits), access_log=None, handle_signals=False,
+                                     **handler_args(limits))
         await self._runner.setup()
-        site = CappedSite(self._runner, self.host, self.port, self.limits.max_connections, reuse_address=True)
-        await site.start()
+        site = CappedSite(self._runner, self.host, self.port, limits.max_connections, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as exc:
+            await self.stop()
+            raise A44Error(E_HTTP_BIND, f"cannot listen on {self.host}:{self.port}: {exc.strerror}") from None
         if self.port == 0:
             self.port = self._runner.addresses[0][1]
-        log.warning("http listening on http://%s:%d", self.host, self.port)
+        log.warning("http listening on %s", self.url)
         return self
 
     @property
@@ -393,7 +390,8 @@ class HttpServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
 
     async def stop(self) -> None:
         if self._runner is not None:

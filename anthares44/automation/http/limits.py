@@ -16,14 +16,14 @@ import asyncio
 import contextlib
 import json
 import logging
-from dataclasses import dataclass
 from typing import AsyncIterator
 
 from aiohttp import web
 from aiohttp.http import HttpProcessingError
 
-from ...errors import E_BODY_TOO_LARGE, E_REQUEST_TIMEOUT, E_SERVER_BUSY, A44Error
-from ..ingestion.metrics import COUNTERS
+from ..app.gateway import count
+from ..app.serve import HttpLimits
+from ..errors import E_BODY_TOO_LARGE, E_REQUEST_TIMEOUT, E_SERVER_BUSY, A44Error
 
 log = logging.getLogger("a44.http")
 
@@ -33,18 +33,10 @@ STREAM_CHECK_S = 1.0
 STOPPING_KEY = web.AppKey("stopping", asyncio.Event)
 
 
-@dataclass(frozen=True)
-class HttpLimits:
-    header_timeout: float = 10.0
-    body_timeout: float = 30.0
-    max_connections: int = 1000
-    metrics_token_required: bool = False
-
-    def handler_args(self) -> dict:
-        """aiohttp's RequestHandler options (web.AppRunner(**handler_args))."""
-        return {"keepalive_timeout": self.header_timeout, "max_line_size": MAX_LINE, "max_field_size": MAX_LINE,
-                "max_headers": MAX_HEADERS, "lingering_time": min(self.header_timeout, 10.0),
-                "logger": ProtocolLog()}
+def handler_args(limits: HttpLimits) -> dict:
+    """aiohttp's RequestHandler options (web.AppRunner(**handler_args(limits)))."""
+    return {"keepalive_timeout": limits.header_timeout, "max_line_size": MAX_LINE, "max_field_size": MAX_LINE,
+            "max_headers": MAX_HEADERS, "lingering_time": min(limits.header_timeout, 10.0), "logger": ProtocolLog()}
 
 
 class ProtocolLog:
@@ -60,7 +52,7 @@ class ProtocolLog:
 
     def exception(self, msg, *args, exc_info=True, **kwargs) -> None:
         if isinstance(exc_info, HttpProcessingError) and 400 <= (exc_info.code or 400) < 500:
-            COUNTERS.inc("http_malformed_total")
+            count("http_malformed_total")
             what = " ".join(line.strip() for line in str(exc_info.message).splitlines() if line.strip())
             self._log.info("refused malformed HTTP (%s): %s", exc_info.code, what[:200])
             return
@@ -92,7 +84,7 @@ async def read_body(request: web.Request, limit: int, timeout: float) -> bytes:
     except ConnectionError:
         log.warning("client %s closed the connection mid-body on %s %s (%d bytes read)", request.remote,
                     request.method, request.path, size)
-        COUNTERS.inc("http_client_gone_total")
+        count("http_client_gone_total")
         raise ClientGone() from None
     return b"".join(chunks)
 
@@ -133,7 +125,7 @@ class _Busy(asyncio.Protocol):
                                                                    "retry shortly"}}).encode()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        COUNTERS.inc("http_connections_refused_total")
+        count("http_connections_refused_total")
         transport.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
                         b"Retry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
                         % (len(self.BODY), self.BODY))

@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 from aiohttp import web
 
-from ...durations import parse_duration
-from ...errors import E_BAD_REQUEST, A44Error
+from ..durations import parse_duration
+from ..errors import E_BAD_REQUEST, A44Error
 
 PARAMS_KEY = web.RequestKey("params", dict) if hasattr(web, "RequestKey") else "params"
 MAX_ID_LEN = 200

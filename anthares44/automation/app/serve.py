@@ -1,0 +1,193 @@
+"""`serve()`: one a44 process composed from one `ServeSettings`: the interpreter daemon (runtime/engine), the
+scheduler of schedule triggers (runtime/scheduling) and the HTTP plane (webhooks, the bus endpoint, the REST API,
+`/metrics`). `a44 automation serve` runs all three (HTTP when `--http-port` is given), `a44 automation ingest`
+the HTTP plane alone.
+
+The HTTP plane is an edge (`http/`): imports go down only, so the caller hands `serve()` a factory that builds it
+(`http.HttpServer`) instead of this module importing it. `HttpSettings` and `HttpLimits` are plain values the edge
+reads; nothing here touches aiohttp.
+
+A non-loopback `host` is refused unless `/metrics` requires a token (`metrics_token_required`): the REST API
+always requires one and webhooks are signed, but `/metrics` trusts any client whose address is loopback, which
+behind a reverse proxy on the same machine is every client (docs/api.md "Listening address").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from ..errors import E_HTTP_HOST_UNSAFE, A44Error
+
+log = logging.getLogger("a44.serve")
+DEFAULT_HOST = "127.0.0.1"
+HTTP_POOL = 20                 # the HTTP plane's own connections: requests never wait for a worker's
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """How long and how much the HTTP plane waits for a client (docs/api.md "Limits"; http/limits.py)."""
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections: int = 1000
+    metrics_token_required: bool = False
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    port: int = 8044
+    host: str = DEFAULT_HOST
+    pool_size: int = HTTP_POOL
+    limits: HttpLimits = field(default_factory=HttpLimits)
+    webhook_max_batch: int | None = None       # None: the defaults of docs/webhooks.md "Performance"
+    webhook_flushers: int | None = None
+    webhook_cache_ttl: float | None = None
+
+    @classmethod
+    def from_settings(cls, settings, **values) -> "HttpSettings":
+        """`values` (flags), with the webhook tuning of `settings` (settings.Settings, the environment)."""
+        return cls(webhook_max_batch=settings.webhook_max_batch, webhook_flushers=settings.webhook_flushers,
+                   webhook_cache_ttl=settings.webhook_cache_ttl, **values)
+
+    def tune(self, store) -> None:
+        from .gateway import tune_webhooks
+
+        tune_webhooks(store, max_batch=self.webhook_max_batch, flushers=self.webhook_flushers,
+                      cache_ttl=self.webhook_cache_ttl)
+
+    def check(self) -> None:
+        """E_HTTP_HOST_UNSAFE for a host other clients can reach while /metrics is loopback-only."""
+        if not is_loopback_host(self.host) and not self.limits.metrics_token_required:
+            raise A44Error(E_HTTP_HOST_UNSAFE,
+                           f"--host {self.host or '(all addresses)'} is not a loopback address, and /metrics answers "
+                           "any client whose address is loopback (every client, behind a local reverse proxy)",
+                           hint="add --metrics-token-required (then /metrics needs an automation:read token), "
+                                "or serve on 127.0.0.1 / ::1")
+
+
+def is_loopback_host(host: str) -> bool:
+    """`localhost` or a literal loopback address; another name or a wildcard (`0.0.0.0`, `::`, "") is not."""
+    return host == "localhost" or is_loopback(host.strip("[]"))
+
+
+def is_loopback(address: str | None) -> bool:
+    """A literal loopback address (127.0.0.0/8, ::1, with or without a zone); not a name, not None."""
+    try:
+        return ipaddress.ip_address((address or "").split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+class HttpPlane(Protocol):
+    url: str
+    store: Any
+
+    async def start(self) -> "HttpPlane": ...
+
+    async def stop(self) -> None: ...
+
+
+HttpFactory = Callable[[Any, HttpSettings], HttpPlane]    # (store, settings) -> a server not yet started
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What one process serves. `worker` None: the HTTP plane only (`ingest`), on `database_url` (None:
+    the configured database, else the embedded server). `http` None: no HTTP plane."""
+    worker: Any = None                 # runtime.engine.WorkerSettings
+    http: HttpSettings | None = None
+    database_url: str | None = None
+
+
+async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFactory | None = None,
+                ready: Callable[[str | None], None] | None = None, store=None, clock=None, registry=None) -> None:
+    """Serve until `stop` is set, then stop the HTTP plane and the scheduler first (no new work comes in) and let
+    the daemon finish in-flight steps within its grace. `ready(url)` is called once everything listens (the HTTP
+    plane's URL, None without one). `store`, `clock`, `registry`: tests inject their own."""
+    if settings.http is not None:
+        settings.http.check()      # before anything starts: a refused host leaves nothing half-running
+        if http is None:
+            raise ValueError("serve(): settings.http needs an http factory")
+    if settings.worker is None:
+        await _http_only(settings, stop, http, ready, store, clock)
+        return
+    from ..runtime.engine import Daemon
+
+    daemon = Daemon(settings.worker, store=store, registry=registry, clock=clock)
+    await daemon.start()
+    plane = await _start_http(daemon.store, settings.http, http) if settings.http is not None else None
+    scheduler = _start_scheduler(daemon, stop)
+    intake = asyncio.create_task(_stop_intake(stop, plane, scheduler, daemon))
+    if ready is not None:
+        ready(plane.url if plane is not None else None)
+    try:
+        await daemon.serve()
+    finally:
+        stop.set()
+        await intake
+
+
+async def _http_only(settings, stop, factory, ready, store, clock) -> None:
+    from ..clock import SystemClock
+    from ..runtime.database import resolve_url
+    from ..runtime.store import Store
+
+    own = store is None
+    if own:
+        url = settings.database_url or await asyncio.to_thread(resolve_url, start=True)
+        store = await Store.connect(url, clock=clock or SystemClock(), max_size=settings.http.pool_size)
+    try:
+        await store.migrate()
+        settings.http.tune(store)
+        plane = await factory(store, settings.http).start()
+        if ready is not None:
+            ready(plane.url)
+        await stop.wait()
+        await plane.stop()
+    finally:
+        if own:
+            await store.close()
+
+
+async def _start_http(worker_store, settings: HttpSettings, factory: HttpFactory) -> HttpPlane:
+    """The HTTP plane on its own pool, so requests never wait for worker connections."""
+    from ..runtime.store import Store
+
+    store = await Store.connect(worker_store.url, clock=worker_store.clock, max_size=settings.pool_size)
+    settings.tune(store)
+    try:
+        plane = await factory(store, settings).start()
+    except BaseException:
+        await store.close()
+        raise
+    return plane
+
+
+def _start_scheduler(daemon, stop: asyncio.Event) -> asyncio.Task | None:
+    """The scheduler of schedule triggers beside the daemon; several processes may each run one."""
+    if not daemon.settings.schedules:
+        return None
+    from ..runtime.scheduling import Scheduler
+
+    sched = Scheduler(daemon.store, clock=daemon.engine.clock, name=daemon.settings.worker_id)
+    return asyncio.create_task(sched.serve(stop))
+
+
+async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon) -> None:
+    """On `stop`: no new work (scheduler decisions are transactions: cancelling one mid-way loses nothing; the HTTP
+    plane stops taking webhooks and events), then the daemon's graceful shutdown."""
+    try:
+        await stop.wait()
+    finally:
+        if scheduler is not None:
+            scheduler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await scheduler
+        if plane is not None:
+            await plane.stop()
+            await plane.store.close()
+        daemon.request_stop()

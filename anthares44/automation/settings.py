@@ -1,0 +1,121 @@
+"""Every `A44_*` environment variable, declared once with its meaning, and `Settings`: their values, read once.
+
+The edges read the environment (`Settings.from_env()` in the CLI's `main`, or a caller of the Python API) and hand
+values down; a module below them takes a value as an argument instead of looking the variable up, and nothing
+reads the environment when it is imported. `docs/settings.md` is generated from `VARIABLES`:
+`python -m anthares44.automation.settings > docs/settings.md` (tests/test_settings.py keeps it true).
+
+`A44_SECRET_<REF>` is the one family: a workflow names its secret references, so the variable to read is known
+only when a step asks for one (runtime/secrets.py looks it up by name then, at run time, never at import).
+
+A small frozen dataclass rather than pydantic-settings: the CLI reads this on every verb, `lint` included, which
+must start fast; the parsing it needs is four integers, a float and a flag.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    field: str
+    doc: str
+    kind: type = str             # str, int, float or bool
+
+
+VARIABLES: tuple[Variable, ...] = (
+    Variable("A44_PROJECT", "project", "the project of a verb without `--project` (else `pj_default`)"),
+    Variable("A44_DATABASE_URL", "database_url",
+             "the control store (PostgreSQL URL); unset: the embedded server under `$A44_HOME` (docs/store.md)"),
+    Variable("A44_APP_DATABASE_URL", "app_database_url",
+             "where workflow SQL (`sql/execute`) runs; unset: the embedded server's `a44_app`, never the control "
+             "store (docs/connectors.md)"),
+    Variable("A44_HOME", "home", "the a44 directory: embedded database, credentials, secrets, networks.json "
+                                 "(default `~/.a44`)"),
+    Variable("A44_API_URL", "api_url", "a daemon's REST API for the runtime verbs' remote mode (docs/cli.md)"),
+    Variable("A44_API_TOKEN", "api_token", "the API token of remote mode, instead of a stored `a44 auth login`"),
+    Variable("A44_WORKER_ID", "worker_id", "`serve`: the worker's name in leases and attempts (default "
+                                           "host:pid:random)"),
+    Variable("A44_CONCURRENCY", "concurrency", "`serve`: runs in flight in one daemon (default 16)", int),
+    Variable("A44_LEASE_TIMEOUT", "lease_timeout", "`serve`: the lease per run, a duration (default 30s)"),
+    Variable("A44_WEBHOOK_MAX_BATCH", "webhook_max_batch",
+             "webhook writes grouped into one commit at most (default 128, docs/webhooks.md)", int),
+    Variable("A44_WEBHOOK_FLUSHERS", "webhook_flushers", "webhook write batches in flight at most (default 2)", int),
+    Variable("A44_WEBHOOK_CACHE_TTL", "webhook_cache_ttl",
+             "seconds a process caches a webhook trigger and its secrets (default 2)", float),
+    Variable("A44_SECRET_KEY", "secret_key", "the key of `$A44_HOME/secrets.json` (hex, 32 bytes or more); unset: "
+                                             "`$A44_HOME/secret.key`"),
+    Variable("A44_NETWORKS_FILE", "networks_file", "the private networks file (default `$A44_HOME/networks.json`)"),
+    Variable("A44_PG_SYSTEM_USER", "pg_system_user",
+             "the operating-system user the embedded PostgreSQL runs as when a44 runs as root"),
+    Variable("A44_DEBUG", "debug", "any value: an internal error prints its traceback", bool),
+)
+SECRET_PREFIX = "A44_SECRET_"    # + the reference in upper case: a secret source of runtime/secrets.py
+
+
+@dataclass(frozen=True)
+class Settings:
+    project: str | None = None
+    database_url: str | None = None
+    app_database_url: str | None = None
+    home: str | None = None
+    api_url: str | None = None
+    api_token: str | None = None
+    worker_id: str | None = None
+    concurrency: int | None = None
+    lease_timeout: str | None = None
+    webhook_max_batch: int | None = None
+    webhook_flushers: int | None = None
+    webhook_cache_ttl: float | None = None
+    secret_key: str | None = None
+    networks_file: str | None = None
+    pg_system_user: str | None = None
+    debug: bool = False
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+        """The variables of `environ` (default os.environ); an empty one counts as unset. ValueError naming the
+        variable when a number is not one."""
+        env = os.environ if environ is None else environ
+        values = {}
+        for var in VARIABLES:
+            text = env.get(var.name) or None
+            if text is None:
+                continue
+            if var.kind is bool:
+                values[var.field] = True
+            elif var.kind in (int, float):
+                try:
+                    values[var.field] = var.kind(text)
+                except ValueError:
+                    raise ValueError(f"{var.name}={text!r} is not a number") from None
+            else:
+                values[var.field] = text
+        return cls(**values)
+
+
+assert {v.field for v in VARIABLES} == {f.name for f in fields(Settings)}, "a variable without a field, or back"
+
+
+def _markdown() -> str:
+    """docs/settings.md, generated: `python -m anthares44.automation.settings > docs/settings.md`."""
+    lines = ["# Environment variables", "",
+             "Every `A44_*` variable a44 reads, declared once in `anthares44/automation/settings.py` and read once, "
+             "when a",
+             "command starts (a flag given on the command line wins). An empty variable counts as unset. "
+             "Regenerate with",
+             "`python -m anthares44.automation.settings > docs/settings.md`.", "",
+             "| variable | meaning |", "|---|---|"]
+    lines += [f"| `{v.name}` | {v.doc} |" for v in VARIABLES]
+    lines += [f"| `{SECRET_PREFIX}<REF>` | the value of secret reference `<ref>` (upper case: `sec_erp_client` -> "
+              f"`A44_SECRET_SEC_ERP_CLIENT`), the first secret source (docs/connectors.md); looked up by name when a "
+              f"step needs it |"]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(_markdown(), end="")
