@@ -26,6 +26,7 @@ from ..connector_services import connector_services
 from ..queries import sql
 from ..secrets import SecretSource
 from ..store import Store
+from .code_driver import CodeRunDriver
 from .interpreter import RunDriver
 from .journal import Lease, Notifier
 
@@ -141,9 +142,8 @@ class Engine:
     async def drive_run(self, row) -> str:
         """Drive one claimed run; never raises for a run's trouble (the lease expires and the run is retried)."""
         try:
-            driver = RunDriver
-            if (await self.workflow_ir(row["project_id"], row["workflow_id"], row["version"])).kind == "code":
-                from .code_driver import CodeRunDriver as driver     # a workflow written in Python (§12)
+            ir = await self.workflow_ir(row["project_id"], row["workflow_id"], row["version"])
+            driver = CodeRunDriver if ir.kind == "code" else RunDriver    # a workflow written in Python (§12)
             return await driver(self, row).drive()
         except A44Error as exc:
             self.metrics["visit_errors"] += 1
