@@ -6,6 +6,8 @@ import json
 import time
 from datetime import timedelta
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from anthares44.automation.runtime.ingestion.metrics import COUNTERS
 from anthares44.automation.runtime.ingestion.triggers import list_triggers, reveal_secret, rotate_secret
 
@@ -73,7 +75,11 @@ def test_rejections_write_nothing_and_count(live, project):
     s, doc, _ = request(live.port, "POST", PATH, body, signed_headers(project, body, ts=now - 301))
     assert doc["error"]["code"] == "E_TIMESTAMP_SKEW"
     s, text, _ = request(live.port, "GET", "/metrics")
-    assert 'webhook_rejected_total{reason="timestamp_skew"} 3' in text
+    samples = [s for fam in text_string_to_metric_families(text) for s in fam.samples]
+    assert [s.value for s in samples if s.name == "webhook_rejected_total"
+            and s.labels.get("reason") == "timestamp_skew"] == [3]          # this process's counter (worker label)
+    assert [s.value for s in samples if s.name == "automation_webhook_rejected_total"
+            and s.labels == {"reason": "timestamp_skew"}] == [3]            # the persisted total of every process
 
 
 def test_exactly_1mb_is_accepted(live, project):

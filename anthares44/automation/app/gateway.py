@@ -60,8 +60,3 @@ async def authenticate(store, authorization: str | None, remote: str | None, sco
 def count(name: str, **labels: str) -> None:
     """One more of a counter of `GET /metrics`."""
     COUNTERS.inc(name, **labels)
-
-
-def metrics_text() -> str:
-    """The counters as Prometheus text."""
-    return COUNTERS.render()

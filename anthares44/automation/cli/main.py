@@ -32,6 +32,7 @@ VERBS: dict[str, str] = {
     "replay": "cmd_replay",
     "queues": "cmd_queues",
     "dlq": "cmd_dlq",
+    "metrics": "cmd_metrics",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2

@@ -19,9 +19,11 @@ from ..errors import (E_BAD_REQUEST, E_BODY_TOO_LARGE, E_DB_UNAVAILABLE, E_FORBI
                       E_INTERNAL, E_INVALID_ARGUMENT, E_METHOD_NOT_ALLOWED, E_NOT_FOUND, E_REQUEST_TIMEOUT,
                       E_TRIGGER_NOT_FOUND, E_UNSUPPORTED_MEDIA_TYPE, A44Error, http_status)
 from ..app import gateway
+from ..app import metrics as app_metrics
 from ..app.ingestion import Ingestion
 from ..app.gateway import MAX_WEBHOOK_BODY, AuthError, Rejection, count, refuse_webhook
 from ..app.serve import HttpLimits, HttpSettings, is_loopback
+from .metrics import CONTENT_TYPE_LATEST, flush_loop, render_metrics
 from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_body, until_gone
 from .params import PARAMS_KEY, check, params
 
@@ -319,7 +321,10 @@ async def metrics(request: web.Request) -> web.Response:
     elif not is_loopback(request.remote):
         return error_response(http_status(E_FORBIDDEN), E_FORBIDDEN, "/metrics answers loopback clients only",
                               hint="serve with --metrics-token-required to give it to holders of a read token")
-    return web.Response(text=gateway.metrics_text(), content_type="text/plain")
+    store = request.app[STORE_KEY]
+    await app_metrics.flush_counters(store)     # this process's counts join the totals before they are read
+    families = await app_metrics.collect(store)
+    return web.Response(body=render_metrics(families), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 async def health(request: web.Request) -> web.Response:
@@ -354,6 +359,7 @@ def build_app(store, limits: HttpLimits | None = None) -> web.Application:
         for auto in app[AUTOS_KEY].values():
             await auto.close()
     app.on_shutdown.append(_stopping)
+    app.cleanup_ctx.append(flush_loop(store))
     app.on_cleanup.append(_close)
     return app
 

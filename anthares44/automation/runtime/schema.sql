@@ -172,6 +172,14 @@ CREATE TABLE automation.idempotency_keys (
     created_at timestamp with time zone NOT NULL
 );
 
+CREATE TABLE automation.metric_counters (
+    name text NOT NULL,
+    labels jsonb NOT NULL,
+    value bigint DEFAULT 0 NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT metric_counters_value_check CHECK ((value >= 0))
+);
+
 CREATE TABLE automation.queues (
     project_id text NOT NULL,
     queue_id text NOT NULL,
@@ -401,6 +409,9 @@ ALTER TABLE ONLY automation.events
 
 ALTER TABLE ONLY automation.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (project_id, key);
+
+ALTER TABLE ONLY automation.metric_counters
+    ADD CONSTRAINT metric_counters_pkey PRIMARY KEY (name, labels);
 
 ALTER TABLE ONLY automation.queues
     ADD CONSTRAINT queues_pkey PRIMARY KEY (project_id, queue_id);

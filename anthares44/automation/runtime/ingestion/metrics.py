@@ -1,7 +1,8 @@
-"""In-process counters of the ingestion plane, exposed as Prometheus text at `GET /metrics`.
+"""In-process counters of the ingestion plane, exposed at `GET /metrics` labelled `worker` (app/metrics.py).
 
-They live in memory on purpose: a rejected webhook must not write anything (§9), and a filter miss must cost a
-counter increment, not a row (§8.4)."""
+They live in memory on purpose: a rejected webhook must not write a row (§9), and a filter miss must cost a
+counter increment, not a row (§8.4). What they counted is added to the store's persisted totals once a second
+(`take` / `give_back`, flushed by runtime/system_metrics.py), so a flood costs one statement a second."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class Counters:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._values: dict[tuple[str, tuple[tuple[str, str], ...]], int] = defaultdict(int)
+        self._flushed: dict[tuple[str, tuple[tuple[str, str], ...]], int] = defaultdict(int)
 
     def inc(self, name: str, n: int = 1, **labels: str) -> None:
         key = (name, tuple(sorted((k, str(v)) for k, v in labels.items())))
@@ -36,37 +38,29 @@ class Counters:
                 return self._values.get((name, want), 0)
             return sum(v for (n, _), v in self._values.items() if n == name)
 
-    def snapshot(self) -> dict[str, int]:
+    def take(self) -> list[tuple[str, dict[str, str], int]]:
+        """What was counted since the last take, as (name, labels, increment); marked as flushed. A flush that
+        fails hands it back with `give_back`, so nothing is counted twice or lost while the process lives."""
         with self._lock:
-            return {_series(n, lb): v for (n, lb), v in sorted(self._values.items())}
+            out = [(name, dict(labels), v - self._flushed[(name, labels)])
+                   for (name, labels), v in self._values.items() if v != self._flushed[(name, labels)]]
+            for (name, labels), v in self._values.items():
+                self._flushed[(name, labels)] = v
+        return out
 
-    def render(self) -> str:
-        """Prometheus text exposition format."""
-        out, seen = [], set()
+    def give_back(self, taken: list[tuple[str, dict[str, str], int]]) -> None:
         with self._lock:
-            items = sorted(self._values.items())
-        for (name, labels), value in items:
-            if name not in seen:
-                seen.add(name)
-                out.append(f"# HELP {name} {HELP.get(name, name)}")
-                out.append(f"# TYPE {name} counter")
-            out.append(f"{_series(name, labels)} {value}")
-        return "\n".join(out) + "\n"
+            for name, labels, n in taken:
+                self._flushed[(name, tuple(sorted(labels.items())))] -= n
+
+    def items(self) -> list[tuple[str, dict[str, str], int]]:
+        with self._lock:
+            return [(name, dict(labels), v) for (name, labels), v in sorted(self._values.items())]
 
     def reset(self) -> None:
         with self._lock:
             self._values.clear()
-
-
-def _series(name: str, labels) -> str:
-    if not labels:
-        return name
-    inner = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
-    return f"{name}{{{inner}}}"
-
-
-def _escape(v: str) -> str:
-    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+            self._flushed.clear()
 
 
 COUNTERS = Counters()

@@ -1,0 +1,138 @@
+"""The use case "collect the metrics" (§16, docs/metrics.md): every metric as plain families of samples, for the
+HTTP edge to render as Prometheus text (`GET /metrics`) and the CLI to print (`a44 automation metrics`).
+
+System values (depths, ages, runs by state, attempts, totals) come from the store at collection time, so every
+process reports the same numbers; this process's own in-memory counters are added labelled `worker`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+
+from ..runtime import system_metrics
+from ..runtime.ingestion.metrics import COUNTERS, HELP
+from ..runtime.system_metrics import DURATION_BUCKETS
+
+BREAKER_STATES = ("closed", "open", "half_open")
+
+
+@dataclass
+class Family:
+    """One metric: `name` as exposed (a counter's without `_total`, added to its samples), its type, its help,
+    and samples (sample name, labels, value)."""
+    name: str
+    kind: str                   # gauge | counter | histogram
+    help: str
+    samples: list[tuple[str, dict[str, str], float]] = field(default_factory=list)
+
+    def add(self, labels: dict, value: float, suffix: str = "") -> None:
+        self.samples.append((self.name + suffix, {k: str(v) for k, v in labels.items()}, value))
+
+
+def worker_name() -> str:
+    """This process in the `worker` label of its own counters."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+async def collect(store, *, worker: str | None = None) -> list[Family]:
+    values = await system_metrics.read(store)
+    return [*_system(values), *_process(worker or worker_name())]
+
+
+def _system(v: system_metrics.SystemValues) -> list[Family]:
+    dlq = Family("automation_dlq_depth", "gauge", "dead letters waiting (not redriven), per queue")
+    age = Family("automation_oldest_message_age_seconds", "gauge",
+                 "age of the oldest message waiting in the queue (0: none waits)")
+    waiting = Family("automation_queue_waiting", "gauge", "runs waiting in the queue (pending)")
+    for q in v.queues:
+        labels = {"project": q["project_id"], "queue": q["queue"]}
+        dlq.add(labels, q["dlq_depth"])
+        age.add(labels, round(q["oldest_age_s"], 3))
+        waiting.add(labels, q["waiting"])
+
+    runs = Family("automation_runs", "gauge", "runs by state")
+    reclaims = Family("automation_lease_reclaim", "counter", "lease re-grants (a lease taken over after it expired)")
+    redeliveries = Family("automation_run_redeliveries", "counter", "queue redeliveries of failed runs")
+    by_project: dict[str, int] = {}
+    by_workflow: dict[tuple[str, str], int] = {}
+    for r in v.runs:
+        runs.add({"project": r["project_id"], "workflow": r["workflow_id"], "state": r["state"]}, r["runs"])
+        by_project[r["project_id"]] = by_project.get(r["project_id"], 0) + r["lease_reclaims"]
+        key = (r["project_id"], r["workflow_id"])
+        by_workflow[key] = by_workflow.get(key, 0) + r["redeliveries"]
+    for project, n in sorted(by_project.items()):
+        reclaims.add({"project": project}, n, "_total")
+    for (project, wf), n in sorted(by_workflow.items()):
+        redeliveries.add({"project": project, "workflow": wf}, n, "_total")
+
+    attempts = Family("automation_step_attempts", "counter", "step attempts by outcome (running: not finished)")
+    retries = Family("automation_step_retries", "counter", "step attempts after the first (attempt > 1)")
+    comps = Family("automation_compensations", "counter", "compensation attempts by outcome")
+    durations = Family("automation_step_duration_seconds", "histogram", "durations of finished step attempts")
+    for a in v.attempts:
+        labels = {"project": a["project_id"], "workflow": a["workflow_id"], "step": a["step_id"],
+                  "kind": a["kind"], "status": a["status"]}
+        attempts.add(labels, a["attempts"], "_total")
+        if a["retries"]:
+            retries.add(labels, a["retries"], "_total")
+        if a["kind"] == "compensation":
+            comps.add({k: labels[k] for k in ("project", "workflow", "step", "status")}, a["attempts"], "_total")
+        if a["finished"]:
+            for bound, n in zip(DURATION_BUCKETS, a["buckets"]):
+                durations.add({**labels, "le": _le(bound)}, n, "_bucket")
+            durations.add({**labels, "le": "+Inf"}, a["finished"], "_bucket")
+            durations.add(labels, a["finished"], "_count")
+            durations.add(labels, round(a["seconds"], 6), "_sum")
+
+    breaker = Family("automation_circuit_breaker_state", "gauge", "1 for the state each circuit breaker is in")
+    opened = Family("automation_circuit_breaker_opened", "counter", "times each circuit breaker opened")
+    for b in v.breakers:
+        labels = {"project": b["project_id"], "connector": b["connector_id"]}
+        for state in BREAKER_STATES:
+            breaker.add({**labels, "state": state}, 1 if b["state"] == state else 0)
+        opened.add(labels, b["opened"], "_total")
+
+    deliveries = Family("automation_event_deliveries", "counter",
+                        "event deliveries recorded, by outcome (filtered: a miss of a trigger that keeps them)")
+    for d in v.deliveries:
+        deliveries.add({"project": d["project_id"], "trigger": d["trigger_id"], "outcome": d["outcome"]}, d["n"],
+                       "_total")
+
+    persisted: dict[str, Family] = {}
+    for c in v.counters:     # the in-memory counters of every process, as flushed (names end in _total)
+        base = "automation_" + c["name"].removesuffix("_total")
+        fam = persisted.get(base)
+        if fam is None:
+            fam = persisted[base] = Family(base, "counter", HELP.get(c["name"], c["name"]) + " (every process)")
+        fam.add(c["labels"], c["value"], "_total")
+    return [dlq, age, waiting, runs, reclaims, redeliveries, attempts, retries, comps, durations, breaker, opened,
+            deliveries, *persisted.values()]
+
+
+def _process(worker: str) -> list[Family]:
+    """This process's counters since it started, under their own names (webhook_rejected_total, ...)."""
+    fams: dict[str, Family] = {}
+    for name, labels, value in COUNTERS.items():
+        base = name.removesuffix("_total")
+        fam = fams.get(base)
+        if fam is None:
+            fam = fams[base] = Family(base, "counter", HELP.get(name, name) + " (this process)")
+        fam.add({**labels, "worker": worker}, value, "_total")
+    return list(fams.values())
+
+
+def _le(bound: float) -> str:
+    return repr(float(bound))
+
+
+def as_rows(families: list[Family]) -> list[dict]:
+    """One row per sample: {name, labels, value} (the CLI's table and JSON)."""
+    return [{"name": name, "labels": labels, "value": value}
+            for fam in families for name, labels, value in fam.samples]
+
+
+async def flush_counters(store) -> int:
+    """Add this process's counts since the last flush to the totals every process reads."""
+    return await system_metrics.flush(store)

@@ -1,0 +1,74 @@
+-- Metrics (§16, docs/metrics.md): the system's values read at scrape time, so every daemon, HTTP plane and the
+-- CLI report the same numbers and none resets on restart.
+
+-- name: metrics_queues
+-- purpose: per project and queue (published, or holding waiting runs or dead letters): runs waiting, age in seconds at $1 of the oldest waiting message, DLQ depth (entries not redriven)
+with waiting as (     -- runs_queue_waiting_idx
+    select project_id, coalesce(queue, 'q_default') as queue, count(*) as n, min(created_at) as oldest
+    from automation.runs
+    where state = 'pending'
+    group by 1, 2
+), dlq as (           -- dead_letters_waiting_idx
+    select project_id, coalesce(queue, 'q_default') as queue, count(*) as n
+    from automation.dead_letters
+    where redriven_at is null
+    group by 1, 2
+), names as (
+    select project_id, queue_id as queue from automation.queues
+    union select project_id, queue from waiting
+    union select project_id, queue from dlq
+)
+select n.project_id, n.queue, coalesce(w.n, 0)::bigint as waiting,
+       coalesce(greatest(extract(epoch from $1 - w.oldest), 0), 0)::float8 as oldest_age_s,
+       coalesce(d.n, 0)::bigint as dlq_depth
+from names n
+left join waiting w on w.project_id = n.project_id and w.queue = n.queue
+left join dlq d on d.project_id = n.project_id and d.queue = n.queue
+order by 1, 2;
+
+-- name: metrics_runs
+-- purpose: per project, workflow and run state: runs, lease re-grants (runs.lease_reclaims) and redeliveries (deliveries after the first) summed over them
+select project_id, workflow_id, state, count(*)::bigint as runs,
+       coalesce(sum(lease_reclaims), 0)::bigint as lease_reclaims,
+       coalesce(sum(delivery - 1), 0)::bigint as redeliveries
+from automation.runs
+group by 1, 2, 3
+order by 1, 2, 3;
+
+-- name: metrics_attempts
+-- purpose: per project, workflow, step, kind and status: attempts, retries (attempt > 1), and finished attempts by duration bucket (width_bucket of the negated duration over $1, the negated upper bounds in seconds, ascending) with their summed duration
+with a as (
+    select a.project_id, a.run_id, a.step_id, a.kind, a.status, a.attempt,
+           extract(epoch from a.finished_at - a.started_at)::float8 as d
+    from automation.step_attempts a
+)
+select a.project_id, r.workflow_id, a.step_id, a.kind, a.status,
+       case when a.d is null then null else width_bucket(-a.d, $1::float8[]) end as bucket,
+       count(*)::bigint as attempts, count(*) filter (where a.attempt > 1)::bigint as retries,
+       coalesce(sum(a.d), 0)::float8 as seconds
+from a
+join automation.runs r on r.run_id = a.run_id
+group by 1, 2, 3, 4, 5, 6;
+
+-- name: metrics_breakers
+-- purpose: every circuit breaker's state and how often it opened
+select project_id, connector_id, state, opened_count::bigint as opened
+from automation.circuit_breakers
+order by 1, 2;
+
+-- name: metrics_deliveries
+-- purpose: event deliveries recorded per project, trigger and outcome (filter misses of triggers that keep them, dead-lettered, created, deduplicated)
+select project_id, trigger_id, outcome, count(*)::bigint as n
+from automation.event_deliveries
+group by 1, 2, 3
+order by 1, 2, 3;
+
+-- name: metrics_counters
+-- purpose: the persisted totals no row records (webhook rejections, dropped filter misses), as flushed by every process
+select name, labels, value from automation.metric_counters order by name, labels::text;
+
+-- name: metrics_counters_add
+-- purpose: add one process's counts since its last flush ($1 names, $2 labels as JSON text, $3 increments) at $4, in one statement
+insert into automation.metric_counters as m (name, labels, value, updated_at)
+select n, l::jsonb, v, $4 from unnest($1::text[], $2::text[], $3::bigint[]) as t(n, l, v)
+on conflict (name, labels) do update set value = m.value + excluded.value, updated_at = excluded.updated_at;
