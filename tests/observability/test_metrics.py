@@ -168,7 +168,7 @@ def test_metrics_equal_sql_counts_across_planes_cli_and_restarts(pg_url, tmp_pat
         assert {(w, s): v for (p, w, s), v in values(m, "automation_runs", "project", "workflow", "state").items()} == runs
         attempts = {tuple(r[:4]): r[4] for r in sql(pg_url,
                     "select r.workflow_id, a.step_id, a.kind, a.status, count(*) from automation.step_attempts a"
-                    " join automation.runs r using (run_id) group by 1, 2, 3, 4")}
+                    " join automation.runs r using (run_id) where a.status <> 'running' group by 1, 2, 3, 4")}
         assert attempts[("wf_flaky", "second", "action", "failed")] == 2       # the 503 before the retry
         got = values(m, "automation_step_attempts", "workflow", "step", "kind", "status")
         assert got == attempts
@@ -177,11 +177,19 @@ def test_metrics_equal_sql_counts_across_planes_cli_and_restarts(pg_url, tmp_pat
                    " join automation.runs r using (run_id) where a.attempt > 1 group by 1, 2")}
         assert retries == {("wf_flaky", "second"): 2}
         assert {k[:2]: v for k, v in values(m, "automation_step_retries", "workflow", "step", "status").items()} == retries
-        finished = {k: v for k, v in attempts.items() if k[3] != "running"}
-        assert values(m, "automation_step_duration_seconds", "workflow", "step", "kind", "status") == finished
+        assert values(m, "automation_step_duration_seconds", "workflow", "step", "kind", "status") == attempts
         inf = {k: v for (n, k), v in m["automation_step_duration_seconds"].items()
                if n.endswith("_bucket") and dict(k)["le"] == "+Inf"}
-        assert sum(inf.values()) == sum(finished.values())
+        assert sum(inf.values()) == sum(attempts.values())
+        for le in ("0.01", "0.25", "1.0"):
+            within = {tuple(r[:4]): r[4] for r in sql(pg_url,
+                      "select r.workflow_id, a.step_id, a.kind, a.status, count(*) from automation.step_attempts a"
+                      " join automation.runs r using (run_id) where a.status <> 'running'"
+                      " and a.finished_at - a.started_at <= $1::float8 * interval '1 s' group by 1, 2, 3, 4", float(le))}
+            got = {tuple(dict(k)[x] for x in ("workflow", "step", "kind", "status")): v
+                   for (n, k), v in m["automation_step_duration_seconds"].items()
+                   if n.endswith("_bucket") and dict(k)["le"] == le and v}
+            assert got == within, le
         # refused webhooks: this process's counter (worker label) and the persisted total
         assert values(m, "automation_webhook_rejected", "reason") == {("bad_signature",): REJECTED}
         assert sql(pg_url, "select value from automation.metric_counters where name = 'webhook_rejected_total'")[0][0] \

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from ..runtime import system_metrics
 from ..runtime.ingestion.metrics import COUNTERS, HELP
-from ..runtime.system_metrics import DURATION_BUCKETS
 
 BREAKER_STATES = ("closed", "open", "half_open")
 
@@ -67,7 +66,7 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
     for (project, wf), n in sorted(by_workflow.items()):
         redeliveries.add({"project": project, "workflow": wf}, n, "_total")
 
-    attempts = Family("automation_step_attempts", "counter", "step attempts by outcome (running: not finished)")
+    attempts = Family("automation_step_attempts", "counter", "finished step attempts by outcome")
     retries = Family("automation_step_retries", "counter", "step attempts after the first (attempt > 1)")
     comps = Family("automation_compensations", "counter", "compensation attempts by outcome")
     durations = Family("automation_step_duration_seconds", "histogram", "durations of finished step attempts")
@@ -79,12 +78,11 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             retries.add(labels, a["retries"], "_total")
         if a["kind"] == "compensation":
             comps.add({k: labels[k] for k in ("project", "workflow", "step", "status")}, a["attempts"], "_total")
-        if a["finished"]:
-            for bound, n in zip(DURATION_BUCKETS, a["buckets"]):
-                durations.add({**labels, "le": _le(bound)}, n, "_bucket")
-            durations.add({**labels, "le": "+Inf"}, a["finished"], "_bucket")
-            durations.add(labels, a["finished"], "_count")
-            durations.add(labels, round(a["seconds"], 6), "_sum")
+        for bound, n in zip(v.bounds, a["buckets"]):
+            durations.add({**labels, "le": _le(bound)}, n, "_bucket")
+        durations.add({**labels, "le": "+Inf"}, a["attempts"], "_bucket")
+        durations.add(labels, a["attempts"], "_count")
+        durations.add(labels, round(a["seconds"], 6), "_sum")
 
     breaker = Family("automation_circuit_breaker_state", "gauge", "1 for the state each circuit breaker is in")
     opened = Family("automation_circuit_breaker_opened", "counter", "times each circuit breaker opened")

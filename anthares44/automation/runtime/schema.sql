@@ -31,6 +31,35 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.metric_attempt_finished() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+    d float8;
+begin
+    if new.status = 'running' or (tg_op = 'UPDATE' and old.status <> 'running') then
+        return null;
+    end if;
+    d := greatest(extract(epoch from new.finished_at - new.started_at), 0);
+    insert into automation.metric_attempts as m (project_id, workflow_id, step_id, kind, status, bucket, shard,
+                                                 attempts, retries, seconds)
+    select new.project_id, r.workflow_id, new.step_id, new.kind, new.status, automation.metric_bucket(d),
+           hashtext(new.run_id) & 7, 1, (new.attempt > 1)::integer, d
+    from automation.runs r where r.run_id = new.run_id
+    on conflict (project_id, workflow_id, step_id, kind, status, bucket, shard) do update
+        set attempts = m.attempts + 1, retries = m.retries + excluded.retries, seconds = m.seconds + excluded.seconds;
+    return null;
+end
+$$;
+
+CREATE FUNCTION automation.metric_bucket(d double precision) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ select count(*)::integer from unnest(automation.metric_duration_bounds()) b where b < d $$;
+
+CREATE FUNCTION automation.metric_duration_bounds() RETURNS double precision[]
+    LANGUAGE sql IMMUTABLE
+    AS $$ select array[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]::float8[] $$;
+
 CREATE FUNCTION automation.notify_run_due() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -170,6 +199,19 @@ CREATE TABLE automation.idempotency_keys (
     key text NOT NULL,
     run_id text NOT NULL,
     created_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.metric_attempts (
+    project_id text NOT NULL,
+    workflow_id text NOT NULL,
+    step_id text NOT NULL,
+    kind text NOT NULL,
+    status text NOT NULL,
+    bucket integer NOT NULL,
+    shard integer NOT NULL,
+    attempts bigint DEFAULT 0 NOT NULL,
+    retries bigint DEFAULT 0 NOT NULL,
+    seconds double precision DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE automation.metric_counters (
@@ -410,6 +452,9 @@ ALTER TABLE ONLY automation.events
 ALTER TABLE ONLY automation.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (project_id, key);
 
+ALTER TABLE ONLY automation.metric_attempts
+    ADD CONSTRAINT metric_attempts_pkey PRIMARY KEY (project_id, workflow_id, step_id, kind, status, bucket, shard);
+
 ALTER TABLE ONLY automation.metric_counters
     ADD CONSTRAINT metric_counters_pkey PRIMARY KEY (name, labels);
 
@@ -502,6 +547,8 @@ CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH 
 CREATE TRIGGER runs_due_notify AFTER INSERT OR UPDATE OF next_wake_at, lease_owner ON automation.runs FOR EACH ROW EXECUTE FUNCTION automation.notify_run_due();
 
 CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
+
+CREATE TRIGGER step_attempts_metrics AFTER INSERT OR UPDATE OF status ON automation.step_attempts FOR EACH ROW EXECUTE FUNCTION automation.metric_attempt_finished();
 
 ALTER TABLE ONLY automation.runs
     ADD CONSTRAINT runs_version_fkey FOREIGN KEY (project_id, workflow_id, version) REFERENCES automation.workflow_versions(project_id, workflow_id, version);

@@ -1,10 +1,11 @@
 """The store's side of the metrics (docs/metrics.md): reading the values that describe the system from its rows at
 scrape time (queries/metrics.sql), and adding a process's in-memory counters to the persisted totals.
 
-Every process that reads them gets the same numbers and none resets on restart: depths, ages, runs by state,
-attempts and lease re-grants are derived from rows that exist anyway (a re-grant is `runs.lease_reclaims`, written
-by the claim); only what no row records (webhook rejections, dropped filter misses) is a counter row, flushed in
-one batched upsert a second.
+Every process that reads them gets the same numbers and none resets on restart: depths, ages, runs by state and
+lease re-grants are derived from rows that exist anyway (a re-grant is `runs.lease_reclaims`, written by the
+claim); finished attempts from the rollup a trigger keeps as they finish (migration 0009: aggregating the whole log
+at each scrape costs seconds); what no row records (webhook rejections, dropped filter misses) is a counter row,
+flushed in one batched upsert a second.
 """
 
 from __future__ import annotations
@@ -15,17 +16,11 @@ from dataclasses import dataclass
 
 from .ingestion.metrics import COUNTERS, Counters
 
-# upper bounds (seconds) of the step-duration histogram's buckets
-DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
-# the query counts the bounds below a duration with width_bucket over the negated bounds (width_bucket puts a value
-# equal to a bound above it; Prometheus' `le` puts it below)
-_NEGATED = sorted(-b for b in DURATION_BUCKETS)
-
-
 @dataclass
 class SystemValues:
     queues: list[dict]
     runs: list[dict]
+    bounds: list[float]         # upper bounds (seconds) of the step-duration buckets
     attempts: list[dict]        # one row per label set with `buckets`: finished attempts at or under each bound
     breakers: list[dict]
     deliveries: list[dict]
@@ -34,33 +29,27 @@ class SystemValues:
 
 async def read(store) -> SystemValues:
     """Every system value, each family from one query (run side by side on the pool)."""
-    queues, runs, attempts, breakers, deliveries, counters = await asyncio.gather(
+    queues, runs, bounds, attempts, breakers, deliveries, counters = await asyncio.gather(
         store.fetch("metrics_queues", store.clock.now()), store.fetch("metrics_runs"),
-        store.fetch("metrics_attempts", _NEGATED), store.fetch("metrics_breakers"),
+        store.fetchval("metrics_duration_bounds"), store.fetch("metrics_attempts"), store.fetch("metrics_breakers"),
         store.fetch("metrics_deliveries"), store.fetch("metrics_counters"))
-    return SystemValues(queues=[dict(r) for r in queues], runs=[dict(r) for r in runs],
-                        attempts=_histograms(attempts), breakers=[dict(r) for r in breakers],
+    return SystemValues(queues=[dict(r) for r in queues], runs=[dict(r) for r in runs], bounds=list(bounds),
+                        attempts=_histograms(attempts, len(bounds)), breakers=[dict(r) for r in breakers],
                         deliveries=[dict(r) for r in deliveries], counters=[dict(r) for r in counters])
 
 
-def _histograms(rows) -> list[dict]:
-    n = len(DURATION_BUCKETS)
+def _histograms(rows, n: int) -> list[dict]:
     out: dict[tuple, dict] = {}
     for r in rows:
         key = (r["project_id"], r["workflow_id"], r["step_id"], r["kind"], r["status"])
         h = out.get(key)
         if h is None:
             h = out[key] = {"project_id": key[0], "workflow_id": key[1], "step_id": key[2], "kind": key[3],
-                            "status": key[4], "attempts": 0, "retries": 0, "finished": 0, "seconds": 0.0,
-                            "buckets": [0] * n}
+                            "status": key[4], "attempts": 0, "retries": 0, "seconds": 0.0, "buckets": [0] * n}
         h["attempts"] += r["attempts"]
         h["retries"] += r["retries"]
-        if r["bucket"] is None:      # still running: no duration yet
-            continue
-        h["finished"] += r["attempts"]
         h["seconds"] += r["seconds"]
-        below = n - r["bucket"]      # how many bounds are under these durations: they count from that bound on
-        for i in range(below, n):
+        for i in range(r["bucket"], n):  # `bucket` bounds lie below these durations: they count from the next on
             h["buckets"][i] += r["attempts"]
     return [out[k] for k in sorted(out)]
 

@@ -36,19 +36,15 @@ group by 1, 2, 3
 order by 1, 2, 3;
 
 -- name: metrics_attempts
--- purpose: per project, workflow, step, kind and status: attempts, retries (attempt > 1), and finished attempts by duration bucket (width_bucket of the negated duration over $1, the negated upper bounds in seconds, ascending) with their summed duration
-with a as (
-    select a.project_id, a.run_id, a.step_id, a.kind, a.status, a.attempt,
-           extract(epoch from a.finished_at - a.started_at)::float8 as d
-    from automation.step_attempts a
-)
-select a.project_id, r.workflow_id, a.step_id, a.kind, a.status,
-       case when a.d is null then null else width_bucket(-a.d, $1::float8[]) end as bucket,
-       count(*)::bigint as attempts, count(*) filter (where a.attempt > 1)::bigint as retries,
-       coalesce(sum(a.d), 0)::float8 as seconds
-from a
-join automation.runs r on r.run_id = a.run_id
+-- purpose: finished step attempts per project, workflow, step, kind, status and duration bucket (how many bounds of metric_duration_bounds() lie below): attempts, retries (attempt > 1), summed seconds, from the rollup the step_attempts trigger keeps
+select project_id, workflow_id, step_id, kind, status, bucket, sum(attempts)::bigint as attempts,
+       sum(retries)::bigint as retries, sum(seconds)::float8 as seconds
+from automation.metric_attempts
 group by 1, 2, 3, 4, 5, 6;
+
+-- name: metrics_duration_bounds
+-- purpose: the upper bounds (seconds) of the step-duration histogram's buckets
+select automation.metric_duration_bounds();
 
 -- name: metrics_breakers
 -- purpose: every circuit breaker's state and how often it opened
