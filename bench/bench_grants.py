@@ -11,8 +11,6 @@ claim's latency, not commit durability)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
-import shutil
 import statistics
 import sys
 import tempfile
@@ -23,11 +21,12 @@ from pathlib import Path
 import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from anthares44.automation.app.publishing import publish  # noqa: E402
-from anthares44.automation.runtime.embedded import EmbeddedServer, free_port  # noqa: E402
 from anthares44.automation.runtime.engine import Engine  # noqa: E402
 from anthares44.automation.runtime.store import Store  # noqa: E402
+from scratch_db import run_on_scratch_database  # noqa: E402
 
 PROJECT = "pj_default"
 WF = """name: grant-bench
@@ -117,22 +116,7 @@ def main() -> None:
     ap.add_argument("--attempts", type=int, default=5_000_000)
     ap.add_argument("--grants", type=int, default=400)
     args = ap.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="a44-bench-grants-"))
-    server = EmbeddedServer(root, durable=False)
-    server.initdb()
-    port = free_port()
-    server.start(port)
-    admin = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    try:
-        async def mk():
-            c = await asyncpg.connect(admin)
-            await c.execute("create database a44")
-            await c.close()
-        asyncio.run(mk())
-        asyncio.run(main_async(args, f"postgresql://postgres@127.0.0.1:{port}/a44"))
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    run_on_scratch_database("a44-bench-grants-", lambda url: main_async(args, url))
 
 
 if __name__ == "__main__":

@@ -11,22 +11,20 @@ Own embedded PostgreSQL in a temp dir (fsync off to generate quickly: the figure
 from __future__ import annotations
 
 import argparse
-import asyncio
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from anthares44.automation.app.metrics import collect  # noqa: E402
 from anthares44.automation.http.metrics import render_metrics  # noqa: E402
-from anthares44.automation.runtime.embedded import EmbeddedServer, free_port  # noqa: E402
 from anthares44.automation.runtime.store import Store  # noqa: E402
+from scratch_db import run_on_scratch_database  # noqa: E402
 
 PROJECT = "pj_default"
 QUERIES = {"metrics_queues": lambda s: (s.clock.now(),), "metrics_runs": lambda s: (),
@@ -89,7 +87,7 @@ async def main_async(args, url: str) -> None:
         t0 = time.perf_counter()
         size = len(render_metrics(await collect(store)))
         whole.append((time.perf_counter() - t0) * 1000)
-    print(f"{"scrape (all + text)":24s} {stats(whole)}  ({size:,} bytes of text)")
+    print(f"{'scrape (all + text)':24s} {stats(whole)}  ({size:,} bytes of text)")
     await store.close()
 
 
@@ -99,22 +97,7 @@ def main() -> None:
     ap.add_argument("--attempts", type=int, default=1_000_000)
     ap.add_argument("--scrapes", type=int, default=10)
     args = ap.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="a44-bench-metrics-"))
-    server = EmbeddedServer(root, durable=False)
-    server.initdb()
-    port = free_port()
-    server.start(port)
-    admin = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    try:
-        async def mk():
-            c = await asyncpg.connect(admin)
-            await c.execute("create database a44")
-            await c.close()
-        asyncio.run(mk())
-        asyncio.run(main_async(args, f"postgresql://postgres@127.0.0.1:{port}/a44"))
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    run_on_scratch_database("a44-bench-metrics-", lambda url: main_async(args, url))
 
 
 if __name__ == "__main__":
