@@ -50,7 +50,7 @@ def test_old_bus_ids_are_rewritten_to_the_one_prefix(db_url, aio, monkeypatch):
                 " deadline_at, created_at, updated_at, dead_letter_id) values ('run_1', 'pj', 'wf_x', 1,"
                 " 'succeeded', 'k', $1, $1, $1, $2)", now, OLD)
             report = await migrations.migrate(conn, now)
-            assert report.applied == ["0008_dead_letter_ids"]
+            assert report.applied[0] == "0008_dead_letter_ids"      # then any later migration
             rows = await conn.fetch("select dead_letter_id, redrive_of from automation.dead_letters order by 1")
             new = "dlq_" + OLD[3:]
             assert [tuple(r) for r in rows] == sorted([(new, None), (KEPT, new)])
