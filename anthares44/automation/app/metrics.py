@@ -7,6 +7,9 @@ process reports the same numbers; this process's own in-memory counters are adde
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import os
 import socket
 from dataclasses import dataclass, field
@@ -15,6 +18,8 @@ from ..runtime import system_metrics
 from ..runtime.ingestion.metrics import COUNTERS, HELP
 
 BREAKER_STATES = ("closed", "open", "half_open")
+FLUSH_INTERVAL_S = 1.0
+log = logging.getLogger("a44.metrics")
 
 
 @dataclass
@@ -134,3 +139,35 @@ def as_rows(families: list[Family]) -> list[dict]:
 async def flush_counters(store) -> int:
     """Add this process's counts since the last flush to the totals every process reads."""
     return await system_metrics.flush(store)
+
+
+class Flusher:
+    """Flushes this process's counters every `interval` seconds while it runs, and once more on `stop()` (which must
+    come while the store is still open). Started by each HTTP plane, and by a daemon that has none."""
+
+    def __init__(self, store, interval: float = FLUSH_INTERVAL_S):
+        self.store, self.interval = store, interval
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> "Flusher":
+        self._task = asyncio.create_task(self._loop())
+        return self
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            await self._flush("metrics flush failed (the counts go with the next one)")
+
+    async def _flush(self, failure: str) -> None:
+        try:
+            await flush_counters(self.store)
+        except Exception as exc:  # noqa: BLE001 - a failed flush keeps the counts in memory: it must not stop anything
+            log.warning("%s: %s", failure, exc)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._flush("metrics flush at shutdown failed (the last second's counts are lost)")

@@ -116,12 +116,15 @@ async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFacto
         await _http_only(settings, stop, http, ready, store, clock)
         return
     from ..runtime.engine import Daemon
+    from .metrics import Flusher
 
     daemon = Daemon(settings.worker, store=store, registry=registry, clock=clock)
     await daemon.start()
     plane = await _start_http(daemon.store, settings.http, http) if settings.http is not None else None
     scheduler = _start_scheduler(daemon, stop)
-    intake = asyncio.create_task(_stop_intake(stop, plane, scheduler, daemon))
+    # without an HTTP plane (which flushes its own), this process's counters still reach the persisted totals
+    flusher = Flusher(daemon.store).start() if plane is None else None
+    intake = asyncio.create_task(_stop_intake(stop, plane, scheduler, daemon, flusher))
     if ready is not None:
         ready(plane.url if plane is not None else None)
     try:
@@ -177,7 +180,7 @@ def _start_scheduler(daemon, stop: asyncio.Event) -> asyncio.Task | None:
     return asyncio.create_task(sched.serve(stop))
 
 
-async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon) -> None:
+async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon, flusher=None) -> None:
     """On `stop`: no new work (scheduler decisions are transactions: cancelling one mid-way loses nothing; the HTTP
     plane stops taking webhooks and events), then the daemon's graceful shutdown."""
     try:
@@ -190,4 +193,6 @@ async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon) -> None:
         if plane is not None:
             await plane.stop()
             await plane.store.close()
+        if flusher is not None:     # while the daemon's store is open: it closes when the daemon has stopped
+            await flusher.stop()
         daemon.request_stop()
