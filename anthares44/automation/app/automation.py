@@ -22,10 +22,11 @@ from typing import Any, AsyncIterator
 
 from ..durations import parse_duration
 from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, E_INVALID_ARGUMENT, A44Error
+from ..runtime.store import RunPage
+from ..settings import DEFAULT_PROJECT
 from .views import attempt_view, event_view, run_view
 from .watch import SAFETY_RECHECK_S, RunListener
 
-DEFAULT_PROJECT = "pj_default"
 MANUAL_TRIGGER = "manual"       # trigger_id recorded on runs started by `run` (CLI / API)
 _EVENT_PAGE = 1000
 
@@ -99,15 +100,6 @@ class RunHandle:
         return {"run_id": self.run_id, "created": self.created, "key_age_seconds": round(self.key_age_seconds, 3),
                 "workflow_id": self.workflow_id, "version": self.version, "timed_out": self.timed_out,
                 "run": self.run}
-
-
-@dataclass(frozen=True)
-class RunPage:
-    total: int
-    runs: list[dict]
-
-    def to_dict(self) -> dict:
-        return {"total": self.total, "runs": self.runs}
 
 
 class Automation:

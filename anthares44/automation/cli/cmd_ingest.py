@@ -82,6 +82,8 @@ def serve_http(settings, args, announce: str | None = None) -> int:
 
     from ..app.serve import serve
     from ..errors import A44Error
+    # edge to edge, the one place either verb names the HTTP plane: app.serve is given the server class instead of
+    # importing http/ (app sits below the edges), and `serve` and `ingest` both come through here
     from ..http import HttpServer
     from .output import exit_code, print_error
 

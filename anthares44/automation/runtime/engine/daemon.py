@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from ...clock import Clock, SystemClock
-from ...durations import parse_duration
+from ...durations import parse_duration, reconnect_delay
 from ...errors import A44Error
 from ...redact import redact_url
 from ...stdlib_connectors.registry import ConnectorRegistry
@@ -186,7 +186,7 @@ class Daemon:
             except A44Error as exc:
                 # the database is away (restart, network): keep the in-flight work, retry with a backoff
                 failures += 1
-                timeout = min(0.2 * 2 ** failures, 5.0)
+                timeout = reconnect_delay(failures)
                 log.warning("claim loop: %s; retrying in %.1fs", exc, timeout)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
