@@ -68,8 +68,8 @@ def run(args) -> int:
     except ValueError as exc:
         print(f"a44: error: {exc}", file=sys.stderr)
         return 2
-    database_url = args.database_url or settings_of(args).database_url
-    return serve_http(ServeSettings(http=http, database_url=database_url), args,
+    env = settings_of(args)
+    return serve_http(ServeSettings(http=http, database_url=args.database_url or env.database_url, env=env), args,
                       announce="ingesting on {url}")
 
 

@@ -84,7 +84,7 @@ def _occurrences(args) -> int:
     project = args.project or settings_of(args).project or DEFAULT_PROJECT
 
     async def main():
-        store = await Store.connect(args.database_url or resolve_url(start=True))
+        store = await Store.connect(args.database_url or resolve_url(settings_of(args), start=True))
         try:
             return await list_occurrences(store, project, args.trigger, args.limit)
         finally:
