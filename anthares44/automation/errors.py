@@ -136,7 +136,7 @@ class A44Error(Exception):
     def __str__(self) -> str:
         return f"{self.code}: {self.message}" + (f" (hint: {self.hint})" if self.hint else "")
 
-# The connector library (§14, §15, §17), appended by the connectors work
+# The connector library (§14, §15, §17)
 E_SECRET_NOT_FOUND = _code("E_SECRET_NOT_FOUND", False, "a referenced secret is not defined in any secret source")
 E_SECRET_KEY_SHORT = _code("E_SECRET_KEY_SHORT", False, "the secret key is not hexadecimal or shorter than 32 bytes")
 E_SECRET_KEY_PERMISSIONS = _code("E_SECRET_KEY_PERMISSIONS", False,

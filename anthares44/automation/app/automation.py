@@ -1,4 +1,4 @@
-"""`Automation`: the application functions behind the CLI (and, later, the REST API) for one project: publish,
+"""`Automation`: the application functions behind the CLI and the REST API for one project: publish,
 run, wait, runs, logs and follow. One async API; the CLI calls it through `asyncio.run`.
 
     async with await Automation.connect(project="pj_checkout_prod") as auto:
@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, AsyncIterator
 
 from ..durations import parse_duration
 from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, E_INVALID_ARGUMENT, A44Error
+from ..runtime.store import RunPage
+from ..settings import DEFAULT_PROJECT, Settings
 from .views import attempt_view, event_view, run_view
 from .watch import SAFETY_RECHECK_S, RunListener
 
-DEFAULT_PROJECT = "pj_default"
 MANUAL_TRIGGER = "manual"       # trigger_id recorded on runs started by `run` (CLI / API)
 _EVENT_PAGE = 1000
 
@@ -37,9 +37,9 @@ class InvalidArgument(A44Error):
         super().__init__(E_INVALID_ARGUMENT, message, hint=hint)
 
 
-def resolve_project(project: str | None = None) -> str:
-    """`--project`, else `A44_PROJECT`, else `pj_default`."""
-    return project or os.environ.get("A44_PROJECT") or DEFAULT_PROJECT
+def resolve_project(project: str | None, settings: Settings) -> str:
+    """`--project`, else `A44_PROJECT` (`settings`, the environment an edge read), else `pj_default`."""
+    return project or settings.project or DEFAULT_PROJECT
 
 
 def workflow_ref(workflow: str) -> str:
@@ -101,32 +101,25 @@ class RunHandle:
                 "run": self.run}
 
 
-@dataclass(frozen=True)
-class RunPage:
-    total: int
-    runs: list[dict]
-
-    def to_dict(self) -> dict:
-        return {"total": self.total, "runs": self.runs}
-
-
 class Automation:
     def __init__(self, store, project: str | None = None, *, owns_store: bool = False):
         self.store = store
-        self.project = resolve_project(project)
+        self.project = project or DEFAULT_PROJECT
         self._owns_store = owns_store
         self._listener = RunListener(store)
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     @classmethod
     async def connect(cls, database_url: str | None = None, project: str | None = None, *, clock=None,
-                      migrate: bool = False, pool_size: int = 4) -> "Automation":
+                      migrate: bool = False, pool_size: int = 4, settings: Settings | None = None) -> "Automation":
         """Connect to `database_url`, else A44_DATABASE_URL, else the embedded server (started if needed).
-        `migrate` applies pending migrations first (publish does, so a fresh embedded database just works)."""
+        `migrate` applies pending migrations first (publish does, so a fresh embedded database just works).
+        `settings`: the environment's values; None reads them here, the Python API being an edge for embedders."""
         from ..runtime.database import resolve_url
         from ..runtime.store import Store
 
-        url = database_url or await asyncio.to_thread(resolve_url, start=True)
+        env = settings if settings is not None else Settings.from_env()
+        url = database_url or await asyncio.to_thread(resolve_url, env, start=True)
         store = await Store.connect(url, clock=clock, min_size=1, max_size=max(2, pool_size))
         try:
             if migrate:
@@ -134,7 +127,7 @@ class Automation:
         except BaseException:
             await store.close()
             raise
-        return cls(store, project, owns_store=True)
+        return cls(store, resolve_project(project, env), owns_store=True)
 
     async def close(self) -> None:
         await self._listener.close()

@@ -31,7 +31,8 @@ from pathlib import Path
 from ..errors import E_NOT_LOGGED_IN, A44Error
 from ..paths import a44_home
 from ..redact import redact_url
-from .automation import InvalidArgument, resolve_project
+from ..settings import DEFAULT_PROJECT
+from .automation import InvalidArgument
 
 DEFAULT_API_URL = "http://127.0.0.1:8044"
 
@@ -135,10 +136,10 @@ def _remote(url: str, project: str | None, reason: str) -> Target:
     explicit = _env_project(project)
     env_token = os.environ.get("A44_API_TOKEN")
     if env_token:
-        return Target("remote", explicit or resolve_project(None), reason, url, env_token, "A44_API_TOKEN",
+        return Target("remote", explicit or DEFAULT_PROJECT, reason, url, env_token, "A44_API_TOKEN",
                       project_explicit=explicit is not None)
     projects = load_credentials().get("projects", {})
-    wanted = explicit or resolve_project(None)
+    wanted = explicit or DEFAULT_PROJECT
     entry = projects.get(wanted)
     if explicit is None and not isinstance(entry, dict):  # no project asked for: the one login for this URL
         matching = [(p, e) for p, e in projects.items() if isinstance(e, dict) and _same(e.get("url"), url)]
@@ -163,7 +164,7 @@ def select_target(project: str | None = None, *, remote: str | bool | None = Non
     if local and remote:
         raise InvalidArgument("--local and --remote exclude each other")
     if local:
-        return Target("local", resolve_project(project), "--local")
+        return Target("local", (_env_project(project) or DEFAULT_PROJECT), "--local")
     if remote:
         if isinstance(remote, str):
             return _remote(remote, project, "--api-url")
@@ -180,7 +181,7 @@ def select_target(project: str | None = None, *, remote: str | bool | None = Non
             if found is not None:
                 wanted, entry = found
         if not isinstance(entry, dict) or not entry.get("url"):
-            shown = wanted or resolve_project(None)
+            shown = wanted or DEFAULT_PROJECT
             raise A44Error(E_NOT_LOGGED_IN, f"--remote: no stored login for project {shown}",
                            hint=f"a44 auth login --project {shown} --url http://HOST:8044 --token T, "
                                 "or pass --api-url URL")
@@ -192,10 +193,10 @@ def select_target(project: str | None = None, *, remote: str | bool | None = Non
                                                "to either", hint="pass --remote or --local, or unset one of them")
         return _remote(api_url, project, "A44_API_URL")
     if os.environ.get("A44_DATABASE_URL"):
-        return Target("local", resolve_project(project), "A44_DATABASE_URL")
+        return Target("local", (_env_project(project) or DEFAULT_PROJECT), "A44_DATABASE_URL")
     found = default_login()
     if found is not None:
         wanted = _env_project(project)
         if wanted is None or wanted == found[0]:
             return _remote(found[1]["url"], found[0], "login stored with --default")
-    return Target("local", resolve_project(project), "no remote selected")
+    return Target("local", (_env_project(project) or DEFAULT_PROJECT), "no remote selected")

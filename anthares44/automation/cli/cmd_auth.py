@@ -82,11 +82,11 @@ def _with_store(body, args) -> int:
         from ..runtime.database import resolve_url
         from ..runtime.store import Store
 
-        url = await asyncio.to_thread(resolve_url, start=True)
+        url = await asyncio.to_thread(resolve_url, settings_of(args), start=True)
         store = await Store.connect(url, min_size=1, max_size=2)
         try:
             await store.migrate()
-            return await body(store, resolve_project(args.project), args)
+            return await body(store, resolve_project(args.project, settings_of(args)), args)
         finally:
             await store.close()
 
@@ -179,7 +179,7 @@ def _login(args) -> int:
     from ..app.credentials import DEFAULT_API_URL, normalize_url, store_login
     from ..errors import A44Error
 
-    project = resolve_project(args.project)
+    project = resolve_project(args.project, settings_of(args))
     try:
         url = normalize_url(args.url or settings_of(args).api_url or DEFAULT_API_URL)
         token = _read_token(args)

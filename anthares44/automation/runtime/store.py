@@ -28,7 +28,6 @@ from .queries import sql
 from .results import ResultFiles, encode_json
 from .ulid import new_run_id
 
-DEFAULT_PROJECT = "pj_default"
 # unique violations of the control store that mean something to a user: constraint -> (code, what to tell them)
 CONSTRAINT_CODES: dict[str, tuple[str, str]] = {
     "workflow_versions_pkey": (E_VERSION_CONFLICT, "that workflow version was published concurrently; increment "
@@ -56,8 +55,12 @@ class CreatedRun(NamedTuple):
 
 @dataclass(frozen=True)
 class RunPage:
+    """One page of a run listing and the total that match: the store's rows, or the application's views of them."""
     total: int
     runs: list[dict]
+
+    def to_dict(self) -> dict:
+        return {"total": self.total, "runs": self.runs}
 
 
 @dataclass(frozen=True)

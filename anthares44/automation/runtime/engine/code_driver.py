@@ -18,8 +18,8 @@ from typing import Any
 
 from ...attempts import Attempt, latest_finish
 from ...compiler.ir import COMPENSATION_DELAYS_MS
-from ...errors import E_RUN_DEADLINE, A44Error
-from ...sdk.core import (E_CODE_WORKFLOW, Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error,
+from ...errors import E_CODE_WORKFLOW, E_RUN_DEADLINE, A44Error
+from ...sdk.core import (Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error,
                          call_user, jsonable)
 from ...redact import redact
 from .interpreter import RunDriver

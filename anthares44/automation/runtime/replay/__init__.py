@@ -27,13 +27,11 @@ from typing import Any, Callable
 
 from ...attempts import Attempt
 from ...compiler.ir import WorkflowIR, load_workflow_ir
-from ...errors import E_INVALID_ARGUMENT, A44Error
+from ...errors import E_INVALID_ARGUMENT, E_REPLAY_NOT_TERMINAL, A44Error
 from ..queries import sql
-from .plan import (E_REPLAY_NOT_TERMINAL, E_REPLAY_UNKNOWN_STEP, E_REPLAY_VERSION_MISMATCH, Cut, RunPlan,
-                   check_version, per_run_doc, plan_run, run_seconds, step_durations, summarize)
+from .plan import Cut, RunPlan, check_version, per_run_doc, plan_run, run_seconds, step_durations, summarize
 
-__all__ = ["Selection", "Cut", "ReplayPlan", "prepare", "apply", "request_id", "E_REPLAY_NOT_TERMINAL",
-           "E_REPLAY_VERSION_MISMATCH", "E_REPLAY_UNKNOWN_STEP", "REPLAYABLE"]
+__all__ = ["Selection", "Cut", "ReplayPlan", "prepare", "apply", "request_id", "REPLAYABLE"]
 
 REPLAYABLE = ("succeeded", "failed", "cancelled")       # terminal, except compensation_failed (§6.2)
 NEVER = "compensation_failed"

@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from typing import Iterable
 
 from ...clock import Clock
+from ...durations import reconnect_delay
 from ...errors import E_WORKFLOW_NOT_FOUND, A44Error
 from ..queries import sql
 from .occurrences import Firing, ScheduleError, firings, firings_after
@@ -240,7 +241,7 @@ class Scheduler:
                 raise
             except Exception as exc:  # noqa: BLE001 - the database went away, or a bug: keep the daemon alive
                 failures += 1
-                delay = min(0.2 * 2 ** failures, 5.0)
+                delay = reconnect_delay(failures)
                 if isinstance(exc, A44Error):
                     log.warning("scheduler: %s; retrying in %.1fs", exc, delay)
                 else:
