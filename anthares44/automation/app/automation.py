@@ -189,7 +189,7 @@ class Automation:
                 await woke.wait(SAFETY_RECHECK_S if left is None else min(SAFETY_RECHECK_S, left))
 
     async def _state(self, run_id: str) -> str:
-        state = await self.store.fetchval("run_state", run_id, self.project)
+        state = await self.store.fetchval("run_state", run_id=run_id, project=self.project)
         if state is None:
             await self.store.get_run(run_id, self.project)  # raises E_RUN_NOT_FOUND with its hint
         return state

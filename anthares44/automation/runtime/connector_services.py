@@ -19,32 +19,35 @@ class StoreBreakerState:
         self.store = store
 
     async def state(self, project_id: str, connector_id: str) -> BreakerState | None:
-        row = await self.store.fetchrow("breaker_state", project_id, connector_id)
+        row = await self.store.fetchrow("breaker_state", project_id=project_id, connector_id=connector_id)
         if row is None or row["state"] == "closed":
             return None
         return BreakerState(row["state"], row["opened_until"], row["probe_until"])
 
     async def claim_probe(self, project_id: str, connector_id: str, now: datetime, token: str,
                           until: datetime) -> bool:
-        return await self.store.fetchval("breaker_claim_probe", project_id, connector_id, now, token,
-                                         until) is not None
+        return await self.store.fetchval("breaker_claim_probe", project_id=project_id, connector_id=connector_id,
+                                         now=now, token=token, until=until) is not None
 
     async def record(self, project_id: str, connector_id: str, bucket: datetime, ok: int, failed: int,
                      since: datetime) -> tuple[int, int]:
-        sums = await self.store.fetchrow("breaker_record", project_id, connector_id, bucket, ok, failed, since)
+        sums = await self.store.fetchrow("breaker_record", project_id=project_id, connector_id=connector_id,
+                                         bucket=bucket, ok=ok, failed=failed, since=since)
         return sums["ok"], sums["failed"]
 
     async def open(self, project_id: str, connector_id: str, now: datetime, open_for_ms: int) -> datetime | None:
-        return await self.store.fetchval("breaker_open", project_id, connector_id, now, open_for_ms)
+        return await self.store.fetchval("breaker_open", project_id=project_id, connector_id=connector_id, now=now,
+                                         open_for_ms=open_for_ms)
 
     async def probe_failed(self, project_id: str, connector_id: str, now: datetime, open_for_ms: int,
                            max_open_ms: int, token: str) -> int | None:
-        row = await self.store.fetchrow("breaker_probe_failed", project_id, connector_id, now, open_for_ms,
-                                        max_open_ms, token)
+        row = await self.store.fetchrow("breaker_probe_failed", project_id=project_id, connector_id=connector_id,
+                                        now=now, open_for_ms=open_for_ms, max_open_ms=max_open_ms, token=token)
         return None if row is None else row["open_for_ms"]
 
     async def probe_succeeded(self, project_id: str, connector_id: str, now: datetime, token: str) -> None:
-        await self.store.execute("breaker_probe_succeeded", project_id, connector_id, now, token)
+        await self.store.execute("breaker_probe_succeeded", project_id=project_id, connector_id=connector_id, now=now,
+                                 token=token)
 
 
 class BusPublisher:

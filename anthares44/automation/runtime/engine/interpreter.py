@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from ...attempts import Attempt, counts_against_budget
 from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_RUN_DEADLINE, A44Error
 from .. import evaluation
-from ..queries import sql
 from ...redact import redact
 from ..render import make_scope
 from .invoke import Call, Outcome, invoke
@@ -79,8 +78,9 @@ class RunDriver:
             # Only a lease holder writes attempts (a person's confirmation follows a grant too), so a first grant
             # has nothing to read: one round trip and one commit fewer per run.
             async with store.transaction("engine_load", session_neutral=True) as conn:
-                rows = await conn.fetch(sql("engine_attempts_of_run"), L.run_id, L.epoch)
-                order = [r["step_id"] for r in await conn.fetch(sql("engine_completion_order"), L.run_id, L.epoch)]
+                rows = await conn.fetch("engine_attempts_of_run", run_id=L.run_id, epoch=L.epoch)
+                order = [r["step_id"] for r in await conn.fetch("engine_completion_order", run_id=L.run_id,
+                                                                epoch=L.epoch)]
         self.p = Progress(ir, [Attempt.from_row(r, store.load_result) for r in rows], order)
         # a replayed run (epoch > 0, §13) gets a fresh wall clock: replay wrote its deadline_at from the IR
         self.deadline = self.row["deadline_at"] if L.epoch else \
@@ -93,8 +93,9 @@ class RunDriver:
         while True:
             await asyncio.sleep(lease_s / 3)
             try:
-                ok = await self.engine.store.fetchval("lease_renew", self.lease.run_id, self.lease.owner,
-                                                      self.lease.grant, self.clock.now() + self.engine.lease)
+                ok = await self.engine.store.fetchval("lease_renew", run_id=self.lease.run_id, owner=self.lease.owner,
+                                                      grant=self.lease.grant,
+                                                      deadline=self.clock.now() + self.engine.lease)
             except A44Error as exc:
                 log.warning("lease renewal of %s failed: %s", self.lease.run_id, exc)
                 continue

@@ -23,7 +23,6 @@ from ...errors import A44Error
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ...stdlib_connectors.sql_database import AppDatabase
 from ..connector_services import connector_services
-from ..queries import sql
 from ..secrets import SecretSource
 from ..store import Store
 from .code_driver import CodeRunDriver
@@ -111,9 +110,9 @@ class Engine:
         # one claim at a time across daemons (advisory lock, then the claim in a fresh snapshot): the slots a
         # queue / workflow has in use are counted with every earlier grant committed (docs/queues.md)
         async with self.store.transaction("lease_claim", session_neutral=True) as conn:
-            await conn.execute(sql("lease_claim_lock"))
-            rows = await conn.fetch(sql("lease_claim"), self.worker_id, now, limit or self.concurrency,
-                                    self.lease, now + PARK_RECHECK)
+            await conn.execute("lease_claim_lock")
+            rows = await conn.fetch("lease_claim", worker_id=self.worker_id, now=now, limit=limit or self.concurrency,
+                                    lease=self.lease, park_until=now + PARK_RECHECK)
         # the claim's run.state events are not notified on their own (0006): the visit's first commit, which
         # follows at once, notifies the run
         for r in rows:
@@ -128,14 +127,15 @@ class Engine:
     async def expire_queued(self, limit: int = 500) -> int:
         """§10.3 maxAge: runs waiting in a queue (never started) longer than its deadLetter.maxAge are cancelled
         with E_EVENT_TOO_OLD and dead-lettered. Returns how many."""
-        n = await self.store.fetchval("queue_expire_waiting", self.clock.now(), limit)
+        n = await self.store.fetchval("queue_expire_waiting", now=self.clock.now(), limit=limit)
         if n:
             self.metrics["queue_expired_total"] += n
         return n or 0
 
     async def release(self, lease: Lease) -> None:
         """Hand a run back unfinished (shutdown): due again now, for any worker."""
-        await self.store.fetchval("lease_release", lease.run_id, lease.owner, lease.grant, self.clock.now())
+        await self.store.fetchval("lease_release", run_id=lease.run_id, owner=lease.owner, grant=lease.grant,
+                                  now=self.clock.now())
         self.event("lease.released", lease.run_id)
 
     # --- driving ----------------------------------------------------------------------------------------------

@@ -168,7 +168,7 @@ async def lookup(store, project: str, trigger_id: str, now: datetime | None = No
         entry = cache.get(project, trigger_id)
         if entry is not None:
             return entry
-    row = await store.fetchrow("webhook_target", project, trigger_id, now or store.clock.now())
+    row = await store.fetchrow("webhook_target", project=project, trigger_id=trigger_id, now=now or store.clock.now())
     if row is None:
         cache.drop(project, trigger_id)
         return None
@@ -234,7 +234,7 @@ async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timesta
     if row["held_run_id"] is not None:
         run_id, held_at = row["held_run_id"], row["held_at"]
     else:  # claimed by a concurrent request that committed after this statement's snapshot
-        held = await store.fetchrow("idempotency_key_get", project, run_key)
+        held = await store.fetchrow("idempotency_key_get", project=project, key=run_key)
         if held is None:  # pragma: no cover - the holder vanished between two statements
             raise A44Error(E_DB, f"idempotency key {run_key!r} changed hands; try again")
         run_id, held_at = held["run_id"], held["created_at"]
@@ -259,9 +259,11 @@ async def _write(store, project: str, trigger: WebhookTarget, secret: str, data:
                             "partition_key": partition_key, "occurred_at": iso(now), "attempt": 1, "data": data,
                             "trigger_id": trigger_id})
     workflow_ir = trigger.workflow_ir or {}
-    args = (project, trigger.workflow_id, trigger.version, new_run_id(now), input_json, f"{trigger_id}:{key}",
-            trigger_id, partition_key, workflow_ir.get("queue"), now, IDEMPOTENCY_WINDOW,
-            now + RUN_WALL_CLOCK_LIMIT, event_id, f"webhook.{trigger_id}", key, trigger.updated_at, envelope, secret)
+    args = dict(project=project, workflow_id=trigger.workflow_id, version=trigger.version, run_id=new_run_id(now),
+                input=input_json, key=f"{trigger_id}:{key}", trigger_id=trigger_id, partition_key=partition_key,
+                queue=workflow_ir.get("queue"), now=now, window=IDEMPOTENCY_WINDOW,
+                deadline=now + RUN_WALL_CLOCK_LIMIT, event_id=event_id, event_type=f"webhook.{trigger_id}",
+                event_key=key, trigger_stamp=trigger.updated_at, envelope=envelope, secret=secret)
     row = await committer_for(store).submit(args)
     if not row["trigger_current"] or row["latest_version"] != trigger.version:
         cache_for(store).drop(project, trigger_id)
