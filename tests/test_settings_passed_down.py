@@ -5,16 +5,14 @@ entry (`Automation.connect`) read `Settings` once and hand the values down. The 
 from __future__ import annotations
 
 import ast
+import json
+import os
 from pathlib import Path
 
 from anthares44.automation.settings import VARIABLES, Settings
 
 PACKAGE = Path(__file__).resolve().parent.parent / "anthares44" / "automation"
 EDGES = ("cli/", "settings.py")
-# still read where they are used; each entry is a module to convert, never one to add
-NOT_YET = {"paths.py": {"A44_HOME"}, "runtime/secret_file.py": {"A44_SECRET_KEY"},
-           "stdlib_connectors/network.py": {"A44_NETWORKS_FILE"},
-           "app/credentials.py": {"A44_API_URL", "A44_API_TOKEN", "A44_PROJECT", "A44_DATABASE_URL"}}
 
 
 def _constants(tree: ast.AST) -> dict[str, str]:
@@ -55,15 +53,9 @@ def test_no_module_below_the_edges_reads_an_a44_variable():
         if module.startswith(EDGES):
             continue
         names = _environment_reads(path) & declared
-        if names - NOT_YET.get(module, set()):
+        if names:
             found[module] = sorted(names)
     assert not found, f"pass these down from the edge's Settings: {found}"
-
-
-def test_the_not_yet_list_only_shrinks():
-    """An entry that no longer reads its variable is removed from NOT_YET, so the list says what is left."""
-    stale = {m: sorted(n - _environment_reads(PACKAGE / m)) for m, n in NOT_YET.items()}
-    assert not {m: n for m, n in stale.items() if n}, stale
 
 
 def test_the_embedded_database_follows_the_settings_not_the_environment(tmp_path, monkeypatch):
@@ -84,3 +76,56 @@ def test_the_project_comes_from_the_settings():
     assert resolve_project(None, Settings(project="pj_from_env")) == "pj_from_env"
     assert resolve_project("pj_flag", Settings(project="pj_from_env")) == "pj_flag"
     assert resolve_project(None, Settings()) == "pj_default"
+
+
+def test_the_home_the_secret_key_and_the_routes_file_come_from_the_settings(tmp_path, monkeypatch):
+    from anthares44.automation.paths import a44_home
+    from anthares44.automation.runtime.secret_file import SecretFile
+    from anthares44.automation.stdlib_connectors.network import networks_file, resolve_route
+
+    elsewhere = tmp_path / "env"
+    monkeypatch.setenv("A44_HOME", str(elsewhere))
+    monkeypatch.setenv("A44_SECRET_KEY", os.urandom(32).hex())
+    monkeypatch.setenv("A44_NETWORKS_FILE", str(elsewhere / "networks.json"))
+    assert a44_home(None) == Path("~/.a44").expanduser() and a44_home(str(tmp_path)) == tmp_path
+    key = os.urandom(32)
+    f = SecretFile.of(Settings(home=str(tmp_path), secret_key=key.hex()))
+    f.set("sec_x", "v")
+    assert f.path == tmp_path / "secrets.json" and not f.key_path.exists()      # sealed with the given key
+    assert SecretFile(tmp_path, key=key.hex()).get("sec_x") == "v" and not elsewhere.exists()
+    routes = tmp_path / "routes.json"
+    routes.write_text(json.dumps({"*": {"vpn_x": {"proxy": "http://127.0.0.1:3128"}}}))
+    assert networks_file(Settings(home=str(tmp_path))) == tmp_path / "networks.json"
+    assert networks_file(Settings(home=str(tmp_path), networks_file=str(routes))) == routes
+    assert resolve_route("pj_a", "vpn_x", path=routes).proxy == "http://127.0.0.1:3128"
+
+
+def test_the_target_of_a_verb_comes_from_the_settings(tmp_path, monkeypatch):
+    from anthares44.automation.app.credentials import select_target, store_login
+
+    monkeypatch.setenv("A44_API_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("A44_API_TOKEN", "a44_pat_env")
+    monkeypatch.setenv("A44_HOME", str(tmp_path / "env"))
+    home = Settings(home=str(tmp_path))
+    assert select_target(home).kind == "local"                      # the environment is not looked at
+    given = Settings(home=str(tmp_path), api_url="http://127.0.0.1:10", api_token="a44_pat_given",
+                     project="pj_given")
+    t = select_target(given)
+    assert (t.url, t.token, t.project) == ("http://127.0.0.1:10", "a44_pat_given", "pj_given")
+    store_login(tmp_path, "pj_given", "http://127.0.0.1:11", "a44_pat_stored", default=True)
+    assert select_target(home).token == "a44_pat_stored"          # the login stored in the settings' home
+    local = select_target(Settings(home=str(tmp_path), database_url="postgresql://u:pw@127.0.0.1:9/db"))
+    assert local.kind == "local" and "pw" not in local.describe() and "127.0.0.1:9/db" in local.describe()
+
+
+def test_the_engine_builds_its_secret_source_and_object_store_from_its_settings(tmp_path, monkeypatch, store):
+    from anthares44.automation.runtime.engine import Engine
+    from anthares44.automation.runtime.secret_file import SecretFile
+
+    monkeypatch.setenv("A44_HOME", str(tmp_path / "env"))
+    settings = Settings(home=str(tmp_path / "home"))
+    SecretFile.of(settings).set("sec_given", "from-the-settings-home")
+    engine = Engine(store, settings=settings)
+    assert engine.registry.secrets.get("sec_given") == "from-the-settings-home"
+    assert engine.registry.storage is store.results.storage      # storage/* beside the results over 256 KB
+    assert not (tmp_path / "env").exists()

@@ -115,12 +115,14 @@ class Automation:
         """Connect to `database_url`, else A44_DATABASE_URL, else the embedded server (started if needed).
         `migrate` applies pending migrations first (publish does, so a fresh embedded database just works).
         `settings`: the environment's values; None reads them here, the Python API being an edge for embedders."""
+        from ..paths import storage_root
         from ..runtime.database import resolve_url
         from ..runtime.store import Store
 
         env = settings if settings is not None else Settings.from_env()
         url = database_url or await asyncio.to_thread(resolve_url, env, start=True)
-        store = await Store.connect(url, clock=clock, min_size=1, max_size=max(2, pool_size))
+        store = await Store.connect(url, clock=clock, min_size=1, max_size=max(2, pool_size),
+                                    results_dir=storage_root(env.home))
         try:
             if migrate:
                 await store.migrate()

@@ -135,13 +135,15 @@ async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFacto
 
 async def _http_only(settings, stop, factory, ready, store, clock) -> None:
     from ..clock import SystemClock
+    from ..paths import storage_root
     from ..runtime.database import resolve_url
     from ..runtime.store import Store
 
     own = store is None
     if own:
         url = settings.database_url or await asyncio.to_thread(resolve_url, settings.env, start=True)
-        store = await Store.connect(url, clock=clock or SystemClock(), max_size=settings.http.pool_size)
+        store = await Store.connect(url, clock=clock or SystemClock(), max_size=settings.http.pool_size,
+                                    results_dir=storage_root(settings.env.home))
     try:
         await store.migrate()
         settings.http.tune(store)
@@ -159,7 +161,8 @@ async def _start_http(worker_store, settings: HttpSettings, factory: HttpFactory
     """The HTTP plane on its own pool, so requests never wait for worker connections."""
     from ..runtime.store import Store
 
-    store = await Store.connect(worker_store.url, clock=worker_store.clock, max_size=settings.pool_size)
+    store = await Store.connect(worker_store.url, clock=worker_store.clock, max_size=settings.pool_size,
+                                storage=worker_store.results.storage)
     settings.tune(store)
     try:
         plane = await factory(store, settings).start()

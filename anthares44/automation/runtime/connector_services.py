@@ -1,13 +1,15 @@
 """The runtime's side of the connector services (stdlib_connectors/services.py): the breakers' shared state as the
 store's named queries (queries/connectors.sql), the event publisher as the bus in the caller's store, the secret
-source. The engine builds them once and hands them to every attempt in `StepContext.services`."""
+source, the vpn routes file of the settings. The engine builds them once and hands them to every attempt in `StepContext.services`."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from ..stdlib_connectors.services import APP_DB, BREAKER_STATE, PUBLISHER, BreakerState
+from ..settings import Settings
+from ..stdlib_connectors.network import networks_file
+from ..stdlib_connectors.services import APP_DB, BREAKER_STATE, NETWORKS_FILE, PUBLISHER, BreakerState
 from .ingestion.bus import EventResult, publish_event
 from .store import Store
 
@@ -61,6 +63,9 @@ class BusPublisher:
         return await publish_event(self.store, project_id, type, data, idempotency_key, partition_key=partition_key)
 
 
-def connector_services(store: Store, app_db: Any = None) -> dict[str, Any]:
-    """What every attempt of this engine may be given: the registry decides which connector sees which."""
-    return {PUBLISHER: BusPublisher(store), BREAKER_STATE: StoreBreakerState(store), APP_DB: app_db}
+def connector_services(store: Store, app_db: Any = None, *, settings: Settings | None = None) -> dict[str, Any]:
+    """What every attempt of this engine may be given: the registry decides which connector sees which.
+    `settings`: what the edge read (where the vpn routes file is; None: the defaults)."""
+    settings = settings if settings is not None else Settings()
+    return {PUBLISHER: BusPublisher(store), BREAKER_STATE: StoreBreakerState(store), APP_DB: app_db,
+            NETWORKS_FILE: networks_file(settings)}

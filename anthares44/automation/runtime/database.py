@@ -46,7 +46,7 @@ class LocalDatabase:
     """The embedded PostgreSQL of one `$A44_HOME`; `system_user`: A44_PG_SYSTEM_USER (embedded.py)."""
 
     def __init__(self, home: Path | str | None = None, *, system_user: str | None = None):
-        self.home = (Path(home).expanduser() if home else a44_home()).resolve()
+        self.home = a44_home(home).resolve()
         self.dir = self.home / "pg"
         self.server = EmbeddedServer(self.dir, durable=True, system_user=system_user)
         self._state_file = self.dir / "state.json"

@@ -32,6 +32,7 @@ from ..errors import (E_AUTH_FAILED, E_NETWORK, E_PARAMS_INVALID, E_STEP_TIMEOUT
 from ..redact import redact
 from .network import resolve_route
 from .protocol import StepContext
+from .services import NETWORKS, NETWORKS_FILE
 from .sessions import OwnSession
 
 DEFAULT_RETRY_ON = (408, 429, 500, 502, 503, 504)
@@ -358,7 +359,8 @@ class VpnHttpConnector(HttpConnector):
         network = getattr(p, "network", None) or decl.get("network")
         if not network:
             raise A44Error(E_PARAMS_INVALID, "a vpn/http step needs a `network` (on the step or its connector)")
-        route = resolve_route(ctx.project_id, network, ctx.services.get("networks"))
+        route = resolve_route(ctx.project_id, network, ctx.services.get(NETWORKS),
+                              path=ctx.services.get(NETWORKS_FILE))
         if route.proxy:
             # a session of our own (never the shared one: it could carry other defaults); the proxy is explicit
             return self._own.get(_Private(ctx)), {"proxy": route.proxy}, route

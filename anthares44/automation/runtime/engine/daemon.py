@@ -24,6 +24,7 @@ from datetime import datetime, timedelta, timezone
 from ...clock import Clock, SystemClock
 from ...durations import parse_duration, reconnect_delay
 from ...errors import A44Error
+from ...paths import storage_root
 from ...redact import redact_url
 from ...settings import Settings
 from ...stdlib_connectors.registry import ConnectorRegistry
@@ -116,7 +117,8 @@ class Daemon:
             # small whatever --concurrency is: fewer backends to schedule on the server's cores, and never more
             # than its max_connections (100 by default)
             self._store = await Store.connect(url, clock=self._clock or SystemClock(),
-                                              max_size=s.pool_size or max(4, min(s.concurrency + 3, POOL_MAX)))
+                                              max_size=s.pool_size or max(4, min(s.concurrency + 3, POOL_MAX)),
+                                              results_dir=storage_root(s.env.home))
         await self._store.migrate()
         await self._store.ensure_partitions()
         from ...stdlib_connectors.sql_database import AppDatabase
@@ -124,7 +126,7 @@ class Daemon:
         app_url = self._app_database_url()
         self.engine = Engine(self._store, self._registry, worker_id=s.worker_id, lease=s.lease_timeout,
                              clock=self._clock or self._store.clock, rng=self._rng, concurrency=s.concurrency,
-                             app_db=AppDatabase(app_url))
+                             app_db=AppDatabase(app_url), settings=s.env)
         log.warning("serving worker=%s lease=%ss concurrency=%d workflow-sql=%s", s.worker_id,
                     s.lease_timeout.total_seconds(), s.concurrency, redact_url(app_url) if app_url else "none")
 

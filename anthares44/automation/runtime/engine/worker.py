@@ -20,9 +20,11 @@ from typing import Any
 from ...clock import Clock
 from ...compiler.ir import NodeIR, WorkflowIR, load_workflow_ir
 from ...errors import A44Error
+from ...settings import Settings
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ...stdlib_connectors.sql_database import AppDatabase
 from ..connector_services import connector_services
+from ..secret_file import SecretFile
 from ..secrets import SecretSource
 from ..store import Store
 from .code_driver import CodeRunDriver
@@ -43,11 +45,15 @@ def default_worker_id() -> str:
 class Engine:
     def __init__(self, store: Store, registry: ConnectorRegistry | None = None, *, worker_id: str | None = None,
                  lease: timedelta = DEFAULT_LEASE, clock: Clock | None = None, rng: random.Random | None = None,
-                 concurrency: int = 16, services: dict[str, Any] | None = None, app_db: Any = None):
+                 concurrency: int = 16, services: dict[str, Any] | None = None, app_db: Any = None,
+                 settings: Settings | None = None):
         self.store = store
+        settings = settings if settings is not None else Settings()   # what the edge read: the a44 home, keys
         self.registry = registry if registry is not None else ConnectorRegistry()
-        if self.registry.secrets is None:   # the deployment's: environment, then $A44_HOME/secrets.json
-            self.registry.secrets = SecretSource()
+        if self.registry.secrets is None:   # the deployment's: environment, then <home>/secrets.json
+            self.registry.secrets = SecretSource(file=SecretFile.of(settings))
+        if self.registry.storage is None:   # storage/* and results over 256 KB share one object store
+            self.registry.storage = store.results.storage
         self.worker_id = worker_id or default_worker_id()
         self.lease = lease
         self.clock = clock or store.clock
@@ -57,7 +63,7 @@ class Engine:
         # (`app_db`, an AppDatabase; None: none configured, such steps fail with E_SQL_NO_DATABASE) unless a step
         # names a DSN; queue/publish publishes through the bus of this store, breakers keep their state in it
         self.app_db = app_db if app_db is not None else AppDatabase(None)
-        self.services = {**connector_services(store, self.app_db), **(services or {})}
+        self.services = {**connector_services(store, self.app_db, settings=settings), **(services or {})}
         self.stopping = False
         self.metrics: Counter[str] = Counter()
         self._irs: dict[tuple[str, str, int], WorkflowIR] = {}
