@@ -12,7 +12,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...attempts import Attempt
 from ...errors import E_LEASE_EXPIRED, A44Error
@@ -20,6 +20,9 @@ from ..queries import sql
 from ..results import encode_json
 from ..store import Store
 from .states import allowed_from, illegal
+
+if TYPE_CHECKING:
+    from .spans import VisitSpans
 
 log = logging.getLogger("a44.engine")
 
@@ -88,8 +91,10 @@ class Notifier:
 
 
 class Batch:
-    def __init__(self, store: Store, lease: Lease, worker_id: str, notifier: Notifier | None = None):
+    def __init__(self, store: Store, lease: Lease, worker_id: str, notifier: Notifier | None = None,
+                 spans: "VisitSpans | None" = None):
         self.store = store
+        self.spans = spans
         self.lease = lease
         self.worker_id = worker_id
         self.notifier = notifier
@@ -123,6 +128,8 @@ class Batch:
         self._ops.append(("engine_attempt_finish", (L.run_id, a.step_id, L.epoch, a.kind, a.attempt, a.started_at,
                                                     status, code, message, stored.inline, stored.ref, stored.size,
                                                     at, retry_at)))
+        if self.spans is not None:
+            self.spans.ended(a, status, at, code, message)
         a.status, a.finished_at, a.error_code, a.error_message, a.retry_at = status, at, code, message, retry_at
         a.result = result
         return a
@@ -147,7 +154,10 @@ class Batch:
                                                     L.epoch, kind, L.project_id, self.worker_id, L.grant, status,
                                                     code, message, stored.inline, stored.size, retry_at,
                                                     stored.ref, finished_at)))
-        return Attempt(step_id, kind, attempt, status, at, finished_at, code, message, result, retry_at)
+        a = Attempt(step_id, kind, attempt, status, at, finished_at, code, message, result, retry_at)
+        if self.spans is not None:
+            self.spans.ended(a, status, finished_at, code, message)
+        return a
 
     # --- the run ----------------------------------------------------------------------------------------------
     def transition(self, to: str, at: datetime, *, next_wake_at: datetime | None = None, release: bool = False,
@@ -159,6 +169,8 @@ class Batch:
                                              failed_step, code, message,
                                              None if result is None else encode_json(result),
                                              None if summary is None else encode_json(summary), finished, at)))
+        if finished and self.spans is not None:
+            self.spans.run_ended(to, at, code, message)
         if release and next_wake_at is not None:
             self._due = next_wake_at
 
@@ -192,7 +204,14 @@ class Batch:
         ops, self._ops = self._ops, []
         current, self.current_step = self.current_step, None
         due, self._due = self._due, None
-        await self._write(L, ops, current, at)
+        try:
+            await self._write(L, ops, current, at)
+        except BaseException:
+            if self.spans is not None:
+                self.spans.discard()
+            raise
+        if self.spans is not None:
+            self.spans.committed()
         if self.notifier is not None:
             self.notifier.add((L.run_id,), due)
         else:   # no engine to defer to: notify now (the triggers stayed silent for this transaction)

@@ -20,6 +20,7 @@ from typing import Any
 from ...clock import Clock
 from ...compiler.ir import NodeIR, WorkflowIR, load_workflow_ir
 from ...errors import A44Error
+from ...tracing import Tracer
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ...stdlib_connectors.sql_database import AppDatabase
 from ..connector_services import connector_services
@@ -44,8 +45,10 @@ def default_worker_id() -> str:
 class Engine:
     def __init__(self, store: Store, registry: ConnectorRegistry | None = None, *, worker_id: str | None = None,
                  lease: timedelta = DEFAULT_LEASE, clock: Clock | None = None, rng: random.Random | None = None,
-                 concurrency: int = 16, services: dict[str, Any] | None = None, app_db: Any = None):
+                 concurrency: int = 16, services: dict[str, Any] | None = None, app_db: Any = None,
+                 tracer: Tracer | None = None):
         self.store = store
+        self.tracer = tracer       # None: no spans, nothing done per attempt (tracing.from_environment)
         self.registry = registry if registry is not None else ConnectorRegistry()
         if self.registry.secrets is None:   # the deployment's: environment, then $A44_HOME/secrets.json
             self.registry.secrets = SecretSource()
