@@ -169,7 +169,7 @@ class Automation:
         if parent is not None:
             from ..runtime.ingestion.trace_parent import record_parent
 
-            await record_parent(self.store, self.project, str(idempotency_key), parent, self.store.clock.now())
+            await record_parent(self.store, self.project, [str(idempotency_key)], parent, self.store.clock.now())
         created = await self.store.create_run(
             self.project, wid, input, str(idempotency_key), trigger_id=MANUAL_TRIGGER,
             partition_key=await render_partition_key(latest["ir"], input), queue=latest["ir"].get("queue"),

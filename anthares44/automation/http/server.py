@@ -289,7 +289,8 @@ async def api_events_publish(request: web.Request) -> web.Response:
     key = doc.get("idempotency_key", request.headers.get("A44-Idempotency-Key"))
     result = await ingestion_for(request).publish_event(doc.get("type"), doc.get("data"), key,
                                                         partition_key=doc.get("partition_key"),
-                                                        occurred_at=doc.get("occurred_at"))
+                                                        occurred_at=doc.get("occurred_at"),
+                                                        parent=incoming_parent(request))
     return json_response(result.to_dict(), result.status)
 
 

@@ -10,10 +10,10 @@ from ...tracing import Parent
 from ..store import IDEMPOTENCY_WINDOW
 
 
-async def record_parent(store, project: str, run_key: str, parent: Parent | None, now: datetime) -> None:
-    """Keep `parent` for the run that `run_key` creates (a retry of the same request within the idempotency
-    window keeps the first one, as it gets the first run)."""
-    if parent is None:
+async def record_parent(store, project: str, run_keys: list[str], parent: Parent | None, now: datetime) -> None:
+    """Keep `parent` for the runs that `run_keys` create (a retry of the same request within the idempotency
+    window keeps the first one, as it gets the first run). One statement, whatever the number of keys."""
+    if parent is None or not run_keys:
         return
-    await store.execute("trace_context_record", project, run_key, now, parent.traceparent, parent.tracestate,
+    await store.execute("trace_context_record", project, run_keys, now, parent.traceparent, parent.tracestate,
                         IDEMPOTENCY_WINDOW)

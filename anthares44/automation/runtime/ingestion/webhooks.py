@@ -216,7 +216,7 @@ async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timesta
     else:
         key = derived_key(body)
     input_json = encode_json(data)
-    await record_parent(store, project, f"{trigger_id}:{key}", parent, now)
+    await record_parent(store, project, [f"{trigger_id}:{key}"], parent, now)
     for _ in range(5):
         row, event_id = await _write(store, project, trigger, secret, data, input_json, key, now)
         if row is not None:

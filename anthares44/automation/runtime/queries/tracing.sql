@@ -1,9 +1,9 @@
 -- Tracing (§16, docs/observability.md): the incoming trace context of a run, and what a visit's spans need.
 
 -- name: trace_context_record
--- purpose: keep the traceparent $4 (tracestate $5) sent at $3 with the request for run key $2 of project $1, before the run is created; a key held longer than the idempotency window $6 is taken over
+-- purpose: keep the traceparent $4 (tracestate $5) sent at $3 with the request for the run keys $2 of project $1, before their runs are created; a key held longer than the idempotency window $6 is taken over
 insert into automation.run_trace_context (project_id, run_key, at, traceparent, tracestate)
-values ($1, $2, $3, $4, $5)
+select $1, k, $3, $4, $5 from unnest($2::text[]) as k
 on conflict (project_id, run_key) do update
 set at = excluded.at, traceparent = excluded.traceparent, tracestate = excluded.tracestate
 where automation.run_trace_context.at < excluded.at - $6::interval;
