@@ -37,3 +37,4 @@ def test_each_compensation_attempt_is_a_span_and_the_run_span_carries_the_outcom
     (run,) = [s for s in spans if s["name"] == "run wf_saga"]
     assert run["status"] == 2 and run["attributes"]["a44.status"] == "compensation_failed"
     assert run["message"].startswith("E_COMPENSATION_FAILED")
+    assert run["attributes"]["a44.error_code"] == "E_COMPENSATION_FAILED"

@@ -9,6 +9,7 @@ daemon that later finds it interrupted (status `lease_expired`), in the same tra
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from ... import tracing as t
 from ...attempts import Attempt
 from ..store import IDEMPOTENCY_WINDOW
 
+log = logging.getLogger("a44.engine")
 FAILED_STATUSES = frozenset({"failed", "timeout", "lease_expired", "compensation_failed"})
 
 
@@ -59,19 +61,22 @@ class VisitSpans:
 
     def committed(self) -> None:
         pending, self._pending = self._pending, []
+        try:
+            self._emit(pending)
+        except Exception:  # noqa: BLE001 - a tracing bug costs spans, never the run whose batch just committed
+            log.warning("spans of run %s were not emitted", self.run_id, exc_info=True)
+
+    def _emit(self, pending: list[tuple]) -> None:
         for what, step_id, kind, attempt, start, end, status, code, message in pending:
-            failed = status in FAILED_STATUSES
-            error = (code, message or status) if failed else None
-            if what == "run":
-                self.tracer.emit(f"run {self.workflow}", self.tracer.parent_context(self.run_id, self.parent),
-                                 start, end, {**self.attributes, t.STATUS: status}, error=error,
-                                 span_id=t.run_span_id(self.run_id),
-                                 trace_id=None if self.parent else t.run_trace_id(self.run_id))
-                continue
-            attrs = {**self.attributes, t.STEP_ID: step_id, t.ATTEMPT: attempt, t.ATTEMPT_KIND: kind,
-                     t.STATUS: status}
+            error = (code, message or status) if status in FAILED_STATUSES else None
+            attrs = {**self.attributes, t.STATUS: status}
             if code is not None:
                 attrs[t.ERROR_CODE] = code
+            if what == "run":
+                self.tracer.emit(f"run {self.workflow}", self.tracer.parent_context(self.run_id, self.parent),
+                                 start, end, attrs, error=error, span_id=t.run_span_id(self.run_id),
+                                 trace_id=None if self.parent else t.run_trace_id(self.run_id))
+                continue
+            attrs.update({t.STEP_ID: step_id, t.ATTEMPT: attempt, t.ATTEMPT_KIND: kind})
             name = f"step {step_id}" if kind == "action" else f"compensate {step_id}"
             self.tracer.emit(name, self.context, start, end, attrs, error=error)
-
