@@ -202,6 +202,11 @@ E_QUEUE_NOT_FOUND = _code("E_QUEUE_NOT_FOUND", False, "no published queue has th
 E_DLQ_NOT_FOUND = _code("E_DLQ_NOT_FOUND", False, "no dead letter has that id", http=404)
 E_DLQ_FILTER = _code("E_DLQ_FILTER", False, "the --filter expression does not compile", http=400, exit=EXIT_USAGE)
 
+# Observability (§16)
+E_OTEL_UNAVAILABLE = _code("E_OTEL_UNAVAILABLE", False,
+                           "the OTEL_* variables ask for traces the process cannot export (SDK not installed, "
+                           "protocol not OTLP/HTTP)", exit=EXIT_USAGE)
+
 def _markdown() -> str:
     """docs/errors.md, generated: `python -m anthares44.automation.errors > docs/errors.md`."""
     lines = ["# Runtime error codes", "",

@@ -50,7 +50,9 @@ def test_old_bus_ids_are_rewritten_to_the_one_prefix(db_url, aio, monkeypatch):
                 "insert into automation.runs (run_id, project_id, workflow_id, version, state, idempotency_key,"
                 " deadline_at, created_at, updated_at, dead_letter_id) values ('run_1', 'pj', 'wf_x', 1,"
                 " 'succeeded', 'k', $1, $1, $1, $2)", now, OLD)
-            report = await migrations.migrate(Session(conn), now)
+            with monkeypatch.context() as m:          # 0008 alone (later migrations are not its business)
+                m.setattr(migrations, "load_migrations", lambda: [x for x in load_migrations() if x.number <= 8])
+                report = await migrations.migrate(Session(conn), now)
             assert report.applied == ["0008_dead_letter_ids"]
             rows = await conn.fetch("select dead_letter_id, redrive_of from automation.dead_letters order by 1")
             new = "dlq_" + OLD[3:]

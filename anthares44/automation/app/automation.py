@@ -23,6 +23,7 @@ from ..durations import parse_duration
 from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, E_INVALID_ARGUMENT, A44Error
 from ..runtime.store import RunPage
 from ..settings import DEFAULT_PROJECT, Settings
+from ..tracing import Parent
 from .views import attempt_view, event_view, run_view
 from .watch import SAFETY_RECHECK_S, RunListener
 
@@ -151,14 +152,19 @@ class Automation:
 
     # --- run (§8.2, §8.5) --------------------------------------------------------------------------------
     async def run(self, workflow: str, input: Any = None, idempotency_key: str | None = None, *,
-                  wait: bool = False, timeout: float | str | timedelta | None = None) -> RunHandle:
+                  wait: bool = False, timeout: float | str | timedelta | None = None,
+                  parent: Parent | None = None) -> RunHandle:
         """Start a run of the latest published version and return at once; the same key within 24 h returns the
         original run and creates nothing. With `wait`, return when the run reaches a terminal state (or when
-        `timeout` passes: `timed_out=True`)."""
+        `timeout` passes: `timed_out=True`). `parent` (a W3C trace context) is the parent of the run's trace."""
         require_idempotency_key(idempotency_key)
         wid = workflow_ref(workflow)
         input = {} if input is None else input
         latest = await self.store.latest_version(self.project, wid)
+        if parent is not None:
+            from ..runtime.ingestion.trace_parent import record_parent
+
+            await record_parent(self.store, self.project, [str(idempotency_key)], parent, self.store.clock.now())
         created = await self.store.create_run(
             self.project, wid, input, str(idempotency_key), trigger_id=MANUAL_TRIGGER,
             partition_key=await render_partition_key(latest["ir"], input), queue=latest["ir"].get("queue"),

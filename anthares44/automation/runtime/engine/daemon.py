@@ -21,6 +21,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from ... import tracing
 from ...clock import Clock, SystemClock
 from ...durations import parse_duration, reconnect_delay
 from ...errors import A44Error
@@ -109,6 +110,7 @@ class Daemon:
     # --- lifecycle ----------------------------------------------------------------------------------------------
     async def start(self) -> None:
         s = self.settings
+        tracer = tracing.from_environment()     # a bad OTEL_* configuration stops the daemon before it connects
         if self._store is None:
             from ..database import resolve_url
 
@@ -126,7 +128,7 @@ class Daemon:
         app_url = self._app_database_url()
         self.engine = Engine(self._store, self._registry, worker_id=s.worker_id, lease=s.lease_timeout,
                              clock=self._clock or self._store.clock, rng=self._rng, concurrency=s.concurrency,
-                             app_db=AppDatabase(app_url), settings=s.env)
+                             app_db=AppDatabase(app_url), settings=s.env, tracer=tracer)
         log.warning("serving worker=%s lease=%ss concurrency=%d workflow-sql=%s", s.worker_id,
                     s.lease_timeout.total_seconds(), s.concurrency, redact_url(app_url) if app_url else "none")
 
@@ -279,6 +281,9 @@ class Daemon:
             await engine.registry.aclose()
         with contextlib.suppress(Exception):
             await engine.app_db.aclose()
+        if engine.tracer is not None:    # export what is still batched (bounded by OTEL_BSP_EXPORT_TIMEOUT)
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(engine.tracer.shutdown)
         if self._own_store and self._store is not None:
             await self._store.close()
         log.warning("stopped worker=%s", self.settings.worker_id)

@@ -23,6 +23,7 @@ from .journal import Batch, Lease, LeaseLost
 from ...compiler.retry_policy import Failure, retry_delay_ms
 from .progress import Progress, StepProgress
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
+from .spans import VisitSpans
 from .states import AWAITING_CONFIRMATION, COMPENSATING, FAILED, SLEEPING, SUCCEEDED, WAITING
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class RunDriver:
         self.deadline: datetime = row["deadline_at"]
         self._inflight: dict[asyncio.Task, tuple[Attempt, StepProgress]] = {}
         self._ended = 0
+        self.spans = None          # VisitSpans when the engine traces (spans.py)
 
     # --- entry ------------------------------------------------------------------------------------------------
     async def drive(self) -> str:
@@ -51,6 +53,9 @@ class RunDriver:
         task = asyncio.current_task()
         renewer = asyncio.create_task(self._renew(task))
         try:
+            if self.engine.tracer is not None:
+                self.spans = await VisitSpans.open(self.engine.tracer, self.engine.store, self.row,
+                                                   self.engine.worker_id)
             await self._load()
             return await self._visit()
         except LeaseLost:
@@ -105,7 +110,7 @@ class RunDriver:
                 return
 
     def _batch(self) -> Batch:
-        return Batch(self.engine.store, self.lease, self.engine.worker_id, self.engine.notifier)
+        return Batch(self.engine.store, self.lease, self.engine.worker_id, self.engine.notifier, self.spans)
 
     # --- one visit --------------------------------------------------------------------------------------------
     async def _visit(self) -> str:

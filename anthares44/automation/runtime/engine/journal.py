@@ -12,13 +12,16 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...attempts import Attempt
 from ...errors import E_LEASE_EXPIRED, A44Error
 from ..results import encode_json
 from ..store import Store
 from .states import allowed_from, illegal
+
+if TYPE_CHECKING:
+    from .spans import VisitSpans
 
 log = logging.getLogger("a44.engine")
 
@@ -87,8 +90,10 @@ class Notifier:
 
 
 class Batch:
-    def __init__(self, store: Store, lease: Lease, worker_id: str, notifier: Notifier | None = None):
+    def __init__(self, store: Store, lease: Lease, worker_id: str, notifier: Notifier | None = None,
+                 spans: "VisitSpans | None" = None):
         self.store = store
+        self.spans = spans
         self.lease = lease
         self.worker_id = worker_id
         self.notifier = notifier
@@ -124,6 +129,8 @@ class Batch:
             run_id=L.run_id, step_id=a.step_id, epoch=L.epoch, kind=a.kind, attempt=a.attempt, started_at=a.started_at,
             status=status, error_code=code, error_message=message, result=stored.inline, result_ref=stored.ref,
             result_bytes=stored.size, finished_at=at, retry_at=retry_at)))
+        if self.spans is not None:
+            self.spans.ended(a, status, at, code, message)
         a.status, a.finished_at, a.error_code, a.error_message, a.retry_at = status, at, code, message, retry_at
         a.result = result
         return a
@@ -149,7 +156,10 @@ class Batch:
             epoch=L.epoch, kind=kind, project=L.project_id, worker_id=self.worker_id, lease_grant=L.grant,
             status=status, error_code=code, error_message=message, result=stored.inline, result_bytes=stored.size,
             retry_at=retry_at, result_ref=stored.ref, finished_at=finished_at)))
-        return Attempt(step_id, kind, attempt, status, at, finished_at, code, message, result, retry_at)
+        a = Attempt(step_id, kind, attempt, status, at, finished_at, code, message, result, retry_at)
+        if self.spans is not None:
+            self.spans.ended(a, status, finished_at, code, message)
+        return a
 
     # --- the run ----------------------------------------------------------------------------------------------
     def transition(self, to: str, at: datetime, *, next_wake_at: datetime | None = None, release: bool = False,
@@ -162,6 +172,8 @@ class Batch:
             next_wake_at=next_wake_at, release=release, failed_step=failed_step, error_code=code, message=message,
             result=None if result is None else encode_json(result),
             summary=None if summary is None else encode_json(summary), finished=finished, now=at)))
+        if finished and self.spans is not None:
+            self.spans.run_ended(to, at, code, message)
         if release and next_wake_at is not None:
             self._due = next_wake_at
 
@@ -197,7 +209,14 @@ class Batch:
         ops, self._ops = self._ops, []
         current, self.current_step = self.current_step, None
         due, self._due = self._due, None
-        await self._write(L, ops, current, at)
+        try:
+            await self._write(L, ops, current, at)
+        except BaseException:
+            if self.spans is not None:
+                self.spans.discard()
+            raise
+        if self.spans is not None:
+            self.spans.committed()
         if self.notifier is not None:
             self.notifier.add((L.run_id,), due)
         else:   # no engine to defer to: notify now (the triggers stayed silent for this transaction)

@@ -21,6 +21,7 @@ from ...clock import Clock
 from ...compiler.ir import NodeIR, WorkflowIR, load_workflow_ir
 from ...errors import A44Error
 from ...settings import Settings
+from ...tracing import Tracer
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ...stdlib_connectors.sql_database import AppDatabase
 from ..connector_services import connector_services
@@ -46,9 +47,10 @@ class Engine:
     def __init__(self, store: Store, registry: ConnectorRegistry | None = None, *, worker_id: str | None = None,
                  lease: timedelta = DEFAULT_LEASE, clock: Clock | None = None, rng: random.Random | None = None,
                  concurrency: int = 16, services: dict[str, Any] | None = None, app_db: Any = None,
-                 settings: Settings | None = None):
+                 settings: Settings | None = None, tracer: Tracer | None = None):
         self.store = store
         settings = settings if settings is not None else Settings()   # what the edge read: the a44 home, keys
+        self.tracer = tracer       # None: no spans, nothing done per attempt (tracing.from_environment)
         self.registry = registry if registry is not None else ConnectorRegistry()
         if self.registry.secrets is None:   # the deployment's: environment, then <home>/secrets.json
             self.registry.secrets = SecretSource(file=SecretFile.of(settings))

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from ...jsonenc import iso
+from ...tracing import Parent
 from ...errors import E_ENVELOPE_INVALID, E_EVENT_NOT_FOUND, E_EVENT_TOO_OLD, E_IDEMPOTENCY_KEY_REQUIRED, A44Error
 from .. import evaluation
 from ..results import encode_json
@@ -31,6 +32,7 @@ from .dead_letters import dead_letter
 from .ids import new_event_id
 from .metrics import COUNTERS
 from .runs import create_run_in, render_key, workflow_partition_key
+from .trace_parent import record_parent
 from .webhooks import _check_strings
 
 MAX_KEY_LEN = 256
@@ -108,7 +110,10 @@ def validate(type: Any, data: Any, idempotency_key: Any, partition_key: Any, occ
 
 
 async def publish_event(store, project: str, type: str, data: Any, idempotency_key: str, *,
-                        partition_key: str | None = None, occurred_at: str | datetime | None = None) -> EventResult:
+                        partition_key: str | None = None, occurred_at: str | datetime | None = None,
+                        parent: Parent | None = None) -> EventResult:
+    """Publish one event: every subscriber gets its run (or its dead letter / filter record) in one transaction.
+    `parent` (the request's `traceparent`) is the parent of the traces of the runs it creates."""
     if isinstance(occurred_at, datetime):
         occurred_at = iso(occurred_at)
     when = validate(type, data, idempotency_key, partition_key, occurred_at)
@@ -119,6 +124,7 @@ async def publish_event(store, project: str, type: str, data: Any, idempotency_k
            "occurred_at": iso(when), "attempt": 1, "data": data}
     envelope = encode_json(env)
     subscribers = await store.fetch("triggers_for_event", project=project, type=type)
+    await record_parent(store, project, [f"{sub['trigger_id']}:{idempotency_key}" for sub in subscribers], parent, now)
     async with store.transaction("event_publish") as conn:
         claimed = await conn.fetchval("event_key_claim", project=project, key=idempotency_key, event_id=event_id,
                                       now=now, window=IDEMPOTENCY_WINDOW)

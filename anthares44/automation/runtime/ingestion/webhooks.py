@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from ...jsonenc import iso
+from ...tracing import Parent
 from ...errors import (E_DB, E_ENVELOPE_INVALID, E_SIGNATURE_INVALID, E_TIMESTAMP_SKEW, E_TRIGGER_NOT_FOUND,
                        E_WORKFLOW_NOT_FOUND, A44Error, http_status)
 from ..results import encode_json
@@ -30,6 +31,7 @@ from ..store import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
 from ..ulid import new_run_id
 from .group_commit import committer_for
 from .runs import workflow_partition_key
+from .trace_parent import record_parent
 from .webhook_cache import WebhookTarget, cache_for, from_row
 
 MAX_BODY = 1024 * 1024
@@ -183,12 +185,13 @@ def _not_found(project: str, trigger_id: str) -> Rejection:
 
 async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timestamp: str | None,
                          signature: str | None, idempotency_key: str | None, body: bytes,
-                         received_at: float | None = None) -> WebhookResult:
+                         received_at: float | None = None, parent: Parent | None = None) -> WebhookResult:
     """Verify and ingest one request whose trigger (`lookup`) is known. Raises Rejection.
 
     Every check happens before the single write; the write (`webhook_ingest`, grouped with concurrent requests
     into one transaction by group_commit.py) has committed when this returns. `received_at` (time.monotonic() when
-    the request arrived) spares a second read when `trigger` was read from the database during this request."""
+    the request arrived) spares a second read when `trigger` was read from the database during this request.
+    `parent` (the request's `traceparent`) becomes the parent of the run's trace once the request is verified."""
     now = store.clock.now()
     trigger_id = trigger.trigger_id
     ts = check_timestamp(timestamp, signature, now)
@@ -213,6 +216,7 @@ async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timesta
     else:
         key = derived_key(body)
     input_json = encode_json(data)
+    await record_parent(store, project, [f"{trigger_id}:{key}"], parent, now)
     for _ in range(5):
         row, event_id = await _write(store, project, trigger, secret, data, input_json, key, now)
         if row is not None:
