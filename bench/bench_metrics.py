@@ -27,9 +27,9 @@ from anthares44.automation.runtime.store import Store  # noqa: E402
 from scratch_db import run_on_scratch_database  # noqa: E402
 
 PROJECT = "pj_default"
-QUERIES = {"metrics_queues": lambda s: (s.clock.now(),), "metrics_runs": lambda s: (),
-           "metrics_attempts": lambda s: (), "metrics_duration_bounds": lambda s: (), "metrics_breakers": lambda s: (),
-           "metrics_deliveries": lambda s: (), "metrics_counters": lambda s: ()}
+QUERIES = {"metrics_queues": lambda s: {"now": s.clock.now()}, "metrics_runs": lambda s: {},
+           "metrics_attempts": lambda s: {}, "metrics_duration_bounds": lambda s: {}, "metrics_breakers": lambda s: {},
+           "metrics_deliveries": lambda s: {}, "metrics_counters": lambda s: {}}
 
 
 async def generate(c, runs: int, attempts: int) -> None:
@@ -79,7 +79,7 @@ async def main_async(args, url: str) -> None:
         lat = []
         for _ in range(args.scrapes):
             t0 = time.perf_counter()
-            await store.fetch(name, *params(store))
+            await store.fetch(name, **params(store))
             lat.append((time.perf_counter() - t0) * 1000)
         print(f"{name:24s} {stats(lat)}")
     whole, size = [], 0

@@ -86,7 +86,8 @@ async def count_round_trips(url: str, home: Path, n: int = 200, concurrency: int
         with counting() as counts:
             await engine.drive()
         elapsed = time.perf_counter() - t0
-        states = await store.fetch("runs_list", PROJECT, None, "wf_bench_pass", None, None, n, 0)
+        states = await store.fetch("runs_list", project=PROJECT, state=None, workflow="wf_bench_pass", step=None,
+                                   since=None, limit=n, offset=0)
         assert sum(1 for r in states if r["state"] == "succeeded") == n, "not every run succeeded"
     finally:
         await store.close()

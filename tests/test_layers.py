@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "anthares44" / "automation"
 ROOT = "anthares44.automation"
 UPPER = ("runtime", "app", "cli", "api", "http")
 CORE = ("durations", "redact", "paths", "named_sql", "db_errors", "errors", "clock", "diagnostics", "jsonenc",
-        "attempts", "settings")
+        "attempts", "settings", "tracing")
 
 
 def _imports(path: Path) -> set[str]:

@@ -1,5 +1,5 @@
 """Durations and rates typed on the command line or passed to the API: `48h`, `60s`, `7d`, `1h30m`, `250ms`;
-`20/s`, `600/min`.
+`20/s`, `600/min`; and `reconnect_delay`, the one backoff of a loop whose database or daemon went away.
 
 One parser of each for every layer. The compiler's YAML `Duration` type (compiler/models/types.py) adds its own
 rules on top of `parse_duration` (no bare numbers, at most 72 h, the span of a run); a listing window such as
@@ -83,3 +83,12 @@ def parse_rate(rate: str | float | int | None) -> float | None:
     if not value > 0 or math.isinf(value):
         raise ValueError(f"the rate must be positive, got {rate!r}")
     return value
+
+
+RECONNECT_FIRST_S, RECONNECT_MAX_S = 0.4, 5.0
+
+
+def reconnect_delay(failures: int) -> float:
+    """Seconds to wait after `failures` failed tries in a row (1, 2, ...): doubling from 0.4 s, at most 5 s. Short
+    enough that a restarted database is back in work at once, long enough that a dead one is not hammered."""
+    return min(RECONNECT_FIRST_S * 2 ** (max(failures, 1) - 1), RECONNECT_MAX_S)

@@ -136,7 +136,7 @@ class A44Error(Exception):
     def __str__(self) -> str:
         return f"{self.code}: {self.message}" + (f" (hint: {self.hint})" if self.hint else "")
 
-# The connector library (§14, §15, §17), appended by the connectors work
+# The connector library (§14, §15, §17)
 E_SECRET_NOT_FOUND = _code("E_SECRET_NOT_FOUND", False, "a referenced secret is not defined in any secret source")
 E_SECRET_KEY_SHORT = _code("E_SECRET_KEY_SHORT", False, "the secret key is not hexadecimal or shorter than 32 bytes")
 E_SECRET_KEY_PERMISSIONS = _code("E_SECRET_KEY_PERMISSIONS", False,
@@ -201,6 +201,11 @@ E_CODE_UNAVAILABLE = _code("E_CODE_UNAVAILABLE", False,
 E_QUEUE_NOT_FOUND = _code("E_QUEUE_NOT_FOUND", False, "no published queue has that id", http=404)
 E_DLQ_NOT_FOUND = _code("E_DLQ_NOT_FOUND", False, "no dead letter has that id", http=404)
 E_DLQ_FILTER = _code("E_DLQ_FILTER", False, "the --filter expression does not compile", http=400, exit=EXIT_USAGE)
+
+# Observability (§16)
+E_OTEL_UNAVAILABLE = _code("E_OTEL_UNAVAILABLE", False,
+                           "the OTEL_* variables ask for traces the process cannot export (SDK not installed, "
+                           "protocol not OTLP/HTTP)", exit=EXIT_USAGE)
 
 def _markdown() -> str:
     """docs/errors.md, generated: `python -m anthares44.automation.errors > docs/errors.md`."""

@@ -1,14 +1,20 @@
-"""Where a44 keeps its files on this machine: `$A44_HOME` (default `~/.a44`), holding the embedded PostgreSQL
-(`pg/`), the encrypted secrets file, the object store of `storage/*`, the network routes of `vpn/http` and the CLI's
-credentials. Read at each call, so a test or an embedder that sets `A44_HOME` is seen at once."""
+"""Where a44 keeps its files on this machine: the a44 home (`Settings.home`, i.e. `A44_HOME`, default `~/.a44`),
+holding the embedded PostgreSQL (`pg/`), the encrypted secrets file, the object store of `storage/*`, the
+network routes of `vpn/http` and the CLI's credentials. The edge that read the settings passes the value in."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-HOME_ENV = "A44_HOME"
+DEFAULT_HOME = "~/.a44"
 
 
-def a44_home() -> Path:
-    return Path(os.environ.get(HOME_ENV) or "~/.a44").expanduser()
+def a44_home(home: str | os.PathLike | None) -> Path:
+    """The a44 directory named by `home` (`Settings.home`); None or empty: `~/.a44`."""
+    return Path(home or DEFAULT_HOME).expanduser()
+
+
+def storage_root(home: str | os.PathLike | None) -> Path:
+    """The local object store of `storage/*` and of results too large for a row: `<home>/storage`."""
+    return a44_home(home) / "storage"

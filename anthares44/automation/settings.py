@@ -54,6 +54,7 @@ VARIABLES: tuple[Variable, ...] = (
              "the operating-system user the embedded PostgreSQL runs as when a44 runs as root"),
     Variable("A44_DEBUG", "debug", "any value: an internal error prints its traceback", bool),
 )
+DEFAULT_PROJECT = "pj_default"   # the project when neither `--project` nor A44_PROJECT names one
 SECRET_PREFIX = "A44_SECRET_"    # + the reference in upper case: a secret source of runtime/secrets.py
 
 

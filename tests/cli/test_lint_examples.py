@@ -154,11 +154,11 @@ def test_docs_show_the_exact_output(fmt, tmp_path):
 
 
 def test_lint_run_does_not_import_runtime_dependencies():
-    """Cold start: a full lint run through the CLI never imports the daemon's asyncpg / aiohttp."""
+    """Cold start: a full lint run through the CLI never imports the daemon's asyncpg / aiohttp / opentelemetry."""
     code = ("import sys, io, contextlib\n"
             "from anthares44.automation.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
             "    rc = main(['automation', 'lint', 'examples/'])\n"
-            "print(rc, sorted(n for n in ('asyncpg', 'aiohttp') if n in sys.modules))\n")
+            "print(rc, sorted(n for n in ('asyncpg', 'aiohttp', 'opentelemetry') if n in sys.modules))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.stdout.strip() == "0 []", proc.stdout + proc.stderr

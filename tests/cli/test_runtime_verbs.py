@@ -328,7 +328,7 @@ def test_runs_resolve_settles_a_parked_exclusive_step(published, capsys, sys_sto
     run_id = out.split()[0]
 
     async def park():  # stand-in for the interpreter: the lease of exclusive step `first` expired
-        async with sys_store.transaction("test_park") as conn:
+        async with sys_store.connection("test_park") as conn, conn.transaction():
             await conn.execute("update automation.runs set state = 'awaiting_confirmation', current_step = 'first', "
                                "next_wake_at = null where run_id = $1", run_id)
 

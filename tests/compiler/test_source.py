@@ -324,3 +324,13 @@ def test_syntax_errors_have_positions(text, line, col):
     assert (d.code, d.line, d.col) == ("A44001", line, col)
     assert d.message.startswith("YAML syntax error: ")
     assert not src.parsed
+
+
+def test_unicode_line_separators_do_not_move_positions():
+    """libyaml counts U+2028/U+2029 as line breaks, editors and our scalar spans do not: positions come from the
+    marks' character index (found by the YAML fuzz suite: a duplicate key reported at line 8 of a 6-line file)."""
+    text = "name: a\nversion: {x: \u2028, x: \u2029, x: 1}\nsteps: []\n"
+    src = load_bytes(text.encode("utf-8"), "wf.yaml")
+    dups = [d for d in src.diagnostics if d.code == "A44002"]
+    assert dups and all(d.line == 2 for d in dups), src.diagnostics
+    assert src.span(("steps",), key=True).line == 3

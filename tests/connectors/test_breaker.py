@@ -143,10 +143,12 @@ def test_a_vanished_prober_is_replaced_after_its_deadline(daemons, clock, pg_url
     async def claim_and_vanish():
         conn = await asyncpg.connect(pg_url)
         try:
-            from anthares44.automation.runtime.queries import sql
             from datetime import timedelta
-            return await conn.fetchval(sql("breaker_claim_probe"), "pj_default", "con_erp", clock.now(), "ghost",
-                                       clock.now() + timedelta(seconds=15))
+
+            from anthares44.automation.runtime.store import Session
+            return await Session(conn).fetchval("breaker_claim_probe", project_id="pj_default", connector_id="con_erp",
+                                                now=clock.now(), token="ghost",
+                                                until=clock.now() + timedelta(seconds=15))
         finally:
             await conn.close()
 

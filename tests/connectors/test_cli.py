@@ -6,6 +6,7 @@ import io
 import json
 
 from anthares44.automation.cli.main import main
+from anthares44.automation.runtime.secret_file import SecretFile
 from anthares44.automation.runtime.secrets import SecretSource
 
 
@@ -25,7 +26,7 @@ def test_secrets_set_from_stdin_list_names_only_rm(tmp_path, monkeypatch, capsys
     monkeypatch.delenv("A44_SECRET_KEY", raising=False)
     monkeypatch.setattr("sys.stdin", io.StringIO("hunter2-value\n"))
     assert main(["automation", "secrets", "set", "sec_db"]) == 0
-    assert aio(SecretSource()("sec_db")) == "hunter2-value"
+    assert aio(SecretSource(file=SecretFile(tmp_path))("sec_db")) == "hunter2-value"
     assert main(["automation", "secrets", "list", "-f", "json"]) == 0
     out = capsys.readouterr()
     assert json.loads(out.out) == ["sec_db"] and "hunter2" not in out.out + out.err

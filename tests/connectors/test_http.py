@@ -235,8 +235,8 @@ def test_one_session_per_registry_closed_by_aclose(serve, make_ctx, aio):
     reg = ConnectorRegistry()
     conn = reg.get("http")
     aio(run_step(reg, "http", {"url": base}, make_ctx()))
-    session = conn._session
+    session = conn._own.session
     aio(run_step(reg, "http", {"url": base}, make_ctx()))
-    assert conn._session is session and not session.closed
+    assert conn._own.session is session and not session.closed
     aio(reg.aclose())
     assert session.closed

@@ -1,4 +1,4 @@
-"""The proof list of the http connector (issue 6) against real servers on 127.0.0.1: slow responses (slow headers and
+"""The proof list of the http connector against real servers on 127.0.0.1: slow responses (slow headers and
 a slow body), resets mid-body from a raw socket server (clean close and RST), 429 with both Retry-After forms
 through the engine, oversized bodies streamed without end, invalid JSON answers; and redaction of sensitive
 response headers before anything is written."""

@@ -196,3 +196,20 @@ def test_bound_local_address_is_used_and_a_missing_one_is_tunnel_down(serve, mak
     assert exc.value.code == E_TUNNEL_DOWN
     assert len(target_seen) == 1
     aio(reg.aclose())
+
+
+def test_the_routes_file_of_the_settings_reaches_vpn_http_through_the_engines_services(serve, make_ctx, aio,
+                                                                                        tmp_path, store):
+    from anthares44.automation.runtime.connector_services import connector_services
+    from anthares44.automation.settings import Settings
+
+    target_seen, proxy_seen = [], []
+    base = serve(target_app(target_seen))
+    routes = tmp_path / "routes.json"
+    routes.write_text(json.dumps({"*": {"vpn_pj_checkout": {"proxy": serve(forward_proxy(proxy_seen))}}}))
+    services = connector_services(store, settings=Settings(home=str(tmp_path / "home"), networks_file=str(routes)))
+    reg = ConnectorRegistry({"con_erp_private": {"id": "con_erp_private", "type": "vpn/http", "baseUrl": base,
+                                                 "network": "vpn_pj_checkout"}})
+    out = aio(reg.invoke("con_erp_private", {"path": "/orders"}, make_ctx(services=services)))
+    assert out["status"] == 200 and proxy_seen == [base + "/orders"] and target_seen[0]["via"] == "vpn"
+    aio(reg.aclose())

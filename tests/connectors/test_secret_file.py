@@ -26,9 +26,7 @@ A44 = str(Path(sys.executable).with_name("a44"))
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("A44_HOME", str(tmp_path))
-    monkeypatch.delenv("A44_SECRET_KEY", raising=False)
+def home(tmp_path):
     return tmp_path
 
 
@@ -51,7 +49,7 @@ def v1_token(key: bytes, plaintext: bytes, ref: str) -> str:
 
 
 def test_format_2_on_disk_entries_bound_to_their_name(home):
-    f = SecretFile()
+    f = SecretFile(home)
     f.set("sec_a", "alpha-value")
     f.set("sec_b", "beta-value")
     doc = json.loads(f.path.read_text())
@@ -69,7 +67,7 @@ def test_format_2_on_disk_entries_bound_to_their_name(home):
 
 def test_a_format_1_file_is_read_then_migrated_by_the_next_write(home):
     key = os.urandom(32)
-    f = SecretFile()
+    f = SecretFile(home)
     f.key_path.write_text(key.hex() + "\n")
     f.key_path.chmod(0o600)
     f.path.write_text(json.dumps({"version": 1, "secrets": {
@@ -83,13 +81,11 @@ def test_a_format_1_file_is_read_then_migrated_by_the_next_write(home):
     assert (f.get("sec_old"), f.get("sec_new")) == ("legacy-value", "fresh")
 
 
-def test_a_short_key_is_refused(home, monkeypatch):
-    monkeypatch.setenv("A44_SECRET_KEY", os.urandom(16).hex())
+def test_a_short_key_is_refused(home):
     with pytest.raises(A44Error) as exc:
-        SecretFile().set("sec_a", "x")
+        SecretFile(home, key=os.urandom(16).hex()).set("sec_a", "x")
     assert exc.value.code == E_SECRET_KEY_SHORT and "16 bytes" in exc.value.message
-    monkeypatch.delenv("A44_SECRET_KEY")
-    f = SecretFile()
+    f = SecretFile(home)
     f.key_path.write_text(os.urandom(31).hex())
     f.key_path.chmod(0o600)
     with pytest.raises(A44Error) as exc:
@@ -100,7 +96,7 @@ def test_a_short_key_is_refused(home, monkeypatch):
 
 
 def test_a_key_file_open_to_group_or_others_is_refused_with_the_fix(home):
-    f = SecretFile()
+    f = SecretFile(home)
     f.set("sec_a", "alpha-value")
     for mode in (0o640, 0o604):
         f.key_path.chmod(mode)
@@ -113,16 +109,15 @@ def test_a_key_file_open_to_group_or_others_is_refused_with_the_fix(home):
     assert f.get("sec_a") == "alpha-value" and f.names() == ["sec_a"]
 
 
-def test_writing_with_a_key_that_cannot_decrypt_the_file_is_refused_and_loses_nothing(home, monkeypatch):
-    f = SecretFile()
+def test_writing_with_a_key_that_cannot_decrypt_the_file_is_refused_and_loses_nothing(home):
+    f = SecretFile(home)
     f.set("sec_a", "alpha-value")
     before = f.path.read_bytes()
-    monkeypatch.setenv("A44_SECRET_KEY", os.urandom(32).hex())     # another key
-    for write in (lambda: f.set("sec_b", "beta"), lambda: f.remove("sec_a")):
+    other = SecretFile(home, key=os.urandom(32).hex())              # another key (A44_SECRET_KEY)
+    for write in (lambda: other.set("sec_b", "beta"), lambda: other.remove("sec_a")):
         with pytest.raises(A44Error) as exc:
             write()
         assert exc.value.code == E_SECRET_KEY_MISMATCH and "nothing was changed" in exc.value.message
-    monkeypatch.delenv("A44_SECRET_KEY")
     key_file = f.key_path.read_bytes()
     f.key_path.unlink()                                              # the key lost: no new key is made up either
     with pytest.raises(A44Error) as exc:
@@ -142,7 +137,7 @@ def test_twenty_concurrent_cli_sets_keep_all_twenty(home):
         p.stdin.write(f"value-{i}".encode())
         p.stdin.close()
     assert [p.wait(timeout=60) for p in procs] == [0] * 20, [p.stderr.read() for p in procs]
-    f = SecretFile()
+    f = SecretFile(home)
     assert f.names() == sorted(f"sec_n{i}" for i in range(20))
     assert all(f.get(f"sec_n{i}") == f"value-{i}" for i in range(20))
 
@@ -150,7 +145,7 @@ def test_twenty_concurrent_cli_sets_keep_all_twenty(home):
 def test_rotate_key_through_the_cli(home):
     for i in range(3):
         assert cli(home, "set", f"sec_r{i}", stdin=f"rotated-value-{i}").returncode == 0
-    f = SecretFile()
+    f = SecretFile(home)
     old = bytes.fromhex(f.key_path.read_text())
     r = cli(home, "rotate-key")
     assert r.returncode == 0, r.stderr
@@ -180,7 +175,7 @@ def test_rotate_key_through_the_cli(home):
 def test_an_interrupted_rotation_leaves_a_readable_file(home):
     """The new key is in place but the file still holds entries of the old one (the process died between the two
     renames): the old key's backup, found by the entries' key id, still opens them, and the next write migrates."""
-    f = SecretFile()
+    f = SecretFile(home)
     f.set("sec_a", "alpha-value")
     old = bytes.fromhex(f.key_path.read_text())
     (home / f"secret.key.{key_id(old)}.old").write_text(old.hex())

@@ -20,6 +20,7 @@ from anthares44.automation.redact import scrub
 from anthares44.automation.runtime.secret_cipher import Undecryptable, open_entry, seal
 from anthares44.automation.runtime.secret_file import SecretFile
 from anthares44.automation.runtime.secrets import SecretSource
+from anthares44.automation.settings import Settings
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 from tests.runtime.engine_support import node, publish_and_run, run_row, workflow
 
@@ -27,14 +28,12 @@ SECRET = "s3cr3t-VALUE-9f8e7d6c"
 
 
 def test_env_then_file_then_missing(tmp_path, monkeypatch, aio):
-    monkeypatch.setenv("A44_HOME", str(tmp_path))
-    monkeypatch.delenv("A44_SECRET_KEY", raising=False)
-    f = SecretFile()
+    f = SecretFile(tmp_path)
     f.set("sec_file", "from-the-file")
     assert stat.S_IMODE(os.stat(f.path).st_mode) == 0o600 and stat.S_IMODE(os.stat(f.key_path).st_mode) == 0o600
     assert b"from-the-file" not in f.path.read_bytes()            # encrypted at rest
     assert "sec_file" in f.path.read_text() and f.names() == ["sec_file"]
-    src = SecretSource()
+    src = SecretSource(file=f)
     assert aio(src("sec_file")) == "from-the-file"
     monkeypatch.setenv("A44_SECRET_SEC_FILE", "from-the-env")
     assert aio(src("sec_file")) == "from-the-env"                # the environment wins
@@ -46,21 +45,18 @@ def test_env_then_file_then_missing(tmp_path, monkeypatch, aio):
     assert f.remove("sec_file") and f.names() == []
 
 
-def test_wrong_key_or_tampering_fails_authentication(tmp_path, monkeypatch):
-    monkeypatch.setenv("A44_HOME", str(tmp_path))
+def test_wrong_key_or_tampering_fails_authentication(tmp_path):
     key = os.urandom(32)
     entry = seal(key, b"hello", "sec_a")
     assert open_entry({entry["kid"]: key}, entry, "sec_a") == b"hello"
     for k, ref in ((os.urandom(32), "sec_a"), (key, "sec_b")):   # another key, or moved to another name
         with pytest.raises(Undecryptable):
             open_entry({entry["kid"]: k}, entry, ref)
-    monkeypatch.setenv("A44_SECRET_KEY", key.hex())
-    f = SecretFile()
+    f = SecretFile(tmp_path, key=key.hex())                       # A44_SECRET_KEY
     f.set("sec_x", "v")
     assert not f.key_path.exists() and f.get("sec_x") == "v"
-    monkeypatch.setenv("A44_SECRET_KEY", os.urandom(32).hex())
     with pytest.raises(A44Error) as exc:
-        f.get("sec_x")
+        SecretFile(tmp_path, key=os.urandom(32).hex()).get("sec_x")
     assert exc.value.code == E_SECRET_KEY_MISMATCH and "v" not in exc.value.message.split(":")[-1]
 
 
@@ -116,7 +112,6 @@ def test_a_run_using_a_secret_leaves_no_trace_of_it(store, clock, pg_url, serve,
                                                     tmp_path):
     from anthares44.automation.runtime.engine import Engine
 
-    monkeypatch.setenv("A44_HOME", str(tmp_path))
     monkeypatch.setenv("A44_SECRET_SEC_API", SECRET)
     hits: list = []
     base = serve(echo_app(hits))
@@ -127,7 +122,7 @@ def test_a_run_using_a_secret_leaves_no_trace_of_it(store, clock, pg_url, serve,
     ir = workflow([ok, bad], name="secrets")
     run_id = aio(publish_and_run(store, ir))
     caplog.set_level(logging.DEBUG)
-    eng = Engine(store, ConnectorRegistry(), clock=clock)
+    eng = Engine(store, ConnectorRegistry(), clock=clock, settings=Settings(home=str(tmp_path)))
     aio(eng.drive())
     run = aio(run_row(store, run_id))
     assert run["state"] == "failed" and run["error_code"] == "E_UPSTREAM_500"
@@ -183,7 +178,6 @@ def test_an_oauth_access_token_leaves_no_trace(store, clock, pg_url, serve, aio,
                                                make_ctx):
     from anthares44.automation.runtime.engine import Engine
 
-    monkeypatch.setenv("A44_HOME", str(tmp_path))
     monkeypatch.setenv("A44_SECRET_SEC_ERP_CLIENT", json.dumps({"client_id": "a44-client",
                                                                 "client_secret": "cs-0123456789"}))
     tokens_sent: list = []
@@ -197,7 +191,7 @@ def test_an_oauth_access_token_leaves_no_trace(store, clock, pg_url, serve, aio,
     run_id = aio(publish_and_run(store, workflow([ok, bad], name="oauth_secrets")))
     caplog.set_level(logging.DEBUG)
     reg = ConnectorRegistry()
-    aio(Engine(store, reg, clock=clock).drive())
+    aio(Engine(store, reg, clock=clock, settings=Settings(home=str(tmp_path))).drive())
     run = aio(run_row(store, run_id))
     assert run["state"] == "failed" and run["error_code"] == "E_UPSTREAM_500"
     assert tokens_sent == [TOKEN]                  # fetched once, then served from the cache to later attempts

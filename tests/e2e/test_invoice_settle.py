@@ -1,4 +1,4 @@
-"""The seed manual's `invoice-settle` end to end (issue 3, Proof 1): real `a44 automation serve` and CLI
+"""The seed manual's `invoice-settle` end to end (Proof 1): real `a44 automation serve` and CLI
 subprocesses, the real example plugin `a44-payments` (entry points `payments.authorize` / `payments.void`) whose
 effect is an HTTP call to the plugin's loopback stand-in of the payments API, the control store on `pg_url` and
 the manual's "managed Postgres" (where `invoices` lives and mark-paid's SQL runs) on the application database

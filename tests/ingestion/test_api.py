@@ -34,7 +34,7 @@ def test_tokens_refuse_what_they_must(live, project):
     assert request(live.port, "GET", "/v1/automation/runs", b"", bearer(elsewhere))[0] == 403
     here = token(live, cidrs=["127.0.0.0/8"])
     assert request(live.port, "GET", "/v1/automation/runs", b"", bearer(here))[0] == 200
-    rows = live.run(live.store.fetch("tokens_list", P))
+    rows = live.run(live.store.fetch("tokens_list", project=P))
     assert rows and all("token" not in dict(r) for r in rows)   # only the sha256 is stored
 
 

@@ -70,7 +70,7 @@ def test_too_old_goes_to_the_dlq_byte_for_byte(live, project):
     assert outcomes(r)["trg_refund_all"] == "created"    # no maxAge on that one
     (dl,) = live.call(dlq_list, P)
     assert dl["error_code"] == "E_EVENT_TOO_OLD" and dl["trigger_id"] == "trg_refund_large"
-    ev = live.run(live.store.fetchrow("event_get", r.event_id, P))
+    ev = live.run(live.store.fetchrow("event_get", event_id=r.event_id, project=P))
     assert dl["envelope"] == ev["envelope"]
     env = json.loads(dl["envelope"])
     assert env["id"] == r.event_id and env["data"] == data and env["idempotency_key"] == "refund:rf_5:requested:v1"

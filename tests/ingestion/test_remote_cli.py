@@ -181,42 +181,41 @@ def test_unreachable_server_is_a_coded_line(tmp_path):
 
 
 # --- the selection rule (in-process) ---------------------------------------------------------------------------
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    for k in _CLEAR:
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("A44_HOME", str(tmp_path / "home"))
-    return monkeypatch
-
-
-def test_selection_rule(home):
+def test_selection_rule(tmp_path):
     from anthares44.automation.app.credentials import select_target, store_login
     from anthares44.automation.errors import A44Error
+    from anthares44.automation.settings import Settings
 
-    assert select_target(None).kind == "local"
+    home = tmp_path / "home"
+    env = {"home": str(home)}               # the settings the CLI read from the environment
+
+    def pick(project=None, **flags):
+        return select_target(Settings(**env), project, **flags)
+
+    assert pick().kind == "local"
     with pytest.raises(A44Error) as exc:
-        select_target(None, remote=True)
+        pick(remote=True)
     assert exc.value.code == "E_NOT_LOGGED_IN"
-    store_login(P, "http://127.0.0.1:9", "a44_pat_t")
-    assert select_target(None).kind == "local"                    # a login alone changes nothing
-    t = select_target(None, remote=True)                           # the one stored login
+    store_login(home, P, "http://127.0.0.1:9", "a44_pat_t")
+    assert pick().kind == "local"                                  # a login alone changes nothing
+    t = pick(remote=True)                                          # the one stored login
     assert (t.kind, t.url, t.project, t.token) == ("remote", "http://127.0.0.1:9", P, "a44_pat_t")
-    store_login(P, "http://127.0.0.1:9", "a44_pat_t", default=True)
-    assert select_target(None).remote and select_target(P).remote
-    assert select_target("pj_elsewhere").kind == "local"         # the default login is for its project only
-    assert select_target(None, local=True).kind == "local"
-    home.setenv("A44_DATABASE_URL", "postgresql://x@127.0.0.1/db")
-    assert select_target(None).kind == "local"                    # the environment beats a stored default
-    assert select_target(None, remote=True).remote                # the flag beats the environment
-    home.setenv("A44_API_URL", "http://127.0.0.1:9")
+    store_login(home, P, "http://127.0.0.1:9", "a44_pat_t", default=True)
+    assert pick().remote and pick(P).remote
+    assert pick("pj_elsewhere").kind == "local"                   # the default login is for its project only
+    assert pick(local=True).kind == "local"
+    env["database_url"] = "postgresql://x@127.0.0.1/db"
+    assert pick().kind == "local"                                  # the environment beats a stored default
+    assert pick(remote=True).remote                                # the flag beats the environment
+    env["api_url"] = "http://127.0.0.1:9"
     with pytest.raises(A44Error) as exc:                            # both set: refuse to guess
-        select_target(None)
+        pick()
     assert exc.value.code == "E_INVALID_ARGUMENT"
-    home.delenv("A44_DATABASE_URL")
-    assert select_target(None).remote
-    home.setenv("A44_API_URL", "http://127.0.0.1:10")              # a token is only sent where it was stored for
+    del env["database_url"]
+    assert pick().remote
+    env["api_url"] = "http://127.0.0.1:10"                         # a token is only sent where it was stored for
     with pytest.raises(A44Error) as exc:
-        select_target(None)
+        pick()
     assert exc.value.code == "E_NOT_LOGGED_IN"
-    home.setenv("A44_API_TOKEN", "a44_pat_env")
-    assert select_target(None).token == "a44_pat_env"
+    env["api_token"] = "a44_pat_env"
+    assert pick().token == "a44_pat_env"

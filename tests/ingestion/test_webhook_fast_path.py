@@ -25,7 +25,7 @@ def _cached(live):
 
 
 async def _sql(store, text, *args):
-    async with store.transaction("test") as conn:
+    async with store.connection("test") as conn, conn.transaction():
         return await conn.execute(text, *args)
 
 
@@ -124,9 +124,11 @@ def test_group_committer_batches_and_isolates_a_failing_request(live, project):
 
         def args(i, input_json='{"x": 1}'):
             ev = new_event_id(now)
-            return (P, target.workflow_id, target.version, new_run_id(now), input_json, f"trg_hook:batch:{i}",
-                    "trg_hook", None, None, now, IDEMPOTENCY_WINDOW, now + RUN_WALL_CLOCK_LIMIT, ev,
-                    "webhook.trg_hook", f"batch:{i}", target.updated_at, "{}", project)
+            return dict(project=P, workflow_id=target.workflow_id, version=target.version, run_id=new_run_id(now),
+                        input=input_json, key=f"trg_hook:batch:{i}", trigger_id="trg_hook", partition_key=None,
+                        queue=None, now=now, window=IDEMPOTENCY_WINDOW, deadline=now + RUN_WALL_CLOCK_LIMIT,
+                        event_id=ev, event_type="webhook.trg_hook", event_key=f"batch:{i}",
+                        trigger_stamp=target.updated_at, envelope="{}", secret=project)
 
         rows = await asyncio.gather(*(c.submit(args(i)) for i in range(20)))
         assert all(r["created_run_id"] for r in rows)

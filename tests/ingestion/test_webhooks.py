@@ -34,7 +34,7 @@ def test_created_then_deduplicated_and_run_records(live, project):
     run = live.run(live.store.get_run(d1["run_id"]))
     assert run["trigger_id"] == "trg_hook" and run["workflow_id"] == "wf_hooked"
     assert run["input"] == {"invoiceId": "inv_1", "amountCents": 10}
-    ev = live.run(live.store.fetchrow("event_get", run["event_id"], P))
+    ev = live.run(live.store.fetchrow("event_get", event_id=run["event_id"], project=P))
     env = json.loads(ev["envelope"])
     assert env["id"] == run["event_id"] and env["id"].startswith("evt_") and env["trigger_id"] == "trg_hook"
     assert env["idempotency_key"] == "inv_1:paid:v1" and env["attempt"] == 1 and env["data"] == run["input"]
@@ -113,6 +113,6 @@ def test_secret_shown_once_and_rotation_keeps_old_one_48h(live, project):
 
 async def _expire_now(store, secret):
     # equivalent to the clock passing previous_valid_until (the server uses the system clock here)
-    async with store.transaction("test") as conn:
+    async with store.connection("test") as conn, conn.transaction():
         await conn.execute("update automation.webhook_secrets set expires_at = now() - interval '1 second' "
                            "where secret = $1", secret)

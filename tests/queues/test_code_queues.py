@@ -61,7 +61,7 @@ def test_failing_code_run_is_redelivered_then_dead_lettered(store, clock, aio, t
         assert {r["failed_step"] for r in runs} == {"charge"}
         from anthares44.automation.sdk.loader import import_path
         assert import_path(tmp_path / "always_fails.py").calls == ["charge", "charge"]
-        rows = await store.fetch("dlq_list", PROJECT, None, 10)
+        rows = await store.fetch("dlq_list", project=PROJECT, queue=None, limit=10)
         assert len(rows) == 1
         dl = await rq.dlq_show(store, PROJECT, rows[0]["dead_letter_id"], with_attempts=True)
         assert dl["error_code"] == "E_CONNECTOR_FAILED" and dl["attempts"] == 2

@@ -39,7 +39,7 @@ def test_exhausted_max_attempts_goes_to_dlq_with_history_and_exact_envelope(stor
     script = Script(plan={"s1": ["perm", "perm"]})
     aio(engine(store, script, clock=clock).drive())
     assert script.called("s1") == 2                       # two deliveries (maxAttempts), one attempt each
-    rows = aio(store.fetch("dlq_list", PROJECT, None, 10))
+    rows = aio(store.fetch("dlq_list", project=PROJECT, queue=None, limit=10))
     assert len(rows) == 1
     dl = aio(rq.dlq_show(store, PROJECT, rows[0]["dead_letter_id"], with_attempts=True))
     assert dl["error_code"] == "E_UPSTREAM_400" and dl["last_error"]["step"] == "s1" and dl["attempts"] == 2
@@ -68,7 +68,7 @@ def test_max_age_in_queue_goes_to_dlq(store, aio, clock):
     eng = engine(store, Script(), clock=clock)
     assert aio(eng.expire_queued()) == 1
     assert aio(store.get_run(run.run_id))["state"] == "cancelled"
-    rows = aio(store.fetch("dlq_list", PROJECT, None, 10))
+    rows = aio(store.fetch("dlq_list", project=PROJECT, queue=None, limit=10))
     assert [r["error_code"] for r in rows] == ["E_EVENT_TOO_OLD"]
     assert aio(eng.drive()) == {}                          # nothing left to run
 
@@ -117,7 +117,7 @@ def test_redrive_rate_max_once_and_failing_again(store, aio, clock):
     assert aio(rq.dlq_redrive(store, PROJECT, "q_dl")).redriven == 0
     # the redriven messages fail again: back in the DLQ, with the earlier history and the exact envelope
     aio(engine(store, script, clock=clock).drive())
-    rows = aio(store.fetch("dlq_list", PROJECT, None, 100))
+    rows = aio(store.fetch("dlq_list", project=PROJECT, queue=None, limit=100))
     again = [r for r in rows if r["redriven_at"] is None] if "redriven_at" in rows[0] else None
     async def waiting():
         async with store.connection("t") as c:

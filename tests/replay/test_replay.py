@@ -149,7 +149,7 @@ def test_not_terminal_runs_are_refused_and_compensation_failed_ignored(store, cl
         conn_run = await publish_and_run(store, ir, key="p2")
         await eng.drive()
         # put one run in compensation_failed directly (the engine's own tests cover how it gets there)
-        async with store.transaction("test") as conn:
+        async with store.connection("test") as conn, conn.transaction():
             await conn.execute("update automation.runs set state = 'compensation_failed' where run_id = $1", conn_run)
         doc = await replay(auto, workflow="two", since="1h", from_step="b", dry_run=True)
         assert doc["matched"] == 1
@@ -214,7 +214,8 @@ def test_cli_dry_run_prints_the_manual_document(store, clock, aio, pg_url, tmp_p
     assert isinstance(doc["estimatedDurationSeconds"], int) and doc["estimatedDurationSeconds"] >= 30
     assert doc["warnings"] == []
     # nothing changed
-    states = aio(store.fetch("replay_select", PROJECT, None, None, None, None, None))
+    states = aio(store.fetch("replay_select", project=PROJECT, run_ids=None, state=None, workflow=None, step=None,
+                             since=None))
     assert {r["state"] for r in states} == {"failed"} and {r["epoch"] for r in states} == {0}
     # a real replay, then `logs` shows the epochs and the reused row
     out = subprocess.run(cmd[:-1], env=env, capture_output=True, text=True, timeout=60)

@@ -54,7 +54,7 @@ async def finish_run(store, run_id: str, state: str, *, failed_step: str | None 
                      error_code: str | None = None, error_message: str | None = None) -> None:
     """Move a run to a final state and log it, in one transaction, as the interpreter does."""
     now = store.clock.now()
-    async with store.transaction("test_finish_run") as conn:
+    async with store.connection("test_finish_run") as conn, conn.transaction():
         await conn.execute("update automation.runs set state = $2, failed_step = $3, error_code = $4, "
                            "error_message = $5, finished_at = $6, updated_at = $6, next_wake_at = null "
                            "where run_id = $1", run_id, state, failed_step, error_code, error_message, now)
@@ -65,7 +65,7 @@ async def finish_run(store, run_id: str, state: str, *, failed_step: str | None 
 
 async def set_running(store, run_id: str, step: str) -> None:
     now = store.clock.now()
-    async with store.transaction("test_set_running") as conn:
+    async with store.connection("test_set_running") as conn, conn.transaction():
         await conn.execute("update automation.runs set state = 'running', current_step = $2, started_at = $3, "
                            "updated_at = $3 where run_id = $1", run_id, step, now)
 

@@ -17,13 +17,13 @@ def test_every_reader_of_attempt_rows_builds_the_same_attempts(store, clock, aio
     clock.advance(timedelta(seconds=1))
     assert aio(eng.drive()) == {run_id: "succeeded"}
 
-    def read(query, *args, load=store.load_result):      # each query has its own order; compare by identity
-        rows = aio(store.fetch(query, *args))
+    def read(query, load=store.load_result, **params):      # each query has its own order; compare by identity
+        rows = aio(store.fetch(query, **params))
         return sorted((Attempt.from_row(r, load) for r in rows), key=lambda a: (a.step_id, a.kind, a.attempt))
 
-    dag = read("engine_attempts_of_run", run_id, 0)
-    code = read("code_attempts_of_run", run_id, 0)
-    replayed = read("replay_attempts", [run_id], load=None)
+    dag = read("engine_attempts_of_run", run_id=run_id, epoch=0)
+    code = read("code_attempts_of_run", run_id=run_id, epoch=0)
+    replayed = read("replay_attempts", run_ids=[run_id], load=None)
     assert [(a.step_id, a.attempt, a.status) for a in dag] == [("a", 1, "failed"), ("a", 2, "succeeded"),
                                                                ("b", 1, "succeeded")]
 

@@ -51,7 +51,7 @@ def test_a_dead_workers_step_is_granted_again_with_attempt_plus_one(store, clock
     assert {c[3] for c in s.calls if c[0] == "a"} == {f"{run_id}:a"}     # same key on both attempts
     assert aio(run_row(store, run_id))["lease_reclaims"] == 1
     assert other.metrics["lease_reclaim_total"] == 1
-    assert aio(store.fetchval("lease_reclaim_total", None)) == 1
+    assert aio(store.fetchval("lease_reclaim_total", project=None)) == 1
 
 
 def test_a_zombie_cannot_record_after_its_lease_was_regranted(store, clock, aio):

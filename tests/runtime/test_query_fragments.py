@@ -12,7 +12,7 @@ def test_run_create_and_webhook_ingest_share_one_text():
     queries = load_queries()
     assert "run_create_rows" not in queries             # a fragment is not a query: it cannot run alone
     rows = "insert into automation.runs"
-    run_create, webhook = queries["run_create"].sql, queries["webhook_ingest"].sql
+    run_create, webhook = queries["run_create"].text, queries["webhook_ingest"].text
     assert run_create.count(rows) == webhook.count(rows) == 1
     start = run_create.index("claim as (")
     shared = run_create[start:run_create.index("\nselect", start)]

@@ -11,6 +11,7 @@ from anthares44.automation.clock import ManualClock
 from anthares44.automation.runtime import migrations, schema_dump
 from anthares44.automation.named_sql import QueryError, parse
 from anthares44.automation.runtime.queries import load_migrations, load_queries
+from anthares44.automation.runtime.store import Session
 from tests.runtime.pg import with_database
 
 
@@ -50,7 +51,7 @@ def test_concurrent_migrators_apply_each_migration_once(empty_db_url, aio):
     async def one():
         conn = await asyncpg.connect(empty_db_url)
         try:
-            return await migrations.migrate(conn, now)
+            return await migrations.migrate(Session(conn), now)
         finally:
             await conn.close()
 

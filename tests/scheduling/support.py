@@ -23,7 +23,7 @@ async def publish_workflow(store) -> None:
 
 
 async def add_trigger(store, ir: TriggerIR, published_at: datetime, *, active: bool = True) -> None:
-    async with store.transaction("test_add_trigger") as conn:
+    async with store.connection("test_add_trigger") as conn, conn.transaction():
         await conn.execute(
             "insert into automation.triggers (project_id, trigger_id, type, workflow_id, ir, origin, active, "
             "published_at, updated_at) values ($1, $2, 'schedule', $3, $4::jsonb, 'standalone', $5, $6, $6)",
@@ -31,7 +31,7 @@ async def add_trigger(store, ir: TriggerIR, published_at: datetime, *, active: b
 
 
 async def finish_runs(store, trigger_id: str, state: str = "succeeded") -> int:
-    async with store.transaction("test_finish") as conn:
+    async with store.connection("test_finish") as conn, conn.transaction():
         res = await conn.execute(
             "update automation.runs set state = $2, next_wake_at = null, lease_owner = null, lease_deadline = null "
             "where trigger_id = $1 and state not in ('succeeded', 'failed', 'compensation_failed', 'cancelled')",

@@ -5,12 +5,13 @@ hold)."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from anthares44.automation.runtime import queries
-from anthares44.automation.runtime.scheduling import Scheduler, scheduler as scheduler_mod
+from anthares44.automation.runtime.scheduling import Scheduler
 from anthares44.automation.runtime.store import Store
 
 from .support import add_trigger, publish_workflow, schedule_ir
@@ -22,9 +23,8 @@ T0 = datetime(2026, 11, 1, 4, 0, tzinfo=UTC)     # America/New_York fall-back ni
 @pytest.mark.parametrize("with_lock", [True, False], ids=["lock", "unique-index-only"])
 def test_two_schedulers_never_start_an_occurrence_twice(aio, store, clock, pg_url, tmp_path, monkeypatch, with_lock):
     if not with_lock:
-        real = queries.sql
-        monkeypatch.setattr(scheduler_mod, "sql", lambda name: "select $1::text, $2::text"
-                            if name == "schedule_trigger_lock" else real(name))
+        lock = queries.load_queries()["schedule_trigger_lock"]     # the same parameters, no lock taken
+        monkeypatch.setitem(queries.load_queries(), lock.name, replace(lock, sql="select $1::text, $2::text"))
     clock.set(T0)
     aio(publish_workflow(store))
     triggers = [schedule_ir(f"trg_race_{i}", "* * * * *", "America/New_York", dst_policy="run-twice",

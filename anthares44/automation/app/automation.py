@@ -1,4 +1,4 @@
-"""`Automation`: the application functions behind the CLI (and, later, the REST API) for one project: publish,
+"""`Automation`: the application functions behind the CLI and the REST API for one project: publish,
 run, wait, runs, logs and follow. One async API; the CLI calls it through `asyncio.run`.
 
     async with await Automation.connect(project="pj_checkout_prod") as auto:
@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, AsyncIterator
 
 from ..durations import parse_duration
 from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, E_INVALID_ARGUMENT, A44Error
+from ..runtime.store import RunPage
+from ..settings import DEFAULT_PROJECT, Settings
+from ..tracing import Parent
 from .views import attempt_view, event_view, run_view
 from .watch import SAFETY_RECHECK_S, RunListener
 
-DEFAULT_PROJECT = "pj_default"
 MANUAL_TRIGGER = "manual"       # trigger_id recorded on runs started by `run` (CLI / API)
 _EVENT_PAGE = 1000
 
@@ -37,9 +38,9 @@ class InvalidArgument(A44Error):
         super().__init__(E_INVALID_ARGUMENT, message, hint=hint)
 
 
-def resolve_project(project: str | None = None) -> str:
-    """`--project`, else `A44_PROJECT`, else `pj_default`."""
-    return project or os.environ.get("A44_PROJECT") or DEFAULT_PROJECT
+def resolve_project(project: str | None, settings: Settings) -> str:
+    """`--project`, else `A44_PROJECT` (`settings`, the environment an edge read), else `pj_default`."""
+    return project or settings.project or DEFAULT_PROJECT
 
 
 def workflow_ref(workflow: str) -> str:
@@ -101,40 +102,35 @@ class RunHandle:
                 "run": self.run}
 
 
-@dataclass(frozen=True)
-class RunPage:
-    total: int
-    runs: list[dict]
-
-    def to_dict(self) -> dict:
-        return {"total": self.total, "runs": self.runs}
-
-
 class Automation:
     def __init__(self, store, project: str | None = None, *, owns_store: bool = False):
         self.store = store
-        self.project = resolve_project(project)
+        self.project = project or DEFAULT_PROJECT
         self._owns_store = owns_store
         self._listener = RunListener(store)
 
     # --- lifecycle ---------------------------------------------------------------------------------------
     @classmethod
     async def connect(cls, database_url: str | None = None, project: str | None = None, *, clock=None,
-                      migrate: bool = False, pool_size: int = 4) -> "Automation":
+                      migrate: bool = False, pool_size: int = 4, settings: Settings | None = None) -> "Automation":
         """Connect to `database_url`, else A44_DATABASE_URL, else the embedded server (started if needed).
-        `migrate` applies pending migrations first (publish does, so a fresh embedded database just works)."""
+        `migrate` applies pending migrations first (publish does, so a fresh embedded database just works).
+        `settings`: the environment's values; None reads them here, the Python API being an edge for embedders."""
+        from ..paths import storage_root
         from ..runtime.database import resolve_url
         from ..runtime.store import Store
 
-        url = database_url or await asyncio.to_thread(resolve_url, start=True)
-        store = await Store.connect(url, clock=clock, min_size=1, max_size=max(2, pool_size))
+        env = settings if settings is not None else Settings.from_env()
+        url = database_url or await asyncio.to_thread(resolve_url, env, start=True)
+        store = await Store.connect(url, clock=clock, min_size=1, max_size=max(2, pool_size),
+                                    results_dir=storage_root(env.home))
         try:
             if migrate:
                 await store.migrate()
         except BaseException:
             await store.close()
             raise
-        return cls(store, project, owns_store=True)
+        return cls(store, resolve_project(project, env), owns_store=True)
 
     async def close(self) -> None:
         await self._listener.close()
@@ -156,14 +152,19 @@ class Automation:
 
     # --- run (§8.2, §8.5) --------------------------------------------------------------------------------
     async def run(self, workflow: str, input: Any = None, idempotency_key: str | None = None, *,
-                  wait: bool = False, timeout: float | str | timedelta | None = None) -> RunHandle:
+                  wait: bool = False, timeout: float | str | timedelta | None = None,
+                  parent: Parent | None = None) -> RunHandle:
         """Start a run of the latest published version and return at once; the same key within 24 h returns the
         original run and creates nothing. With `wait`, return when the run reaches a terminal state (or when
-        `timeout` passes: `timed_out=True`)."""
+        `timeout` passes: `timed_out=True`). `parent` (a W3C trace context) is the parent of the run's trace."""
         require_idempotency_key(idempotency_key)
         wid = workflow_ref(workflow)
         input = {} if input is None else input
         latest = await self.store.latest_version(self.project, wid)
+        if parent is not None:
+            from ..runtime.ingestion.trace_parent import record_parent
+
+            await record_parent(self.store, self.project, [str(idempotency_key)], parent, self.store.clock.now())
         created = await self.store.create_run(
             self.project, wid, input, str(idempotency_key), trigger_id=MANUAL_TRIGGER,
             partition_key=await render_partition_key(latest["ir"], input), queue=latest["ir"].get("queue"),
@@ -196,7 +197,7 @@ class Automation:
                 await woke.wait(SAFETY_RECHECK_S if left is None else min(SAFETY_RECHECK_S, left))
 
     async def _state(self, run_id: str) -> str:
-        state = await self.store.fetchval("run_state", run_id, self.project)
+        state = await self.store.fetchval("run_state", run_id=run_id, project=self.project)
         if state is None:
             await self.store.get_run(run_id, self.project)  # raises E_RUN_NOT_FOUND with its hint
         return state

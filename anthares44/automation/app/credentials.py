@@ -17,7 +17,8 @@ made with `--default`):
 6. otherwise                      -> the database (embedded).
 
 The token: A44_API_TOKEN, else the stored login of the project *for that same URL* (a token is never sent to a
-server it was not stored for).
+server it was not stored for). The variables come from the `Settings` the CLI read (`select_target(settings, ...)`),
+the file from the a44 home it names (`home`).
 """
 
 from __future__ import annotations
@@ -31,19 +32,20 @@ from pathlib import Path
 from ..errors import E_NOT_LOGGED_IN, A44Error
 from ..paths import a44_home
 from ..redact import redact_url
-from .automation import InvalidArgument, resolve_project
+from ..settings import DEFAULT_PROJECT, Settings
+from .automation import InvalidArgument
 
 DEFAULT_API_URL = "http://127.0.0.1:8044"
 
 
 
-def credentials_path() -> Path:
-    return a44_home() / "credentials"
+def credentials_path(home: Path) -> Path:
+    return Path(home) / "credentials"
 
 
-def load_credentials() -> dict:
+def load_credentials(home: Path) -> dict:
     try:
-        doc = json.loads(credentials_path().read_text(encoding="utf-8"))
+        doc = json.loads(credentials_path(home).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {"projects": {}}
     if not isinstance(doc, dict) or not isinstance(doc.get("projects"), dict):
@@ -51,9 +53,9 @@ def load_credentials() -> dict:
     return doc
 
 
-def save_credentials(creds: dict) -> Path:
+def save_credentials(home: Path, creds: dict) -> Path:
     """Write atomically-enough for one user: created 0600, chmod'ed again in case it existed with other bits."""
-    path = credentials_path()
+    path = credentials_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -70,8 +72,8 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def store_login(project: str, url: str, token: str, *, default: bool = False) -> Path:
-    creds = load_credentials()
+def store_login(home: Path, project: str, url: str, token: str, *, default: bool = False) -> Path:
+    creds = load_credentials(home)
     projects = creds.setdefault("projects", {})
     if default:
         for entry in projects.values():
@@ -82,23 +84,23 @@ def store_login(project: str, url: str, token: str, *, default: bool = False) ->
     if default:
         entry["default"] = True
     projects[project] = entry
-    return save_credentials(creds)
+    return save_credentials(home, creds)
 
 
-def remove_login(project: str | None) -> list[str]:
+def remove_login(home: Path, project: str | None) -> list[str]:
     """Forget `project`'s login (or every login when None); the projects removed."""
-    creds = load_credentials()
+    creds = load_credentials(home)
     projects = creds.get("projects", {})
     gone = [p for p in list(projects) if project is None or p == project]
     for p in gone:
         del projects[p]
     if gone:
-        save_credentials(creds)
+        save_credentials(home, creds)
     return gone
 
 
-def default_login() -> tuple[str, dict] | None:
-    for project, entry in load_credentials().get("projects", {}).items():
+def default_login(home: Path) -> tuple[str, dict] | None:
+    for project, entry in load_credentials(home).get("projects", {}).items():
         if isinstance(entry, dict) and entry.get("default") and entry.get("url") and entry.get("token"):
             return project, entry
     return None
@@ -113,6 +115,7 @@ class Target:
     token: str | None = None
     token_source: str | None = None
     project_explicit: bool = True   # remote: send A44-Project so a token of another project is refused
+    database_url: str | None = None  # local: A44_DATABASE_URL (None: the embedded database)
 
     @property
     def remote(self) -> bool:
@@ -121,24 +124,24 @@ class Target:
     def describe(self) -> str:
         if self.remote:
             return f"remote {self.url} (project {self.project}; token from {self.token_source}; {self.reason})"
-        db = os.environ.get("A44_DATABASE_URL")
-        where = f"database {redact_url(db)}" if db else "the embedded database"
+        where = f"database {redact_url(self.database_url)}" if self.database_url else "the embedded database"
         return f"local {where} (project {self.project}; {self.reason})"
 
 
-def _env_project(project: str | None) -> str | None:
-    return project or os.environ.get("A44_PROJECT") or None
+def _env_project(project: str | None, settings: Settings) -> str | None:
+    return project or settings.project or None
 
 
-def _remote(url: str, project: str | None, reason: str) -> Target:
+def _remote(settings: Settings, url: str, project: str | None, reason: str) -> Target:
     url = normalize_url(url)
-    explicit = _env_project(project)
-    env_token = os.environ.get("A44_API_TOKEN")
+    explicit = _env_project(project, settings)
+    env_token = settings.api_token
     if env_token:
-        return Target("remote", explicit or resolve_project(None), reason, url, env_token, "A44_API_TOKEN",
+        return Target("remote", explicit or DEFAULT_PROJECT, reason, url, env_token, "A44_API_TOKEN",
                       project_explicit=explicit is not None)
-    projects = load_credentials().get("projects", {})
-    wanted = explicit or resolve_project(None)
+    home = a44_home(settings.home)
+    projects = load_credentials(home).get("projects", {})
+    wanted = explicit or DEFAULT_PROJECT
     entry = projects.get(wanted)
     if explicit is None and not isinstance(entry, dict):  # no project asked for: the one login for this URL
         matching = [(p, e) for p, e in projects.items() if isinstance(e, dict) and _same(e.get("url"), url)]
@@ -151,51 +154,60 @@ def _remote(url: str, project: str | None, reason: str) -> Target:
         raise A44Error(E_NOT_LOGGED_IN, f"the stored login of {wanted} is for {entry.get('url')}, not {url}",
                        hint=f"a44 auth login --project {wanted} --url {url} --token T (a token is only sent to "
                             "the server it was stored for)")
-    return Target("remote", wanted, reason, url, entry["token"], str(credentials_path()))
+    return Target("remote", wanted, reason, url, entry["token"], str(credentials_path(home)))
 
 
 def _same(a: str | None, b: str | None) -> bool:
     return bool(a) and bool(b) and a.rstrip("/") == b.rstrip("/")
 
 
-def select_target(project: str | None = None, *, remote: str | bool | None = None, local: bool = False) -> Target:
-    """The rule of the module docstring. `remote`: True for `--remote`, a URL for `--api-url URL`."""
+def select_target(settings: Settings, project: str | None = None, *, remote: str | bool | None = None,
+                  local: bool = False) -> Target:
+    """The rule of the module docstring. `remote`: True for `--remote`, a URL for `--api-url URL`; `settings`: the
+    environment the edge read."""
+    home = a44_home(settings.home)
+
+    def local_target(reason: str) -> Target:
+        return Target("local", (_env_project(project, settings) or DEFAULT_PROJECT), reason,
+                      database_url=settings.database_url)
+
     if local and remote:
         raise InvalidArgument("--local and --remote exclude each other")
     if local:
-        return Target("local", resolve_project(project), "--local")
+        return local_target("--local")
     if remote:
         if isinstance(remote, str):
-            return _remote(remote, project, "--api-url")
-        url = os.environ.get("A44_API_URL")
+            return _remote(settings, remote, project, "--api-url")
+        url = settings.api_url
         if url:
-            return _remote(url, project, "--remote, URL from A44_API_URL")
-        wanted = _env_project(project)
-        entry = load_credentials().get("projects", {}).get(wanted) if wanted else None
+            return _remote(settings, url, project, "--remote, URL from A44_API_URL")
+        wanted = _env_project(project, settings)
+        entry = load_credentials(home).get("projects", {}).get(wanted) if wanted else None
         if entry is None and wanted is None:
-            found = default_login()
+            found = default_login(home)
             if found is None:
-                entries = [(p, e) for p, e in load_credentials().get("projects", {}).items() if isinstance(e, dict)]
+                entries = [(p, e) for p, e in load_credentials(home).get("projects", {}).items()
+                           if isinstance(e, dict)]
                 found = entries[0] if len(entries) == 1 else None
             if found is not None:
                 wanted, entry = found
         if not isinstance(entry, dict) or not entry.get("url"):
-            shown = wanted or resolve_project(None)
+            shown = wanted or DEFAULT_PROJECT
             raise A44Error(E_NOT_LOGGED_IN, f"--remote: no stored login for project {shown}",
                            hint=f"a44 auth login --project {shown} --url http://HOST:8044 --token T, "
                                 "or pass --api-url URL")
-        return _remote(entry["url"], wanted, "--remote, stored login")
-    api_url = os.environ.get("A44_API_URL")
+        return _remote(settings, entry["url"], wanted, "--remote, stored login")
+    api_url = settings.api_url
     if api_url:
-        if os.environ.get("A44_DATABASE_URL"):
+        if settings.database_url:
             raise InvalidArgument("both A44_API_URL and A44_DATABASE_URL are set: the verb could go "
                                                "to either", hint="pass --remote or --local, or unset one of them")
-        return _remote(api_url, project, "A44_API_URL")
-    if os.environ.get("A44_DATABASE_URL"):
-        return Target("local", resolve_project(project), "A44_DATABASE_URL")
-    found = default_login()
+        return _remote(settings, api_url, project, "A44_API_URL")
+    if settings.database_url:
+        return local_target("A44_DATABASE_URL")
+    found = default_login(home)
     if found is not None:
-        wanted = _env_project(project)
+        wanted = _env_project(project, settings)
         if wanted is None or wanted == found[0]:
-            return _remote(found[1]["url"], found[0], "login stored with --default")
-    return Target("local", resolve_project(project), "no remote selected")
+            return _remote(settings, found[1]["url"], found[0], "login stored with --default")
+    return local_target("no remote selected")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..tracing import Parent
 from ..runtime.ingestion import group_commit, tokens, webhook_cache, webhooks
 from ..runtime.ingestion.metrics import COUNTERS
 
@@ -41,10 +42,12 @@ async def find_webhook(store, project: str, trigger_id: str) -> WebhookTarget | 
 
 async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timestamp: str | None,
                          signature: str | None, idempotency_key: str | None, body: bytes,
-                         received_at: float | None = None) -> WebhookResult:
-    """Verify and ingest one delivery (signature, timestamp, JSON, key) in one write; raises Rejection."""
+                         received_at: float | None = None, parent: Parent | None = None) -> WebhookResult:
+    """Verify and ingest one delivery (signature, timestamp, JSON, key) in one write; raises Rejection. `parent`
+    (the request's `traceparent`) is the parent of the run's trace."""
     return await webhooks.accept_webhook(store, project, trigger, timestamp=timestamp, signature=signature,
-                                         idempotency_key=idempotency_key, body=body, received_at=received_at)
+                                         idempotency_key=idempotency_key, body=body, received_at=received_at,
+                                         parent=parent)
 
 
 def parse_json(raw: bytes) -> Any:

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..durations import parse_duration
+from ..tracing import Parent
 
 
 def ingestion_for(auto):
@@ -29,11 +30,11 @@ class Ingestion:
 
     # --- bus (§8) -----------------------------------------------------------------------------------------------
     async def publish_event(self, type: str, data: Any, idempotency_key: str, *, partition_key: str | None = None,
-                            occurred_at: str | datetime | None = None):
+                            occurred_at: str | datetime | None = None, parent: Parent | None = None):
         from ..runtime.ingestion.bus import publish_event
 
         return await publish_event(self.store, self.project, type, data, idempotency_key,
-                                   partition_key=partition_key, occurred_at=occurred_at)
+                                   partition_key=partition_key, occurred_at=occurred_at, parent=parent)
 
     async def events(self, type: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
         from ..runtime.ingestion.bus import list_events

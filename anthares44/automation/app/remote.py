@@ -25,7 +25,7 @@ from typing import Any, AsyncIterator
 from ..errors import (E_API, E_API_UNAVAILABLE, E_FORBIDDEN, E_INVALID_ARGUMENT, E_REMOTE_UNSUPPORTED,
                       E_TOKEN_INVALID, A44Error)
 from .automation import InvalidArgument, RunHandle, RunPage, require_idempotency_key, workflow_ref
-from ..durations import parse_duration
+from ..durations import parse_duration, reconnect_delay
 
 API_PREFIX = "/v1/automation"
 _ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
@@ -203,14 +203,14 @@ class RemoteAutomation:
                 failures += 1
                 if failures > _STREAM_RETRIES:
                     raise self._unavailable(exc) from None
-                await asyncio.sleep(min(0.2 * 2 ** failures, 5.0))
+                await asyncio.sleep(reconnect_delay(failures))
                 continue
             # the server closed the stream without `event: end`: resume where it stopped
             failures += 1
             if failures > _STREAM_RETRIES:
                 raise A44Error(E_API, f"the event stream of {path} keeps ending before the run does",
                                hint="check the daemon's log")
-            await asyncio.sleep(min(0.2 * 2 ** failures, 5.0))
+            await asyncio.sleep(reconnect_delay(failures))
 
     # --- publish ---------------------------------------------------------------------------------------------
     async def publish(self, paths: list[str]):

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from ..errors import E_HTTP_HOST_UNSAFE, A44Error
+from ..settings import Settings
 
 log = logging.getLogger("a44.serve")
 DEFAULT_HOST = "127.0.0.1"
@@ -97,10 +98,11 @@ HttpFactory = Callable[[Any, HttpSettings], HttpPlane]    # (store, settings) ->
 @dataclass(frozen=True)
 class ServeSettings:
     """What one process serves. `worker` None: the HTTP plane only (`ingest`), on `database_url` (None:
-    the configured database, else the embedded server). `http` None: no HTTP plane."""
+    the embedded server of `env`). `http` None: no HTTP plane."""
     worker: Any = None                 # runtime.engine.WorkerSettings
     http: HttpSettings | None = None
     database_url: str | None = None
+    env: Settings = field(default_factory=Settings)     # the environment the edge read
 
 
 async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFactory | None = None,
@@ -136,13 +138,15 @@ async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFacto
 
 async def _http_only(settings, stop, factory, ready, store, clock) -> None:
     from ..clock import SystemClock
+    from ..paths import storage_root
     from ..runtime.database import resolve_url
     from ..runtime.store import Store
 
     own = store is None
     if own:
-        url = settings.database_url or await asyncio.to_thread(resolve_url, start=True)
-        store = await Store.connect(url, clock=clock or SystemClock(), max_size=settings.http.pool_size)
+        url = settings.database_url or await asyncio.to_thread(resolve_url, settings.env, start=True)
+        store = await Store.connect(url, clock=clock or SystemClock(), max_size=settings.http.pool_size,
+                                    results_dir=storage_root(settings.env.home))
     try:
         await store.migrate()
         settings.http.tune(store)
@@ -160,7 +164,8 @@ async def _start_http(worker_store, settings: HttpSettings, factory: HttpFactory
     """The HTTP plane on its own pool, so requests never wait for worker connections."""
     from ..runtime.store import Store
 
-    store = await Store.connect(worker_store.url, clock=worker_store.clock, max_size=settings.pool_size)
+    store = await Store.connect(worker_store.url, clock=worker_store.clock, max_size=settings.pool_size,
+                                storage=worker_store.results.storage)
     settings.tune(store)
     try:
         plane = await factory(store, settings).start()

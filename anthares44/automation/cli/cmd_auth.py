@@ -82,11 +82,11 @@ def _with_store(body, args) -> int:
         from ..runtime.database import resolve_url
         from ..runtime.store import Store
 
-        url = await asyncio.to_thread(resolve_url, start=True)
+        url = await asyncio.to_thread(resolve_url, settings_of(args), start=True)
         store = await Store.connect(url, min_size=1, max_size=2)
         try:
             await store.migrate()
-            return await body(store, resolve_project(args.project), args)
+            return await body(store, resolve_project(args.project, settings_of(args)), args)
         finally:
             await store.close()
 
@@ -153,16 +153,23 @@ def _token_revoke(args) -> int:
     return _with_store(body, args)
 
 
-def credentials_path():
+def _home(args):
+    """The a44 home of the settings `main` read: where the credentials file is."""
+    from ..paths import a44_home
+
+    return a44_home(settings_of(args).home)
+
+
+def credentials_path(args):
     from ..app.credentials import credentials_path as path
 
-    return path()
+    return path(_home(args))
 
 
-def load_credentials() -> dict:
+def load_credentials(args) -> dict:
     from ..app.credentials import load_credentials as load
 
-    return load()
+    return load(_home(args))
 
 
 def _read_token(args) -> str | None:
@@ -179,7 +186,7 @@ def _login(args) -> int:
     from ..app.credentials import DEFAULT_API_URL, normalize_url, store_login
     from ..errors import A44Error
 
-    project = resolve_project(args.project)
+    project = resolve_project(args.project, settings_of(args))
     try:
         url = normalize_url(args.url or settings_of(args).api_url or DEFAULT_API_URL)
         token = _read_token(args)
@@ -201,7 +208,7 @@ def _login(args) -> int:
         token = _with_store(body, args)
         if not isinstance(token, str):
             return token
-    path = store_login(project, url, token, default=args.default)
+    path = store_login(_home(args), project, url, token, default=args.default)
     write(f"logged in to {project} at {url}; token stored in {path} (mode 0600)\n")
     if args.default:
         print(f"a44: runtime verbs now go to {url} for {project} unless --local or A44_DATABASE_URL says "
@@ -210,24 +217,25 @@ def _login(args) -> int:
 
 
 def _logout(args) -> int:
-    from ..app.credentials import default_login, load_credentials as load, remove_login
+    from ..app.credentials import default_login, remove_login
 
+    home = _home(args)
     if args.all:
-        gone = remove_login(None)
+        gone = remove_login(home, None)
     else:
         project = args.project or settings_of(args).project
         if project is None:
-            found = default_login()
-            logins = list(load().get("projects", {}))
+            found = default_login(home)
+            logins = list(load_credentials(args).get("projects", {}))
             project = found[0] if found else (logins[0] if len(logins) == 1 else None)
             if project is None:
                 return usage_error("which login? pass --project P (or --all)",
                                    "a44 auth status lists the stored logins")
-        gone = remove_login(project)
+        gone = remove_login(home, project)
     if not gone:
         write("no stored login to remove\n")
         return EXIT_OK
-    write("".join(f"logged out of {p} (token removed from {credentials_path()})\n" for p in gone))
+    write("".join(f"logged out of {p} (token removed from {credentials_path(args)})\n" for p in gone))
     return EXIT_OK
 
 
@@ -240,7 +248,7 @@ def _status(args) -> int:
     from ..errors import A44Error
     from .output import table, when
 
-    projects = {p: e for p, e in load_credentials().get("projects", {}).items() if isinstance(e, dict)}
+    projects = {p: e for p, e in load_credentials(args).get("projects", {}).items() if isinstance(e, dict)}
     if args.project:
         projects = {p: e for p, e in projects.items() if p == args.project}
 
@@ -262,14 +270,14 @@ def _status(args) -> int:
 
     logins = asyncio.run(main()) if projects else []
     try:
-        target = select_target(args.project).describe()
+        target = select_target(settings_of(args), args.project).describe()
     except A44Error as exc:
         target = f"{exc.code} {exc.message}"
     if args.format == "json":
-        write(json_document({"credentials": str(credentials_path()), "logins": logins, "target": target}))
+        write(json_document({"credentials": str(credentials_path(args)), "logins": logins, "target": target}))
     else:
         if not logins:
-            write(f"not logged in (no login in {credentials_path()}"
+            write(f"not logged in (no login in {credentials_path(args)}"
                   + (f" for {args.project}" if args.project else "") + ")\n")
         rows = []
         for d in logins:

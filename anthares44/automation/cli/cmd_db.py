@@ -13,6 +13,7 @@ import json
 import sys
 
 from ..redact import redact_url
+from .output import settings_of
 
 EXIT_OK, EXIT_ERROR, EXIT_STOPPED = 0, 1, 3
 
@@ -46,12 +47,13 @@ def run(args) -> int:
 
 
 def _start(args) -> int:
-    from ..runtime.database import LocalDatabase, external_url
+    from ..runtime.database import LocalDatabase
 
-    if external_url():
-        print(f"A44_DATABASE_URL is set ({redact_url(external_url())}); there is no embedded server to start")
+    env = settings_of(args)
+    if env.database_url:
+        print(f"A44_DATABASE_URL is set ({redact_url(env.database_url)}); there is no embedded server to start")
         return EXIT_OK
-    local = LocalDatabase()
+    local = LocalDatabase.of(env)
     local.start()
     st = local.status()
     print(f"embedded PostgreSQL running on 127.0.0.1:{st.port} (pid {st.pid}, data {st.data_dir})")
@@ -59,12 +61,13 @@ def _start(args) -> int:
 
 
 def _stop(args) -> int:
-    from ..runtime.database import LocalDatabase, external_url
+    from ..runtime.database import LocalDatabase
 
-    if external_url():
+    env = settings_of(args)
+    if env.database_url:
         print("A44_DATABASE_URL is set; a44 does not manage that server")
         return EXIT_OK
-    local = LocalDatabase()
+    local = LocalDatabase.of(env)
     print("embedded PostgreSQL stopped" if local.stop() else "embedded PostgreSQL was not running")
     return EXIT_OK
 
@@ -74,9 +77,9 @@ def _url(args) -> int:
     from ..runtime.database import resolve_app_url, resolve_url
 
     if not args.app:
-        print(resolve_url(start=True))
+        print(resolve_url(settings_of(args), start=True))
         return EXIT_OK
-    url = resolve_app_url(start=True)
+    url = resolve_app_url(settings_of(args), start=True)
     if url is None:
         raise A44Error(E_SQL_NO_DATABASE, "A44_DATABASE_URL names an external control store and "
                                           "A44_APP_DATABASE_URL is not set: there is no application database",
@@ -88,13 +91,14 @@ def _url(args) -> int:
 def _status(args) -> int:
     import asyncio
 
-    from ..runtime.database import LocalDatabase, external_app_url, external_url
+    from ..runtime.database import LocalDatabase
 
-    url = external_url()
+    env = settings_of(args)
+    url = env.database_url
     info: dict = {"kind": "external" if url else "embedded"}
-    app = external_app_url()
+    app = env.app_database_url
     if not url:
-        st = LocalDatabase().status()
+        st = LocalDatabase.of(env).status()
         info.update(data_dir=str(st.data_dir), running=st.running, pid=st.pid, port=st.port)
         url = st.url
         app = app or st.app_url
@@ -137,7 +141,7 @@ def _migrate(args) -> int:
 
     from ..runtime.database import resolve_url
 
-    url = resolve_url(start=True)
+    url = resolve_url(settings_of(args), start=True)
     report = asyncio.run(_do_migrate(url))
     if args.format == "json":
         print(json.dumps(report.__dict__, indent=2))

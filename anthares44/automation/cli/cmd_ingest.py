@@ -68,8 +68,8 @@ def run(args) -> int:
     except ValueError as exc:
         print(f"a44: error: {exc}", file=sys.stderr)
         return 2
-    database_url = args.database_url or settings_of(args).database_url
-    return serve_http(ServeSettings(http=http, database_url=database_url), args,
+    env = settings_of(args)
+    return serve_http(ServeSettings(http=http, database_url=args.database_url or env.database_url, env=env), args,
                       announce="ingesting on {url}")
 
 
@@ -82,6 +82,8 @@ def serve_http(settings, args, announce: str | None = None) -> int:
 
     from ..app.serve import serve
     from ..errors import A44Error
+    # edge to edge, the one place either verb names the HTTP plane: app.serve is given the server class instead of
+    # importing http/ (app sits below the edges), and `serve` and `ingest` both come through here
     from ..http import HttpServer
     from .output import exit_code, print_error
 

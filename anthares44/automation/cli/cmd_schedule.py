@@ -78,12 +78,13 @@ def _occurrences(args) -> int:
     from ..runtime.database import resolve_url
     from ..runtime.scheduling import list_occurrences
     from .output import exit_code, print_error, settings_of
-    from ..runtime.store import DEFAULT_PROJECT, Store
+    from ..runtime.store import Store
+    from ..settings import DEFAULT_PROJECT
 
     project = args.project or settings_of(args).project or DEFAULT_PROJECT
 
     async def main():
-        store = await Store.connect(args.database_url or resolve_url(start=True))
+        store = await Store.connect(args.database_url or resolve_url(settings_of(args), start=True))
         try:
             return await list_occurrences(store, project, args.trigger, args.limit)
         finally:

@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from .output import EXIT_ERROR, EXIT_OK, FORMATS, print_error, usage_error
+from .output import EXIT_ERROR, EXIT_OK, FORMATS, print_error, settings_of, usage_error
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from ..runtime.secret_file import SecretFile
     from ..runtime.secret_file import SECRET_REF
 
-    f = SecretFile()
+    f = SecretFile.of(settings_of(args))
     try:
         if args.secrets_verb == "set":
             if not SECRET_REF.match(args.name):

@@ -56,4 +56,5 @@ def run(args) -> int:
     except ValueError as exc:
         print(f"a44: error: {exc}", file=sys.stderr)
         return 2
-    return serve_http(ServeSettings(worker=worker, http=http if args.http_port is not None else None), args)
+    return serve_http(ServeSettings(worker=worker, http=http if args.http_port is not None else None,
+                                    env=settings_of(args)), args)

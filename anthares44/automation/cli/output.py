@@ -79,7 +79,7 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
             auto = RemoteAutomation(target.url, target.token, target.project,
                                     send_project=target.project_explicit)
         else:
-            auto = await Automation.connect(project=args.project, migrate=migrate)
+            auto = await Automation.connect(project=args.project, migrate=migrate, settings=settings_of(args))
         try:
             return await body(auto, args)
         finally:
@@ -90,7 +90,8 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
         if hasattr(args, "remote"):  # the verbs that can go remote (publish, run, runs, logs, events)
             from ..app.credentials import select_target
 
-            target = select_target(args.project, remote=args.api_url or args.remote or None, local=args.local)
+            target = select_target(settings_of(args), args.project, remote=args.api_url or args.remote or None,
+                                   local=args.local)
             if args.verbose:
                 print(f"a44: target: {target.describe()}", file=sys.stderr)
         return asyncio.run(main(target))

@@ -99,6 +99,16 @@ class SourceFile:
         el, ec = self.line_col(last)
         return Span(sl, sc, el, ec + 1)
 
+    def mark_span(self, start, end=None) -> Span:
+        """Span between two YAML marks, from their character indexes: libyaml counts U+2028/U+2029 (and NEL) as line
+        breaks and the pure parser does not, while editors, CI annotations and our own scalar spans count `\n`
+        only, so the marks' own line/column are not used."""
+        sl, sc = self.line_col(start.index)
+        if end is None:
+            return Span(sl, sc, sl, sc + 1)
+        el, ec = self.line_col(end.index)
+        return Span(sl, sc, el, max(ec, sc + 1 if sl == el else 1))
+
     def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
         self.diagnostics.append(Diagnostic.at(code, message, self.path, span, hint=hint))
 
@@ -205,11 +215,10 @@ def _compose(src: SourceFile) -> None:
                 docs = list(YAML(typ="rt", pure=True).compose_all(io.StringIO(src.text)))
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
         problem = (exc.problem or exc.context or "invalid YAML").strip()
         ctx = (exc.context or "").strip()
         msg = f"YAML syntax error: {problem}" + (f" ({ctx})" if ctx and ctx != problem else "")
-        src.error(A44001, msg, Span(line, col, line, col + 1))
+        src.error(A44001, msg, src.mark_span(mark) if mark is not None else Span(1, 1, 1, 2))
         return
     except RecursionError:  # ruamel composes recursively: absurd nesting ends here
         src.error(A44006, f"document nests more than {MAX_DEPTH} levels deep", Span(1, 1, 1, 1),
@@ -225,9 +234,7 @@ def _compose(src: SourceFile) -> None:
         src.error(A44008, "file has no content", Span(1, 1, 1, 1))
         return
     for extra in docs[1:]:
-        m = extra.start_mark
-        src.error(A44005, "a file holds one YAML document; found another one here",
-                  Span(m.line + 1, m.column + 1, m.line + 1, m.column + 2),
+        src.error(A44005, "a file holds one YAML document; found another one here", src.mark_span(extra.start_mark),
                   hint="remove the '---' separator or split the file")
         break
     builder = _Builder(src)
@@ -251,11 +258,6 @@ class _TooLarge(Exception):
         self.deep = deep
 
 
-def _span(node) -> Span:
-    s, e = node.start_mark, node.end_mark
-    return Span(s.line + 1, s.column + 1, e.line + 1, max(e.column + 1, s.column + 2 if s.line == e.line else 1))
-
-
 _INT = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
 _HEX, _OCT = re.compile(r"^0x[0-9a-fA-F_]+$"), re.compile(r"^0o[0-7_]+$")
 
@@ -270,10 +272,10 @@ class _Builder:
     def build(self, node, path: Path, key_span: Span | None, depth: int) -> Any:
         self.count += 1
         if self.count > MAX_NODES or depth > MAX_DEPTH:
-            raise _TooLarge(_span(node), deep=depth > MAX_DEPTH)
+            raise _TooLarge(self.src.mark_span(node.start_mark, node.end_mark), deep=depth > MAX_DEPTH)
         kind = node.id
         if path not in self.src.nodes:  # an alias reached again must not overwrite the first position
-            self.src.nodes[path] = NodeInfo(_span(node), key_span,
+            self.src.nodes[path] = NodeInfo(self.src.mark_span(node.start_mark, node.end_mark), key_span,
                                             (getattr(node, "style", None) or None) if kind == "scalar" else None,
                                             node.start_mark.index, node.end_mark.index)
         if kind == "scalar":
@@ -284,7 +286,7 @@ class _Builder:
         first_seen: dict[str, Span] = {}
         for knode, vnode in node.value:
             self.count += 1
-            kspan = _span(knode)
+            kspan = self.src.mark_span(knode.start_mark, knode.end_mark)
             if knode.id != "scalar":
                 self.src.error(A44009, "mapping keys must be plain strings", kspan)
                 continue

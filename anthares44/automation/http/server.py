@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from ..jsonenc import to_json
+from ..tracing import Parent, parse_traceparent
 from ..errors import (E_BAD_REQUEST, E_BODY_TOO_LARGE, E_DB_UNAVAILABLE, E_FORBIDDEN, E_HEADER_DUPLICATED, E_HTTP_BIND,
                       E_INTERNAL, E_INVALID_ARGUMENT, E_METHOD_NOT_ALLOWED, E_NOT_FOUND, E_REQUEST_TIMEOUT,
                       E_TRIGGER_NOT_FOUND, E_UNSUPPORTED_MEDIA_TYPE, A44Error, http_status)
@@ -137,7 +138,15 @@ async def _webhook(request: web.Request) -> web.StreamResponse:
     return _answer(await gateway.accept_webhook(
         store, project, trigger, timestamp=request.headers.get("A44-Timestamp"),
         signature=request.headers.get("A44-Signature"),
-        idempotency_key=request.headers.get("A44-Idempotency-Key"), body=body, received_at=received_at))
+        idempotency_key=request.headers.get("A44-Idempotency-Key"), body=body, received_at=received_at,
+        parent=incoming_parent(request)))
+
+
+def incoming_parent(request: web.Request) -> Parent | None:
+    """The W3C trace context the client sent: the parent of the trace of the run the request creates (an invalid
+    or repeated header is ignored, as W3C asks)."""
+    values = request.headers.getall("traceparent", [])
+    return parse_traceparent(values[0], request.headers.get("tracestate")) if len(values) == 1 else None
 
 
 def _answer(result: gateway.WebhookResult) -> web.Response:
@@ -240,7 +249,7 @@ async def api_run(request: web.Request) -> web.Response:
         raise A44Error(E_INVALID_ARGUMENT, "`workflow` (string) is required")
     if key is not None and not isinstance(key, str):
         raise A44Error(E_INVALID_ARGUMENT, "`idempotency_key` must be a string")
-    handle = await automation_for(request).run(workflow, doc.get("input"), key)
+    handle = await automation_for(request).run(workflow, doc.get("input"), key, parent=incoming_parent(request))
     return json_response(handle.to_dict(), 202 if handle.created else 200)
 
 
@@ -282,7 +291,8 @@ async def api_events_publish(request: web.Request) -> web.Response:
     key = doc.get("idempotency_key", request.headers.get("A44-Idempotency-Key"))
     result = await ingestion_for(request).publish_event(doc.get("type"), doc.get("data"), key,
                                                         partition_key=doc.get("partition_key"),
-                                                        occurred_at=doc.get("occurred_at"))
+                                                        occurred_at=doc.get("occurred_at"),
+                                                        parent=incoming_parent(request))
     return json_response(result.to_dict(), result.status)
 
 

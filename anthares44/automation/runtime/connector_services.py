@@ -1,13 +1,15 @@
 """The runtime's side of the connector services (stdlib_connectors/services.py): the breakers' shared state as the
 store's named queries (queries/connectors.sql), the event publisher as the bus in the caller's store, the secret
-source. The engine builds them once and hands them to every attempt in `StepContext.services`."""
+source, the vpn routes file of the settings. The engine builds them once and hands them to every attempt in `StepContext.services`."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from ..stdlib_connectors.services import APP_DB, BREAKER_STATE, PUBLISHER, BreakerState
+from ..settings import Settings
+from ..stdlib_connectors.network import networks_file
+from ..stdlib_connectors.services import APP_DB, BREAKER_STATE, NETWORKS_FILE, PUBLISHER, BreakerState
 from .ingestion.bus import EventResult, publish_event
 from .store import Store
 
@@ -19,32 +21,35 @@ class StoreBreakerState:
         self.store = store
 
     async def state(self, project_id: str, connector_id: str) -> BreakerState | None:
-        row = await self.store.fetchrow("breaker_state", project_id, connector_id)
+        row = await self.store.fetchrow("breaker_state", project_id=project_id, connector_id=connector_id)
         if row is None or row["state"] == "closed":
             return None
         return BreakerState(row["state"], row["opened_until"], row["probe_until"])
 
     async def claim_probe(self, project_id: str, connector_id: str, now: datetime, token: str,
                           until: datetime) -> bool:
-        return await self.store.fetchval("breaker_claim_probe", project_id, connector_id, now, token,
-                                         until) is not None
+        return await self.store.fetchval("breaker_claim_probe", project_id=project_id, connector_id=connector_id,
+                                         now=now, token=token, until=until) is not None
 
     async def record(self, project_id: str, connector_id: str, bucket: datetime, ok: int, failed: int,
                      since: datetime) -> tuple[int, int]:
-        sums = await self.store.fetchrow("breaker_record", project_id, connector_id, bucket, ok, failed, since)
+        sums = await self.store.fetchrow("breaker_record", project_id=project_id, connector_id=connector_id,
+                                         bucket=bucket, ok=ok, failed=failed, since=since)
         return sums["ok"], sums["failed"]
 
     async def open(self, project_id: str, connector_id: str, now: datetime, open_for_ms: int) -> datetime | None:
-        return await self.store.fetchval("breaker_open", project_id, connector_id, now, open_for_ms)
+        return await self.store.fetchval("breaker_open", project_id=project_id, connector_id=connector_id, now=now,
+                                         open_for_ms=open_for_ms)
 
     async def probe_failed(self, project_id: str, connector_id: str, now: datetime, open_for_ms: int,
                            max_open_ms: int, token: str) -> int | None:
-        row = await self.store.fetchrow("breaker_probe_failed", project_id, connector_id, now, open_for_ms,
-                                        max_open_ms, token)
+        row = await self.store.fetchrow("breaker_probe_failed", project_id=project_id, connector_id=connector_id,
+                                        now=now, open_for_ms=open_for_ms, max_open_ms=max_open_ms, token=token)
         return None if row is None else row["open_for_ms"]
 
     async def probe_succeeded(self, project_id: str, connector_id: str, now: datetime, token: str) -> None:
-        await self.store.execute("breaker_probe_succeeded", project_id, connector_id, now, token)
+        await self.store.execute("breaker_probe_succeeded", project_id=project_id, connector_id=connector_id, now=now,
+                                 token=token)
 
 
 class BusPublisher:
@@ -58,6 +63,9 @@ class BusPublisher:
         return await publish_event(self.store, project_id, type, data, idempotency_key, partition_key=partition_key)
 
 
-def connector_services(store: Store, app_db: Any = None) -> dict[str, Any]:
-    """What every attempt of this engine may be given: the registry decides which connector sees which."""
-    return {PUBLISHER: BusPublisher(store), BREAKER_STATE: StoreBreakerState(store), APP_DB: app_db}
+def connector_services(store: Store, app_db: Any = None, *, settings: Settings | None = None) -> dict[str, Any]:
+    """What every attempt of this engine may be given: the registry decides which connector sees which.
+    `settings`: what the edge read (where the vpn routes file is; None: the defaults)."""
+    settings = settings if settings is not None else Settings()
+    return {PUBLISHER: BusPublisher(store), BREAKER_STATE: StoreBreakerState(store), APP_DB: app_db,
+            NETWORKS_FILE: networks_file(settings)}

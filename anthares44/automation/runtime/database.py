@@ -8,6 +8,8 @@ The embedded server outlives the command that started it and is reused by the ne
 `$A44_HOME/pg/state.json` (port, pid, the passwords of `postgres`, `a44` and `a44_app`) and are only trusted after a liveness check, so the files
 left behind by a `kill -9` are harmless. `$A44_HOME/pg/lock` (flock) serialises start/stop, so two commands
 starting together do not both run initdb or pick two ports.
+
+The variables are read by the edges (settings.py): the functions here take the `Settings` they read.
 """
 
 from __future__ import annotations
@@ -23,18 +25,11 @@ from pathlib import Path
 
 from ..errors import E_DB_UNAVAILABLE, A44Error
 from ..paths import a44_home
+from ..settings import Settings
 from .roles import APP_DATABASE, APP_ROLE, CONTROL_ROLE, login_url, provision
 from .embedded import SUPERUSER, EmbeddedServer, bin_dir, free_port, port_accepts
 
 DATABASE_NAME = "a44"
-
-
-def external_url() -> str | None:
-    return os.environ.get("A44_DATABASE_URL") or None
-
-
-def external_app_url() -> str | None:
-    return os.environ.get("A44_APP_DATABASE_URL") or None
 
 
 @dataclass(frozen=True)
@@ -48,13 +43,17 @@ class EmbeddedStatus:
 
 
 class LocalDatabase:
-    """The embedded PostgreSQL of one `$A44_HOME`."""
+    """The embedded PostgreSQL of one `$A44_HOME`; `system_user`: A44_PG_SYSTEM_USER (embedded.py)."""
 
-    def __init__(self, home: Path | None = None):
-        self.home = (home or a44_home()).resolve()
+    def __init__(self, home: Path | str | None = None, *, system_user: str | None = None):
+        self.home = a44_home(home).resolve()
         self.dir = self.home / "pg"
-        self.server = EmbeddedServer(self.dir, durable=True)
+        self.server = EmbeddedServer(self.dir, durable=True, system_user=system_user)
         self._state_file = self.dir / "state.json"
+
+    @classmethod
+    def of(cls, settings: Settings) -> "LocalDatabase":
+        return cls(settings.home, system_user=settings.pg_system_user)
 
     @contextmanager
     def _locked(self):
@@ -156,25 +155,23 @@ class LocalDatabase:
             return self.server.stop()
 
 
-def resolve_url(*, start: bool = True) -> str | None:
+def resolve_url(settings: Settings, *, start: bool = True) -> str | None:
     """The URL of the database in use: A44_DATABASE_URL, else the embedded one (started when `start`)."""
-    url = external_url()
-    if url:
-        return url
-    local = LocalDatabase()
+    if settings.database_url:
+        return settings.database_url
+    local = LocalDatabase.of(settings)
     if start:
         return local.start()
     return local.status().url
 
 
-def resolve_app_url(*, start: bool = True) -> str | None:
+def resolve_app_url(settings: Settings, *, start: bool = True) -> str | None:
     """The URL of the application database: A44_APP_DATABASE_URL, else the embedded server's `a44_app` when the
     control store is the embedded one (started when `start`), else None (an external control store is never
     reused for workflow SQL)."""
-    url = external_app_url()
-    if url or external_url():
-        return url
-    local = LocalDatabase()
+    if settings.app_database_url or settings.database_url:
+        return settings.app_database_url
+    local = LocalDatabase.of(settings)
     if start:
         return local.app_url()
     return local.status().app_url

@@ -78,21 +78,23 @@ class PostmasterStatus:
 class EmbeddedServer:
     """initdb / start / stop / status of one data directory (`root/data`), listening on 127.0.0.1 only."""
 
-    def __init__(self, root: Path, *, durable: bool = True):
+    def __init__(self, root: Path, *, durable: bool = True, system_user: str | None = None):
         # durable=False (tests) turns off fsync: a test cluster does not survive power loss and need not.
+        # system_user: who the server runs as when a44 runs as root (A44_PG_SYSTEM_USER), else postgres or
+        # a44-postgres (made if missing): PostgreSQL refuses to run as root
         self.root = Path(root).resolve()
         self.data = self.root / "data"
         self.log = self.root / "server.log"
         self.durable = durable
         self.bin = bin_dir()
-        self._user = self._system_user()
+        self._user = self._system_user(system_user)
 
     # --- system user -------------------------------------------------------------------------------------
     @staticmethod
-    def _system_user() -> pwd.struct_passwd | None:
+    def _system_user(wanted: str | None) -> pwd.struct_passwd | None:
         if os.geteuid() != 0:
             return None
-        for name in (os.environ.get("A44_PG_SYSTEM_USER"), "postgres", "a44-postgres"):
+        for name in (wanted, "postgres", "a44-postgres"):
             if not name:
                 continue
             try:

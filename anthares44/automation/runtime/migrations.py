@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
-
-import asyncpg
+from typing import TYPE_CHECKING
 
 from ..errors import E_DB_SCHEMA, A44Error
-from .queries import load_migrations, sql
+from .queries import load_migrations
+
+if TYPE_CHECKING:
+    from .store import Session
 
 MIN_SERVER_VERSION = 140000
 PARTITION_MONTHS_AHEAD = 2  # current month + 2: a daemon running for weeks never reaches the default partition
@@ -32,17 +34,17 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-async def migrate(conn: asyncpg.Connection, now: datetime) -> MigrationReport:
-    """Bring the `automation` schema up to date on `conn` (a plain connection, not in a transaction)."""
-    version = await conn.fetchval(sql("server_version"))
+async def migrate(conn: "Session", now: datetime) -> MigrationReport:
+    """Bring the `automation` schema up to date on `conn` (a store session, not in a transaction)."""
+    version = await conn.fetchval("server_version")
     if version < MIN_SERVER_VERSION:
         raise A44Error(E_DB_SCHEMA, f"PostgreSQL {version // 10000} is too old; a44 needs PostgreSQL 14 or later")
     report = MigrationReport()
     known = load_migrations()
-    await conn.execute(sql("migration_lock"))
+    await conn.execute("migration_lock")
     try:
-        await conn.execute(sql("migration_bootstrap"))
-        applied = {r["number"]: r for r in await conn.fetch(sql("migration_applied"))}
+        await conn.execute("migration_bootstrap")
+        applied = {r["number"]: r for r in await conn.fetch("migration_applied")}
         unknown = sorted(set(applied) - {m.number for m in known})
         if unknown:
             raise A44Error(E_DB_SCHEMA, f"the database has migrations {unknown} that this package does not know: "
@@ -55,15 +57,15 @@ async def migrate(conn: asyncpg.Connection, now: datetime) -> MigrationReport:
                     report.changed.append(m.name)
                 continue
             async with conn.transaction():
-                await conn.execute(m.sql)
-                await conn.execute(sql("migration_record"), m.number, m.name, _sha(m.sql), now)
+                await conn.apply(m)
+                await conn.execute("migration_record", number=m.number, name=m.name, sha256=_sha(m.sql), now=now)
             report.applied.append(m.name)
         report.partitions_created = await ensure_partitions(conn, now)
     finally:
-        await conn.execute(sql("migration_unlock"))
+        await conn.execute("migration_unlock")
     return report
 
 
-async def ensure_partitions(conn: asyncpg.Connection, now: datetime,
+async def ensure_partitions(conn: "Session", now: datetime,
                             months_ahead: int = PARTITION_MONTHS_AHEAD) -> int:
-    return await conn.fetchval(sql("partitions_ensure"), now, months_ahead)
+    return await conn.fetchval("partitions_ensure", now=now, months_ahead=months_ahead)

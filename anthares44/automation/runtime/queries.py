@@ -1,5 +1,5 @@
 """Loader of the control store's named SQL queries in `runtime/queries/*.sql` (format: named_sql.py) and of the
-migration files: the only Python that holds the store's SQL text, and it only reads it. One file per concern;
+migration files: it only reads them; the store (store.py) is the only code that runs them. One file per concern;
 names are unique across all files, and a fragment may be included from any of them.
 """
 
@@ -19,10 +19,6 @@ QUERY_DIR = Path(__file__).parent / "queries"
 def load_queries(directory: Path = QUERY_DIR) -> dict[str, Query]:
     """All named queries, keyed by name; loaded once per process."""
     return load_files(sorted(directory.glob("*.sql")))
-
-
-def sql(name: str) -> str:
-    return load_queries()[name].sql
 
 
 MIGRATION_DIR = Path(__file__).parent / "migrations"

@@ -63,13 +63,15 @@ def result_key(run_id: str, step_id: str, epoch: int, kind: str, attempt: int) -
 
 class ResultFiles:
     """Where results too large for a row go: the project's object store (`storage` if given, else a
-    `LocalObjectStore` rooted at `root`, else at `$A44_HOME/storage`)."""
+    `LocalObjectStore` rooted at `root`, which the edge derives from its settings (paths.storage_root), else at
+    the default home's)."""
 
     def __init__(self, root: Path | None = None, *, storage: Any = None):
         if storage is None:
+            from ..paths import storage_root
             from ..stdlib_connectors.storage import LocalObjectStore
 
-            storage = LocalObjectStore(Path(root) if root is not None else None)
+            storage = LocalObjectStore(Path(root) if root is not None else storage_root(None))
         self.storage = storage
 
     def store(self, value, *, project_id: str, run_id: str, step_id: str, epoch: int, kind: str,

@@ -31,23 +31,24 @@ def login_url(port: int, role: str, password: str, database: str, host: str = "1
 async def _provision(admin_url: str, control_password: str, app_password: str) -> None:
     import asyncpg
 
-    from .queries import sql
+    from .store import Session
 
-    conn = await asyncpg.connect(admin_url)
+    raw = await asyncpg.connect(admin_url)
+    conn = Session(raw)
     try:
         async with conn.transaction():
-            await conn.execute(sql("role_passwords_set"), control_password, app_password)
-            await conn.execute(sql("roles_ensure"))
-        await conn.execute(sql("control_database_owner"))
-        await conn.execute(sql("control_schema_owner"))
-        await conn.execute(sql("control_database_private"))
-        if not await conn.fetchval(sql("app_database_exists")):
+            await conn.execute("role_passwords_set", control_password=control_password, app_password=app_password)
+            await conn.execute("roles_ensure")
+        await conn.execute("control_database_owner")
+        await conn.execute("control_schema_owner")
+        await conn.execute("control_database_private")
+        if not await conn.fetchval("app_database_exists"):
             try:
-                await conn.execute(sql("app_database_create"))
+                await conn.execute("app_database_create")
             except asyncpg.DuplicateDatabaseError:
                 pass        # made by a concurrent start
     finally:
-        await conn.close()
+        await raw.close()
 
 
 def provision(admin_url: str, control_password: str, app_password: str) -> None:

@@ -60,6 +60,15 @@ CREATE FUNCTION automation.metric_duration_bounds() RETURNS double precision[]
     LANGUAGE sql IMMUTABLE
     AS $$ select array[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]::float8[] $$;
 
+CREATE FUNCTION automation.note_grant() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    new.grant_due_at := old.next_wake_at;
+    new.granted_at := new.updated_at;
+    return new;
+end $$;
+
 CREATE FUNCTION automation.notify_run_due() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -263,6 +272,14 @@ ALTER TABLE automation.run_events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
     CACHE 1
 );
 
+CREATE TABLE automation.run_trace_context (
+    project_id text NOT NULL,
+    run_key text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    traceparent text NOT NULL,
+    tracestate text
+);
+
 CREATE TABLE automation.runs (
     run_id text NOT NULL,
     project_id text NOT NULL,
@@ -296,6 +313,8 @@ CREATE TABLE automation.runs (
     delivery integer DEFAULT 1 NOT NULL,
     origin_run_id text,
     dead_letter_id text,
+    grant_due_at timestamp with time zone,
+    granted_at timestamp with time zone,
     CONSTRAINT runs_lease_check CHECK (((lease_owner IS NULL) = (lease_deadline IS NULL))),
     CONSTRAINT runs_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'waiting'::text, 'sleeping'::text, 'awaiting_confirmation'::text, 'compensating'::text, 'succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])))
 );
@@ -464,6 +483,9 @@ ALTER TABLE ONLY automation.queues
 ALTER TABLE ONLY automation.run_events
     ADD CONSTRAINT run_events_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY automation.run_trace_context
+    ADD CONSTRAINT run_trace_context_pkey PRIMARY KEY (project_id, run_key);
+
 ALTER TABLE ONLY automation.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (run_id);
 
@@ -545,6 +567,8 @@ ALTER INDEX automation.step_attempts_project_step_idx ATTACH PARTITION automatio
 CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
 
 CREATE TRIGGER runs_due_notify AFTER INSERT OR UPDATE OF next_wake_at, lease_owner ON automation.runs FOR EACH ROW EXECUTE FUNCTION automation.notify_run_due();
+
+CREATE TRIGGER runs_note_grant BEFORE UPDATE OF lease_grants ON automation.runs FOR EACH ROW WHEN ((new.lease_grants IS DISTINCT FROM old.lease_grants)) EXECUTE FUNCTION automation.note_grant();
 
 CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
 

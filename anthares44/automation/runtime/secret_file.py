@@ -4,8 +4,8 @@ rotating (docs/connectors.md "Secrets").
 The file: `{"format": 2, "secrets": {ref: {"kid", "nonce", "ct"}}}` (secret_cipher.py). A file of format 1
 (`{"version": 1, "secrets": {ref: token}}`) is still read, and the next write turns it into format 2.
 
-The current key: `A44_SECRET_KEY` (hex), else the file `$A44_HOME/secret.key` (hex, created 0600 by the first
-`set`). Keys replaced by `rotate_key` stay next to it as `secret.key.<kid>.old`, so entries still sealed with one
+The current key: `A44_SECRET_KEY` (hex; `SecretFile(home, key=...)`, the value the edge read from its settings),
+else the file `$A44_HOME/secret.key` (hex, created 0600 by the first `set`). Keys replaced by `rotate_key` stay next to it as `secret.key.<kid>.old`, so entries still sealed with one
 (a rotation interrupted between its two renames) remain readable; together they are the keyring, looked up by
 the key id each entry carries. A key file that group or others may access is refused, as is a key under 32 bytes.
 
@@ -29,6 +29,7 @@ from typing import Callable, Iterator
 from ..errors import (E_INVALID_ARGUMENT, E_SECRET_FILE_INVALID, E_SECRET_KEY_MISMATCH, E_SECRET_KEY_PERMISSIONS,
                       E_SECRET_NOT_FOUND, A44Error)
 from ..paths import a44_home
+from ..settings import Settings
 from .secret_cipher import Undecryptable, key_id, new_key, open_entry, open_v1, parse_key, seal
 
 SECRET_REF = re.compile(r"^sec_[A-Za-z0-9_]+$")
@@ -42,11 +43,7 @@ def check_ref(ref: str) -> str:
 
 
 FORMAT = 2
-KEY_ENV = "A44_SECRET_KEY"
-
-
-def _home() -> Path:
-    return a44_home()
+KEY_VARIABLE = "A44_SECRET_KEY"    # named in messages: where the key given as `key` comes from
 
 
 def write_private(path: Path, data: bytes) -> None:
@@ -78,17 +75,22 @@ def read_key_file(path: Path) -> bytes:
 
 
 class SecretFile:
-    def __init__(self, home: Path | None = None):
-        self.home = Path(home) if home is not None else _home()
+    def __init__(self, home: Path, *, key: str | None = None):
+        self.home = Path(home)
+        self._key = key or None        # A44_SECRET_KEY (hex), read by the edge
         self.path = self.home / "secrets.json"
         self.key_path = self.home / "secret.key"
         self.lock_path = self.home / "secrets.json.lock"
 
+    @classmethod
+    def of(cls, settings: Settings) -> "SecretFile":
+        """The secret file of `settings`' home, with its A44_SECRET_KEY."""
+        return cls(a44_home(settings.home), key=settings.secret_key)
+
     # -- keys -----------------------------------------------------------------------------------------------------
     def current_key(self) -> bytes | None:
-        env = os.environ.get(KEY_ENV)
-        if env:
-            return parse_key(env, KEY_ENV)
+        if self._key:
+            return parse_key(self._key, KEY_VARIABLE)
         if self.key_path.exists():
             return read_key_file(self.key_path)
         return None
@@ -165,7 +167,7 @@ class SecretFile:
             return self._open(fmt, keys, entries[ref], ref)
         except Undecryptable as exc:
             raise A44Error(E_SECRET_KEY_MISMATCH, f"secret {ref} in {self.path} cannot be decrypted: {exc}",
-                           hint=f"the key that sealed it must be in {KEY_ENV}, {self.key_path} or a "
+                           hint=f"the key that sealed it must be in {KEY_VARIABLE}, {self.key_path} or a "
                                 f"{self.key_path.name}.<kid>.old file") from None
 
     # -- writing --------------------------------------------------------------------------------------------------
@@ -178,7 +180,7 @@ class SecretFile:
                 raise A44Error(E_SECRET_KEY_MISMATCH,
                                f"refusing to write {self.path}: the stored secret {ref} cannot be decrypted with "
                                f"the available keys ({exc}); nothing was changed",
-                               hint=f"use the key that wrote the file ({KEY_ENV} or {self.key_path})") from None
+                               hint=f"use the key that wrote the file ({KEY_VARIABLE} or {self.key_path})") from None
         return plain
 
     def _rewrite(self, change: Callable[[dict[str, str]], object]):
@@ -209,11 +211,11 @@ class SecretFile:
     def rotate_key(self, new: bytes | None = None) -> dict:
         """Every entry sealed again with `new` (default: a fresh random key), which becomes `secret.key`; the
         replaced key is kept as `secret.key.<kid>.old`. Returns {old_kid, new_kid, backup, entries}."""
-        if os.environ.get(KEY_ENV):
-            raise A44Error(E_INVALID_ARGUMENT, f"the current key comes from {KEY_ENV}; rotate-key manages "
+        if self._key:
+            raise A44Error(E_INVALID_ARGUMENT, f"the current key comes from {KEY_VARIABLE}; rotate-key manages "
                                                f"{self.key_path} only",
-                           hint=f"unset {KEY_ENV} to rotate the file key, or re-set the secrets with a new "
-                                f"{KEY_ENV}")
+                           hint=f"unset {KEY_VARIABLE} to rotate the file key, or re-set the secrets with a new "
+                                f"{KEY_VARIABLE}")
         new = new if new is not None else new_key()
         with self._locked(True):
             fmt, entries = self._read()

@@ -16,7 +16,6 @@ handed out, and each string field of a structured one, is remembered so `registr
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Iterable
 
 from ..errors import E_SECRET_NOT_FOUND, A44Error
@@ -31,13 +30,14 @@ def env_name(ref: str) -> str:
 
 
 class SecretSource:
-    """`await source(ref)` -> the value. Environment first, then the encrypted file; a static mapping (tests,
-    embedders) first of all. Remembers which values it handed out so they can be scrubbed from anything a
+    """`await source(ref)` -> the value. Environment first, then the encrypted `file` (`SecretFile.of(settings)`,
+    None: none); a static mapping (tests, embedders) first of all. Remembers which values it handed out so they can be scrubbed from anything a
     connector returns or raises (redact.scrub)."""
 
-    def __init__(self, static: dict[str, str] | None = None, *, home: Path | None = None, use_env: bool = True):
+    def __init__(self, static: dict[str, str] | None = None, *, file: SecretFile | None = None,
+                 use_env: bool = True):
         self._static = dict(static or {})
-        self._file = SecretFile(home)
+        self._file = file
         self._use_env = use_env
         self._handed_out: set[str] = set()
 
@@ -49,7 +49,7 @@ class SecretSource:
         value = self._static.get(ref)
         if value is None and self._use_env:
             value = os.environ.get(env_name(ref))
-        if value is None:
+        if value is None and self._file is not None:
             value = self._file.get(ref)
         if value is None:
             raise A44Error(E_SECRET_NOT_FOUND, f"secret {ref} is not defined",

@@ -2,8 +2,10 @@
 takes every timestamp from the injected clock, and turns driver errors into `A44Error` (db_errors.py).
 
 Other runtime modules (interpreter, ingestion, API) either call the operations below or add their own named
-queries in a new `queries/<concern>.sql` and run them through `fetch` / `fetchrow` / `fetchval` / `execute` /
-`transaction`, which apply the same error translation.
+queries in a new `queries/<concern>.sql` and run them by name with named arguments:
+`await store.fetch("runs_list", project=..., limit=...)`, or, inside `async with store.transaction(op) as tx`,
+`await tx.fetchrow("run_get", run_id=..., project=None)`. Both apply the same error translation; a missing or
+unknown argument name is a `TypeError` naming the query, raised before anything is sent.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ from ..db_errors import translate
 from ..errors import (E_DB, E_DB_SCHEMA, E_IDEMPOTENCY_KEY_REQUIRED, E_RUN_NOT_FOUND, E_VERSION_CONFLICT, E_VERSION_REGRESSION,
                       E_WORKFLOW_NOT_FOUND, A44Error)
 from . import migrations
-from .queries import sql
+from ..named_sql import Query
+from .queries import load_queries
 from .results import ResultFiles, encode_json
 from .ulid import new_run_id
 
-DEFAULT_PROJECT = "pj_default"
 # unique violations of the control store that mean something to a user: constraint -> (code, what to tell them)
 CONSTRAINT_CODES: dict[str, tuple[str, str]] = {
     "workflow_versions_pkey": (E_VERSION_CONFLICT, "that workflow version was published concurrently; increment "
@@ -56,8 +58,12 @@ class CreatedRun(NamedTuple):
 
 @dataclass(frozen=True)
 class RunPage:
+    """One page of a run listing and the total that match: the store's rows, or the application's views of them."""
     total: int
     runs: list[dict]
+
+    def to_dict(self) -> dict:
+        return {"total": self.total, "runs": self.runs}
 
 
 @dataclass(frozen=True)
@@ -79,10 +85,75 @@ def _jsonb_text(value: str) -> str:
     return value
 
 
+def _query(name: str) -> Query:
+    try:
+        return load_queries()[name]
+    except KeyError:
+        raise TypeError(f"no named query {name!r} in runtime/queries/*.sql") from None
+
+
+def _bind(q: Query, params: dict[str, Any]) -> tuple:
+    """The positional arguments of `q` ($1..$n, in the order recorded at load) from its named ones."""
+    try:
+        args = tuple([params[p] for p in q.params])
+    except KeyError:
+        args = None
+    if args is None or len(params) != len(q.params):
+        missing = sorted(set(q.params) - set(params))
+        unknown = sorted(set(params) - set(q.params))
+        raise TypeError(f"query {q.name} ({q.source}) takes {', '.join(q.params) or 'no parameters'}"
+                        + (f"; missing {', '.join(missing)}" if missing else "")
+                        + (f"; unknown {', '.join(unknown)}" if unknown else ""))
+    return args
+
+
+class Session:
+    """A connection borrowed from the store (a transaction's, or one statement's), running named queries only."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: asyncpg.Connection):
+        self._conn = conn
+
+    # the same SQL text object every time, so asyncpg's per-connection statement cache prepares each query once
+    async def fetch(self, name: str, /, **params: Any) -> list[asyncpg.Record]:
+        q = _query(name)
+        return await self._conn.fetch(q.sql, *_bind(q, params))
+
+    async def fetchrow(self, name: str, /, **params: Any) -> asyncpg.Record | None:
+        q = _query(name)
+        return await self._conn.fetchrow(q.sql, *_bind(q, params))
+
+    async def fetchval(self, name: str, /, **params: Any) -> Any:
+        q = _query(name)
+        return await self._conn.fetchval(q.sql, *_bind(q, params))
+
+    async def execute(self, name: str, /, **params: Any) -> str:
+        q = _query(name)
+        return await self._conn.execute(q.sql, *_bind(q, params))
+
+    async def executemany(self, name: str, rows: list[dict[str, Any]]) -> None:
+        """One pipelined round trip for several executions of the query (results are discarded)."""
+        q = _query(name)
+        await self._conn.executemany(q.sql, [_bind(q, r) for r in rows])
+
+    async def fetchmany(self, name: str, rows: list[dict[str, Any]]) -> list[asyncpg.Record]:
+        """Like `executemany`, returning the first row of each execution, in order."""
+        q = _query(name)
+        return await self._conn.fetchmany(q.sql, [_bind(q, r) for r in rows])
+
+    def transaction(self):
+        return self._conn.transaction()
+
+    async def apply(self, migration: "migrations.Migration") -> None:
+        """Run a migration file (its statements, no parameters)."""
+        await self._conn.execute(migration.sql)
+
+
 def _session_neutral(name: str) -> bool:
     """A named query that leaves no session state behind (no session advisory lock, LISTEN or SET): a pooled
     connection that ran only such queries needs no reset query when it goes back to the pool."""
-    text = sql(name).lower()
+    text = _query(name).sql.lower()
     return not (text.lstrip().startswith(("set ", "reset", "listen", "unlisten", "declare", "prepare"))
                 or "pg_advisory_lock" in text or _SESSION_SET_CONFIG.search(text) is not None)
 
@@ -197,39 +268,52 @@ class Store:
             raise err from exc
 
     @asynccontextmanager
+    async def session(self, operation: str, *, session_neutral: bool = False):
+        """A pooled connection running named queries, each statement its own transaction (see `connection`)."""
+        async with self.connection(operation, session_neutral=session_neutral) as conn:
+            yield Session(conn)
+
+    @asynccontextmanager
     async def transaction(self, operation: str, *, session_neutral: bool = False):
-        """One transaction on a pooled connection (see `connection` for `session_neutral`)."""
+        """One transaction on a pooled connection, running named queries (see `connection`)."""
         async with self.connection(operation, session_neutral=session_neutral) as conn:
             async with conn.transaction():
-                yield conn
+                yield Session(conn)
 
-    # Named queries run with the same SQL text object every time, so asyncpg's per-connection statement cache
-    # prepares each once per pooled connection.
-    async def fetch(self, name: str, *args) -> list[asyncpg.Record]:
+    # one statement on a pooled connection; the arguments are bound before a connection is taken
+    async def fetch(self, name: str, /, **params: Any) -> list[asyncpg.Record]:
+        q = _query(name)
+        args = _bind(q, params)
         async with self.connection(name, session_neutral=_neutral(name)) as conn:
-            return await conn.fetch(sql(name), *args)
+            return await conn.fetch(q.sql, *args)
 
-    async def fetchrow(self, name: str, *args) -> asyncpg.Record | None:
+    async def fetchrow(self, name: str, /, **params: Any) -> asyncpg.Record | None:
+        q = _query(name)
+        args = _bind(q, params)
         async with self.connection(name, session_neutral=_neutral(name)) as conn:
-            return await conn.fetchrow(sql(name), *args)
+            return await conn.fetchrow(q.sql, *args)
 
-    async def fetchval(self, name: str, *args) -> Any:
+    async def fetchval(self, name: str, /, **params: Any) -> Any:
+        q = _query(name)
+        args = _bind(q, params)
         async with self.connection(name, session_neutral=_neutral(name)) as conn:
-            return await conn.fetchval(sql(name), *args)
+            return await conn.fetchval(q.sql, *args)
 
-    async def execute(self, name: str, *args) -> str:
+    async def execute(self, name: str, /, **params: Any) -> str:
+        q = _query(name)
+        args = _bind(q, params)
         async with self.connection(name, session_neutral=_neutral(name)) as conn:
-            return await conn.execute(sql(name), *args)
+            return await conn.execute(q.sql, *args)
 
     # --- schema ------------------------------------------------------------------------------------------
     async def migrate(self) -> migrations.MigrationReport:
-        async with self.connection("migrate") as conn:
+        async with self.session("migrate") as conn:
             return await migrations.migrate(conn, self.clock.now())
 
     async def ensure_partitions(self, months_ahead: int = migrations.PARTITION_MONTHS_AHEAD) -> int:
         """Create step_attempts partitions from this month to `months_ahead` later; the daemon calls it at start
         and daily."""
-        async with self.connection("ensure_partitions") as conn:
+        async with self.session("ensure_partitions") as conn:
             return await migrations.ensure_partitions(conn, self.clock.now(), months_ahead)
 
     async def schema_info(self) -> dict:
@@ -253,8 +337,8 @@ class Store:
     async def publish_version(self, project: str, workflow_id: str, version: int, sha256: str, ir: dict) -> str:
         """Store `ir` as `version`: 'created', or 'unchanged' when that version exists with the same sha256."""
         async with self.transaction("publish_version") as conn:
-            await conn.execute(sql("version_lock"), project, workflow_id)
-            same = await conn.fetchrow(sql("version_get"), project, workflow_id, version)
+            await conn.execute("version_lock", project=project, workflow_id=workflow_id)
+            same = await conn.fetchrow("version_get", project=project, workflow_id=workflow_id, version=version)
             if same is not None:
                 if same["sha256"] == sha256:
                     return "unchanged"
@@ -263,30 +347,30 @@ class Store:
                                f"(sha256 {same['sha256'][:12]}, this one {sha256[:12]})",
                                hint=f"increment `version:` (to {await self._next_version(conn, project, workflow_id)}) "
                                     f"and publish again; runs in flight keep version {version}")
-            latest = await conn.fetchrow(sql("version_latest"), project, workflow_id)
+            latest = await conn.fetchrow("version_latest", project=project, workflow_id=workflow_id)
             if latest is not None and latest["version"] > version:
                 raise A44Error(E_VERSION_REGRESSION,
                                f"{workflow_id} version {version} is lower than the published version "
                                f"{latest['version']}",
                                hint=f"set `version: {latest['version'] + 1}` (versions only go up)")
-            await conn.execute(sql("version_insert"), project, workflow_id, version, sha256, encode_json(ir),
-                               self.clock.now())
+            await conn.execute("version_insert", project=project, workflow_id=workflow_id, version=version,
+                               sha256=sha256, ir=encode_json(ir), now=self.clock.now())
             return "created"
 
     @staticmethod
     async def _next_version(conn: asyncpg.Connection, project: str, workflow_id: str) -> int:
-        latest = await conn.fetchrow(sql("version_latest"), project, workflow_id)
+        latest = await conn.fetchrow("version_latest", project=project, workflow_id=workflow_id)
         return (latest["version"] if latest else 0) + 1
 
     async def get_version(self, project: str, workflow_id: str, version: int) -> dict:
-        row = await self.fetchrow("version_get", project, workflow_id, version)
+        row = await self.fetchrow("version_get", project=project, workflow_id=workflow_id, version=version)
         if row is None:
             raise A44Error(E_WORKFLOW_NOT_FOUND, f"{workflow_id} version {version} is not published in {project}",
                            hint="`a44 automation publish FILE` first")
         return dict(row)
 
     async def latest_version(self, project: str, workflow_id: str) -> dict:
-        row = await self.fetchrow("version_latest", project, workflow_id)
+        row = await self.fetchrow("version_latest", project=project, workflow_id=workflow_id)
         if row is None:
             raise A44Error(E_WORKFLOW_NOT_FOUND, f"no version of {workflow_id} is published in {project}",
                            hint="`a44 automation publish FILE` first")
@@ -304,9 +388,10 @@ class Store:
         for _ in range(3):
             now = self.clock.now()
             run_id = new_run_id(now)
-            row = await self.fetchrow("run_create", project, workflow_id, version, run_id, encode_json(input),
-                                      idempotency_key, trigger_id, partition_key, queue, now, IDEMPOTENCY_WINDOW,
-                                      now + RUN_WALL_CLOCK_LIMIT, event_id)
+            row = await self.fetchrow("run_create", project=project, workflow_id=workflow_id, version=version,
+                                      run_id=run_id, input=encode_json(input), key=idempotency_key,
+                                      trigger_id=trigger_id, partition_key=partition_key, queue=queue, now=now,
+                                      window=IDEMPOTENCY_WINDOW, deadline=now + RUN_WALL_CLOCK_LIMIT, event_id=event_id)
             if row["version"] is None:
                 which = f"version {version} of {workflow_id}" if version is not None else workflow_id
                 raise A44Error(E_WORKFLOW_NOT_FOUND, f"{which} is not published in {project}",
@@ -315,7 +400,7 @@ class Store:
                 return CreatedRun(run_id, True, 0.0, row["version"])
             # The key is held by a run younger than the window. Read it in a new statement: a concurrent
             # creator that just committed is visible now, while it was not in the insert's snapshot.
-            held = await self.fetchrow("idempotency_key_get", project, idempotency_key)
+            held = await self.fetchrow("idempotency_key_get", project=project, key=idempotency_key)
             if held is not None:
                 age = max(0.0, (now - held["created_at"]).total_seconds())
                 return CreatedRun(held["run_id"], False, age, row["version"])
@@ -323,7 +408,7 @@ class Store:
         raise A44Error(E_DB, f"idempotency key {idempotency_key!r} kept changing hands; try again")
 
     async def get_run(self, run_id: str, project: str | None = None) -> dict:
-        row = await self.fetchrow("run_get", run_id, project)
+        row = await self.fetchrow("run_get", run_id=run_id, project=project)
         if row is None:
             raise A44Error(E_RUN_NOT_FOUND, f"no run {run_id}" + (f" in {project}" if project else ""),
                            hint="`a44 automation runs` lists the runs")
@@ -336,10 +421,10 @@ class Store:
         it, or that have an attempt of it; `since` is an instant or an age (48 h -> created in the last 48 h)."""
         if isinstance(since, timedelta):
             since = self.clock.now() - since
-        args = (project, state, workflow, step, since)
-        async with self.connection("list_runs") as conn:
-            total = await conn.fetchval(sql("runs_count"), *args)
-            rows = await conn.fetch(sql("runs_list"), *args, limit, offset)
+        where = dict(project=project, state=state, workflow=workflow, step=step, since=since)
+        async with self.session("list_runs") as conn:
+            total = await conn.fetchval("runs_count", **where)
+            rows = await conn.fetch("runs_list", **where, limit=limit, offset=offset)
         return RunPage(total=total, runs=[dict(r) for r in rows])
 
     # --- step attempts (§7.4) ----------------------------------------------------------------------------
@@ -352,8 +437,9 @@ class Store:
             raise ValueError(f"attempt kind must be one of {ATTEMPT_KINDS}")
         started_at = started_at or self.clock.now()
         key = idempotency_key or f"{run_id}:{step_id}"  # §2: the per-step key every connector receives
-        await self.fetchval("attempt_start", run_id, step_id, attempt, key, started_at, epoch, kind, project,
-                            worker_id, lease_grant)
+        await self.fetchval("attempt_start", run_id=run_id, step_id=step_id, attempt=attempt, key=key,
+                            started_at=started_at, epoch=epoch, kind=kind, project=project, worker_id=worker_id,
+                            lease_grant=lease_grant)
         return AttemptRef(run_id, step_id, attempt, epoch, kind, project, started_at)
 
     async def record_attempt_finish(self, ref: AttemptRef, status: str, *, result: Any = None,
@@ -367,9 +453,10 @@ class Store:
         stored = self.results.store(result, project_id=ref.project_id, run_id=ref.run_id, step_id=ref.step_id,
                                     epoch=ref.epoch, kind=ref.kind, attempt=ref.attempt)
         finished_at = finished_at or self.clock.now()
-        event_id = await self.fetchval("attempt_finish", ref.run_id, ref.step_id, ref.epoch, ref.kind, ref.attempt,
-                                       ref.started_at, status, error_code, error_message, stored.inline,
-                                       stored.ref, stored.size, finished_at)
+        event_id = await self.fetchval("attempt_finish", run_id=ref.run_id, step_id=ref.step_id, epoch=ref.epoch,
+                                       kind=ref.kind, attempt=ref.attempt, started_at=ref.started_at, status=status,
+                                       error_code=error_code, error_message=error_message, result=stored.inline,
+                                       result_ref=stored.ref, result_bytes=stored.size, finished_at=finished_at)
         if event_id is None:
             raise A44Error(E_DB, f"attempt {ref.attempt} of step {ref.step_id} in {ref.run_id} is not running "
                                  f"(finished already, or its lease expired); refusing to overwrite it",
@@ -377,7 +464,7 @@ class Store:
         return {"result_ref": stored.ref, "result_bytes": stored.size}
 
     async def list_attempts(self, run_id: str) -> list[dict]:
-        return [dict(r) for r in await self.fetch("attempts_list", run_id)]
+        return [dict(r) for r in await self.fetch("attempts_list", run_id=run_id)]
 
     def load_result(self, attempt_row: dict) -> Any:
         """The attempt's result, reading the object (or, for rows written by older versions, the `file://`
@@ -391,9 +478,10 @@ class Store:
                                step_id: str | None = None, attempt: int | None = None, status: str | None = None,
                                error_code: str | None = None, message: str | None = None,
                                data: Any = None, at: datetime | None = None) -> int:
-        return await self.fetchval("run_event_append", run_id, project, at or self.clock.now(), kind, state,
-                                   step_id, attempt, status, error_code, message,
-                                   None if data is None else encode_json(data))
+        return await self.fetchval("run_event_append", run_id=run_id, project=project, at=at or self.clock.now(),
+                                   kind=kind, state=state, step_id=step_id, attempt=attempt, status=status,
+                                   error_code=error_code, message=message,
+                                   data=None if data is None else encode_json(data))
 
     async def list_run_events(self, run_id: str, after_id: int = 0, limit: int = 1000) -> list[dict]:
-        return [dict(r) for r in await self.fetch("run_events_list", run_id, after_id, limit)]
+        return [dict(r) for r in await self.fetch("run_events_list", run_id=run_id, after_id=after_id, limit=limit)]

@@ -30,7 +30,7 @@ class SystemValues:
 async def read(store) -> SystemValues:
     """Every system value, each family from one query (run side by side on the pool)."""
     queues, runs, bounds, attempts, breakers, deliveries, counters = await asyncio.gather(
-        store.fetch("metrics_queues", store.clock.now()), store.fetch("metrics_runs"),
+        store.fetch("metrics_queues", now=store.clock.now()), store.fetch("metrics_runs"),
         store.fetchval("metrics_duration_bounds"), store.fetch("metrics_attempts"), store.fetch("metrics_breakers"),
         store.fetch("metrics_deliveries"), store.fetch("metrics_counters"))
     return SystemValues(queues=[dict(r) for r in queues], runs=[dict(r) for r in runs], bounds=list(bounds),
@@ -60,9 +60,9 @@ async def flush(store, counters: Counters = COUNTERS) -> int:
     if not taken:
         return 0
     try:
-        await store.execute("metrics_counters_add", [t[0] for t in taken],
-                            [json.dumps(t[1], sort_keys=True) for t in taken], [t[2] for t in taken],
-                            store.clock.now())
+        await store.execute("metrics_counters_add", names=[t[0] for t in taken],
+                            labels=[json.dumps(t[1], sort_keys=True) for t in taken],
+                            increments=[t[2] for t in taken], now=store.clock.now())
     except BaseException:
         counters.give_back(taken)
         raise

@@ -13,8 +13,8 @@ builds the `code` IR (app/publishing.py stores it); `fixtures.py` replays a reco
 """
 
 from ..attempts import Attempt
-from .core import (E_CODE_UNAVAILABLE, E_CODE_WORKFLOW, Context, Execution, History, NonDeterministic, StepFailed,
-                   Suspend, WorkflowDef, step, workflow)
+from ..errors import E_CODE_UNAVAILABLE, E_CODE_WORKFLOW
+from .core import Context, Execution, History, NonDeterministic, StepFailed, Suspend, WorkflowDef, step, workflow
 from .fixtures import replay_fixture
 
 __all__ = ["workflow", "step", "WorkflowDef", "Context", "Execution", "History", "Attempt", "Suspend",

@@ -28,8 +28,7 @@ from ..attempts import Attempt, StepAttempts, counts_against_budget
 from ..compiler.ir import DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS, RetryIR
 from ..compiler.retry_policy import Failure, retry_delay_ms
 from ..durations import parse_duration
-from ..errors import (E_CODE_UNAVAILABLE, E_CODE_WORKFLOW, E_CONNECTOR_FAILED, E_NETWORK, E_NONDETERMINISTIC_REPLAY,
-                      E_STEP_TIMEOUT, A44Error)
+from ..errors import E_CONNECTOR_FAILED, E_NETWORK, E_NONDETERMINISTIC_REPLAY, E_STEP_TIMEOUT, A44Error
 
 CTX_PREFIX = "ctx."
 DEFAULT_STEP_TIMEOUT = "60s"

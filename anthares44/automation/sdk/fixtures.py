@@ -86,7 +86,7 @@ async def replay_fixture(wf: WorkflowDef, doc: dict) -> dict:
 async def export_history(store, run_id: str) -> dict:
     """The fixture document of a run's current epoch (attempts in log order)."""
     run = await store.get_run(run_id)
-    rows = await store.fetch("code_attempts_of_run", run_id, run["epoch"])
+    rows = await store.fetch("code_attempts_of_run", run_id=run_id, epoch=run["epoch"])
     hist = []
     for r in rows:
         item = {"step_id": r["step_id"], "kind": r["kind"], "attempt": r["attempt"], "status": r["status"],

@@ -13,8 +13,8 @@ from types import ModuleType
 
 from ..compiler.ir import (DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, DEFAULT_QUEUE, RUN_DEADLINE_MS, CodeWorkflowIR,
                            ConcurrencyIR, seal)
-from ..errors import A44Error
-from .core import E_CODE_UNAVAILABLE, WorkflowDef, duration_ms
+from ..errors import E_CODE_UNAVAILABLE, A44Error
+from .core import WorkflowDef, duration_ms
 
 _lock = threading.Lock()
 _modules: dict[str, ModuleType] = {}

@@ -31,6 +31,7 @@ from ..compiler.models.params import BotInvokeParams
 from ..errors import E_BOT_INVALID_ANSWER, E_NETWORK, E_PARAMS_INVALID, E_STEP_TIMEOUT, A44Error
 from .http import DEFAULT_RETRY_ON, join_url, retry_after_ms
 from .protocol import StepContext
+from .sessions import OwnSession
 
 DEFAULT_MODEL = "gpt-4o-mini"
 MAX_ANSWER_BYTES = 1_048_576
@@ -89,25 +90,10 @@ class BotInvokeConnector:
     params_model = BotInvokeParams
 
     def __init__(self) -> None:
-        self._session = None
-        self._loop = None
-
-    async def _get_session(self, ctx: StepContext):
-        shared = ctx.services.get("http_session")
-        if shared is not None:
-            return shared
-        loop = asyncio.get_running_loop()
-        if self._session is None or self._session.closed or self._loop is not loop:
-            import aiohttp
-
-            self._session = aiohttp.ClientSession(trust_env=False)
-            self._loop = loop
-        return self._session
+        self._own = OwnSession()
 
     async def aclose(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+        await self._own.aclose()
 
     async def _endpoint(self, p: BotInvokeParams, ctx: StepContext) -> tuple[str, str, str]:
         decl = ctx.declared or {}
@@ -153,7 +139,7 @@ class BotInvokeConnector:
             raise A44Error(E_STEP_TIMEOUT, "no time left to ask the model")
         import aiohttp
 
-        session = await self._get_session(ctx)
+        session = self._own.get(ctx)
         try:
             async with asyncio.timeout(remaining):
                 async with session.post(url, json=body, headers=headers, allow_redirects=False,

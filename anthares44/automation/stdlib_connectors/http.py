@@ -32,6 +32,8 @@ from ..errors import (E_AUTH_FAILED, E_NETWORK, E_PARAMS_INVALID, E_STEP_TIMEOUT
 from ..redact import redact
 from .network import resolve_route
 from .protocol import StepContext
+from .services import NETWORKS, NETWORKS_FILE
+from .sessions import OwnSession
 
 DEFAULT_RETRY_ON = (408, 429, 500, 502, 503, 504)
 CAPTURED_HEADERS = ("content-type", "etag", "location", "retry-after")
@@ -81,37 +83,18 @@ class HttpConnector:
     params_model = HttpParams
 
     def __init__(self) -> None:
-        self._session = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._own = OwnSession(lambda aiohttp: aiohttp.TCPConnector(limit=256, ttl_dns_cache=60), auto_decompress=True)
         self._tokens: dict[tuple, tuple[str, float]] = {}      # oauth2: key -> (access token, expiry monotonic)
         self._token_locks: dict[tuple, asyncio.Lock] = {}
         self.monotonic = time.monotonic                       # tests move token expiry without sleeping
 
-    # -- the shared session ---------------------------------------------------------------------------------------
-    async def _get_session(self, ctx: StepContext):
-        shared = ctx.services.get("http_session")
-        if shared is not None:
-            return shared
-        loop = asyncio.get_running_loop()
-        if self._session is None or self._session.closed or self._loop is not loop:
-            import aiohttp
-
-            # trust_env=False: a proxy from the environment must never silently reroute a step (§14, vpn/http)
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=256, ttl_dns_cache=60),
-                auto_decompress=True, trust_env=False)
-            self._loop = loop
-        return self._session
-
     async def aclose(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+        await self._own.aclose()
 
     # -- one request ----------------------------------------------------------------------------------------------
     async def _route(self, p: HttpParams, decl: dict[str, Any], ctx: StepContext) -> tuple[Any, dict[str, Any], Any]:
         """(session, extra request kwargs, route) of this request: the default route for `http`."""
-        return await self._get_session(ctx), {}, None
+        return self._own.get(ctx), {}, None
 
     def _connect_error(self, exc: BaseException, method: str, url: str, route: Any = None) -> A44Error:
         return A44Error(E_NETWORK, f"{method} {url} failed: {type(exc).__name__}: {exc}")
@@ -376,10 +359,11 @@ class VpnHttpConnector(HttpConnector):
         network = getattr(p, "network", None) or decl.get("network")
         if not network:
             raise A44Error(E_PARAMS_INVALID, "a vpn/http step needs a `network` (on the step or its connector)")
-        route = resolve_route(ctx.project_id, network, ctx.services.get("networks"))
+        route = resolve_route(ctx.project_id, network, ctx.services.get(NETWORKS),
+                              path=ctx.services.get(NETWORKS_FILE))
         if route.proxy:
             # a session of our own (never the shared one: it could carry other defaults); the proxy is explicit
-            return await self._get_session(_Private(ctx)), {"proxy": route.proxy}, route
+            return self._own.get(_Private(ctx)), {"proxy": route.proxy}, route
         return await self._bound_session(route.local_address), {}, route
 
     async def _bound_session(self, address: str):

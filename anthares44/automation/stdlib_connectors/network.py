@@ -1,7 +1,8 @@
 """Private network routes of `vpn/http` (§14): which way a named `network` goes out, per project.
 
 Configured outside the workflow (operations owns routes, not workflow authors), in `$A44_HOME/networks.json`
-(or the file named by `A44_NETWORKS_FILE`), read on every lookup so a change needs no restart:
+(or the file named by `A44_NETWORKS_FILE`; the engine hands the path to `vpn/http` as the `networks_file` service,
+services.py), read on every lookup so a change needs no restart:
 
     {
       "pj_checkout": {                                  # project id
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -33,8 +33,7 @@ from urllib.parse import urlsplit
 
 from ..errors import E_TUNNEL_DOWN, A44Error
 from ..paths import a44_home
-
-NETWORKS_FILE_ENV = "A44_NETWORKS_FILE"
+from ..settings import Settings
 
 
 @dataclass(frozen=True)
@@ -47,15 +46,14 @@ class Route:
         return f"proxy {self.proxy}" if self.proxy else f"local address {self.local_address}"
 
 
-def networks_file() -> Path:
-    env = os.environ.get(NETWORKS_FILE_ENV)
-    if env:
-        return Path(env).expanduser()
-    return a44_home() / "networks.json"
+def networks_file(settings: Settings) -> Path:
+    """`settings.networks_file` (A44_NETWORKS_FILE), else `networks.json` in the a44 home."""
+    if settings.networks_file:
+        return Path(settings.networks_file).expanduser()
+    return a44_home(settings.home) / "networks.json"
 
 
-def _load_file() -> dict[str, Any]:
-    path = networks_file()
+def _load_file(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
@@ -65,9 +63,12 @@ def _load_file() -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def resolve_route(project_id: str, network: str, config: Mapping[str, Any] | None = None) -> Route:
-    """The route of `network` for `project_id`; E_TUNNEL_DOWN when there is none or it is malformed."""
-    doc = config if config is not None else _load_file()
+def resolve_route(project_id: str, network: str, config: Mapping[str, Any] | None = None, *,
+                  path: Path | None = None) -> Route:
+    """The route of `network` for `project_id`, from `config` (routes given as a mapping), else from the file at
+    `path` (None: the default home's); E_TUNNEL_DOWN when there is none or it is malformed."""
+    path = path if path is not None else networks_file(Settings())
+    doc = config if config is not None else _load_file(path)
     entry = None
     for scope in (project_id, "*"):
         nets = doc.get(scope)
@@ -77,7 +78,7 @@ def resolve_route(project_id: str, network: str, config: Mapping[str, Any] | Non
     if not isinstance(entry, Mapping):
         raise A44Error(E_TUNNEL_DOWN, f"network {network!r} has no route for project {project_id!r}; "
                                       f"the request was not sent (no fallback to the default route)",
-                       hint=f"configure it in {networks_file()}",
+                       hint=f"configure it in {path}",
                        details={"retryable": True, "network": network})
     proxy, local = entry.get("proxy"), entry.get("localAddress")
     if bool(proxy) == bool(local):

@@ -6,7 +6,8 @@ Keys of `StepContext.services` (the engine builds them, runtime/connector_servic
   * `BREAKER_STATE` (BreakerStateStore): the state circuit breakers share across daemons (breaker.py); used by the
     registry around a declared connector's call, never handed to a connector;
   * `APP_DB`: the application database workflow SQL runs on (sql_database.AppDatabase);
-  * `CLOCK`, `STORAGE`, `NETWORKS`, `HTTP_SESSION`: the registry's clock, object store, vpn routes, aiohttp session.
+  * `CLOCK`, `STORAGE`, `NETWORKS`, `HTTP_SESSION`: the registry's clock, object store, vpn routes, aiohttp session;
+  * `NETWORKS_FILE`: the file of the vpn routes (network.py) when the registry was given none.
 The secret source (SecretLookup) is `StepContext.secrets`; a registry without one answers from a static mapping.
 """
 
@@ -25,6 +26,7 @@ APP_DB = "app_db"
 CLOCK = "clock"
 STORAGE = "storage"
 NETWORKS = "networks"
+NETWORKS_FILE = "networks_file"
 HTTP_SESSION = "http_session"
 
 

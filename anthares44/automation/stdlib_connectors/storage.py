@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from ..compiler.models.params import StorageGetParams, StoragePutParams
 from ..errors import E_PARAMS_INVALID, E_STORAGE, E_STORAGE_NOT_FOUND, A44Error
-from ..paths import a44_home
+from ..paths import storage_root
 from .protocol import StepContext
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9._\-=+@,]+$")
@@ -68,9 +68,7 @@ def check_project(project: str) -> str:
 
 
 class LocalObjectStore:
-    def __init__(self, root: Path | None = None):
-        if root is None:
-            root = a44_home() / "storage"
+    def __init__(self, root: Path):
         self.root = Path(root)
 
     def _paths(self, project: str, key: str) -> tuple[Path, Path]:
@@ -143,7 +141,7 @@ class LocalObjectStore:
 
 def _store(ctx: StepContext) -> ObjectStore:
     s = ctx.services.get("storage")
-    return s if s is not None else LocalObjectStore()
+    return s if s is not None else LocalObjectStore(storage_root(None))
 
 
 def _info(info: ObjectInfo) -> dict[str, Any]:

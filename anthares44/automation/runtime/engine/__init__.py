@@ -1,4 +1,4 @@
-"""The interpreter daemon (issue 3): leases, the interpreter, retries, compensation, the state machine.
+"""The interpreter daemon: leases, the interpreter, retries, compensation, the state machine.
 
 Modules (one job each):
   states.py        run states, allowed transitions (enforced by the SQL in queries/interpreter.sql)

@@ -18,8 +18,8 @@ from typing import Any
 
 from ...attempts import Attempt, latest_finish
 from ...compiler.ir import COMPENSATION_DELAYS_MS
-from ...errors import E_RUN_DEADLINE, A44Error
-from ...sdk.core import (E_CODE_WORKFLOW, Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error,
+from ...errors import E_CODE_WORKFLOW, E_RUN_DEADLINE, A44Error
+from ...sdk.core import (Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error,
                          call_user, jsonable)
 from ...redact import redact
 from .interpreter import RunDriver
@@ -41,7 +41,7 @@ class CodeRunDriver(RunDriver, Host):
     async def _load(self) -> None:
         store, L = self.engine.store, self.lease
         self.ir = await self.engine.workflow_ir(L.project_id, L.workflow_id, self.row["version"])
-        rows = await store.fetch("code_attempts_of_run", L.run_id, L.epoch) if L.grant > 1 else []
+        rows = await store.fetch("code_attempts_of_run", run_id=L.run_id, epoch=L.epoch) if L.grant > 1 else []
         self.history = History.of([Attempt.from_row(r, store.load_result) for r in rows])
         ms = timedelta(milliseconds=self.ir.deadline_ms)
         self.deadline = self.row["deadline_at"] if L.epoch else min(self.row["deadline_at"], self.row["created_at"] + ms)

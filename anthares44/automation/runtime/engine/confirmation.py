@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import E_CONFIRMED_FAILED, E_PARAMS_INVALID, E_RUN_NOT_FOUND, A44Error
-from ..queries import sql
 from ..results import encode_json
 from ..store import Store
 from .states import PENDING, illegal
@@ -32,9 +31,10 @@ async def resolve_confirmation(store: Store, run_id: str, step_id: str, outcome:
     now = store.clock.now()
     who = by or "a person"
     async with store.transaction("resolve_confirmation") as conn:
-        row = await conn.fetchrow(sql("confirmation_resolve"), run_id, step_id, now, outcome, who)
+        row = await conn.fetchrow("confirmation_resolve", run_id=run_id, step_id=step_id, now=now, outcome=outcome,
+                                  who=who)
         if row is None:
-            run = await conn.fetchrow(sql("run_get"), run_id, None)
+            run = await conn.fetchrow("run_get", run_id=run_id, project=None)
             if run is None:
                 raise A44Error(E_RUN_NOT_FOUND, f"no run {run_id}", hint="`a44 automation runs` lists the runs")
             err = illegal(run_id, run["state"], PENDING)
@@ -43,14 +43,17 @@ async def resolve_confirmation(store: Store, run_id: str, step_id: str, outcome:
                            + f"; only a run in awaiting_confirmation on step {step_id} can be resolved")
             raise err
         if outcome != "retry":
-            last = await conn.fetchval(sql("confirmation_last_attempt"), run_id, step_id, row["epoch"])
+            last = await conn.fetchval("confirmation_last_attempt", run_id=run_id, step_id=step_id, epoch=row["epoch"])
             if outcome == "succeeded":
                 status, code, message = "succeeded", None, None
                 result = encode_json(output if output is not None else {"confirmed": "succeeded", "by": who})
             else:
                 status, code, result = "failed", E_CONFIRMED_FAILED, None
                 message = f"{who} confirmed that step {step_id} failed after its lease expired"
-            await conn.fetchval(sql("engine_attempt_record"), run_id, step_id, last + 1, f"{run_id}:{step_id}", now,
-                                row["epoch"], "action", row["project_id"], f"confirmed-by:{who}", None, status, code,
-                                message, result, None if result is None else len(result.encode()), None, None, now)
+            await conn.fetchval("engine_attempt_record", run_id=run_id, step_id=step_id, attempt=last + 1,
+                                key=f"{run_id}:{step_id}", started_at=now, epoch=row["epoch"], kind="action",
+                                project=row["project_id"], worker_id=f"confirmed-by:{who}", lease_grant=None,
+                                status=status, error_code=code, error_message=message, result=result,
+                                result_bytes=None if result is None else len(result.encode()), retry_at=None,
+                                result_ref=None, finished_at=now)
     return {"run_id": run_id, "step_id": step_id, "outcome": outcome, "state": PENDING}

@@ -21,10 +21,13 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from ... import tracing
 from ...clock import Clock, SystemClock
-from ...durations import parse_duration
+from ...durations import parse_duration, reconnect_delay
 from ...errors import A44Error
+from ...paths import storage_root
 from ...redact import redact_url
+from ...settings import Settings
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ..store import Store
 from .journal import Lease
@@ -45,9 +48,9 @@ def _duration(text: str | None, default: timedelta) -> timedelta:
 
 @dataclass
 class WorkerSettings:
-    database_url: str | None = None            # None: A44_DATABASE_URL, else the embedded server
-    # where workflow SQL runs (sql/execute without a connection); None: A44_APP_DATABASE_URL, else the embedded
-    # server's a44_app when the control store is the embedded one, else none (docs/store.md)
+    database_url: str | None = None            # None: the embedded server of `env`
+    # where workflow SQL runs (sql/execute without a connection); None: the embedded server's a44_app when the
+    # control store is the embedded one, else none (docs/store.md)
     app_database_url: str | None = None
     worker_id: str = field(default_factory=default_worker_id)
     lease_timeout: timedelta = DEFAULT_LEASE   # §18: p99 of the slowest step + 50 %
@@ -56,12 +59,14 @@ class WorkerSettings:
     claim_batch: int = 64                      # most runs granted per claim statement
     pool_size: int | None = None               # connections; None: min(concurrency + 3, POOL_MAX)
     schedules: bool = True                     # app.serve() runs the scheduler beside it (§11, docs/schedules.md)
+    env: Settings = field(default_factory=Settings)   # the environment the edge read: where the embedded server is
 
     @classmethod
     def from_settings(cls, settings, **overrides) -> "WorkerSettings":
-        """From the lease timeout, worker id and concurrency of `settings` (settings.Settings, the environment),
-        then `overrides` (not None)."""
-        s = cls(lease_timeout=_duration(settings.lease_timeout, DEFAULT_LEASE))
+        """From the databases, lease timeout, worker id and concurrency of `settings` (settings.Settings, the
+        environment), then `overrides` (not None)."""
+        s = cls(lease_timeout=_duration(settings.lease_timeout, DEFAULT_LEASE), database_url=settings.database_url,
+                app_database_url=settings.app_database_url, env=settings)
         if settings.worker_id:
             s.worker_id = settings.worker_id
         if settings.concurrency is not None:
@@ -105,15 +110,17 @@ class Daemon:
     # --- lifecycle ----------------------------------------------------------------------------------------------
     async def start(self) -> None:
         s = self.settings
+        tracer = tracing.from_environment()     # a bad OTEL_* configuration stops the daemon before it connects
         if self._store is None:
             from ..database import resolve_url
 
-            url = s.database_url or resolve_url(start=True)
+            url = s.database_url or resolve_url(s.env, start=True)
             # a run holds a connection only while it writes (a step in flight holds none), so the pool stays
             # small whatever --concurrency is: fewer backends to schedule on the server's cores, and never more
             # than its max_connections (100 by default)
             self._store = await Store.connect(url, clock=self._clock or SystemClock(),
-                                              max_size=s.pool_size or max(4, min(s.concurrency + 3, POOL_MAX)))
+                                              max_size=s.pool_size or max(4, min(s.concurrency + 3, POOL_MAX)),
+                                              results_dir=storage_root(s.env.home))
         await self._store.migrate()
         await self._store.ensure_partitions()
         from ...stdlib_connectors.sql_database import AppDatabase
@@ -121,19 +128,19 @@ class Daemon:
         app_url = self._app_database_url()
         self.engine = Engine(self._store, self._registry, worker_id=s.worker_id, lease=s.lease_timeout,
                              clock=self._clock or self._store.clock, rng=self._rng, concurrency=s.concurrency,
-                             app_db=AppDatabase(app_url))
+                             app_db=AppDatabase(app_url), settings=s.env, tracer=tracer)
         log.warning("serving worker=%s lease=%ss concurrency=%d workflow-sql=%s", s.worker_id,
                     s.lease_timeout.total_seconds(), s.concurrency, redact_url(app_url) if app_url else "none")
 
     def _app_database_url(self) -> str | None:
-        from ..database import external_app_url, resolve_app_url
+        from ..database import resolve_app_url
 
         s = self.settings
         if s.app_database_url:
             return s.app_database_url
         if self._own_store and not s.database_url:
-            return resolve_app_url(start=True)
-        return external_app_url()        # a control store named explicitly is never reused for workflow SQL
+            return resolve_app_url(s.env, start=True)
+        return None        # a control store named explicitly is never reused for workflow SQL
 
     async def serve(self) -> None:
         """start() if needed, then claim and drive runs until request_stop(); then shut down gracefully."""
@@ -186,7 +193,7 @@ class Daemon:
             except A44Error as exc:
                 # the database is away (restart, network): keep the in-flight work, retry with a backoff
                 failures += 1
-                timeout = min(0.2 * 2 ** failures, 5.0)
+                timeout = reconnect_delay(failures)
                 log.warning("claim loop: %s; retrying in %.1fs", exc, timeout)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
@@ -274,6 +281,9 @@ class Daemon:
             await engine.registry.aclose()
         with contextlib.suppress(Exception):
             await engine.app_db.aclose()
+        if engine.tracer is not None:    # export what is still batched (bounded by OTEL_BSP_EXPORT_TIMEOUT)
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(engine.tracer.shutdown)
         if self._own_store and self._store is not None:
             await self._store.close()
         log.warning("stopped worker=%s", self.settings.worker_id)

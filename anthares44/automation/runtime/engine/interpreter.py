@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from ...attempts import Attempt, counts_against_budget
 from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_RUN_DEADLINE, A44Error
 from .. import evaluation
-from ..queries import sql
 from ...redact import redact
 from ..render import make_scope
 from .invoke import Call, Outcome, invoke
@@ -24,6 +23,7 @@ from .journal import Batch, Lease, LeaseLost
 from ...compiler.retry_policy import Failure, retry_delay_ms
 from .progress import Progress, StepProgress
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
+from .spans import VisitSpans
 from .states import AWAITING_CONFIRMATION, COMPENSATING, FAILED, SLEEPING, SUCCEEDED, WAITING
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ class RunDriver:
         self.deadline: datetime = row["deadline_at"]
         self._inflight: dict[asyncio.Task, tuple[Attempt, StepProgress]] = {}
         self._ended = 0
+        self.spans = None          # VisitSpans when the engine traces (spans.py)
 
     # --- entry ------------------------------------------------------------------------------------------------
     async def drive(self) -> str:
@@ -52,6 +53,9 @@ class RunDriver:
         task = asyncio.current_task()
         renewer = asyncio.create_task(self._renew(task))
         try:
+            if self.engine.tracer is not None:
+                self.spans = await VisitSpans.open(self.engine.tracer, self.engine.store, self.row,
+                                                   self.engine.worker_id)
             await self._load()
             return await self._visit()
         except LeaseLost:
@@ -79,8 +83,9 @@ class RunDriver:
             # Only a lease holder writes attempts (a person's confirmation follows a grant too), so a first grant
             # has nothing to read: one round trip and one commit fewer per run.
             async with store.transaction("engine_load", session_neutral=True) as conn:
-                rows = await conn.fetch(sql("engine_attempts_of_run"), L.run_id, L.epoch)
-                order = [r["step_id"] for r in await conn.fetch(sql("engine_completion_order"), L.run_id, L.epoch)]
+                rows = await conn.fetch("engine_attempts_of_run", run_id=L.run_id, epoch=L.epoch)
+                order = [r["step_id"] for r in await conn.fetch("engine_completion_order", run_id=L.run_id,
+                                                                epoch=L.epoch)]
         self.p = Progress(ir, [Attempt.from_row(r, store.load_result) for r in rows], order)
         # a replayed run (epoch > 0, §13) gets a fresh wall clock: replay wrote its deadline_at from the IR
         self.deadline = self.row["deadline_at"] if L.epoch else \
@@ -93,8 +98,9 @@ class RunDriver:
         while True:
             await asyncio.sleep(lease_s / 3)
             try:
-                ok = await self.engine.store.fetchval("lease_renew", self.lease.run_id, self.lease.owner,
-                                                      self.lease.grant, self.clock.now() + self.engine.lease)
+                ok = await self.engine.store.fetchval("lease_renew", run_id=self.lease.run_id, owner=self.lease.owner,
+                                                      grant=self.lease.grant,
+                                                      deadline=self.clock.now() + self.engine.lease)
             except A44Error as exc:
                 log.warning("lease renewal of %s failed: %s", self.lease.run_id, exc)
                 continue
@@ -104,7 +110,7 @@ class RunDriver:
                 return
 
     def _batch(self) -> Batch:
-        return Batch(self.engine.store, self.lease, self.engine.worker_id, self.engine.notifier)
+        return Batch(self.engine.store, self.lease, self.engine.worker_id, self.engine.notifier, self.spans)
 
     # --- one visit --------------------------------------------------------------------------------------------
     async def _visit(self) -> str:

@@ -12,14 +12,16 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...attempts import Attempt
 from ...errors import E_LEASE_EXPIRED, A44Error
-from ..queries import sql
 from ..results import encode_json
 from ..store import Store
 from .states import allowed_from, illegal
+
+if TYPE_CHECKING:
+    from .spans import VisitSpans
 
 log = logging.getLogger("a44.engine")
 
@@ -77,7 +79,7 @@ class Notifier:
             self._runs, self._due = set(), None
             payload = None if due is None else str(int(due.timestamp() * 1000))
             try:
-                await self.store.fetchval("engine_notify", runs, payload)
+                await self.store.fetchval("engine_notify", run_ids=runs, due_ms=payload)
             except A44Error as exc:
                 log.info("deferred notify of %d run(s) failed: %s", len(runs), exc)
 
@@ -88,13 +90,15 @@ class Notifier:
 
 
 class Batch:
-    def __init__(self, store: Store, lease: Lease, worker_id: str, notifier: Notifier | None = None):
+    def __init__(self, store: Store, lease: Lease, worker_id: str, notifier: Notifier | None = None,
+                 spans: "VisitSpans | None" = None):
         self.store = store
+        self.spans = spans
         self.lease = lease
         self.worker_id = worker_id
         self.notifier = notifier
         self._due: datetime | None = None
-        self._ops: list[tuple[str, tuple]] = []
+        self._ops: list[tuple[str, dict[str, Any]]] = []
         self.current_step: str | None = None
 
     def __bool__(self) -> bool:
@@ -108,8 +112,9 @@ class Batch:
     # --- attempts ---------------------------------------------------------------------------------------------
     def start(self, step_id: str, attempt: int, kind: str, at: datetime) -> Attempt:
         L = self.lease
-        self._ops.append(("attempt_start", (L.run_id, step_id, attempt, self._key(step_id, kind), at, L.epoch,
-                                                   kind, L.project_id, self.worker_id, L.grant)))
+        self._ops.append(("attempt_start", dict(run_id=L.run_id, step_id=step_id, attempt=attempt,
+                                                key=self._key(step_id, kind), started_at=at, epoch=L.epoch, kind=kind,
+                                                project=L.project_id, worker_id=self.worker_id, lease_grant=L.grant)))
         if kind == "action":
             self.current_step = step_id
         return Attempt(step_id, kind, attempt, "running", at)
@@ -120,9 +125,12 @@ class Batch:
         stored = self.store.results.store(result, project_id=L.project_id, run_id=L.run_id, step_id=a.step_id,
                                           epoch=L.epoch, kind=a.kind, attempt=a.attempt)
         code, message = (error.code, error.message) if error else (None, None)
-        self._ops.append(("engine_attempt_finish", (L.run_id, a.step_id, L.epoch, a.kind, a.attempt, a.started_at,
-                                                    status, code, message, stored.inline, stored.ref, stored.size,
-                                                    at, retry_at)))
+        self._ops.append(("engine_attempt_finish", dict(
+            run_id=L.run_id, step_id=a.step_id, epoch=L.epoch, kind=a.kind, attempt=a.attempt, started_at=a.started_at,
+            status=status, error_code=code, error_message=message, result=stored.inline, result_ref=stored.ref,
+            result_bytes=stored.size, finished_at=at, retry_at=retry_at)))
+        if self.spans is not None:
+            self.spans.ended(a, status, at, code, message)
         a.status, a.finished_at, a.error_code, a.error_message, a.retry_at = status, at, code, message, retry_at
         a.result = result
         return a
@@ -143,11 +151,15 @@ class Batch:
         stored = self.store.results.store(result, project_id=L.project_id, run_id=L.run_id, step_id=step_id,
                                           epoch=L.epoch, kind=kind, attempt=attempt)
         code, message = (error.code, error.message) if error else (None, None)
-        self._ops.append(("engine_attempt_record", (L.run_id, step_id, attempt, self._key(step_id, kind), at,
-                                                    L.epoch, kind, L.project_id, self.worker_id, L.grant, status,
-                                                    code, message, stored.inline, stored.size, retry_at,
-                                                    stored.ref, finished_at)))
-        return Attempt(step_id, kind, attempt, status, at, finished_at, code, message, result, retry_at)
+        self._ops.append(("engine_attempt_record", dict(
+            run_id=L.run_id, step_id=step_id, attempt=attempt, key=self._key(step_id, kind), started_at=at,
+            epoch=L.epoch, kind=kind, project=L.project_id, worker_id=self.worker_id, lease_grant=L.grant,
+            status=status, error_code=code, error_message=message, result=stored.inline, result_bytes=stored.size,
+            retry_at=retry_at, result_ref=stored.ref, finished_at=finished_at)))
+        a = Attempt(step_id, kind, attempt, status, at, finished_at, code, message, result, retry_at)
+        if self.spans is not None:
+            self.spans.ended(a, status, finished_at, code, message)
+        return a
 
     # --- the run ----------------------------------------------------------------------------------------------
     def transition(self, to: str, at: datetime, *, next_wake_at: datetime | None = None, release: bool = False,
@@ -155,10 +167,13 @@ class Batch:
                    summary: Any = None, finished: bool = False) -> None:
         L = self.lease
         code, message = (error.code, error.message) if error else (None, None)
-        self._ops.append(("run_transition", (L.run_id, L.owner, L.grant, to, allowed_from(to), next_wake_at, release,
-                                             failed_step, code, message,
-                                             None if result is None else encode_json(result),
-                                             None if summary is None else encode_json(summary), finished, at)))
+        self._ops.append(("run_transition", dict(
+            run_id=L.run_id, owner=L.owner, grant=L.grant, to=to, allowed_from=allowed_from(to),
+            next_wake_at=next_wake_at, release=release, failed_step=failed_step, error_code=code, message=message,
+            result=None if result is None else encode_json(result),
+            summary=None if summary is None else encode_json(summary), finished=finished, now=at)))
+        if finished and self.spans is not None:
+            self.spans.run_ended(to, at, code, message)
         if release and next_wake_at is not None:
             self._due = next_wake_at
 
@@ -169,7 +184,8 @@ class Batch:
         from ..ulid import new_run_id
 
         L = self.lease
-        self._ops.append(("queue_run_failed", (L.run_id, new_run_id(at), at, deadline, new_id("dlq", at))))
+        self._ops.append(("queue_run_failed", dict(run_id=L.run_id, new_run_id=new_run_id(at), now=at,
+                                                   deadline=deadline, dead_letter_id=new_id("dlq", at))))
         self._due = at if self._due is None or at < self._due else self._due
 
     def wake_partition(self, at: datetime) -> None:
@@ -179,8 +195,9 @@ class Batch:
     def event(self, kind: str, at: datetime, *, state: str | None = None, step_id: str | None = None,
               error_code: str | None = None, message: str | None = None, data: Any = None) -> None:
         L = self.lease
-        self._ops.append(("run_event_append", (L.run_id, L.project_id, at, kind, state, step_id, None, None,
-                                               error_code, message, None if data is None else encode_json(data))))
+        self._ops.append(("run_event_append", dict(
+            run_id=L.run_id, project=L.project_id, at=at, kind=kind, state=state, step_id=step_id, attempt=None,
+            status=None, error_code=error_code, message=message, data=None if data is None else encode_json(data))))
 
     # --- commit -----------------------------------------------------------------------------------------------
     async def commit(self, at: datetime) -> None:
@@ -192,16 +209,24 @@ class Batch:
         ops, self._ops = self._ops, []
         current, self.current_step = self.current_step, None
         due, self._due = self._due, None
-        await self._write(L, ops, current, at)
+        try:
+            await self._write(L, ops, current, at)
+        except BaseException:
+            if self.spans is not None:
+                self.spans.discard()
+            raise
+        if self.spans is not None:
+            self.spans.committed()
         if self.notifier is not None:
             self.notifier.add((L.run_id,), due)
         else:   # no engine to defer to: notify now (the triggers stayed silent for this transaction)
-            await self.store.fetchval("engine_notify", [L.run_id],
-                                      None if due is None else str(int(due.timestamp() * 1000)))
+            await self.store.fetchval("engine_notify", run_ids=[L.run_id],
+                                      due_ms=None if due is None else str(int(due.timestamp() * 1000)))
 
     async def _write(self, L: Lease, ops: list, current: str | None, at: datetime) -> None:
         async with self.store.transaction("engine_commit", session_neutral=True) as conn:
-            state = await conn.fetchval(sql("run_fence"), L.run_id, L.owner, L.grant, current, at)
+            state = await conn.fetchval("run_fence", run_id=L.run_id, owner=L.owner, grant=L.grant,
+                                        current_step=current, now=at)
             if state is None:
                 raise LeaseLost(L.run_id)
             i = 0
@@ -214,18 +239,19 @@ class Batch:
                     while j < len(ops) and ops[j][0] == name:
                         j += 1
                     if j - i > 1:
-                        await conn.executemany(sql(name), [a for _, a in ops[i:j]])
+                        await conn.executemany(name, [a for _, a in ops[i:j]])
                     else:
-                        await conn.execute(sql(name), *args)
+                        await conn.execute(name, **args)
                     i = j
                     continue
                 i += 1
-                row = await conn.fetchrow(sql(name), *args)
+                row = await conn.fetchrow(name, **args)
                 if name == "engine_attempt_finish" and row is None:
-                    raise LeaseLost(f"{L.run_id}: attempt {args[4]} of {args[1]} is not running any more")
+                    raise LeaseLost(f"{L.run_id}: attempt {args['attempt']} of {args['step_id']} is not running "
+                                    f"any more")
                 if name == "run_transition" and row["new_state"] is None:
                     if row["prev_state"] is None:
                         raise LeaseLost(L.run_id)
-                    raise illegal(L.run_id, row["prev_state"], args[3])
+                    raise illegal(L.run_id, row["prev_state"], args["to"])
                 if name == "run_transition":
                     state = row["new_state"]

@@ -20,10 +20,12 @@ from typing import Any
 from ...clock import Clock
 from ...compiler.ir import NodeIR, WorkflowIR, load_workflow_ir
 from ...errors import A44Error
+from ...settings import Settings
+from ...tracing import Tracer
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ...stdlib_connectors.sql_database import AppDatabase
 from ..connector_services import connector_services
-from ..queries import sql
+from ..secret_file import SecretFile
 from ..secrets import SecretSource
 from ..store import Store
 from .code_driver import CodeRunDriver
@@ -44,11 +46,16 @@ def default_worker_id() -> str:
 class Engine:
     def __init__(self, store: Store, registry: ConnectorRegistry | None = None, *, worker_id: str | None = None,
                  lease: timedelta = DEFAULT_LEASE, clock: Clock | None = None, rng: random.Random | None = None,
-                 concurrency: int = 16, services: dict[str, Any] | None = None, app_db: Any = None):
+                 concurrency: int = 16, services: dict[str, Any] | None = None, app_db: Any = None,
+                 settings: Settings | None = None, tracer: Tracer | None = None):
         self.store = store
+        settings = settings if settings is not None else Settings()   # what the edge read: the a44 home, keys
+        self.tracer = tracer       # None: no spans, nothing done per attempt (tracing.from_environment)
         self.registry = registry if registry is not None else ConnectorRegistry()
-        if self.registry.secrets is None:   # the deployment's: environment, then $A44_HOME/secrets.json
-            self.registry.secrets = SecretSource()
+        if self.registry.secrets is None:   # the deployment's: environment, then <home>/secrets.json
+            self.registry.secrets = SecretSource(file=SecretFile.of(settings))
+        if self.registry.storage is None:   # storage/* and results over 256 KB share one object store
+            self.registry.storage = store.results.storage
         self.worker_id = worker_id or default_worker_id()
         self.lease = lease
         self.clock = clock or store.clock
@@ -58,7 +65,7 @@ class Engine:
         # (`app_db`, an AppDatabase; None: none configured, such steps fail with E_SQL_NO_DATABASE) unless a step
         # names a DSN; queue/publish publishes through the bus of this store, breakers keep their state in it
         self.app_db = app_db if app_db is not None else AppDatabase(None)
-        self.services = {**connector_services(store, self.app_db), **(services or {})}
+        self.services = {**connector_services(store, self.app_db, settings=settings), **(services or {})}
         self.stopping = False
         self.metrics: Counter[str] = Counter()
         self._irs: dict[tuple[str, str, int], WorkflowIR] = {}
@@ -111,9 +118,9 @@ class Engine:
         # one claim at a time across daemons (advisory lock, then the claim in a fresh snapshot): the slots a
         # queue / workflow has in use are counted with every earlier grant committed (docs/queues.md)
         async with self.store.transaction("lease_claim", session_neutral=True) as conn:
-            await conn.execute(sql("lease_claim_lock"))
-            rows = await conn.fetch(sql("lease_claim"), self.worker_id, now, limit or self.concurrency,
-                                    self.lease, now + PARK_RECHECK)
+            await conn.execute("lease_claim_lock")
+            rows = await conn.fetch("lease_claim", worker_id=self.worker_id, now=now, limit=limit or self.concurrency,
+                                    lease=self.lease, park_until=now + PARK_RECHECK)
         # the claim's run.state events are not notified on their own (0006): the visit's first commit, which
         # follows at once, notifies the run
         for r in rows:
@@ -128,14 +135,15 @@ class Engine:
     async def expire_queued(self, limit: int = 500) -> int:
         """§10.3 maxAge: runs waiting in a queue (never started) longer than its deadLetter.maxAge are cancelled
         with E_EVENT_TOO_OLD and dead-lettered. Returns how many."""
-        n = await self.store.fetchval("queue_expire_waiting", self.clock.now(), limit)
+        n = await self.store.fetchval("queue_expire_waiting", now=self.clock.now(), limit=limit)
         if n:
             self.metrics["queue_expired_total"] += n
         return n or 0
 
     async def release(self, lease: Lease) -> None:
         """Hand a run back unfinished (shutdown): due again now, for any worker."""
-        await self.store.fetchval("lease_release", lease.run_id, lease.owner, lease.grant, self.clock.now())
+        await self.store.fetchval("lease_release", run_id=lease.run_id, owner=lease.owner, grant=lease.grant,
+                                  now=self.clock.now())
         self.event("lease.released", lease.run_id)
 
     # --- driving ----------------------------------------------------------------------------------------------

@@ -23,15 +23,16 @@ from functools import lru_cache
 from typing import Any
 
 from ...jsonenc import iso
+from ...tracing import Parent
 from ...errors import E_ENVELOPE_INVALID, E_EVENT_NOT_FOUND, E_EVENT_TOO_OLD, E_IDEMPOTENCY_KEY_REQUIRED, A44Error
 from .. import evaluation
-from ..queries import sql
 from ..results import encode_json
 from ..store import IDEMPOTENCY_WINDOW
 from .dead_letters import dead_letter
 from .ids import new_event_id
 from .metrics import COUNTERS
 from .runs import create_run_in, render_key, workflow_partition_key
+from .trace_parent import record_parent
 from .webhooks import _check_strings
 
 MAX_KEY_LEN = 256
@@ -109,7 +110,10 @@ def validate(type: Any, data: Any, idempotency_key: Any, partition_key: Any, occ
 
 
 async def publish_event(store, project: str, type: str, data: Any, idempotency_key: str, *,
-                        partition_key: str | None = None, occurred_at: str | datetime | None = None) -> EventResult:
+                        partition_key: str | None = None, occurred_at: str | datetime | None = None,
+                        parent: Parent | None = None) -> EventResult:
+    """Publish one event: every subscriber gets its run (or its dead letter / filter record) in one transaction.
+    `parent` (the request's `traceparent`) is the parent of the traces of the runs it creates."""
     if isinstance(occurred_at, datetime):
         occurred_at = iso(occurred_at)
     when = validate(type, data, idempotency_key, partition_key, occurred_at)
@@ -119,19 +123,21 @@ async def publish_event(store, project: str, type: str, data: Any, idempotency_k
     env = {"id": event_id, "type": type, "idempotency_key": idempotency_key, "partition_key": partition_key,
            "occurred_at": iso(when), "attempt": 1, "data": data}
     envelope = encode_json(env)
-    subscribers = await store.fetch("triggers_for_event", project, type)
+    subscribers = await store.fetch("triggers_for_event", project=project, type=type)
+    await record_parent(store, project, [f"{sub['trigger_id']}:{idempotency_key}" for sub in subscribers], parent, now)
     async with store.transaction("event_publish") as conn:
-        claimed = await conn.fetchval(sql("event_key_claim"), project, idempotency_key, event_id, now,
-                                      IDEMPOTENCY_WINDOW)
+        claimed = await conn.fetchval("event_key_claim", project=project, key=idempotency_key, event_id=event_id,
+                                      now=now, window=IDEMPOTENCY_WINDOW)
         if claimed is None:
-            held = await conn.fetchrow(sql("event_key_get"), project, idempotency_key)
-            deliveries = [dict(r) for r in await conn.fetch(sql("event_deliveries_list"), held["event_id"])]
+            held = await conn.fetchrow("event_key_get", project=project, key=idempotency_key)
+            deliveries = [dict(r) for r in await conn.fetch("event_deliveries_list", event_id=held["event_id"])]
             result = EventResult(held["event_id"], False, max(0.0, (now - held["created_at"]).total_seconds()),
                                  type, idempotency_key, [_delivery_doc(d) for d in deliveries])
             COUNTERS.inc("events_published_total", outcome="deduplicated")
             return result
-        await conn.execute(sql("event_insert"), event_id, project, type, idempotency_key, partition_key, None, "bus",
-                           when, now, envelope)
+        await conn.execute("event_insert", event_id=event_id, project=project, type=type,
+                           idempotency_key=idempotency_key, partition_key=partition_key, trigger_id=None, source="bus",
+                           occurred_at=when, now=now, envelope=envelope)
         deliveries = []
         for sub in subscribers:
             deliveries.append(await _deliver(conn, project, sub, env, envelope, now, when))
@@ -153,14 +159,16 @@ async def _deliver(conn, project: str, sub, env: dict, envelope: str, now: datet
                                         f"deliver.maxAge ({max_age} ms)")
         await dead_letter(conn, project, (sub["workflow_ir"] or {}).get("queue"), sub["workflow_id"], tid, envelope,
                           err, now, event_id=event_id)
-        await conn.execute(sql("event_delivery_insert"), event_id, tid, project, "dead_lettered", None, now)
+        await conn.execute("event_delivery_insert", event_id=event_id, trigger_id=tid, project=project,
+                           outcome="dead_lettered", run_id=None, now=now)
         COUNTERS.inc("event_too_old_total", trigger=tid)
         return {"trigger_id": tid, "outcome": "dead_lettered", "run_id": None}
     if not await filter_matches(ir, env):
         COUNTERS.inc("event_filter_miss_total", trigger=tid)
         if deliver.get("drop_on_filter_miss", True):
             return {"trigger_id": tid, "outcome": "dropped", "run_id": None}
-        await conn.execute(sql("event_delivery_insert"), event_id, tid, project, "filtered", None, now)
+        await conn.execute("event_delivery_insert", event_id=event_id, trigger_id=tid, project=project,
+                           outcome="filtered", run_id=None, now=now)
         return {"trigger_id": tid, "outcome": "filtered", "run_id": None}
     if sub["version"] is None:  # pragma: no cover - publish stores workflows before their triggers
         return {"trigger_id": tid, "outcome": "no_workflow", "run_id": None}
@@ -178,21 +186,22 @@ async def _deliver(conn, project: str, sub, env: dict, envelope: str, now: datet
                                f"{tid}:{env['idempotency_key']}", trigger_id=tid, event_id=event_id,
                                partition_key=pk, queue=workflow_ir.get("queue"), now=now)
     outcome = "created" if made.created else "deduplicated"
-    await conn.execute(sql("event_delivery_insert"), event_id, tid, project, outcome, made.run_id, now)
+    await conn.execute("event_delivery_insert", event_id=event_id, trigger_id=tid, project=project, outcome=outcome,
+                       run_id=made.run_id, now=now)
     return {"trigger_id": tid, "outcome": outcome, "run_id": made.run_id}
 
 
 async def list_events(store, project: str, type: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
-    return [dict(r) for r in await store.fetch("events_list", project, type, limit, offset)]
+    return [dict(r) for r in await store.fetch("events_list", project=project, type=type, limit=limit, offset=offset)]
 
 
 async def get_event(store, project: str, event_id: str) -> dict:
-    row = await store.fetchrow("event_get", event_id, project)
+    row = await store.fetchrow("event_get", event_id=event_id, project=project)
     if row is None:
         raise A44Error(E_EVENT_NOT_FOUND, f"no event {event_id} in {project}",
                        hint="`a44 automation events list` lists them")
     doc = dict(row)
     doc["envelope"] = json.loads(doc["envelope"])
-    doc["deliveries"] = [_delivery_doc(dict(d)) for d in await store.fetch("event_deliveries_list", event_id)]
+    doc["deliveries"] = [_delivery_doc(dict(d)) for d in await store.fetch("event_deliveries_list", event_id=event_id)]
     return doc
 

@@ -5,7 +5,6 @@ statements (`queue_run_failed`, the max-age sweep) with the same prefix."""
 from __future__ import annotations
 
 from ...errors import A44Error
-from ..queries import sql
 from .ids import new_id
 
 
@@ -27,6 +26,8 @@ async def dead_letter(conn, project, queue, workflow_id, trigger_id, raw, err: A
     """Insert one dead letter on `conn` (in the caller's transaction); returns its id."""
     text, exact = _stored_text(raw)
     dl_id = new_id("dlq", now)
-    await conn.execute(sql("dlq_insert"), dl_id, project, queue, trigger_id, workflow_id, event_id, text, exact,
-                       err.code, err.message, attempts, now, redrive_of)
+    await conn.execute("dlq_insert", dead_letter_id=dl_id, project=project, queue=queue, trigger_id=trigger_id,
+                       workflow_id=workflow_id, event_id=event_id, envelope=text, envelope_bytes=exact,
+                       error_code=err.code, error_message=err.message, attempts=attempts, now=now,
+                       redrive_of=redrive_of)
     return dl_id

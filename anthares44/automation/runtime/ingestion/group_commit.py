@@ -19,25 +19,24 @@ import asyncio
 import weakref
 from typing import Any
 
-from ..queries import sql
 
 MAX_BATCH = 128       # defaults; a process sets its own with tune() (A44_WEBHOOK_MAX_BATCH / _FLUSHERS, settings.py)
 MAX_FLUSHERS = 2
 STATEMENT = "webhook_ingest"
-_KEY_ARG = 5          # position of the run's idempotency key in the statement's arguments
 
 
 class GroupCommitter:
     def __init__(self, store, *, max_batch: int = MAX_BATCH, flushers: int = MAX_FLUSHERS):
         self.store, self.max_batch, self.flushers = store, max_batch, flushers
-        self._queue: list[tuple[tuple, asyncio.Future]] = []
+        self._queue: list[tuple[dict[str, Any], asyncio.Future]] = []
         self._active = 0
         self.batches = 0           # statistics (tests, bench)
         self.statements = 0
         self.fallbacks = 0
 
-    async def submit(self, args: tuple) -> Any:
-        """Run `webhook_ingest` with `args` as part of the next batch; its row once the batch has committed."""
+    async def submit(self, args: dict[str, Any]) -> Any:
+        """Run `webhook_ingest` with the named `args` as part of the next batch; its row once the batch has
+        committed."""
         fut = asyncio.get_running_loop().create_future()
         self._queue.append((args, fut))
         if self._active < self.flushers:
@@ -53,13 +52,13 @@ class GroupCommitter:
         finally:
             self._active -= 1
 
-    async def _flush(self, batch: list[tuple[tuple, asyncio.Future]]) -> None:
-        batch.sort(key=lambda item: item[0][_KEY_ARG])
+    async def _flush(self, batch: list[tuple[dict[str, Any], asyncio.Future]]) -> None:
+        batch.sort(key=lambda item: item[0]["key"])   # the run's idempotency key
         self.batches += 1
         self.statements += len(batch)
         try:
-            async with self.store.connection(STATEMENT, session_neutral=True) as conn:
-                rows = await conn.fetchmany(sql(STATEMENT), [args for args, _ in batch])
+            async with self.store.session(STATEMENT, session_neutral=True) as conn:
+                rows = await conn.fetchmany(STATEMENT, [args for args, _ in batch])
         except BaseException as exc:  # noqa: BLE001 - nothing of the batch was written: retry each request alone
             if len(batch) == 1 or isinstance(exc, asyncio.CancelledError):
                 for _, fut in batch:
@@ -75,10 +74,10 @@ class GroupCommitter:
             if not fut.done():
                 fut.set_result(row)
 
-    async def _alone(self, args: tuple, fut: asyncio.Future) -> None:
+    async def _alone(self, args: dict[str, Any], fut: asyncio.Future) -> None:
         try:
-            async with self.store.connection(STATEMENT, session_neutral=True) as conn:
-                row = await conn.fetchrow(sql(STATEMENT), *args)
+            async with self.store.session(STATEMENT, session_neutral=True) as conn:
+                row = await conn.fetchrow(STATEMENT, **args)
         except Exception as exc:  # noqa: BLE001 - this request's own failure
             if not fut.done():
                 fut.set_exception(exc)

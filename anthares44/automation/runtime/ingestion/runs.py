@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from ...errors import E_DB, E_TEMPLATE, E_TEMPLATE_LIMIT, A44Error
-from ..queries import sql
 from ..results import encode_json
 from ..store import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
 from ..ulid import new_run_id
@@ -23,14 +22,15 @@ async def create_run_in(conn, project: str, workflow_id: str, version: int | Non
                         trigger_id: str, event_id: str | None, partition_key: str | None, queue: str | None,
                         now: datetime) -> Created:
     run_id = new_run_id(now)
-    row = await conn.fetchrow(sql("run_create"), project, workflow_id, version, run_id, encode_json(input), key,
-                              trigger_id, partition_key, queue, now, IDEMPOTENCY_WINDOW, now + RUN_WALL_CLOCK_LIMIT,
-                              event_id)
+    row = await conn.fetchrow("run_create", project=project, workflow_id=workflow_id, version=version, run_id=run_id,
+                              input=encode_json(input), key=key, trigger_id=trigger_id, partition_key=partition_key,
+                              queue=queue, now=now, window=IDEMPOTENCY_WINDOW, deadline=now + RUN_WALL_CLOCK_LIMIT,
+                              event_id=event_id)
     if row["version"] is None:
         return Created(None, False, 0.0)
     if row["created_run_id"] is not None:
         return Created(run_id, True, 0.0)
-    held = await conn.fetchrow(sql("idempotency_key_get"), project, key)
+    held = await conn.fetchrow("idempotency_key_get", project=project, key=key)
     if held is None:  # pragma: no cover - the holder vanished between two statements
         raise A44Error(E_DB, f"idempotency key {key!r} changed hands; try again")
     return Created(held["run_id"], False, max(0.0, (now - held["created_at"]).total_seconds()))

@@ -76,8 +76,8 @@ async def create_token(store, project: str, name: str, scopes: list[str], expire
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token_id = new_id("tok", now)
     expires_at = now + expires if expires is not None else None
-    await store.execute("token_insert", token_id, project, name, token_hash(token), list(scopes), cidrs, now,
-                        expires_at)
+    await store.execute("token_insert", token_id=token_id, project=project, name=name, sha256=token_hash(token),
+                        scopes=list(scopes), cidrs=cidrs, now=now, expires_at=expires_at)
     return NewToken(token_id, token, project, name, list(scopes), cidrs, expires_at)
 
 
@@ -93,7 +93,7 @@ async def check_token(store, authorization: str | None, remote: str | None, scop
         address = str(ipaddress.ip_address((remote or "").split("%")[0]))
     except ValueError:
         address = "0.0.0.0"
-    row = await store.fetchrow("token_by_hash", token_hash(token), address)
+    row = await store.fetchrow("token_by_hash", sha256=token_hash(token), address=address)
     now = store.clock.now()
     if row is None:
         raise AuthError(E_TOKEN_INVALID, "unknown API token", "unknown")
@@ -111,9 +111,9 @@ async def check_token(store, authorization: str | None, remote: str | None, scop
 
 
 async def list_tokens(store, project: str) -> list[dict]:
-    return [dict(r) for r in await store.fetch("tokens_list", project)]
+    return [dict(r) for r in await store.fetch("tokens_list", project=project)]
 
 
 async def revoke_token(store, project: str, token_id: str) -> None:
-    if await store.fetchval("token_revoke", token_id, project, store.clock.now()) is None:
+    if await store.fetchval("token_revoke", token_id=token_id, project=project, now=store.clock.now()) is None:
         raise A44Error(E_TOKEN_NOT_FOUND, f"no active token {token_id} in {project}")

@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...errors import E_SECRET_ALREADY_SHOWN, E_TRIGGER_NOT_FOUND, A44Error
-from ..queries import sql
 from ..results import encode_json
 from .ids import new_id
 from .webhook_cache import invalidate
@@ -49,19 +48,20 @@ async def store_triggers(store, project: str, triggers: list[tuple[dict, str]]) 
     async with store.transaction("store_triggers") as conn:
         for ir, origin in triggers:
             tid = ir["id"]
-            before = await conn.fetchrow(sql("trigger_get"), project, tid)
+            before = await conn.fetchrow("trigger_get", project=project, trigger_id=tid)
             if before is not None and before["ir"] == _roundtrip(ir) and before["active"]:
                 outcome = "unchanged"
             else:
-                await conn.fetchrow(sql("trigger_upsert"), project, tid, ir["type"], ir["workflow_id"],
-                                    ir.get("event"), encode_json(ir), origin, now)
+                await conn.fetchrow("trigger_upsert", project=project, trigger_id=tid, type=ir["type"],
+                                    workflow_id=ir["workflow_id"], event=ir.get("event"), ir=encode_json(ir),
+                                    origin=origin, now=now)
                 outcome = "created" if before is None else "updated"
             created_secret = False
             if ir["type"] == "webhook":
-                valid = await conn.fetchval(sql("webhook_secret_count"), project, tid, now)
+                valid = await conn.fetchval("webhook_secret_count", project=project, trigger_id=tid, now=now)
                 if not valid:
-                    await conn.execute(sql("webhook_secret_insert"), new_id("whs", now), project, tid, new_secret(),
-                                       now, None)
+                    await conn.execute("webhook_secret_insert", secret_id=new_id("whs", now), project=project,
+                                       trigger_id=tid, secret=new_secret(), now=now, revealed_at=None)
                     created_secret = True
             out.append(StoredTrigger(tid, ir["type"], ir["workflow_id"], origin, outcome, created_secret))
     invalidate(project)   # this process's webhook cache (other processes re-check in `webhook_ingest`)
@@ -75,7 +75,7 @@ def _roundtrip(ir: dict) -> Any:
 
 
 async def get_trigger(store, project: str, trigger_id: str, *, type: str | None = None) -> dict:
-    row = await store.fetchrow("trigger_get", project, trigger_id)
+    row = await store.fetchrow("trigger_get", project=project, trigger_id=trigger_id)
     if row is None or (type is not None and row["type"] != type):
         what = f"{type} trigger" if type else "trigger"
         raise A44Error(E_TRIGGER_NOT_FOUND, f"no {what} {trigger_id} is published in {project}",
@@ -84,7 +84,7 @@ async def get_trigger(store, project: str, trigger_id: str, *, type: str | None 
 
 
 async def list_triggers(store, project: str, type: str | None = None) -> list[dict]:
-    return [dict(r) for r in await store.fetch("triggers_list", project, type)]
+    return [dict(r) for r in await store.fetch("triggers_list", project=project, type=type)]
 
 
 async def current_secret(store, project: str, trigger_id: str) -> dict:
@@ -92,11 +92,11 @@ async def current_secret(store, project: str, trigger_id: str) -> dict:
     await get_trigger(store, project, trigger_id, type="webhook")
     now = store.clock.now()
     async with store.transaction("webhook_secret") as conn:
-        row = await conn.fetchrow(sql("webhook_secret_current"), project, trigger_id, now)
+        row = await conn.fetchrow("webhook_secret_current", project=project, trigger_id=trigger_id, now=now)
         if row is None:
-            await conn.execute(sql("webhook_secret_insert"), new_id("whs", now), project, trigger_id, new_secret(),
-                               now, None)
-            row = await conn.fetchrow(sql("webhook_secret_current"), project, trigger_id, now)
+            await conn.execute("webhook_secret_insert", secret_id=new_id("whs", now), project=project,
+                               trigger_id=trigger_id, secret=new_secret(), now=now, revealed_at=None)
+            row = await conn.fetchrow("webhook_secret_current", project=project, trigger_id=trigger_id, now=now)
             invalidate(project, trigger_id)
     return dict(row)
 
@@ -104,7 +104,7 @@ async def current_secret(store, project: str, trigger_id: str) -> dict:
 async def reveal_secret(store, project: str, trigger_id: str) -> str:
     """The current secret, once: a second call raises E_SECRET_ALREADY_SHOWN (rotate to get a new one)."""
     row = await current_secret(store, project, trigger_id)
-    shown = await store.fetchval("webhook_secret_reveal", row["secret_id"], store.clock.now())
+    shown = await store.fetchval("webhook_secret_reveal", secret_id=row["secret_id"], now=store.clock.now())
     if shown is None:
         raise A44Error(E_SECRET_ALREADY_SHOWN,
                        f"the secret of {trigger_id} was shown already (at {row['revealed_at']:%Y-%m-%dT%H:%M:%SZ}); "
@@ -121,12 +121,13 @@ async def rotate_secret(store, project: str, trigger_id: str) -> dict:
     secret = new_secret()
     until = now + ROTATION_GRACE
     async with store.transaction("webhook_rotate") as conn:
-        await conn.execute(sql("webhook_secrets_expire"), project, trigger_id, until)
-        await conn.execute(sql("webhook_secret_insert"), new_id("whs", now), project, trigger_id, secret, now, now)
+        await conn.execute("webhook_secrets_expire", project=project, trigger_id=trigger_id, until=until)
+        await conn.execute("webhook_secret_insert", secret_id=new_id("whs", now), project=project,
+                           trigger_id=trigger_id, secret=secret, now=now, revealed_at=now)
     invalidate(project, trigger_id)
     return {"trigger_id": trigger_id, "secret": secret, "previous_valid_until": until}
 
 
 async def list_secrets(store, project: str, trigger_id: str) -> list[dict]:
     await get_trigger(store, project, trigger_id, type="webhook")
-    return [dict(r) for r in await store.fetch("webhook_secrets_list", project, trigger_id)]
+    return [dict(r) for r in await store.fetch("webhook_secrets_list", project=project, trigger_id=trigger_id)]

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from ...jsonenc import iso
+from ...tracing import Parent
 from ...errors import (E_DB, E_ENVELOPE_INVALID, E_SIGNATURE_INVALID, E_TIMESTAMP_SKEW, E_TRIGGER_NOT_FOUND,
                        E_WORKFLOW_NOT_FOUND, A44Error, http_status)
 from ..results import encode_json
@@ -30,6 +31,7 @@ from ..store import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
 from ..ulid import new_run_id
 from .group_commit import committer_for
 from .runs import workflow_partition_key
+from .trace_parent import record_parent
 from .webhook_cache import WebhookTarget, cache_for, from_row
 
 MAX_BODY = 1024 * 1024
@@ -168,7 +170,7 @@ async def lookup(store, project: str, trigger_id: str, now: datetime | None = No
         entry = cache.get(project, trigger_id)
         if entry is not None:
             return entry
-    row = await store.fetchrow("webhook_target", project, trigger_id, now or store.clock.now())
+    row = await store.fetchrow("webhook_target", project=project, trigger_id=trigger_id, now=now or store.clock.now())
     if row is None:
         cache.drop(project, trigger_id)
         return None
@@ -183,12 +185,13 @@ def _not_found(project: str, trigger_id: str) -> Rejection:
 
 async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timestamp: str | None,
                          signature: str | None, idempotency_key: str | None, body: bytes,
-                         received_at: float | None = None) -> WebhookResult:
+                         received_at: float | None = None, parent: Parent | None = None) -> WebhookResult:
     """Verify and ingest one request whose trigger (`lookup`) is known. Raises Rejection.
 
     Every check happens before the single write; the write (`webhook_ingest`, grouped with concurrent requests
     into one transaction by group_commit.py) has committed when this returns. `received_at` (time.monotonic() when
-    the request arrived) spares a second read when `trigger` was read from the database during this request."""
+    the request arrived) spares a second read when `trigger` was read from the database during this request.
+    `parent` (the request's `traceparent`) becomes the parent of the run's trace once the request is verified."""
     now = store.clock.now()
     trigger_id = trigger.trigger_id
     ts = check_timestamp(timestamp, signature, now)
@@ -213,6 +216,7 @@ async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timesta
     else:
         key = derived_key(body)
     input_json = encode_json(data)
+    await record_parent(store, project, [f"{trigger_id}:{key}"], parent, now)
     for _ in range(5):
         row, event_id = await _write(store, project, trigger, secret, data, input_json, key, now)
         if row is not None:
@@ -234,7 +238,7 @@ async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timesta
     if row["held_run_id"] is not None:
         run_id, held_at = row["held_run_id"], row["held_at"]
     else:  # claimed by a concurrent request that committed after this statement's snapshot
-        held = await store.fetchrow("idempotency_key_get", project, run_key)
+        held = await store.fetchrow("idempotency_key_get", project=project, key=run_key)
         if held is None:  # pragma: no cover - the holder vanished between two statements
             raise A44Error(E_DB, f"idempotency key {run_key!r} changed hands; try again")
         run_id, held_at = held["run_id"], held["created_at"]
@@ -259,9 +263,11 @@ async def _write(store, project: str, trigger: WebhookTarget, secret: str, data:
                             "partition_key": partition_key, "occurred_at": iso(now), "attempt": 1, "data": data,
                             "trigger_id": trigger_id})
     workflow_ir = trigger.workflow_ir or {}
-    args = (project, trigger.workflow_id, trigger.version, new_run_id(now), input_json, f"{trigger_id}:{key}",
-            trigger_id, partition_key, workflow_ir.get("queue"), now, IDEMPOTENCY_WINDOW,
-            now + RUN_WALL_CLOCK_LIMIT, event_id, f"webhook.{trigger_id}", key, trigger.updated_at, envelope, secret)
+    args = dict(project=project, workflow_id=trigger.workflow_id, version=trigger.version, run_id=new_run_id(now),
+                input=input_json, key=f"{trigger_id}:{key}", trigger_id=trigger_id, partition_key=partition_key,
+                queue=workflow_ir.get("queue"), now=now, window=IDEMPOTENCY_WINDOW,
+                deadline=now + RUN_WALL_CLOCK_LIMIT, event_id=event_id, event_type=f"webhook.{trigger_id}",
+                event_key=key, trigger_stamp=trigger.updated_at, envelope=envelope, secret=secret)
     row = await committer_for(store).submit(args)
     if not row["trigger_current"] or row["latest_version"] != trigger.version:
         cache_for(store).drop(project, trigger_id)

@@ -2,4 +2,4 @@
 
 -- name: run_state
 -- purpose: a run's state alone, re-read on every wake-up of `run --wait` and `logs --follow` (no input/result)
-select state from automation.runs where run_id = $1 and ($2::text is null or project_id = $2);
+select state from automation.runs where run_id = :run_id and (:project::text is null or project_id = :project);

@@ -5,7 +5,7 @@
 with a as (
     insert into automation.step_attempts (run_id, step_id, attempt, idempotency_key, status, started_at, epoch,
                                           kind, project_id, worker_id, lease_grant)
-    values ($1, $2, $3, $4, 'running', $5, $6, $7, $8, $9, $10)
+    values (:run_id, :step_id, :attempt, :key, 'running', :started_at, :epoch, :kind, :project, :worker_id, :lease_grant)
     returning run_id, step_id, attempt, epoch, kind, project_id, started_at
 )
 insert into automation.run_events (run_id, project_id, at, kind, step_id, attempt, status, data)
@@ -18,9 +18,9 @@ returning id;
 -- purpose: finish a running attempt (status, error, result or its reference) and log attempt.finished, in one statement
 with a as (
     update automation.step_attempts
-    set status = $7, error_code = $8, error_message = $9, result = $10::jsonb, result_ref = $11,
-        result_bytes = $12, finished_at = $13
-    where run_id = $1 and step_id = $2 and epoch = $3 and kind = $4 and attempt = $5 and started_at = $6
+    set status = :status, error_code = :error_code, error_message = :error_message, result = :result::jsonb, result_ref = :result_ref,
+        result_bytes = :result_bytes, finished_at = :finished_at
+    where run_id = :run_id and step_id = :step_id and epoch = :epoch and kind = :kind and attempt = :attempt and started_at = :started_at
       and status = 'running'
     returning run_id, project_id, step_id, attempt, epoch, kind, status, error_code, error_message,
               started_at, finished_at
@@ -38,5 +38,5 @@ select run_id, step_id, attempt, idempotency_key, status, error_code, started_at
        finished_at - started_at as duration, result, result_ref, result_bytes, error_message, epoch, kind,
        project_id, worker_id, lease_grant
 from automation.step_attempts
-where run_id = $1
+where run_id = :run_id
 order by started_at asc, attempt asc;

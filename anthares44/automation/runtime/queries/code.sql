@@ -1,7 +1,7 @@
 -- Workflows in code (§12, sdk/, engine/code_driver.py).
 
 -- name: code_attempts_of_run
--- purpose: every attempt of a code run's epoch $2 in log order (the order of each attempt's first event), to fast-forward the workflow function
+-- purpose: every attempt of a code run's epoch :epoch in log order (the order of each attempt's first event), to fast-forward the workflow function
 select a.step_id, a.kind, a.attempt, a.status, a.error_code, a.error_message, a.result, a.result_ref,
        a.started_at, a.finished_at, a.retry_at, a.worker_id
 from automation.step_attempts a
@@ -11,5 +11,5 @@ left join lateral (
       and e.kind in ('attempt.started', 'attempt.finished')
       and (e.data ->> 'epoch')::integer = a.epoch and e.data ->> 'kind' = a.kind
 ) o on true
-where a.run_id = $1 and a.epoch = $2
+where a.run_id = :run_id and a.epoch = :epoch
 order by o.seq nulls last, a.started_at, a.kind, a.attempt;

@@ -6,7 +6,7 @@
 select pg_advisory_xact_lock(hashtext('a44.automation.lease_claim'));
 
 -- name: lease_claim
--- purpose: grant up to $3 due runs to worker $1 at instant $2 for $4 within queue maxConcurrency, workflow concurrency.max and by-partition heads (skip locked), park non-head runs until $5, counting takeovers of expired leases, logging state changes (their NOTIFY deferred to the engine, 0006)
+-- purpose: grant up to :limit due runs to worker :worker_id at instant :now for :lease within queue maxConcurrency, workflow concurrency.max and by-partition heads (skip locked), park non-head runs until :park_until, counting takeovers of expired leases, logging state changes (their NOTIFY deferred to the engine, 0006)
 with held as (      -- slots in use: runs whose lease is held (O(runs in flight), runs_leased_idx)
     select project_id, coalesce(queue, 'q_default') as queue, workflow_id, count(*)::integer as n
     from automation.runs
@@ -30,7 +30,7 @@ with held as (      -- slots in use: runs whose lease is held (O(runs in flight)
                           and p.seq < r.seq
                           and p.state not in ('succeeded', 'failed', 'compensation_failed', 'cancelled'))) as blocked
     from automation.runs r
-    where r.next_wake_at <= $2
+    where r.next_wake_at <= :now
       and r.state in ('pending', 'running', 'waiting', 'sleeping', 'compensating')
       and (r.lease_owner is not null or (
            not exists (select 1 from qfull f
@@ -41,7 +41,7 @@ with held as (      -- slots in use: runs whose lease is held (O(runs in flight)
                            where w.project_id = r.project_id and w.workflow_id = r.workflow_id
                              and w.n >= v.max_concurrency)))
     order by r.next_wake_at
-    limit $3 * 4
+    limit :limit * 4
 ), ranked as (
     select c.run_id, c.next_wake_at, c.reclaim,
            row_number() over (partition by c.project_id, c.queue order by c.next_wake_at, c.run_id) as qi,
@@ -62,25 +62,25 @@ with held as (      -- slots in use: runs whose lease is held (O(runs in flight)
 ), due as (
     select r.run_id, r.state as prev_state, r.lease_owner as prev_owner
     from automation.runs r
-    where r.run_id in (select run_id from pick order by next_wake_at limit $3)
-      and r.next_wake_at <= $2
+    where r.run_id in (select run_id from pick order by next_wake_at limit :limit)
+      and r.next_wake_at <= :now
       and r.state in ('pending', 'running', 'waiting', 'sleeping', 'compensating')
     for update skip locked
 ), parked as (      -- behind an unfinished run of their partition: out of the due set until it finishes
     update automation.runs r
-    set next_wake_at = $5
+    set next_wake_at = :park_until
     from (select x.run_id from automation.runs x
           where x.run_id in (select run_id from cand where blocked)
-            and x.state = 'pending' and x.lease_owner is null and x.next_wake_at <= $2
+            and x.state = 'pending' and x.lease_owner is null and x.next_wake_at <= :now
           for update skip locked) b
     where r.run_id = b.run_id
 ), granted as (
     update automation.runs r
     set state = case when r.state = 'compensating' then 'compensating' else 'running' end,
-        lease_owner = $1, lease_deadline = $2 + $4::interval, next_wake_at = $2 + $4::interval,
+        lease_owner = :worker_id, lease_deadline = :now + :lease::interval, next_wake_at = :now + :lease::interval,
         lease_grants = r.lease_grants + 1,
         lease_reclaims = r.lease_reclaims + (due.prev_owner is not null)::integer,
-        started_at = coalesce(r.started_at, $2), updated_at = $2
+        started_at = coalesce(r.started_at, :now), updated_at = :now
     from due
     where r.run_id = due.run_id
     returning r.run_id, r.project_id, r.workflow_id, r.version, r.state, r.input, r.idempotency_key,
@@ -89,42 +89,42 @@ with held as (      -- slots in use: runs whose lease is held (O(runs in flight)
               r.delivery, due.prev_state, due.prev_owner
 ), state_events as (
     insert into automation.run_events (run_id, project_id, at, kind, state, data)
-    select run_id, project_id, $2, 'run.state', state,
-           jsonb_build_object('from', prev_state, 'worker', $1::text, 'grant', lease_grants)
+    select run_id, project_id, :now, 'run.state', state,
+           jsonb_build_object('from', prev_state, 'worker', :worker_id::text, 'grant', lease_grants)
     from granted
     where prev_state <> state
 ), reclaim_events as (
     insert into automation.run_events (run_id, project_id, at, kind, state, data)
-    select run_id, project_id, $2, 'lease.reclaimed', state,
-           jsonb_build_object('previous_owner', prev_owner, 'worker', $1::text, 'grant', lease_grants)
+    select run_id, project_id, :now, 'lease.reclaimed', state,
+           jsonb_build_object('previous_owner', prev_owner, 'worker', :worker_id::text, 'grant', lease_grants)
     from granted
     where prev_owner is not null
 )
 select *, set_config('a44.notify', 'deferred', true) as notify from granted;
 
 -- name: lease_renew
--- purpose: push the deadline of a lease still held by ($2, grant $3) to $4; no row = the lease was lost
+-- purpose: push the deadline of a lease still held by (:owner, grant :grant) to :deadline; no row = the lease was lost
 update automation.runs
-set lease_deadline = $4, next_wake_at = $4
-where run_id = $1 and lease_owner = $2 and lease_grants = $3
+set lease_deadline = :deadline, next_wake_at = :deadline
+where run_id = :run_id and lease_owner = :owner and lease_grants = :grant
 returning run_id;
 
 -- name: lease_release
--- purpose: hand a run back unfinished (shutdown): due again at $4, pending unless compensating; logs the state change
+-- purpose: hand a run back unfinished (shutdown): due again at :now, pending unless compensating; logs the state change
 with prev as (
     select run_id, state from automation.runs
-    where run_id = $1 and lease_owner = $2 and lease_grants = $3
+    where run_id = :run_id and lease_owner = :owner and lease_grants = :grant
     for update
 ), r as (
     update automation.runs r
     set state = case when prev.state = 'compensating' then 'compensating' else 'pending' end,
-        lease_owner = null, lease_deadline = null, next_wake_at = $4, updated_at = $4
+        lease_owner = null, lease_deadline = null, next_wake_at = :now, updated_at = :now
     from prev
     where r.run_id = prev.run_id
     returning r.run_id, r.project_id, r.state, prev.state as prev_state
 )
 insert into automation.run_events (run_id, project_id, at, kind, state, data)
-select run_id, project_id, $4, 'run.state', state, jsonb_build_object('from', prev_state, 'reason', 'released')
+select run_id, project_id, :now, 'run.state', state, jsonb_build_object('from', prev_state, 'reason', 'released')
 from r
 where prev_state <> state
 returning run_id;
@@ -140,4 +140,4 @@ where next_wake_at is not null
 -- purpose: lease re-grants counted so far (§7.2, §16 lease_reclaim_total), over all runs of a project or of all projects
 select coalesce(sum(lease_reclaims), 0)::bigint
 from automation.runs
-where ($1::text is null or project_id = $1);
+where (:project::text is null or project_id = :project);

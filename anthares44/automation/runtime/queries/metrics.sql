@@ -2,7 +2,7 @@
 -- CLI report the same numbers and none resets on restart.
 
 -- name: metrics_queues
--- purpose: per project and queue (published, or holding waiting runs or dead letters): runs waiting, age in seconds at $1 of the oldest waiting message, DLQ depth (entries not redriven)
+-- purpose: per project and queue (published, or holding waiting runs or dead letters): runs waiting, age in seconds at :now of the oldest waiting message, DLQ depth (entries not redriven)
 with waiting as (     -- runs_queue_waiting_idx
     select project_id, coalesce(queue, 'q_default') as queue, count(*) as n, min(created_at) as oldest
     from automation.runs
@@ -19,7 +19,7 @@ with waiting as (     -- runs_queue_waiting_idx
     union select project_id, queue from dlq
 )
 select n.project_id, n.queue, coalesce(w.n, 0)::bigint as waiting,
-       coalesce(greatest(extract(epoch from $1 - w.oldest), 0), 0)::float8 as oldest_age_s,
+       coalesce(greatest(extract(epoch from :now - w.oldest), 0), 0)::float8 as oldest_age_s,
        coalesce(d.n, 0)::bigint as dlq_depth
 from names n
 left join waiting w on w.project_id = n.project_id and w.queue = n.queue
@@ -64,7 +64,7 @@ order by 1, 2, 3;
 select name, labels, value from automation.metric_counters order by name, labels::text;
 
 -- name: metrics_counters_add
--- purpose: add one process's counts since its last flush ($1 names, $2 labels as JSON text, $3 increments) at $4, in one statement
+-- purpose: add one process's counts since its last flush (:names, :labels as JSON text, :increments) at :now, in one statement
 insert into automation.metric_counters as m (name, labels, value, updated_at)
-select n, l::jsonb, v, $4 from unnest($1::text[], $2::text[], $3::bigint[]) as t(n, l, v)
+select n, l::jsonb, v, :now from unnest(:names::text[], :labels::text[], :increments::bigint[]) as t(n, l, v)
 on conflict (name, labels) do update set value = m.value + excluded.value, updated_at = excluded.updated_at;

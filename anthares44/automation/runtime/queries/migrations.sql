@@ -24,11 +24,11 @@ select number, name, sha256, applied_at from automation.schema_migrations order 
 
 -- name: migration_record
 -- purpose: remember that a migration was applied (same transaction as the migration)
-insert into automation.schema_migrations (number, name, sha256, applied_at) values ($1, $2, $3, $4);
+insert into automation.schema_migrations (number, name, sha256, applied_at) values (:number, :name, :sha256, :now);
 
 -- name: partitions_ensure
--- purpose: create the step_attempts monthly partitions from the month of $1 to $2 months ahead
-select automation.ensure_step_attempt_partitions($1::timestamptz, $2::integer);
+-- purpose: create the step_attempts monthly partitions from the month of :now to :months_ahead months ahead
+select automation.ensure_step_attempt_partitions(:now::timestamptz, :months_ahead::integer);
 
 -- name: partitions_list
 -- purpose: the partitions of step_attempts with their bounds, for status output and tests

@@ -1,25 +1,25 @@
 -- Runs and their idempotency keys (§8.2, §8.5, §13).
 
 -- fragment: run_create_rows
--- purpose: the writes of creating a run, once the CTE `target` holds the version to run (no row: nothing is written): claim the idempotency key $6 for run $4 (recycling one older than the window $11), insert the pending run and log run.created; run_create and webhook_ingest both include it
+-- purpose: the writes of creating a run, once the CTE `target` holds the version to run (no row: nothing is written): claim the idempotency key :key for run :run_id (recycling one older than the window :window), insert the pending run and log run.created; run_create and webhook_ingest both include it
 claim as (
     insert into automation.idempotency_keys as k (project_id, key, run_id, created_at)
-    select $1, $6, $4, $10 from target
+    select :project, :key, :run_id, :now from target
     on conflict (project_id, key) do update
         set run_id = excluded.run_id, created_at = excluded.created_at
-        where k.created_at <= excluded.created_at - $11::interval
+        where k.created_at <= excluded.created_at - :window::interval
     returning run_id
 ), run as (
     insert into automation.runs (run_id, project_id, workflow_id, version, state, input, idempotency_key,
                                  trigger_id, event_id, partition_key, queue, next_wake_at, deadline_at,
                                  created_at, updated_at)
-    select claim.run_id, $1, $2, target.version, 'pending', $5::jsonb, $6, $7, $13, $8, $9, $10, $12, $10, $10
+    select claim.run_id, :project, :workflow_id, target.version, 'pending', :input::jsonb, :key, :trigger_id, :event_id, :partition_key, :queue, :now, :deadline, :now, :now
     from claim, target
     returning run_id, version
 ), ev as (
     insert into automation.run_events (run_id, project_id, at, kind, state, data)
-    select run_id, $1, $10, 'run.created', 'pending',
-           jsonb_build_object('version', version, 'idempotency_key', $6::text)
+    select run_id, :project, :now, 'run.created', 'pending',
+           jsonb_build_object('version', version, 'idempotency_key', :key::text)
     from run
 )
 
@@ -28,7 +28,7 @@ claim as (
 with target as (
     select version
     from automation.workflow_versions
-    where project_id = $1 and workflow_id = $2 and ($3::integer is null or version = $3)
+    where project_id = :project and workflow_id = :workflow_id and (:version::integer is null or version = :version)
     order by version desc
     limit 1
 ),
@@ -37,11 +37,11 @@ select (select version from target) as version, (select run_id from run) as crea
 
 -- name: idempotency_key_get
 -- purpose: the run that holds an idempotency key and since when
-select run_id, created_at from automation.idempotency_keys where project_id = $1 and key = $2;
+select run_id, created_at from automation.idempotency_keys where project_id = :project and key = :key;
 
 -- name: run_get
 -- purpose: one run with everything recorded on it
-select * from automation.runs where run_id = $1 and ($2::text is null or project_id = $2);
+select * from automation.runs where run_id = :run_id and (:project::text is null or project_id = :project);
 
 -- name: runs_list
 -- purpose: runs of a project filtered by state, workflow, step (current, failed or attempted) and age, newest first
@@ -49,22 +49,22 @@ select r.run_id, r.project_id, r.workflow_id, r.version, r.state, r.idempotency_
        r.partition_key, r.queue, r.epoch, r.current_step, r.failed_step, r.error_code, r.error_message,
        r.lease_owner, r.lease_reclaims, r.next_wake_at, r.created_at, r.started_at, r.finished_at, r.updated_at
 from automation.runs r
-where r.project_id = $1
-  and ($2::text is null or r.state = $2)
-  and ($3::text is null or r.workflow_id = $3)
-  and ($4::text is null or r.failed_step = $4 or r.current_step = $4
-       or exists (select 1 from automation.step_attempts a where a.run_id = r.run_id and a.step_id = $4))
-  and ($5::timestamptz is null or r.created_at >= $5)
+where r.project_id = :project
+  and (:state::text is null or r.state = :state)
+  and (:workflow::text is null or r.workflow_id = :workflow)
+  and (:step::text is null or r.failed_step = :step or r.current_step = :step
+       or exists (select 1 from automation.step_attempts a where a.run_id = r.run_id and a.step_id = :step))
+  and (:since::timestamptz is null or r.created_at >= :since)
 order by r.created_at desc, r.run_id desc
-limit $6 offset $7;
+limit :limit offset :offset;
 
 -- name: runs_count
 -- purpose: how many runs match the runs_list filters (the total printed first)
 select count(*)
 from automation.runs r
-where r.project_id = $1
-  and ($2::text is null or r.state = $2)
-  and ($3::text is null or r.workflow_id = $3)
-  and ($4::text is null or r.failed_step = $4 or r.current_step = $4
-       or exists (select 1 from automation.step_attempts a where a.run_id = r.run_id and a.step_id = $4))
-  and ($5::timestamptz is null or r.created_at >= $5);
+where r.project_id = :project
+  and (:state::text is null or r.state = :state)
+  and (:workflow::text is null or r.workflow_id = :workflow)
+  and (:step::text is null or r.failed_step = :step or r.current_step = :step
+       or exists (select 1 from automation.step_attempts a where a.run_id = r.run_id and a.step_id = :step))
+  and (:since::timestamptz is null or r.created_at >= :since);

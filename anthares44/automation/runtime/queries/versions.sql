@@ -2,23 +2,23 @@
 
 -- name: version_lock
 -- purpose: serialise publishes of one workflow (transaction advisory lock on project/workflow)
-select pg_advisory_xact_lock(hashtext($1::text || '/' || $2::text));
+select pg_advisory_xact_lock(hashtext(:project::text || '/' || :workflow_id::text));
 
 -- name: version_get
 -- purpose: one published version of a workflow
 select project_id, workflow_id, version, sha256, ir, published_at
 from automation.workflow_versions
-where project_id = $1 and workflow_id = $2 and version = $3;
+where project_id = :project and workflow_id = :workflow_id and version = :version;
 
 -- name: version_latest
 -- purpose: the highest published version of a workflow
 select project_id, workflow_id, version, sha256, ir, published_at
 from automation.workflow_versions
-where project_id = $1 and workflow_id = $2
+where project_id = :project and workflow_id = :workflow_id
 order by version desc
 limit 1;
 
 -- name: version_insert
 -- purpose: store a new version's IR (the caller checked conflict and regression under version_lock)
 insert into automation.workflow_versions (project_id, workflow_id, version, sha256, ir, published_at)
-values ($1, $2, $3, $4, $5::jsonb, $6);
+values (:project, :workflow_id, :version, :sha256, :ir::jsonb, :now);

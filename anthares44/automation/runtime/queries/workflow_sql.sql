@@ -3,8 +3,8 @@
 -- connectors' own query (stdlib_connectors/workflow_db.sql): it runs on the workflow's database, not here.
 
 -- name: role_passwords_set
--- purpose: hand the passwords of a44 ($1) and a44_app ($2) to roles_ensure, for this transaction only
-select set_config('a44.control_password', $1, true), set_config('a44.app_password', $2, true);
+-- purpose: hand the passwords of a44 (:control_password) and a44_app (:app_password) to roles_ensure, for this transaction only
+select set_config('a44.control_password', :control_password, true), set_config('a44.app_password', :app_password, true);
 
 -- name: roles_ensure
 -- purpose: create or reset the login roles a44 (control store) and a44_app (workflow SQL): no server-level powers

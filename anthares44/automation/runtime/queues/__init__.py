@@ -18,7 +18,6 @@ from .. import evaluation
 from ..ingestion.dead_letters import dead_letter
 from ..ingestion.ids import new_event_id
 from ..ingestion.runs import create_run_in
-from ..queries import sql
 from ..results import encode_json
 
 DEFAULT_QUEUE = "q_default"
@@ -44,16 +43,17 @@ async def store_queues(store, project: str, queues: list) -> list[tuple[str, str
         max_age = None
         if dl is not None and dl.maxAge is not None:     # a Duration is milliseconds once validated
             max_age = int(dl.maxAge)
-        outcome = await store.fetchval("queue_upsert", project, q.id, q.maxConcurrency, q.ordering, q.maxAttempts,
-                                       dl.enabled if dl is not None else True, max_age, json.dumps(d, sort_keys=True),
-                                       now)
+        outcome = await store.fetchval("queue_upsert", project=project, queue_id=q.id, max_concurrency=q.maxConcurrency,
+                                       ordering=q.ordering, max_attempts=q.maxAttempts,
+                                       dead_letter=dl.enabled if dl is not None else True, max_age=max_age,
+                                       definition=json.dumps(d, sort_keys=True), now=now)
         out.append((q.id, outcome))
     return out
 
 
 # --- gauges (§16: age of the oldest message per queue, DLQ depth) --------------------------------------------
 async def queue_stats(store, project: str) -> list[dict]:
-    rows = await store.fetch("queues_stats", project, store.clock.now())
+    rows = await store.fetch("queues_stats", project=project, now=store.clock.now())
     return [{"queue": r["queue"], "published": r["published"], "max_concurrency": r["max_concurrency"],
              "ordering": r["ordering"], "max_attempts": r["max_attempts"], "max_age_ms": r["max_age_ms"],
              "in_flight": r["in_flight"], "waiting": r["waiting"],
@@ -63,7 +63,7 @@ async def queue_stats(store, project: str) -> list[dict]:
 
 
 async def require_queue(store, project: str, queue: str) -> None:
-    if not await store.fetchval("dlq_queue_known", project, queue):
+    if not await store.fetchval("dlq_queue_known", project=project, queue=queue):
         raise A44Error(E_QUEUE_NOT_FOUND, f"no queue {queue!r} in {project}",
                        hint="`a44 automation queues stats` lists the queues; publish the queue file first")
 
@@ -98,7 +98,7 @@ async def deliver_envelope(store, project: str, workflow_id: str, raw: bytes | s
                            trigger_id: str | None = None) -> dict:
     """Enqueue a raw envelope (bytes as received) for a workflow: a run when it deserializes, else a dead letter
     with E_ENVELOPE_INVALID and the bytes kept as they came. Returns {outcome, run_id | dead_letter_id}."""
-    row = await store.fetchrow("dlq_workflow_queue", project, workflow_id)
+    row = await store.fetchrow("dlq_workflow_queue", project=project, workflow_id=workflow_id)
     if row is None:
         from ...errors import E_WORKFLOW_NOT_FOUND
         raise A44Error(E_WORKFLOW_NOT_FOUND, f"{workflow_id} is not published in {project}")
@@ -120,8 +120,9 @@ async def deliver_envelope(store, project: str, workflow_id: str, raw: bytes | s
             occurred = now
         text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
         pk = env.get("partition_key") if isinstance(env.get("partition_key"), str) else None
-        await conn.execute(sql("event_insert"), event_id, project, str(env["type"]), env["idempotency_key"], pk,
-                           trigger_id, "bus", occurred, now, text)
+        await conn.execute("event_insert", event_id=event_id, project=project, type=str(env["type"]),
+                           idempotency_key=env["idempotency_key"], partition_key=pk, trigger_id=trigger_id,
+                           source="bus", occurred_at=occurred, now=now, envelope=text)
         run_id, created = await _create_from_envelope(
             conn, store, project, workflow_id, env, key=f"{trigger_id or 'envelope'}:{env['idempotency_key']}",
             queue=queue, trigger_id=trigger_id, event_id=event_id, partition_key=pk, now=now)
@@ -144,14 +145,14 @@ async def dlq_list(store, project: str, queue: str | None = None, limit: int = 5
     """Dead letters newest first, of every queue or of one."""
     if queue is not None:
         await require_queue(store, project, queue)
-    return [dict(r) for r in await store.fetch("dlq_list", project, queue, limit)]
+    return [dict(r) for r in await store.fetch("dlq_list", project=project, queue=queue, limit=limit)]
 
 
 async def dlq_stats(store, project: str, queue: str, since=None) -> dict:
     await require_queue(store, project, queue)
     now = store.clock.now()
     start = parse_since(since, now)
-    rows = await store.fetch("dlq_stats", project, queue, start)
+    rows = await store.fetch("dlq_stats", project=project, queue=queue, start=start)
     groups = [{"error_code": r["error_code"], "count": r["count"], "waiting": r["waiting"],
                "first_seen": r["first_seen"].isoformat(), "last_seen": r["last_seen"].isoformat()} for r in rows]
     return {"queue": queue, "since": start.isoformat() if since is not None else None,
@@ -175,7 +176,7 @@ def _row_view(r, *, with_attempts: bool) -> dict:
 
 
 async def dlq_show(store, project: str, dead_letter_id: str, *, with_attempts: bool = False) -> dict:
-    r = await store.fetchrow("dlq_get", dead_letter_id, project)
+    r = await store.fetchrow("dlq_get", dead_letter_id=dead_letter_id, project=project)
     if r is None:
         raise A44Error(E_DLQ_NOT_FOUND, f"no dead letter {dead_letter_id} in {project}",
                        hint="`a44 automation dlq stats Q` counts them; `events dlq` lists them")
@@ -279,7 +280,8 @@ async def dlq_redrive(store, project: str, queue: str, *, filter: str | None = N
     after = (datetime.min.replace(tzinfo=store.clock.now().tzinfo), "")
     limit = max if max is not None else None
     while limit is None or report.matched < limit:
-        page = await store.fetch("dlq_page", project, queue, after[0], after[1], 500)
+        page = await store.fetch("dlq_page", project=project, queue=queue, after_at=after[0], after_id=after[1],
+                                 limit=500)
         if not page:
             break
         for r in page:
@@ -325,7 +327,7 @@ async def _redrive_tx(store, project: str, r, report: RedriveReport) -> None:
         try:
             env = parse_envelope(raw)
         except A44Error as err:
-            taken = await conn.fetchval(sql("dlq_mark_redriven"), dl_id, now, None)
+            taken = await conn.fetchval("dlq_mark_redriven", dead_letter_id=dl_id, now=now, run_id=None)
             if taken is None:
                 report.skipped_taken += 1
                 return
@@ -340,10 +342,10 @@ async def _redrive_tx(store, project: str, r, report: RedriveReport) -> None:
             conn, store, project, r["workflow_id"], env, key=f"dlq:{dl_id}", queue=r["queue"],
             trigger_id=r["trigger_id"], event_id=r["event_id"],
             partition_key=r["partition_key"] or env.get("partition_key"), now=now)
-        taken = await conn.fetchval(sql("dlq_mark_redriven"), dl_id, now, run_id)
+        taken = await conn.fetchval("dlq_mark_redriven", dead_letter_id=dl_id, now=now, run_id=run_id)
         if taken is None:
             raise _Taken()
-        await conn.execute(sql("dlq_link_run"), run_id, dl_id)
+        await conn.execute("dlq_link_run", run_id=run_id, dead_letter_id=dl_id)
     report.redriven += 1
     report.runs.append({"dead_letter_id": dl_id, "run_id": run_id})
 

@@ -27,13 +27,10 @@ from typing import Any, Callable
 
 from ...attempts import Attempt
 from ...compiler.ir import WorkflowIR, load_workflow_ir
-from ...errors import E_INVALID_ARGUMENT, A44Error
-from ..queries import sql
-from .plan import (E_REPLAY_NOT_TERMINAL, E_REPLAY_UNKNOWN_STEP, E_REPLAY_VERSION_MISMATCH, Cut, RunPlan,
-                   check_version, per_run_doc, plan_run, run_seconds, step_durations, summarize)
+from ...errors import E_INVALID_ARGUMENT, E_REPLAY_NOT_TERMINAL, A44Error
+from .plan import Cut, RunPlan, check_version, per_run_doc, plan_run, run_seconds, step_durations, summarize
 
-__all__ = ["Selection", "Cut", "ReplayPlan", "prepare", "apply", "request_id", "E_REPLAY_NOT_TERMINAL",
-           "E_REPLAY_VERSION_MISMATCH", "E_REPLAY_UNKNOWN_STEP", "REPLAYABLE"]
+__all__ = ["Selection", "Cut", "ReplayPlan", "prepare", "apply", "request_id", "REPLAYABLE"]
 
 REPLAYABLE = ("succeeded", "failed", "cancelled")       # terminal, except compensation_failed (§6.2)
 NEVER = "compensation_failed"
@@ -97,9 +94,10 @@ async def prepare(store, project: str, selection: Selection, cut: Cut, *, to_ver
     if (cut.from_step is None) == (cut.from_time is None):
         raise A44Error(E_INVALID_ARGUMENT, "a replay needs exactly one cut: --from-step S or --from-time T")
     rid = request or request_id(project, selection, cut, to_version)
-    rows = [dict(r) for r in await store.fetch("replay_select", project, list(selection.run_ids) or None,
-                                               selection.state, selection.workflow, selection.step,
-                                               selection.since_at)]
+    rows = [dict(r) for r in await store.fetch("replay_select", project=project,
+                                               run_ids=list(selection.run_ids) or None, state=selection.state,
+                                               workflow=selection.workflow, step=selection.step,
+                                               since=selection.since_at)]
     if selection.run_ids:
         missing = sorted(set(selection.run_ids) - {r["run_id"] for r in rows})
         if missing:
@@ -126,7 +124,7 @@ async def prepare(store, project: str, selection: Selection, cut: Cut, *, to_ver
     attempts: dict[str, list[Attempt]] = {r["run_id"]: [] for r in runs}
     ids = [r["run_id"] for r in runs]
     for i in range(0, len(ids), 500):
-        for a in await store.fetch("replay_attempts", ids[i:i + 500]):
+        for a in await store.fetch("replay_attempts", run_ids=ids[i:i + 500]):
             attempts[a["run_id"]].append(Attempt.from_row(a))
     by_version: dict[tuple, list[RunPlan]] = {}
     for r in runs:
@@ -188,16 +186,18 @@ async def replay_one(store, run: dict, plan: RunPlan, ir: WorkflowIR, request: s
     is not replayable any more), copy the reused results, make it pending. True when replayed now."""
     now = store.clock.now()
     async with store.transaction("replay_run") as conn:
-        row = await conn.fetchrow(sql("replay_lock"), run["run_id"], request)
+        row = await conn.fetchrow("replay_lock", run_id=run["run_id"], request=request)
         if row is None or row["done"] or row["state"] not in REPLAYABLE:
             return False
         old, new = row["epoch"], row["epoch"] + 1
-        await conn.fetchval(sql("replay_copy_reused"), run["run_id"], old, list(plan.reused), new, now)
+        await conn.fetchval("replay_copy_reused", run_id=run["run_id"], from_epoch=old, steps=list(plan.reused),
+                            to_epoch=new, now=now)
         data = {"request": request, "epoch": new, "from_epoch": old, "reused": plan.reused,
                 "replayed": plan.replayed, **cut.describe(), "version": ir.version,
                 "from_version": row["version"]}
-        got = await conn.fetchval(sql("replay_begin"), run["run_id"], new, now, ir.version,
-                                  now + timedelta(milliseconds=ir.deadline_ms), json.dumps(data, default=str))
+        got = await conn.fetchval("replay_begin", run_id=run["run_id"], epoch=new, now=now, version=ir.version,
+                                  deadline=now + timedelta(milliseconds=ir.deadline_ms),
+                                  data=json.dumps(data, default=str))
         return got is not None
 
 

@@ -15,9 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from ...attempts import Attempt
-from ...errors import E_REPLAY_NOT_TERMINAL, E_REPLAY_UNKNOWN_STEP, E_REPLAY_VERSION_MISMATCH, A44Error
 from ...compiler.ir import WorkflowIR
-from ...errors import A44Error
+from ...errors import E_REPLAY_UNKNOWN_STEP, E_REPLAY_VERSION_MISMATCH, A44Error
 
 
 CTX_PREFIX = "ctx."          # recorded ctx.now()/ctx.random() values of code workflows (not steps)

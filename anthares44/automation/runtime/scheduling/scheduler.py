@@ -28,8 +28,8 @@ from datetime import datetime, timedelta
 from typing import Iterable
 
 from ...clock import Clock
+from ...durations import reconnect_delay
 from ...errors import E_WORKFLOW_NOT_FOUND, A44Error
-from ..queries import sql
 from .occurrences import Firing, ScheduleError, firings, firings_after
 
 log = logging.getLogger("a44.scheduler")
@@ -158,17 +158,17 @@ class Scheduler:
         project, tid = row["project_id"], row["trigger_id"]
         won: list[tuple[str, str]] = []
         async with self.store.transaction("schedule_tick") as conn:
-            await conn.execute(sql("schedule_trigger_lock"), project, tid)
-            for r in await conn.fetch(sql("schedule_queued_expire"), project, tid, now):
+            await conn.execute("schedule_trigger_lock", project=project, trigger_id=tid)
+            for r in await conn.fetch("schedule_queued_expire", project=project, trigger_id=tid, now=now):
                 report.expired.append(r["occurrence_key"])
-            busy = await conn.fetchval(sql("schedule_trigger_busy"), project, tid)
+            busy = await conn.fetchval("schedule_trigger_busy", project=project, trigger_id=tid)
             if not busy:
-                r = await conn.fetchrow(sql("schedule_queued_start_next"), project, tid, now)
+                r = await conn.fetchrow("schedule_queued_start_next", project=project, trigger_id=tid, now=now)
                 if r is not None:
                     report.started_from_queue.append(r["occurrence_key"])
                     won.append((project, r["occurrence_key"]))
                     busy = True
-            cursor = await conn.fetchval(sql("schedule_cursor"), project, tid)
+            cursor = await conn.fetchval("schedule_cursor", project=project, trigger_id=tid)
             # occurrences strictly after the latest decided one, else strictly after the first publication
             lo = (row["published_at"] if cursor is None else cursor) + timedelta(microseconds=1)
             lo = max(lo, now - max(self.lookback, max_wait(trig)))
@@ -178,9 +178,10 @@ class Scheduler:
                 return won
             decisions = decide(due, now, trig, busy=busy, misfire_grace=self.misfire_grace)
             keys = [d.firing.key(tid) for d in decisions]
-            rows = await conn.fetch(sql("schedule_occurrences_insert"), project, tid, keys,
-                                    [d.firing.instant for d in decisions], [d.status for d in decisions],
-                                    [d.catch_up for d in decisions], [d.expires_at for d in decisions], now)
+            rows = await conn.fetch("schedule_occurrences_insert", project=project, trigger_id=tid, keys=keys,
+                                    instants=[d.firing.instant for d in decisions],
+                                    statuses=[d.status for d in decisions], catch_ups=[d.catch_up for d in decisions],
+                                    expires=[d.expires_at for d in decisions], now=now)
         got = {r["occurrence_key"]: r["status"] for r in rows}
         for k in keys:
             if k in got:
@@ -194,7 +195,7 @@ class Scheduler:
     async def _create_runs(self, now: datetime, mine: set[tuple[str, str]], report: TickReport) -> None:
         """Create the run of each started occurrence without one: those this tick won, and any left behind by
         a scheduler that died (older than repair_after)."""
-        rows = await self.store.fetch("schedule_runs_to_create", now)
+        rows = await self.store.fetch("schedule_runs_to_create", now=now)
         for r in rows:
             key = r["occurrence_key"]
             if (r["project_id"], key) not in mine and now - r["created_at"] < self.repair_after:
@@ -205,12 +206,14 @@ class Scheduler:
                                                       trigger_id=r["trigger_id"])
             except A44Error as exc:
                 if exc.code == E_WORKFLOW_NOT_FOUND:
-                    await self.store.execute("schedule_occurrence_fail", r["project_id"], key, exc.code, now)
+                    await self.store.execute("schedule_occurrence_fail", project_id=r["project_id"], key=key,
+                                             code=exc.code, now=now)
                     log.warning("occurrence %s: %s", key, exc.message)
                     report.errors.append(f"{key}: {exc.code}")
                     continue
                 raise
-            await self.store.execute("schedule_occurrence_set_run", r["project_id"], key, created.run_id, now)
+            await self.store.execute("schedule_occurrence_set_run", project_id=r["project_id"], key=key,
+                                     run_id=created.run_id, now=now)
             (report.runs_created if created.created else report.runs_linked)[key] = created.run_id
             log.info("occurrence %s -> %s (%s)", key, created.run_id, "created" if created.created else "existing")
 
@@ -240,7 +243,7 @@ class Scheduler:
                 raise
             except Exception as exc:  # noqa: BLE001 - the database went away, or a bug: keep the daemon alive
                 failures += 1
-                delay = min(0.2 * 2 ** failures, 5.0)
+                delay = reconnect_delay(failures)
                 if isinstance(exc, A44Error):
                     log.warning("scheduler: %s; retrying in %.1fs", exc, delay)
                 else:
@@ -250,4 +253,5 @@ class Scheduler:
 
 
 async def list_occurrences(store, project: str, trigger_id: str | None = None, limit: int = 1000) -> list[dict]:
-    return [dict(r) for r in await store.fetch("schedule_occurrences_list", project, trigger_id, limit)]
+    return [dict(r) for r in await store.fetch("schedule_occurrences_list", project=project, trigger_id=trigger_id,
+                                               limit=limit)]

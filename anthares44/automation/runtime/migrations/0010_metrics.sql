@@ -1,4 +1,4 @@
--- 0009_metrics: totals that no row records (webhook rejections, dropped filter misses) survive restarts
+-- 0010_metrics: totals that no row records (webhook rejections, dropped filter misses) survive restarts
 -- (docs/metrics.md). Each process adds what it counted since its last flush in one batched upsert per second,
 -- so a flood of rejected requests costs one statement per second, never a row per request.
 create table automation.metric_counters (
