@@ -12,7 +12,6 @@ from aiohttp import web
 
 from anthares44.automation.attempts import counts_against_budget
 from anthares44.automation.errors import E_CIRCUIT_OPEN, A44Error
-from anthares44.automation.attempts import counts_against_budget
 from anthares44.automation.compiler.retry_policy import Failure
 from anthares44.automation.runtime.connector_services import connector_services
 from anthares44.automation.runtime.store import Store

@@ -71,10 +71,10 @@ def test_short_secrets_are_scrubbed_where_they_stand_alone():
     src = SecretSource({"sec_pin": "42", "sec_c": json.dumps({"client_id": "x", "client_secret": "s3cr3t-long"})})
     src.get("sec_pin")
     src.get("sec_c")
-    out = scrub({"pin": "42", "msg": "pin 42 refused; id=x", "x": "Bearer x", "42": 42,
+    out = scrub({"pin": "42", "msg": "pin 42 refused; id=x", "auth": "Bearer x", "42": 42,
                  "kept": ["4242", "v42", "42a", "xx", "max", "s3cr3t-longer"], "json": '{"pin":"42"}'},
                 src.values())
-    assert out == {"pin": "[redacted]", "msg": "pin [redacted] refused; id=[redacted]", "[redacted]": "Bearer [redacted]",
+    assert out == {"pin": "[redacted]", "msg": "pin [redacted] refused; id=[redacted]", "auth": "Bearer [redacted]",
                    "[redacted]": 42, "kept": ["4242", "v42", "42a", "xx", "max", "[redacted]er"],
                    "json": '{"pin":"[redacted]"}'}
 

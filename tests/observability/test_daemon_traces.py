@@ -12,7 +12,7 @@ from anthares44.automation.clock import SystemClock
 from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.runtime.store import Store
 from tests.observability.otlp_receiver import OtlpReceiver
-from tests.runtime.daemon_support import FarSide, ServeProcess, call, wait_until
+from tests.runtime.daemon_support import FarSide, ServeProcess, call
 from tests.runtime.engine_support import workflow
 
 PARTITION = "acct-7"

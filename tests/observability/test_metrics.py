@@ -12,7 +12,6 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-import asyncpg
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -26,6 +25,7 @@ from tests.ingestion.support import P, request, signed_headers, write_project
 from tests.loopback import ThreadedServer
 from tests.runtime.daemon_support import A44, ServeProcess, call, wait_until
 from tests.runtime.engine_support import workflow
+from tests.runtime.pg import query as sql
 
 SYSTEM = ("automation_dlq_depth", "automation_oldest_message_age_seconds", "automation_queue_waiting",
           "automation_runs", "automation_lease_reclaim", "automation_step_attempts", "automation_step_retries",
@@ -49,18 +49,6 @@ class Upstream(ThreadedServer):
         if kind == "bad" or (kind == "flaky" and self.hits[f"{kind}:{key}"] == 1):
             return web.json_response({"no": True}, status=400 if kind == "bad" else 503)
         return web.json_response({"ok": True})
-
-
-async def _sql(url: str, query: str, *args):
-    conn = await asyncpg.connect(url)
-    try:
-        return await conn.fetch(query, *args)
-    finally:
-        await conn.close()
-
-
-def sql(url: str, query: str, *args):
-    return asyncio.run(_sql(url, query, *args))
 
 
 async def _setup(url: str, home: Path, up: Upstream) -> None:

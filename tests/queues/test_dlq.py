@@ -3,7 +3,6 @@ diagnostics, bad input that changes nothing, and a redriven message that fails a
 
 from __future__ import annotations
 
-import asyncio
 import time
 from datetime import timedelta
 

@@ -5,6 +5,8 @@ migrated once, and a fresh database per test cloned from it (`CREATE DATABASE ..
 `A44_TEST_DATABASE_URL` (a URL to a maintenance database such as `postgres` on any PostgreSQL >= 14) uses that
 server instead; the test databases are created and dropped there.
 
+Helper: query(url, sql, *args) -> rows, on a connection of its own.
+
 Fixtures:
   pg_admin_url  session  URL of the maintenance database
   pg_url        test     URL of this test's own migrated database (the control store)
@@ -33,6 +35,19 @@ from anthares44.automation.clock import ManualClock
 from anthares44.automation.errors import A44Error
 from anthares44.automation.runtime.embedded import EmbeddedServer, free_port
 from anthares44.automation.runtime.store import Store
+
+
+def query(url: str, sql: str, *args) -> list:
+    """Rows of one statement on its own connection to `url`: what a test reads back from a database a daemon
+    subprocess wrote to (outside any test event loop)."""
+    async def run():
+        conn = await asyncpg.connect(url)
+        try:
+            return await conn.fetch(sql, *args)
+        finally:
+            await conn.close()
+
+    return asyncio.run(run())
 
 
 def with_database(url: str, database: str) -> str:

@@ -14,7 +14,7 @@ from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.runtime.embedded import EmbeddedServer, free_port
 from anthares44.automation.runtime.store import Store
 from tests.runtime.daemon_support import EFFECTS_DDL, FarSide, ServeProcess, http_sql_workflow, wait_until
-from tests.runtime.pg import _admin
+from tests.runtime.pg import _admin, query
 
 
 async def _setup(url: str, ir, n: int, home: Path, app_url: str) -> list[str]:
@@ -40,14 +40,6 @@ async def _states(url: str, run_ids) -> dict[str, str]:
         await conn.close()
 
 
-async def _query(url: str, sql: str, *args):
-    conn = await asyncpg.connect(url)
-    try:
-        return await conn.fetch(sql, *args)
-    finally:
-        await conn.close()
-
-
 def test_kill_9_mid_step_then_another_daemon_completes_the_run(pg_url, app_url, tmp_path):
     far = FarSide()
     ir = http_sql_workflow(far)
@@ -69,17 +61,17 @@ def test_kill_9_mid_step_then_another_daemon_completes_the_run(pg_url, app_url, 
     assert far.count("/ok/first") == 1                    # completed before the crash: ran exactly once
     assert 1 <= far.count("/hold/middle") <= 2            # interrupted: at most twice
     assert {k for (p, k) in far.hits if p == "/hold/middle"} == {f"{run_id}:middle"}
-    effects = asyncio.run(_query(app_url, "select step_id from effects where run_id = $1", run_id))
+    effects = query(app_url, "select step_id from effects where run_id = $1", run_id)
     assert [r["step_id"] for r in effects] == ["effect"]
-    rows = asyncio.run(_query(pg_url, "select step_id, attempt, status, worker_id from automation.step_attempts "
-                                      "where run_id = $1 order by started_at, attempt", run_id))
+    rows = query(pg_url, "select step_id, attempt, status, worker_id from automation.step_attempts "
+                         "where run_id = $1 order by started_at, attempt", run_id)
     by_step = {}
     for r in rows:
         by_step.setdefault(r["step_id"], []).append((r["status"], r["worker_id"]))
     assert by_step["first"] == [("succeeded", "first")]
     assert by_step["middle"] == [("lease_expired", "first"), ("succeeded", "second")]
     assert by_step["effect"] == [("succeeded", "second")] and by_step["done"] == [("succeeded", "second")]
-    run = asyncio.run(_query(pg_url, "select lease_reclaims from automation.runs where run_id = $1", run_id))
+    run = query(pg_url, "select lease_reclaims from automation.runs where run_id = $1", run_id)
     assert run[0]["lease_reclaims"] == 1
 
 
@@ -104,7 +96,7 @@ def test_database_restart_under_load_loses_no_run(tmp_path):
         server.start(port, wait_s=20)
         wait_until(lambda: set(asyncio.run(_states(url, run_ids)).values()) == {"succeeded"}, 60,
                    "every run to complete after the restart", interval=0.5)
-        effects = asyncio.run(_query(app_url, "select run_id from effects where step_id = 'effect'"))
+        effects = query(app_url, "select run_id from effects where step_id = 'effect'")
         assert sorted(r["run_id"] for r in effects) == sorted(run_ids)      # each effect exactly once
         assert far.count("/ok/first") >= 30
         assert "E_DB_UNAVAILABLE" in daemon.output()      # the daemon did see the database go away

@@ -7,7 +7,8 @@ import time
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.runtime.store import Store
 from tests.runtime.daemon_support import FarSide, ServeProcess, http_sql_workflow, wait_until
-from tests.runtime.test_crash import _query, _setup, _states
+from tests.runtime.pg import query
+from tests.runtime.test_crash import _setup, _states
 
 
 def test_sigterm_finishes_the_step_in_flight_releases_and_exits_0(pg_url, app_url, tmp_path):
@@ -22,19 +23,19 @@ def test_sigterm_finishes_the_step_in_flight_releases_and_exits_0(pg_url, app_ur
         t0 = time.monotonic()
         assert daemon.term(timeout=15) == 0, daemon.output()
         assert time.monotonic() - t0 < 5
-        run = asyncio.run(_query(pg_url, "select state, lease_owner, next_wake_at from automation.runs "
-                                         "where run_id = $1", run_id))[0]
+        run = query(pg_url, "select state, lease_owner, next_wake_at from automation.runs where run_id = $1",
+                    run_id)[0]
         assert run["state"] == "pending" and run["lease_owner"] is None and run["next_wake_at"] is not None
-        middle = asyncio.run(_query(pg_url, "select status from automation.step_attempts where run_id = $1 "
-                                            "and step_id = 'middle'", run_id))
+        middle = query(pg_url, "select status from automation.step_attempts where run_id = $1 "
+                               "and step_id = 'middle'", run_id)
         assert [r["status"] for r in middle] == ["succeeded"]      # finished and recorded before exiting
         assert "stopped worker=graceful" in daemon.output()
         # another daemon takes over at once (released, not expired: no reclaim) and does not repeat `middle`
         nxt = ServeProcess(pg_url, tmp_path, worker_id="next", lease="30s", app_url=app_url)
         wait_until(lambda: asyncio.run(_states(pg_url, [run_id]))[run_id] == "succeeded", 20, "the run to finish")
         assert far.count("/hold/middle") == 1
-        reclaims = asyncio.run(_query(pg_url, "select lease_reclaims from automation.runs where run_id = $1",
-                                      run_id))[0]["lease_reclaims"]
+        reclaims = query(pg_url, "select lease_reclaims from automation.runs where run_id = $1",
+                         run_id)[0]["lease_reclaims"]
         assert reclaims == 0
     finally:
         daemon.stop()

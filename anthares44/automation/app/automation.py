@@ -14,7 +14,6 @@ Everything here goes through the `Store` (the only code that speaks SQL); waitin
 from __future__ import annotations
 
 import asyncio
-import difflib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, AsyncIterator
@@ -23,6 +22,7 @@ from ..durations import parse_duration
 from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, E_INVALID_ARGUMENT, A44Error
 from ..runtime.store import RunPage
 from ..settings import DEFAULT_PROJECT, Settings
+from ..suggestions import closest
 from ..tracing import Parent
 from .views import attempt_view, event_view, run_view
 from .watch import SAFETY_RECHECK_S, RunListener
@@ -61,10 +61,6 @@ def require_idempotency_key(key: str | None) -> str:
                             "the same K within 24 h returns the original run")
     return str(key)
 
-
-def _did_you_mean(word: str, candidates) -> str | None:
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.5)
-    return f"did you mean {close[0]!r}?" if close else None
 
 
 async def render_partition_key(ir: dict, input: Any) -> str | None:
@@ -217,8 +213,9 @@ class Automation:
 
         if state is not None and state not in RUN_STATES:
             known = f"known states: {', '.join(RUN_STATES)}"
-            close = _did_you_mean(state, RUN_STATES)
-            raise InvalidArgument(f"unknown run state {state!r}", hint=f"{close} {known}" if close else known)
+            close = closest(state, RUN_STATES, 0.5)
+            raise InvalidArgument(f"unknown run state {state!r}",
+                                  hint=f"did you mean {close!r}? {known}" if close else known)
         if limit < 0 or offset < 0:
             raise InvalidArgument("limit and offset must not be negative")
         if since is not None and not isinstance(since, datetime):

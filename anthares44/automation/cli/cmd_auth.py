@@ -15,19 +15,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .output import EXIT_OK, EXIT_USAGE, exit_code, json_document, print_error, settings_of, usage_error, write
+from .output import (EXIT_OK, EXIT_USAGE, ArgParser, exit_code, json_document, print_error, settings_of, usage_error,
+                     write)
 
 
 def add_group(top) -> None:
-    from .main import _Parser
-
     auth = top.add_parser("auth", help="API tokens and CLI credentials", description=__doc__,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    verbs = auth.add_subparsers(dest="auth_verb", metavar="VERB", parser_class=_Parser)
+    verbs = auth.add_subparsers(dest="auth_verb", metavar="VERB", parser_class=ArgParser)
     verbs.required = True
 
     token = verbs.add_parser("token", help="create, list or revoke API tokens")
-    tverbs = token.add_subparsers(dest="token_verb", metavar="VERB", parser_class=_Parser)
+    tverbs = token.add_subparsers(dest="token_verb", metavar="VERB", parser_class=ArgParser)
     tverbs.required = True
     create = tverbs.add_parser("create", help="create a token (shown once)")
     create.add_argument("--name", required=True)

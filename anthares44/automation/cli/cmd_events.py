@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .output import (EXIT_OK, EXIT_USAGE, add_common_options, add_target_options, json_document, run_api, table,
+from .output import (EXIT_OK, add_common_options, add_target_options, json_document, run_api, table,
                      usage_error, when, write)
 
 

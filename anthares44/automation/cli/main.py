@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from .output import ArgParser, exit_code, print_error
+
 # verb -> module under anthares44.automation.cli; order is the order shown in --help.
 VERBS: dict[str, str] = {
     "lint": "cmd_lint",
@@ -38,20 +40,12 @@ VERBS: dict[str, str] = {
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on usage errors already; keep its message on stderr, prefixed like ours."""
-
-    def error(self, message: str):  # noqa: D401
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"a44: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="a44", description="a44: durable workflow automation")
-    top = parser.add_subparsers(dest="group", metavar="GROUP", parser_class=_Parser)
+    parser = ArgParser(prog="a44", description="a44: durable workflow automation")
+    top = parser.add_subparsers(dest="group", metavar="GROUP", parser_class=ArgParser)
     top.required = True
     auto = top.add_parser("automation", help="compile, lint, publish and run workflows")
-    verbs = auto.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+    verbs = auto.add_subparsers(dest="verb", metavar="VERB", parser_class=ArgParser)
     verbs.required = True
     for verb, modname in VERBS.items():
         mod = importlib.import_module(f"anthares44.automation.cli.{modname}")
@@ -82,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except A44Error as exc:  # a verb that let a coded error through still prints it the one way
-        from .output import exit_code, print_error
-
         print_error(exc)
         return exit_code(exc)
     except Exception as exc:  # noqa: BLE001 - a bug of ours: say so plainly; the traceback only on request

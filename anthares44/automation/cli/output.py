@@ -14,6 +14,15 @@ from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Sequence, TextIO
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
+
+
+class ArgParser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors already; keep its message on stderr, prefixed like ours. Every parser and
+    sub-parser of the CLI is one of these (cli/main.py and the verb groups beside `automation`)."""
+
+    def error(self, message: str):  # noqa: D401
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"a44: error: {message}\n")
 FORMATS = ("text", "json")
 
 

@@ -7,7 +7,6 @@ Durations are kept as integer milliseconds after validation; their JSON Schema s
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, StrictBool, StrictInt, WithJsonSchema

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import secrets as _secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from ...errors import E_SECRET_ALREADY_SHOWN, E_TRIGGER_NOT_FOUND, A44Error

@@ -10,7 +10,7 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Callable
 
 from ...durations import parse_duration, parse_rate
 from ...errors import E_DLQ_FILTER, E_DLQ_NOT_FOUND, E_ENVELOPE_INVALID, E_INVALID_ARGUMENT, E_QUEUE_NOT_FOUND, A44Error
@@ -18,7 +18,6 @@ from .. import evaluation
 from ..ingestion.dead_letters import dead_letter
 from ..ingestion.ids import new_event_id
 from ..ingestion.runs import create_run_in
-from ..results import encode_json
 
 DEFAULT_QUEUE = "q_default"
 ENVELOPE_FIELDS = ("id", "type", "idempotency_key", "occurred_at", "data")
