@@ -27,7 +27,7 @@ from ..errors import (E_DB, E_DB_SCHEMA, E_IDEMPOTENCY_KEY_REQUIRED, E_RUN_NOT_F
                       E_WORKFLOW_NOT_FOUND, A44Error)
 from . import migrations
 from ..named_sql import Query
-from .queries import load_queries
+from .queries import load_migrations, load_queries
 from .results import ResultFiles, encode_json
 from .ulid import new_run_id
 
@@ -318,8 +318,6 @@ class Store:
 
     async def schema_info(self) -> dict:
         """Server version and migrations applied / pending, for `db status`."""
-        from .queries import load_migrations
-
         version = await self.fetchval("server_version")
         try:
             applied = [r["name"] for r in await self.fetch("migration_applied")]
