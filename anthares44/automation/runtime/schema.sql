@@ -231,6 +231,45 @@ CREATE TABLE automation.metric_counters (
     CONSTRAINT metric_counters_value_check CHECK ((value >= 0))
 );
 
+CREATE TABLE automation.notification_channels (
+    project_id text NOT NULL,
+    name text NOT NULL,
+    kind text NOT NULL,
+    config jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT notification_channels_kind_check CHECK ((kind = ANY (ARRAY['webhook'::text, 'slack'::text, 'email'::text])))
+);
+
+CREATE TABLE automation.notifications (
+    id bigint NOT NULL,
+    project_id text NOT NULL,
+    channel text NOT NULL,
+    idempotency_key text NOT NULL,
+    alert_id text,
+    kind text NOT NULL,
+    severity text NOT NULL,
+    payload jsonb NOT NULL,
+    state text DEFAULT 'pending'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone NOT NULL,
+    last_error text,
+    created_at timestamp with time zone NOT NULL,
+    delivered_at timestamp with time zone,
+    CONSTRAINT notifications_kind_check CHECK ((kind = ANY (ARRAY['firing'::text, 'update'::text, 'escalation'::text, 'resolved'::text, 'test'::text]))),
+    CONSTRAINT notifications_severity_check CHECK ((severity = ANY (ARRAY['p1'::text, 'p2'::text, 'p3'::text, 'p4'::text]))),
+    CONSTRAINT notifications_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text])))
+);
+
+ALTER TABLE automation.notifications ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME automation.notifications_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE automation.queues (
     project_id text NOT NULL,
     queue_id text NOT NULL,
@@ -477,6 +516,15 @@ ALTER TABLE ONLY automation.metric_attempts
 ALTER TABLE ONLY automation.metric_counters
     ADD CONSTRAINT metric_counters_pkey PRIMARY KEY (name, labels);
 
+ALTER TABLE ONLY automation.notification_channels
+    ADD CONSTRAINT notification_channels_pkey PRIMARY KEY (project_id, name);
+
+ALTER TABLE ONLY automation.notifications
+    ADD CONSTRAINT notifications_key_unique UNIQUE (project_id, idempotency_key);
+
+ALTER TABLE ONLY automation.notifications
+    ADD CONSTRAINT notifications_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY automation.queues
     ADD CONSTRAINT queues_pkey PRIMARY KEY (project_id, queue_id);
 
@@ -523,6 +571,10 @@ CREATE INDEX events_project_received_idx ON automation.events USING btree (proje
 CREATE INDEX events_project_type_idx ON automation.events USING btree (project_id, type, received_at DESC);
 
 CREATE INDEX idempotency_keys_created_idx ON automation.idempotency_keys USING btree (created_at);
+
+CREATE INDEX notifications_alert_idx ON automation.notifications USING btree (alert_id, id) WHERE (alert_id IS NOT NULL);
+
+CREATE INDEX notifications_due_idx ON automation.notifications USING btree (next_attempt_at) WHERE (state = 'pending'::text);
 
 CREATE INDEX run_events_run_idx ON automation.run_events USING btree (run_id, id);
 
