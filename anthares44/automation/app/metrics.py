@@ -143,7 +143,8 @@ async def flush_counters(store) -> int:
 
 class Flusher:
     """Flushes this process's counters every `interval` seconds while it runs, and once more on `stop()` (which must
-    come while the store is still open). Started by each HTTP plane, and by a daemon that has none."""
+    come while the store is still open); each flush also folds the finished attempts' deltas into their rollup.
+    Started by each HTTP plane, and by a daemon that has none."""
 
     def __init__(self, store, interval: float = FLUSH_INTERVAL_S):
         self.store, self.interval = store, interval
@@ -161,6 +162,7 @@ class Flusher:
     async def _flush(self, failure: str) -> None:
         try:
             await flush_counters(self.store)
+            await system_metrics.fold_attempts(self.store)
         except Exception as exc:  # noqa: BLE001 - a failed flush keeps the counts in memory: it must not stop anything
             log.warning("%s: %s", failure, exc)
 

@@ -34,21 +34,43 @@ $$;
 CREATE FUNCTION automation.metric_attempt_finished() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
-declare
-    d float8;
 begin
     if new.status = 'running' or (tg_op = 'UPDATE' and old.status <> 'running') then
         return null;
     end if;
-    d := greatest(extract(epoch from new.finished_at - new.started_at), 0);
-    insert into automation.metric_attempts as m (project_id, workflow_id, step_id, kind, status, bucket, shard,
-                                                 attempts, retries, seconds)
-    select new.project_id, r.workflow_id, new.step_id, new.kind, new.status, automation.metric_bucket(d),
-           hashtext(new.run_id) & 7, 1, (new.attempt > 1)::integer, d
-    from automation.runs r where r.run_id = new.run_id
-    on conflict (project_id, workflow_id, step_id, kind, status, bucket, shard) do update
-        set attempts = m.attempts + 1, retries = m.retries + excluded.retries, seconds = m.seconds + excluded.seconds;
+    insert into automation.metric_attempt_deltas (project_id, run_id, step_id, kind, status, retry, seconds)
+    values (new.project_id, new.run_id, new.step_id, new.kind, new.status, new.attempt > 1,
+            greatest(extract(epoch from new.finished_at - new.started_at), 0));
     return null;
+end
+$$;
+
+CREATE FUNCTION automation.metric_attempts_fold() RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+declare
+    moved bigint;
+begin
+    if not pg_try_advisory_xact_lock(hashtext('a44.automation.metric_attempts.fold')) then
+        return null;
+    end if;
+    with d as (
+        delete from automation.metric_attempt_deltas returning *
+    ), rolled as (
+        insert into automation.metric_attempts as m (project_id, workflow_id, step_id, kind, status, bucket, shard,
+                                                     attempts, retries, seconds)
+        select d.project_id, coalesce(r.workflow_id, ''), d.step_id, d.kind, d.status,
+               automation.metric_bucket(d.seconds), 0, count(*), count(*) filter (where d.retry), sum(d.seconds)
+        from d left join automation.runs r on r.run_id = d.run_id
+        group by 1, 2, 3, 4, 5, 6
+        order by 1, 2, 3, 4, 5, 6
+        on conflict (project_id, workflow_id, step_id, kind, status, bucket, shard) do update
+            set attempts = m.attempts + excluded.attempts, retries = m.retries + excluded.retries,
+                seconds = m.seconds + excluded.seconds
+        returning 1
+    )
+    select count(*) into moved from d;
+    return moved;
 end
 $$;
 
@@ -208,6 +230,16 @@ CREATE TABLE automation.idempotency_keys (
     key text NOT NULL,
     run_id text NOT NULL,
     created_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.metric_attempt_deltas (
+    project_id text NOT NULL,
+    run_id text NOT NULL,
+    step_id text NOT NULL,
+    kind text NOT NULL,
+    status text NOT NULL,
+    retry boolean NOT NULL,
+    seconds double precision NOT NULL
 );
 
 CREATE TABLE automation.metric_attempts (

@@ -3,8 +3,9 @@ scrape time (queries/metrics.sql), and adding a process's in-memory counters to 
 
 Every process that reads them gets the same numbers and none resets on restart: depths, ages, runs by state and
 lease re-grants are derived from rows that exist anyway (a re-grant is `runs.lease_reclaims`, written by the
-claim); finished attempts from the rollup a trigger keeps as they finish (migration 0009: aggregating the whole log
-at each scrape costs seconds); what no row records (webhook rejections, dropped filter misses) is a counter row,
+claim); finished attempts from the rollup of migration 0010 (aggregating the whole log at each scrape costs
+seconds) plus the deltas its trigger appends as they finish and `fold_attempts` moves into it (migration 0012, so a
+finish costs one heap insert); what no row records (webhook rejections, dropped filter misses) is a counter row,
 flushed in one batched upsert a second.
 """
 
@@ -67,3 +68,8 @@ async def flush(store, counters: Counters = COUNTERS) -> int:
         counters.give_back(taken)
         raise
     return len(taken)
+
+
+async def fold_attempts(store) -> int | None:
+    """Move the finished attempts' deltas into the rollup; how many moved, None if another process is folding."""
+    return await store.fetchval("metrics_attempts_fold")

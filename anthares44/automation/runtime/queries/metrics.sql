@@ -36,11 +36,22 @@ group by 1, 2, 3
 order by 1, 2, 3;
 
 -- name: metrics_attempts
--- purpose: finished step attempts per project, workflow, step, kind, status and duration bucket (how many bounds of metric_duration_bounds() lie below): attempts, retries (attempt > 1), summed seconds, from the rollup the step_attempts trigger keeps
+-- purpose: finished step attempts per project, workflow, step, kind, status and duration bucket (how many bounds of metric_duration_bounds() lie below): attempts, retries (attempt > 1), summed seconds, from the rollup plus the deltas not folded into it yet
 select project_id, workflow_id, step_id, kind, status, bucket, sum(attempts)::bigint as attempts,
        sum(retries)::bigint as retries, sum(seconds)::float8 as seconds
-from automation.metric_attempts
+from (
+    select project_id, workflow_id, step_id, kind, status, bucket, attempts, retries, seconds
+    from automation.metric_attempts
+    union all
+    select d.project_id, coalesce(r.workflow_id, ''), d.step_id, d.kind, d.status,
+           automation.metric_bucket(d.seconds), 1, d.retry::integer, d.seconds
+    from automation.metric_attempt_deltas d left join automation.runs r on r.run_id = d.run_id
+) a
 group by 1, 2, 3, 4, 5, 6;
+
+-- name: metrics_attempts_fold
+-- purpose: move the finished attempts' deltas into the rollup (one folder at a time); how many moved, null when another session is folding
+select automation.metric_attempts_fold();
 
 -- name: metrics_duration_bounds
 -- purpose: the upper bounds (seconds) of the step-duration histogram's buckets
