@@ -153,6 +153,7 @@ E_STORAGE_NOT_FOUND = _code("E_STORAGE_NOT_FOUND", False, "no object has that ke
 E_INVALID_ARGUMENT = _code("E_INVALID_ARGUMENT", False, "an argument or request field is missing or malformed",
                            http=400, exit=EXIT_USAGE)
 E_BAD_INPUT = _code("E_BAD_INPUT", False, "an input line or value could not be read", http=400, exit=EXIT_USAGE)
+E_FILE_ACCESS = _code("E_FILE_ACCESS", False, "a file the command reads or writes cannot be accessed")
 E_BODY_TOO_LARGE = _code("E_BODY_TOO_LARGE", False,
                          "the request body is over the endpoint's limit (webhooks 1 MB, the REST API 8 MB)", http=413)
 E_METHOD_NOT_ALLOWED = _code("E_METHOD_NOT_ALLOWED", False,

@@ -111,7 +111,7 @@ def test_usage_errors_exit_2_in_process(argv, stub_linter, capsys):
     with pytest.raises(SystemExit) as exc:
         cli_main.main(argv)
     assert exc.value.code == 2
-    assert "a44: error:" in capsys.readouterr().err
+    assert "E_INVALID_ARGUMENT " in capsys.readouterr().err
     assert "paths" not in stub_linter  # the linter never ran
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from anthares44.automation.cli.main import main
 from anthares44.automation.compiler.models.queues import Queue
@@ -25,9 +26,11 @@ def test_cli_dlq_and_queues(store, aio, pg_url, monkeypatch, capsys):
     text = capsys.readouterr().out
     shown.append(text)
     assert "E_ENVELOPE_INVALID" in text
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ", text) and "+00:00" not in text   # one instant format
     assert main(["automation", "dlq", "show", dl_id, "--with-attempts", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["envelope"] == '{"broken' and doc["error_code"] == "E_ENVELOPE_INVALID"
+    assert doc["created_at"].endswith("Z") and doc["redriven_at"] is None
     assert main(["automation", "dlq", "redrive", "q_invoice_settle", "--filter", "error_code == 'E_UPSTREAM_503'",
                  "--rate", "20/s", "--max", "5000"]) == 0
     text = capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""`a44 auth ...`: API tokens for the REST API (§17) and the credentials the CLI uses against a remote daemon.
+"""`a44 auth ...`: API tokens for the REST API and the credentials the CLI uses against a remote daemon.
 
     a44 auth token create --name N --scope automation:write --expires 30d --allow-cidr 203.0.113.0/24
     a44 auth token list | revoke TOKEN_ID

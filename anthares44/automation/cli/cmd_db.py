@@ -13,7 +13,7 @@ import json
 import sys
 
 from ..redact import redact_url
-from .output import settings_of
+from .output import FORMATS, settings_of
 
 EXIT_OK, EXIT_ERROR, EXIT_STOPPED = 0, 1, 3
 
@@ -23,16 +23,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                               description=__doc__)
     actions = p.add_subparsers(dest="db_action", metavar="ACTION", parser_class=type(p))
     actions.required = True
-    actions.add_parser("start", help="start the embedded PostgreSQL under $A44_HOME (no-op if running)")
-    actions.add_parser("stop", help="stop the embedded PostgreSQL")
+    start = actions.add_parser("start", help="start the embedded PostgreSQL under $A44_HOME (no-op if running)")
+    stop = actions.add_parser("stop", help="stop the embedded PostgreSQL")
     st = actions.add_parser("status", help="which database, reachable or not, migrations applied")
-    st.add_argument("--format", choices=("text", "json"), default="text")
     url = actions.add_parser("url", help="print the URL of the database in use (psql \"$(a44 automation db url)\")")
     url.add_argument("--app", action="store_true",
                      help="the application database instead, where workflow SQL runs (sql/execute)")
     mg = actions.add_parser("migrate", help="apply pending migrations and create partitions ahead")
-    mg.add_argument("--format", choices=("text", "json"), default="text")
+    for action in (start, stop, st, url, mg):
+        action.add_argument("--format", "-f", choices=FORMATS, default="text", help="output format (default: text)")
     return p
+
+
+def _say(args, text: str, doc: dict) -> int:
+    print(json.dumps(doc) if args.format == "json" else text)
+    return EXIT_OK
 
 
 def run(args) -> int:
@@ -51,13 +56,13 @@ def _start(args) -> int:
 
     env = settings_of(args)
     if env.database_url:
-        print(f"A44_DATABASE_URL is set ({redact_url(env.database_url)}); there is no embedded server to start")
-        return EXIT_OK
+        return _say(args, f"A44_DATABASE_URL is set ({redact_url(env.database_url)}); there is no embedded server "
+                          f"to start", {"kind": "external", "url": redact_url(env.database_url), "started": False})
     local = LocalDatabase.of(env)
     local.start()
     st = local.status()
-    print(f"embedded PostgreSQL running on 127.0.0.1:{st.port} (pid {st.pid}, data {st.data_dir})")
-    return EXIT_OK
+    return _say(args, f"embedded PostgreSQL running on 127.0.0.1:{st.port} (pid {st.pid}, data {st.data_dir})",
+                {"kind": "embedded", "running": True, "port": st.port, "pid": st.pid, "data_dir": str(st.data_dir)})
 
 
 def _stop(args) -> int:
@@ -65,11 +70,11 @@ def _stop(args) -> int:
 
     env = settings_of(args)
     if env.database_url:
-        print("A44_DATABASE_URL is set; a44 does not manage that server")
-        return EXIT_OK
-    local = LocalDatabase.of(env)
-    print("embedded PostgreSQL stopped" if local.stop() else "embedded PostgreSQL was not running")
-    return EXIT_OK
+        return _say(args, "A44_DATABASE_URL is set; a44 does not manage that server",
+                    {"kind": "external", "stopped": False})
+    stopped = LocalDatabase.of(env).stop()
+    return _say(args, "embedded PostgreSQL stopped" if stopped else "embedded PostgreSQL was not running",
+                {"kind": "embedded", "stopped": stopped})
 
 
 def _url(args) -> int:
@@ -77,15 +82,14 @@ def _url(args) -> int:
     from ..runtime.database import resolve_app_url, resolve_url
 
     if not args.app:
-        print(resolve_url(settings_of(args), start=True))
-        return EXIT_OK
+        found = resolve_url(settings_of(args), start=True)
+        return _say(args, found, {"url": found})
     url = resolve_app_url(settings_of(args), start=True)
     if url is None:
         raise A44Error(E_SQL_NO_DATABASE, "A44_DATABASE_URL names an external control store and "
                                           "A44_APP_DATABASE_URL is not set: there is no application database",
                        hint="set A44_APP_DATABASE_URL to a PostgreSQL database for workflow SQL (docs/store.md)")
-    print(url)
-    return EXIT_OK
+    return _say(args, url, {"url": url})
 
 
 def _status(args) -> int:

@@ -1,5 +1,5 @@
 """`a44 automation dlq list [Q] [--limit N] | stats Q [--since 24h] | show ID [--with-attempts] | redrive Q
-[--filter CEL] [--rate 20/s] [--max N] [--dry-run]` — the dead-letter queue (§10.3, §10.4, docs/queues.md): every
+[--filter CEL] [--rate 20/s] [--max N] [--dry-run]` — the dead-letter queue (docs/queues.md): every
 dead letter, whether a run failed for good, an envelope was invalid or an event was older than its trigger's maxAge.
 
     a44 automation dlq list --limit 20
@@ -78,7 +78,7 @@ async def _dlq(auto, args) -> int:
                   + "\n")
             if doc["by_error_code"]:
                 write(table(["error_code", "count", "waiting", "first_seen", "last_seen"],
-                            [[g["error_code"], g["count"], g["waiting"], g["first_seen"], g["last_seen"]]
+                            [[g["error_code"], g["count"], g["waiting"], when(g["first_seen"]), when(g["last_seen"])]
                              for g in doc["by_error_code"]]))
             return EXIT_OK
         if args.dlq_cmd == "show":
@@ -88,16 +88,16 @@ async def _dlq(auto, args) -> int:
                 return EXIT_OK
             e = doc["last_error"]
             write(f"{doc['dead_letter_id']}  queue {doc['queue']}  workflow {doc['workflow_id'] or '-'}  "
-                  f"deliveries {doc['attempts']}  {doc['created_at']}\n")
+                  f"deliveries {doc['attempts']}  {when(doc['created_at'])}\n")
             write(f"last error: {e['code']} {e['message'] or ''}" + (f" (step {e['step']})" if e["step"] else "") + "\n")
             if doc["redriven_at"]:
-                write(f"redriven at {doc['redriven_at']} as {doc['redriven_run_id'] or '-'}\n")
+                write(f"redriven at {when(doc['redriven_at'])} as {doc['redriven_run_id'] or '-'}\n")
             write(f"envelope: {doc['envelope']}\n")
             for d in doc.get("history", []):
                 write(f"delivery {d['delivery']}  {d['run_id']}  {d['state']}  {d.get('error_code') or ''}\n")
                 for a in d["attempts"]:
                     write(f"  {a['step_id']:<20} {a['kind']:<12} #{a['attempt']:<3} {a['status']:<14} "
-                          f"{a.get('error_code') or '':<18} {a['started_at']}\n")
+                          f"{a.get('error_code') or '':<18} {when(a['started_at'])}\n")
             return EXIT_OK
         bar = ProgressBar("redriving")
         report = await q.dlq_redrive(args.queue, filter=args.filter, rate=args.rate, max=args.max,

@@ -1,4 +1,4 @@
-"""`a44 automation events publish|list|show`: the event bus of §8 (docs/events.md).
+"""`a44 automation events publish|list|show`: the event bus (docs/events.md).
 
     a44 automation events publish --type billing.refund.requested --data '{"amountCents": 900000}' \\
         --idempotency-key refund:rf_1:requested:v1 [--partition-key cust_4471] [--occurred-at ISO]

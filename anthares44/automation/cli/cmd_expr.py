@@ -13,6 +13,7 @@ import json
 import sys
 
 from ..errors import E_BAD_INPUT
+from .output import usage_error
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -104,22 +105,18 @@ def _run_jsonl() -> int:
 def run(args) -> int:
     if args.jsonl:
         if args.expr is not None or args.vars is not None:
-            print("a44: error: --jsonl reads expressions from stdin; give no EXPR or --vars", file=sys.stderr)
-            return EXIT_USAGE
+            return usage_error("--jsonl reads expressions from stdin; give no EXPR or --vars")
         return _run_jsonl()
     if args.expr is None:
-        print("a44: error: an expression is required (or --jsonl)", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error("an expression is required (or --jsonl)")
     variables = {}
     if args.vars is not None:
         try:
             variables = json.loads(args.vars)
         except ValueError as exc:
-            print(f"a44: error: --vars is not valid JSON: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            return usage_error(f"--vars is not valid JSON: {exc}")
         if not isinstance(variables, dict):
-            print("a44: error: --vars must be a JSON object", file=sys.stderr)
-            return EXIT_USAGE
+            return usage_error("--vars must be a JSON object")
     out, issues = _evaluate(args.expr, variables)
     if issues:
         _print_issues(args.expr, issues)

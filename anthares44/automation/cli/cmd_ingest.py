@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .output import settings_of
+from .output import settings_of, usage_error
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -66,8 +66,7 @@ def run(args) -> int:
     try:
         http = http_settings(args)
     except ValueError as exc:
-        print(f"a44: error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(str(exc))
     env = settings_of(args)
     return serve_http(ServeSettings(http=http, database_url=args.database_url or env.database_url, env=env), args,
                       announce="ingesting on {url}")

@@ -1,4 +1,4 @@
-"""`a44 automation logs RUN [--follow]`: the run's step attempts (§7.4), or, with `--follow`, its event stream.
+"""`a44 automation logs RUN [--follow]`: the run's step attempts, or, with `--follow`, its event stream.
 
 Without --follow, one row per attempt in the order they started (compensations are rows too, KIND
 `compensation`):

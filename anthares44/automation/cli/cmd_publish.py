@@ -1,4 +1,4 @@
-"""`a44 automation publish FILE...`: compile in publish mode and store each workflow's IR under its version (§3.8).
+"""`a44 automation publish FILE...`: compile in publish mode and store each workflow's IR under its version.
 
 Prints every diagnostic in the lint text format, then one line per workflow (`wf_x v3 created|unchanged|refused`,
 a refusal followed by the store's reason and hint). Exit 0 when nothing was refused, 1 when the compiler found an

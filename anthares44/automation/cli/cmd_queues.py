@@ -1,5 +1,5 @@
 """`a44 automation queues stats` — per queue: limits, runs in flight, waiting, age of the oldest waiting message,
-DLQ depth (§10, §16; docs/queues.md)."""
+DLQ depth (docs/queues.md)."""
 
 from __future__ import annotations
 

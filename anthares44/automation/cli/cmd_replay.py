@@ -1,6 +1,6 @@
 """`a44 automation replay RUN... | --state S --step S --since AGE --workflow WF  (--from-step S | --from-time T)`
 
-Re-executes terminal runs from a cut, reusing the results recorded before it (§13, docs/replay.md).
+Re-executes terminal runs from a cut, reusing the results recorded before it (docs/replay.md).
 `--from-step S` invalidates S and every step after it in the DAG; `--from-time T` (ISO 8601 or an age such as
 `2h`) invalidates the steps that finished after T. Earlier steps' results are read from the log. Each replayed
 run starts a new epoch: its earlier attempts stay in `logs`.

@@ -1,4 +1,4 @@
-"""`a44 automation run WF --input JSON --idempotency-key K [--wait] [--timeout 60s]`: start a manual run (§8.5).
+"""`a44 automation run WF --input JSON --idempotency-key K [--wait] [--timeout 60s]`: start a manual run.
 
 Prints `run_<ULID> created` at once (or `run_<ULID> deduplicated (key age 0.4s)` when the key was used in the last
 24 h: nothing is created). Execution is asynchronous; `--wait` then blocks until the run ends and prints how.

@@ -7,7 +7,7 @@ matches runs whose current or failed step it is, or that attempted it; `--since`
 Exit 0 (even when nothing matches), 1 database error, 2 usage error.
 
 `a44 automation runs resolve RUN --step S --outcome succeeded|failed|retry` settles an `exclusive` step whose lease
-expired (the run waits in `awaiting_confirmation` until a person says what happened, §7.3).
+expired (the run waits in `awaiting_confirmation` until a person says what happened).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add_common_options(p)
     add_target_options(p)
     actions = p.add_subparsers(dest="runs_action", metavar="ACTION", parser_class=type(p))
-    r = actions.add_parser("resolve", help="settle an exclusive step awaiting confirmation (§7.3)",
+    r = actions.add_parser("resolve", help="settle an exclusive step awaiting confirmation",
                            description="Tell the run what happened to an exclusive step whose lease expired: "
                                        "succeeded (its effect happened), failed (it did not: fail the step), "
                                        "retry (attempt it again).")

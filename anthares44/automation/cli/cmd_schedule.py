@@ -1,6 +1,6 @@
 """`a44 automation schedule preview FILE [--trigger ID] --from ISO --to ISO [--format json]`: every firing of the
 schedule triggers in FILE over a window (UTC instant, local time with offset, occurrence key, and whether the
-firing was shifted out of a DST gap or is the second instant of a fold), computed as the scheduler does (§11).
+firing was shifted out of a DST gap or is the second instant of a fold), computed as the scheduler does.
 
 `schedule occurrences [--trigger ID]` lists what the scheduler recorded in the database."""
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+from .output import usage_error
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -62,8 +64,7 @@ def _preview(args) -> int:
     try:
         previews = [preview(t, args.start, args.end) for t in triggers]
     except (ScheduleError, ValueError) as exc:
-        print(f"a44: error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(str(exc))
     if args.format == "json":
         print(json.dumps({"triggers": [p.to_dict() for p in previews]}, indent=2))
     else:

@@ -1,4 +1,4 @@
-"""The `a44 automation schema` verb: prints (or writes, or checks) the JSON Schemas editors use (§4.3).
+"""The `a44 automation schema` verb: prints (or writes, or checks) the JSON Schemas editors use.
 
 `--kind K` prints one kind's schema to stdout; `--write DIR` regenerates every kind's file in DIR (the committed
 `schemas/`); `--check DIR` exits 1 when the files in DIR are missing or stale, for CI and pre-commit.

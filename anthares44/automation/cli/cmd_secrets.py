@@ -1,4 +1,4 @@
-"""`a44 automation secrets set|list|rm|rotate-key`: the encrypted secret file `$A44_HOME/secrets.json` (§17).
+"""`a44 automation secrets set|list|rm|rotate-key`: the encrypted secret file `$A44_HOME/secrets.json`.
 
 `set NAME` reads the value from stdin (or `--file F`), never from the command line, where it would land in the shell
 history and the process list; one trailing newline is removed. Values are encrypted (AES-256-GCM) with the key in
@@ -25,14 +25,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s.add_argument("name", help="secret id, sec_...")
     s.add_argument("--file", metavar="F", help="read the value from this file instead of stdin")
     ls = verbs.add_parser("list", help="secret names (never values)")
-    ls.add_argument("--format", "-f", choices=FORMATS, default="text")
     rm = verbs.add_parser("rm", help="delete a secret")
     rm.add_argument("name")
     rot = verbs.add_parser("rotate-key", help="re-encrypt every secret with a new key; the old key is kept aside")
     given = rot.add_mutually_exclusive_group()
     given.add_argument("--key-file", metavar="F", help="the new key, 64 hex characters, from this file")
     given.add_argument("--key-stdin", action="store_true", help="the new key, 64 hex characters, from stdin")
+    for verb in (s, ls, rm, rot):
+        verb.add_argument("--format", "-f", choices=FORMATS, default="text", help="output format (default: text)")
     return parser
+
+
+def _done(args, text: str, doc: dict) -> None:
+    """What a changing verb did: on stderr as text (stdout stays empty for scripts), or one JSON object on stdout."""
+    if args.format == "json":
+        print(json.dumps(doc))
+    else:
+        print(text, file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             if not value:
                 return usage_error("the secret value is empty")
             f.set(args.name, value)
-            print(f"stored {args.name} in {f.path}", file=sys.stderr)
+            _done(args, f"stored {args.name} in {f.path}", {"stored": args.name, "file": str(f.path)})
         elif args.secrets_verb == "list":
             names = f.names()
             if args.format == "json":
@@ -69,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
             if not f.remove(args.name):
                 print(f"E_SECRET_NOT_FOUND no secret {args.name} in {f.path}", file=sys.stderr)
                 return EXIT_ERROR
+            _done(args, f"removed {args.name} from {f.path}", {"removed": args.name, "file": str(f.path)})
         elif args.secrets_verb == "rotate-key":
             new = None
             if args.key_file:
@@ -77,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
             elif args.key_stdin:
                 new = parse_key(sys.stdin.read(), "stdin")
             out = f.rotate_key(new)
+            if args.format == "json":
+                print(json.dumps({**out, "file": str(f.path), "key_file": str(f.key_path)}, default=str))
             print(f"re-encrypted {out['entries']} secret(s) in {f.path} with key {out['new_kid']} ({f.key_path})",
                   file=sys.stderr)
             if out["backup"]:
@@ -86,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
         print_error(exc)
         return EXIT_ERROR
     except OSError as exc:
-        print(f"a44: error: {exc}", file=sys.stderr)
+        from ..errors import E_FILE_ACCESS
+
+        print_error(A44Error(E_FILE_ACCESS, f"{exc.filename or 'a file'}: {exc.strerror or exc}",
+                             hint="check the path and its permissions"))
         return EXIT_ERROR
     return EXIT_OK

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from .cmd_ingest import add_host_argument, add_http_limit_arguments, http_settings, serve_http
-from .output import settings_of
+from .output import settings_of, usage_error
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -54,7 +54,6 @@ def run(args) -> int:
             grace=parse_duration(args.grace))
         http = http_settings(args)    # checked even without --http-port: a wrong flag is never silently unused
     except ValueError as exc:
-        print(f"a44: error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(str(exc))
     return serve_http(ServeSettings(worker=worker, http=http if args.http_port is not None else None,
                                     env=settings_of(args)), args)

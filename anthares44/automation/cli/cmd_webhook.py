@@ -1,4 +1,4 @@
-"""`a44 automation webhook secret|rotate|sign|send|list`: the signed webhooks of §9 (docs/webhooks.md).
+"""`a44 automation webhook secret|rotate|sign|send|list`: the signed webhooks (docs/webhooks.md).
 
     a44 automation webhook secret trg_erp_sync          # shows the secret once
     a44 automation webhook rotate trg_erp_sync          # new secret; the old one stays valid 48 h more

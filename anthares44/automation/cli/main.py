@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from .output import ArgParser, exit_code, print_error
+from .output import ArgParser, exit_code, print_error, usage_error
 
 # verb -> module under anthares44.automation.cli; order is the order shown in --help.
 VERBS: dict[str, str] = {
@@ -42,6 +42,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgParser(prog="a44", description="a44: durable workflow automation")
+    parser.add_argument("--version", action="version", version=f"a44 {version()}")
     top = parser.add_subparsers(dest="group", metavar="GROUP", parser_class=ArgParser)
     top.required = True
     auto = top.add_parser("automation", help="compile, lint, publish and run workflows")
@@ -51,9 +52,21 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f"anthares44.automation.cli.{modname}")
         sub = mod.add_parser(verbs)
         sub.set_defaults(_run=mod.run)
-    from . import cmd_auth  # `a44 auth ...`: API tokens and credentials, a group beside `automation`
+    from . import cmd_auth, cmd_completion  # groups beside `automation`: API tokens and credentials; completion
     cmd_auth.add_group(top)
+    cmd_completion.add_group(top)
     return parser
+
+
+def version() -> str:
+    """The installed distribution's version (importlib.metadata: no import of the package's heavy parts)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("anthares44-automation")
+    except PackageNotFoundError:   # run from a source tree that was never installed
+        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,8 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.settings = Settings.from_env()    # the one read of the environment (docs/settings.md)
     except ValueError as exc:
-        print(f"a44: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return usage_error(str(exc), "see docs/settings.md for every A44_* variable")
 
     try:
         return int(args._run(args) or 0)

@@ -9,6 +9,7 @@ elapsed before the run ended (as coreutils `timeout`).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Sequence, TextIO
@@ -17,12 +18,56 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
 
 
 class ArgParser(argparse.ArgumentParser):
-    """argparse exits 2 on usage errors already; keep its message on stderr, prefixed like ours. Every parser and
-    sub-parser of the CLI is one of these (cli/main.py and the verb groups beside `automation`)."""
+    """Every parser and sub-parser of the CLI (cli/main.py and the verb groups beside `automation`). A usage
+    error prints the usage, then the one error format of every verb (`E_INVALID_ARGUMENT message` + `hint:`, a
+    did-you-mean for a misspelt verb, choice or option) and exits 2."""
+
+    _innermost: "ArgParser | None" = None    # the last (sub)parser that parsed: whose options a misspelling meant
+
+    def parse_known_args(self, args=None, namespace=None):
+        ArgParser._innermost = self
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str):  # noqa: D401
+        verbs = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if (verbs is not None and message.startswith("the following arguments are required:")
+                and (verbs.metavar or verbs.dest) in message):
+            self.print_help(sys.stdout)   # `a44`, `a44 automation`, `a44 auth token`: what can follow
+            self.exit(EXIT_OK)
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"a44: error: {message}\n")
+        self.exit(EXIT_USAGE, _usage_text(message, _usage_hint(self, message)))
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
+_UNRECOGNIZED = re.compile(r"unrecognized arguments: (?P<words>.*)")
+
+
+def _usage_hint(parser: argparse.ArgumentParser, message: str) -> str | None:
+    from ..suggestions import closest
+
+    m = _INVALID_CHOICE.search(message)
+    if m:
+        choices = re.findall(r"'([^']*)'", m.group("choices"))
+        near = closest(m.group("word"), choices, 0.6)
+        return f"did you mean {near!r}?" if near else None
+    m = _UNRECOGNIZED.search(message)
+    if m:
+        verb = ArgParser._innermost or parser     # argparse reports them from the top parser, not the verb's
+        options = [o for a in verb._actions for o in a.option_strings if o.startswith("--")]
+        for word in m.group("words").split():
+            if word.startswith("--"):
+                near = closest(word.split("=", 1)[0], options, 0.6)
+                if near:
+                    return f"did you mean {near!r}?"
+    return None
+
+
+def _usage_text(message: str, hint: str | None) -> str:
+    from ..errors import E_INVALID_ARGUMENT
+
+    return f"{E_INVALID_ARGUMENT} {message}\n" + (f"hint: {hint}\n" if hint else "")
+
+
 FORMATS = ("text", "json")
 
 
@@ -68,9 +113,8 @@ def exit_code(exc) -> int:
 
 
 def usage_error(message: str, hint: str | None = None) -> int:
-    print(f"a44: error: {message}", file=sys.stderr)
-    if hint:
-        print(f"hint: {hint}", file=sys.stderr)
+    """Print a command-line mistake the one way (`E_INVALID_ARGUMENT message` + `hint:`); returns exit code 2."""
+    sys.stderr.write(_usage_text(message, hint))
     return EXIT_USAGE
 
 
@@ -110,10 +154,12 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
 
 
 # --- text ------------------------------------------------------------------------------------------------
-def when(value: datetime | None) -> str:
-    """`2026-07-19 14:02:11Z` (UTC, to the second) for tables; `-` when unset."""
-    if value is None:
+def when(value: datetime | str | None) -> str:
+    """`2026-07-19 14:02:11Z` (UTC, to the second) for tables, from a datetime or an ISO 8601 text; `-` when unset."""
+    if value is None or value == "":
         return "-"
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
     return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
 
 

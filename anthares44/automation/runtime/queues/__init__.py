@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Callable
 
 from ...durations import parse_duration, parse_rate
+from ...jsonenc import iso
 from ...errors import E_DLQ_FILTER, E_DLQ_NOT_FOUND, E_ENVELOPE_INVALID, E_INVALID_ARGUMENT, E_QUEUE_NOT_FOUND, A44Error
 from .. import evaluation
 from ..ingestion.dead_letters import dead_letter
@@ -153,8 +154,8 @@ async def dlq_stats(store, project: str, queue: str, since=None) -> dict:
     start = parse_since(since, now)
     rows = await store.fetch("dlq_stats", project=project, queue=queue, start=start)
     groups = [{"error_code": r["error_code"], "count": r["count"], "waiting": r["waiting"],
-               "first_seen": r["first_seen"].isoformat(), "last_seen": r["last_seen"].isoformat()} for r in rows]
-    return {"queue": queue, "since": start.isoformat() if since is not None else None,
+               "first_seen": iso(r["first_seen"]), "last_seen": iso(r["last_seen"])} for r in rows]
+    return {"queue": queue, "since": iso(start) if since is not None else None,
             "total": sum(g["count"] for g in groups), "by_error_code": groups}
 
 
@@ -162,16 +163,27 @@ def _row_view(r, *, with_attempts: bool) -> dict:
     d = {k: r[k] for k in ("dead_letter_id", "project_id", "queue", "trigger_id", "workflow_id", "event_id",
                            "run_id", "version", "partition_key", "error_code", "error_message", "step_id",
                            "attempts", "redrive_of", "redriven_run_id")}
-    d["created_at"] = r["created_at"].isoformat()
-    d["redriven_at"] = r["redriven_at"].isoformat() if r["redriven_at"] else None
+    d["created_at"] = iso(r["created_at"])
+    d["redriven_at"] = iso(r["redriven_at"]) if r["redriven_at"] else None
     d["envelope"] = r["envelope"]
     if r["envelope_bytes"] is not None:
         d["envelope_bytes_hex"] = bytes(r["envelope_bytes"]).hex()
     d["last_error"] = {"code": r["error_code"], "message": r["error_message"], "step": r["step_id"]}
     if with_attempts:
         h = r["history"]
-        d["history"] = json.loads(h) if isinstance(h, str) else (h or [])
+        d["history"] = [_history_z(delivery) for delivery in (json.loads(h) if isinstance(h, str) else (h or []))]
     return d
+
+
+def _history_z(delivery: dict) -> dict:
+    """A delivery of the stored history with its attempts' instants in the one format of every output (`Z`): the
+    history was written by PostgreSQL's jsonb, which says `+00:00`."""
+    def z(v):
+        return iso(datetime.fromisoformat(v)) if isinstance(v, str) else v
+
+    attempts = [{**a, **{k: z(a.get(k)) for k in ("started_at", "finished_at") if k in a}}
+                for a in delivery.get("attempts") or []]
+    return {**delivery, "attempts": attempts} if "attempts" in delivery else delivery
 
 
 async def dlq_show(store, project: str, dead_letter_id: str, *, with_attempts: bool = False) -> dict:
