@@ -68,6 +68,16 @@ def test_publish_prints_created_then_unchanged(db, capsys, wf_file):
     assert (code, out) == (0, "wf_demo_pass v1 unchanged\n")
 
 
+def test_publishing_a_queue_file_says_what_it_did(db, capsys, tmp_path):
+    path = tmp_path / "q.yaml"
+    path.write_text("- id: q_mail\n  maxConcurrency: 5\n")
+    code, out, err = cli(capsys, "publish", str(path))
+    assert (code, out) == (0, "q_mail (queue) created\n")
+    assert "1 queue in project pj_default" in err
+    path.write_text("- id: q_mail\n  maxConcurrency: 6\n")
+    assert cli(capsys, "publish", str(path))[1] == "q_mail (queue) updated\n"
+
+
 def test_publish_refusal_prints_reason_and_hint_and_exits_1(db, capsys, wf_file, tmp_path):
     cli(capsys, "publish", wf_file)
     changed = write_workflow(tmp_path / "changed", second="renamed")

@@ -53,6 +53,8 @@ def render_text(report, *, color_stream=None) -> str:
             out += f"  {wf.error.code} {wf.error.message}\n"
             if wf.error.hint:
                 out += f"  hint: {wf.error.hint}\n"
+    for queue_id, outcome in report.queues:
+        out += f"{queue_id} (queue) {outcome}\n"
     for trigger in report.stored_triggers:
         out += f"{trigger.trigger_id} ({trigger.type} trigger, {trigger.origin}) {trigger.outcome}\n"
         if trigger.secret_created:
@@ -65,5 +67,8 @@ def summary_line(report) -> str:
         return (f"publish refused: {report.errors} error{'s' if report.errors != 1 else ''} in "
                 f"{len(report.files)} file{'s' if len(report.files) != 1 else ''}; nothing was stored")
     counts = {o: sum(1 for w in report.workflows if w.outcome == o) for o in ("created", "unchanged", "refused")}
-    line = ", ".join(f"{n} {o}" for o, n in counts.items() if n) or "no workflow found"
+    line = ", ".join(f"{n} {o}" for o, n in counts.items() if n)
+    if report.queues:
+        line += ("; " if line else "") + f"{len(report.queues)} queue{'s' if len(report.queues) != 1 else ''}"
+    line = line or "no workflow found"
     return f"{line} in project {report.project}"
