@@ -112,7 +112,7 @@ def test_the_target_of_a_verb_comes_from_the_settings(tmp_path, monkeypatch):
                      project="pj_given")
     t = select_target(given)
     assert (t.url, t.token, t.project) == ("http://127.0.0.1:10", "a44_pat_given", "pj_given")
-    store_login(tmp_path, "pj_given", "http://127.0.0.1:11", "a44_pat_stored", default=True)
+    store_login(tmp_path, "pj_given", "http://127.0.0.1:11", "a44_pat_stored")
     assert select_target(home).token == "a44_pat_stored"          # the login stored in the settings' home
     local = select_target(Settings(home=str(tmp_path), database_url="postgresql://u:pw@127.0.0.1:9/db"))
     assert local.kind == "local" and "pw" not in local.describe() and "127.0.0.1:9/db" in local.describe()

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from anthares44.automation.runtime.ingestion.tokens import create_token
+from tests.runtime.pg import query
 from tests.runtime.test_api import write_workflow
 
 from .support import P, LiveServer, write_project
@@ -65,14 +66,15 @@ def test_remote_cli_end_to_end_and_identical_to_local(live, pg_url, tmp_path):
     cred = Path(remote["A44_HOME"]) / "credentials"
     assert stat.S_IMODE(cred.stat().st_mode) == 0o600
     assert json.loads(cred.read_text())["projects"][P] | {"saved_at": None} == {
-        "url": live.url, "token": token, "saved_at": None}
+        "url": live.url, "token": token, "saved_at": None, "default": True}
     assert token not in out.stdout + out.stderr
     status = a44(remote, "auth", "status")
     assert token not in status.stdout + status.stderr
     assert "cli" in status.stdout and "automation:write" in status.stdout and live.url in status.stdout
     doc = json.loads(a44(remote, "auth", "status", "--format", "json").stdout)
     assert doc["logins"][0]["token"]["scopes"] == ["automation:write"] and doc["logins"][0]["ok"]
-    assert doc["target"].startswith("local ")  # a login alone does not redirect the verbs (no --default)
+    assert doc["target"].startswith(f"remote {live.url} (project {P}")  # a login selects its project and server
+    assert "(selected)" in status.stdout
 
     # publish: the files' text is uploaded; the report names the local files
     proj = write_project(tmp_path / "proj")[0]
@@ -146,8 +148,10 @@ def test_read_only_token_is_refused_for_run(live, tmp_path):
     refused = a44(env, "automation", "run", "demo-pass", "-k", "k1", check=False)
     assert refused.returncode == 1
     lines = refused.stderr.splitlines()
-    assert lines[0] == "E_FORBIDDEN this API token lacks the automation:write scope"
-    assert lines[1].startswith("hint: ") and "automation:write" in lines[1] and "a44 auth login" in lines[1]
+    # the login redirected the verb: it says where it went before anything else
+    assert lines[0].startswith(f"a44: target: remote {live.url} (project {P};") and "a44 auth login" in lines[0]
+    assert lines[1] == "E_FORBIDDEN this API token lacks the automation:write scope"
+    assert lines[2].startswith("hint: ") and "automation:write" in lines[2] and "a44 auth login" in lines[2]
     assert refused.stdout == ""
 
 
@@ -196,13 +200,19 @@ def test_selection_rule(tmp_path):
     with pytest.raises(A44Error) as exc:
         pick(remote=True)
     assert exc.value.code == "E_NOT_LOGGED_IN"
-    store_login(home, P, "http://127.0.0.1:9", "a44_pat_t")
-    assert pick().kind == "local"                                  # a login alone changes nothing
+    assert pick().implicit
+    store_login(home, P, "http://127.0.0.1:9", "a44_pat_t", select=False)
+    assert pick().kind == "local"                                  # a login stored without selecting it
     t = pick(remote=True)                                          # the one stored login
     assert (t.kind, t.url, t.project, t.token) == ("remote", "http://127.0.0.1:9", P, "a44_pat_t")
-    store_login(home, P, "http://127.0.0.1:9", "a44_pat_t", default=True)
-    assert pick().remote and pick(P).remote
-    assert pick("pj_elsewhere").kind == "local"                   # the default login is for its project only
+    store_login(home, P, "http://127.0.0.1:9", "a44_pat_t")        # what `a44 auth login` does: selects it
+    assert pick().remote and pick(P).remote and pick().implicit and not pick(remote=True).implicit
+    with pytest.raises(A44Error) as exc:                            # never quietly to another project
+        pick("pj_elsewhere")
+    assert exc.value.code == "E_NOT_LOGGED_IN" and "pj_elsewhere" in exc.value.message
+    store_login(home, "pj_elsewhere", "http://127.0.0.1:12", "a44_pat_e", select=False)
+    assert (pick("pj_elsewhere").url, pick("pj_elsewhere").token) == ("http://127.0.0.1:12", "a44_pat_e")
+    assert pick().project == P                                     # the selection did not move
     assert pick(local=True).kind == "local"
     env["database_url"] = "postgresql://x@127.0.0.1/db"
     assert pick().kind == "local"                                  # the environment beats a stored default
@@ -219,3 +229,21 @@ def test_selection_rule(tmp_path):
     assert exc.value.code == "E_NOT_LOGGED_IN"
     env["api_token"] = "a44_pat_env"
     assert pick().token == "a44_pat_env"
+
+
+def test_login_selects_its_project_and_server_for_the_verbs_that_follow(live, pg_url, tmp_path):
+    """The manual's first lines: `a44 auth login --project P`, then `publish` with no flag lands in P on the
+    server the login named, and says so; after `logout` the verbs are local again."""
+    env = _env(tmp_path)
+    login = a44(env, "auth", "login", "--project", P, "--url", live.url, "--token", _token(live, ["automation:write"]))
+    assert f"the verbs that follow act on {P} at {live.url}" in login.stderr
+    wf = write_workflow(tmp_path / "wf")
+    pub = a44(env, "automation", "publish", wf)
+    assert pub.stderr.startswith(f"a44: target: remote {live.url} (project {P};")
+    assert "wf_demo_pass v1 created" in pub.stdout and f"in project {P}" in pub.stderr
+    rows = query(pg_url, "select project_id from automation.workflow_versions where workflow_id = 'wf_demo_pass'")
+    assert [r[0] for r in rows] == [P]
+    other = a44(env, "automation", "runs", "--project", "pj_default", check=False)   # not quietly elsewhere
+    assert other.returncode == 1 and other.stderr.startswith("E_NOT_LOGGED_IN project pj_default has no stored login")
+    out = a44(env, "auth", "logout")
+    assert "the verbs that follow use local the embedded database (project pj_default" in out.stderr

@@ -6,15 +6,19 @@ The file is JSON, one entry per project (what `a44 auth login` has always writte
     {"projects": {"pj_checkout_prod": {"url": "http://host:8044", "token": "a44_pat_...", "default": true,
                                        "saved_at": "2026-07-19T14:02:11Z"}}}
 
-Selection, first match wins (explicit beats implicit; a stored login alone never redirects a verb unless it was
-made with `--default`):
+Selection, first match wins (explicit beats implicit). Every `a44 auth login` selects its project and server for
+the verbs that follow, until `a44 auth logout` (the entry marked `"default": true`: the latest login):
 
 1. `--local`                      -> the database (A44_DATABASE_URL, else the embedded server);
 2. `--api-url URL` / `--remote`   -> the API at URL, else A44_API_URL, else the project's stored login;
 3. A44_API_URL set                -> the API there (refused if A44_DATABASE_URL is set too: say which);
 4. A44_DATABASE_URL set           -> the database;
-5. a login stored with --default  -> the API it names, for its project (no --project / A44_PROJECT, or that one);
+5. the selected login            -> the API it names, for its project; --project / A44_PROJECT naming another
+                                     project -> that project's stored login, else refused (E_NOT_LOGGED_IN): a
+                                     verb never lands quietly in another project or on another server;
 6. otherwise                      -> the database (embedded).
+
+A target chosen by rule 5 or 6 was implicit: the CLI says on stderr where the verb goes (`Target.implicit`).
 
 The token: A44_API_TOKEN, else the stored login of the project *for that same URL* (a token is never sent to a
 server it was not stored for). The variables come from the `Settings` the CLI read (`select_target(settings, ...)`),
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -72,16 +76,17 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def store_login(home: Path, project: str, url: str, token: str, *, default: bool = False) -> Path:
+def store_login(home: Path, project: str, url: str, token: str, *, select: bool = True) -> Path:
+    """Store `project`'s login; `select` (what `a44 auth login` does) makes it the one later verbs use."""
     creds = load_credentials(home)
     projects = creds.setdefault("projects", {})
-    if default:
+    if select:
         for entry in projects.values():
             if isinstance(entry, dict):
                 entry.pop("default", None)
     entry = {"url": normalize_url(url), "token": token,
              "saved_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    if default:
+    if select:
         entry["default"] = True
     projects[project] = entry
     return save_credentials(home, creds)
@@ -116,6 +121,7 @@ class Target:
     token_source: str | None = None
     project_explicit: bool = True   # remote: send A44-Project so a token of another project is refused
     database_url: str | None = None  # local: A44_DATABASE_URL (None: the embedded database)
+    implicit: bool = False          # chosen by a stored login or by default, not by a flag or a variable
 
     @property
     def remote(self) -> bool:
@@ -209,5 +215,12 @@ def select_target(settings: Settings, project: str | None = None, *, remote: str
     if found is not None:
         wanted = _env_project(project, settings)
         if wanted is None or wanted == found[0]:
-            return _remote(settings, found[1]["url"], found[0], "login stored with --default")
-    return local_target("no remote selected")
+            return replace(_remote(settings, found[1]["url"], found[0], "selected by `a44 auth login`"),
+                           implicit=True)
+        entry = load_credentials(home).get("projects", {}).get(wanted)
+        if isinstance(entry, dict) and entry.get("url"):
+            return replace(_remote(settings, entry["url"], wanted, f"the stored login of {wanted}"), implicit=True)
+        raise A44Error(E_NOT_LOGGED_IN, f"project {wanted} has no stored login; the selected login is "
+                                        f"{found[0]} at {found[1]['url']}",
+                       hint=f"a44 auth login --project {wanted}, or --local to use the database")
+    return replace(local_target("no login selected"), implicit=True)

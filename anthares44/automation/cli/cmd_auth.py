@@ -53,7 +53,7 @@ def add_group(top) -> None:
                             "database with automation:write, 30 days)")
     login.add_argument("--token-stdin", action="store_true", help="read the token from standard input")
     login.add_argument("--default", action="store_true",
-                       help="runtime verbs use this login without --remote (unless --local / A44_DATABASE_URL)")
+                       help="kept for older scripts: every login now selects its project for the verbs that follow")
     _common(login)
     login.set_defaults(_run=_login)
     logout = verbs.add_parser("logout", help="remove a stored login from $A44_HOME/credentials")
@@ -207,11 +207,10 @@ def _login(args) -> int:
         token = _with_store(body, args)
         if not isinstance(token, str):
             return token
-    path = store_login(_home(args), project, url, token, default=args.default)
+    path = store_login(_home(args), project, url, token)
     write(f"logged in to {project} at {url}; token stored in {path} (mode 0600)\n")
-    if args.default:
-        print(f"a44: runtime verbs now go to {url} for {project} unless --local or A44_DATABASE_URL says "
-              "otherwise", file=sys.stderr)
+    print(f"a44: the verbs that follow act on {project} at {url} (until `a44 auth logout`; --local for the "
+          "database)", file=sys.stderr)
     return EXIT_OK
 
 
@@ -235,6 +234,13 @@ def _logout(args) -> int:
         write("no stored login to remove\n")
         return EXIT_OK
     write("".join(f"logged out of {p} (token removed from {credentials_path(args)})\n" for p in gone))
+    from ..app.credentials import select_target
+    from ..errors import A44Error
+
+    try:
+        print(f"a44: the verbs that follow use {select_target(settings_of(args)).describe()}", file=sys.stderr)
+    except A44Error:
+        pass
     return EXIT_OK
 
 
@@ -281,7 +287,7 @@ def _status(args) -> int:
         rows = []
         for d in logins:
             tok = d["token"] or {}
-            rows.append((d["project"] + (" (default)" if d["default"] else ""), d["url"],
+            rows.append((d["project"] + (" (selected)" if d["default"] else ""), d["url"],
                          tok.get("name") if d["ok"] else d["error"]["code"], tok.get("token_id"),
                          ",".join(tok.get("scopes") or []) or None,
                          (when(tok.get("expires_at")) if tok.get("expires_at") else "never") if d["ok"] else None))

@@ -145,7 +145,9 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
 
             target = select_target(settings_of(args), args.project, remote=args.api_url or args.remote or None,
                                    local=args.local)
-            if args.verbose:
+            if args.verbose or (target.implicit and (target.remote or sys.stderr.isatty())):
+                # where a verb goes when nothing on its command line said: always when a stored login
+                # redirects it, on a terminal when it is the local default
                 print(f"a44: target: {target.describe()}", file=sys.stderr)
         return asyncio.run(main(target))
     except A44Error as exc:
