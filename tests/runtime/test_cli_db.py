@@ -144,3 +144,17 @@ def test_external_control_store_without_an_app_url_has_no_application_database()
     assert "A44_APP_DATABASE_URL" in out.stderr and ":pw@" not in out.stdout + out.stderr
     env["A44_APP_DATABASE_URL"] = "postgresql://app@db.internal:5432/app"
     assert a44("url", "--app", env=env).stdout.strip() == env["A44_APP_DATABASE_URL"]
+
+
+def test_a_fresh_home_answers_read_verbs_instead_of_a_schema_error(home_env):
+    def verb(*args):
+        return subprocess.run([sys.executable, "-m", "anthares44.automation", "automation", *args],
+                              capture_output=True, text=True, env=home_env, timeout=120)
+
+    runs = verb("runs", "--format", "json")
+    assert runs.returncode == 0, runs.stderr
+    assert '"total": 0' in runs.stdout and "E_DB_SCHEMA" not in runs.stderr
+    dlq = verb("dlq", "list")
+    assert dlq.returncode == 0 and "E_DB_SCHEMA" not in dlq.stderr, dlq.stderr
+    missing = verb("logs", "run_01J9XQ")
+    assert missing.returncode == 1 and missing.stderr.startswith("E_RUN_NOT_FOUND"), missing.stderr

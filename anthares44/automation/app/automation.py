@@ -110,7 +110,8 @@ class Automation:
     async def connect(cls, database_url: str | None = None, project: str | None = None, *, clock=None,
                       migrate: bool = False, pool_size: int = 4, settings: Settings | None = None) -> "Automation":
         """Connect to `database_url`, else A44_DATABASE_URL, else the embedded server (started if needed).
-        `migrate` applies pending migrations first (publish does, so a fresh embedded database just works).
+        `migrate` applies pending migrations first (publish does). The embedded database is always migrated: it
+        is this installation's own, so a fresh $A44_HOME answers every verb (`runs`: none yet), not E_DB_SCHEMA.
         `settings`: the environment's values; None reads them here, the Python API being an edge for embedders."""
         from ..paths import storage_root
         from ..runtime.database import resolve_url
@@ -121,7 +122,7 @@ class Automation:
         store = await Store.connect(url, clock=clock, min_size=1, max_size=max(2, pool_size),
                                     results_dir=storage_root(env.home))
         try:
-            if migrate:
+            if migrate or (database_url is None and not env.database_url):
                 await store.migrate()
         except BaseException:
             await store.close()
