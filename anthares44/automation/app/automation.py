@@ -205,6 +205,13 @@ class Automation:
         return run_view(row, self.store.clock.now(), detail=True)
 
     # --- runs (§6.2, §13) --------------------------------------------------------------------------------
+    async def daemon_presence(self):
+        """Whether a daemon serves this database now (runtime/engine/heartbeat.py): `Presence.warning()` is the
+        line a user whose runs would wait in `pending` needs."""
+        from ..runtime.engine.heartbeat import presence
+
+        return await presence(self.store)
+
     async def runs(self, state: str | None = None, workflow: str | None = None, step: str | None = None,
                    since: str | float | timedelta | datetime | None = None, limit: int = 50,
                    offset: int = 0) -> RunPage:

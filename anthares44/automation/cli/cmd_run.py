@@ -14,7 +14,8 @@ import json
 import sys
 
 from .output import (EXIT_ERROR, EXIT_OK, EXIT_TIMEOUT, add_common_options, add_target_options, exit_code,
-                     json_document, ms, print_error, run_api, usage_error, write)
+                     json_document, ms, print_error, run_api, usage_error, write,
+                     warn_without_daemon)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -78,6 +79,7 @@ async def _run(auto, args) -> int:
     handle = await auto.run(args.workflow, args.input_value, args.idempotency_key)
     if args.format == "text":
         write(started_line(handle))
+    await warn_without_daemon(auto)
     if not args.wait:
         if args.format == "json":
             write(json_document(handle.to_dict()))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from .output import (EXIT_OK, add_common_options, add_target_options, json_document, ms, run_api, table, when,
-                     write)
+                     warn_without_daemon, write)
 
 OUTCOMES = ("succeeded", "failed", "retry")
 
@@ -67,6 +67,8 @@ async def _list(auto, args) -> int:
         write(json_document(page.to_dict()))
     else:
         write(render_text(page))
+    if any(r["state"] == "pending" for r in page.runs):
+        await warn_without_daemon(auto)
     return EXIT_OK
 
 

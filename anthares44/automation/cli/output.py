@@ -155,6 +155,17 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
         return exit_code(exc)
 
 
+async def warn_without_daemon(auto) -> None:
+    """`a44: warning: no daemon is serving this database ...` on stderr when runs would wait for one. The REST API
+    is served by a running process, so a remote target is not checked."""
+    check = getattr(auto, "daemon_presence", None)
+    if check is None:
+        return
+    line = (await check()).warning()
+    if line:
+        print(f"a44: warning: {line}", file=sys.stderr)
+
+
 # --- text ------------------------------------------------------------------------------------------------
 def when(value: datetime | str | None) -> str:
     """`2026-07-19 14:02:11Z` (UTC, to the second) for tables, from a datetime or an ISO 8601 text; `-` when unset."""

@@ -169,6 +169,17 @@ CREATE TABLE automation.circuit_samples (
     failed integer DEFAULT 0 NOT NULL
 );
 
+CREATE TABLE automation.daemons (
+    worker_id text NOT NULL,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    version text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL,
+    stopped_at timestamp with time zone,
+    in_flight integer DEFAULT 0 NOT NULL
+);
+
 CREATE TABLE automation.dead_letters (
     dead_letter_id text NOT NULL,
     project_id text NOT NULL,
@@ -526,6 +537,9 @@ ALTER TABLE ONLY automation.circuit_breakers
 
 ALTER TABLE ONLY automation.circuit_samples
     ADD CONSTRAINT circuit_samples_pkey PRIMARY KEY (project_id, connector_id, bucket);
+
+ALTER TABLE ONLY automation.daemons
+    ADD CONSTRAINT daemons_pkey PRIMARY KEY (worker_id);
 
 ALTER TABLE ONLY automation.dead_letters
     ADD CONSTRAINT dead_letters_pkey PRIMARY KEY (dead_letter_id);

@@ -30,6 +30,7 @@ from ...redact import redact_url
 from ...settings import Settings
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ..store import Store
+from . import heartbeat
 from .journal import Lease
 from .worker import DEFAULT_LEASE, Engine, default_worker_id
 
@@ -129,6 +130,7 @@ class Daemon:
         self.engine = Engine(self._store, self._registry, worker_id=s.worker_id, lease=s.lease_timeout,
                              clock=self._clock or self._store.clock, rng=self._rng, concurrency=s.concurrency,
                              app_db=AppDatabase(app_url), settings=s.env, tracer=tracer)
+        await self._beat()
         log.warning("serving worker=%s lease=%ss concurrency=%d workflow-sql=%s", s.worker_id,
                     s.lease_timeout.total_seconds(), s.concurrency, redact_url(app_url) if app_url else "none")
 
@@ -147,12 +149,14 @@ class Daemon:
         if self.engine is None:
             await self.start()
         listener = asyncio.create_task(self._listen())
+        beats = asyncio.create_task(self._heartbeats())
         try:
             await self._loop()
         finally:
-            listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await listener
+            for task in (listener, beats):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await self._shutdown()
 
     async def _loop(self) -> None:
@@ -211,6 +215,18 @@ class Daemon:
         if wait <= 0:
             return 0.05 if claimed == 0 else 0.0
         return min(wait, cap)
+
+    async def _beat(self) -> None:
+        try:
+            await heartbeat.beat(self.store, self.settings.worker_id, len(self._active), self.engine.clock.now())
+        except A44Error as exc:
+            log.info("heartbeat: %s", exc)
+
+    async def _heartbeats(self) -> None:
+        """Beat every HEARTBEAT_EVERY (wall time: the loop itself may sleep a whole lease timeout when idle)."""
+        while True:
+            await asyncio.sleep(heartbeat.HEARTBEAT_EVERY.total_seconds())
+            await self._beat()
 
     def _done(self, task: asyncio.Task) -> None:
         self._active.pop(task, None)
@@ -284,6 +300,8 @@ class Daemon:
         if engine.tracer is not None:    # export what is still batched (bounded by OTEL_BSP_EXPORT_TIMEOUT)
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(engine.tracer.shutdown)
+        with contextlib.suppress(Exception):
+            await heartbeat.stopped(self.store, self.settings.worker_id, engine.clock.now())
         if self._own_store and self._store is not None:
             await self._store.close()
         log.warning("stopped worker=%s", self.settings.worker_id)
