@@ -22,13 +22,14 @@ import traceback
 from importlib import metadata
 from typing import Any, Iterable, Mapping
 
+from ..compiler.project import PLUGIN_GROUP
 from ..errors import E_CONNECTOR_FAILED, E_CONNECTOR_NOT_FOUND, E_PARAMS_INVALID, A44Error
 from ..redact import scrub
 from .breaker import CircuitBreakers
 from .protocol import Connector, StepContext
 from .services import BREAKER_STATE, CLOCK, NETWORKS, PUBLISHER, STORAGE, StaticSecrets
 
-ENTRY_POINT_GROUP = "anthares44.automation.connectors"
+ENTRY_POINT_GROUP = PLUGIN_GROUP     # the one name, which the compiler also lists plugins by
 PLUGIN_PREFIX = "connector/"
 log = logging.getLogger("a44.connector")
 

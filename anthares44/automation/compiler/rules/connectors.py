@@ -9,6 +9,7 @@ from __future__ import annotations
 from ...diagnostics import Diagnostic, Severity, register
 from ...suggestions import listing
 from ..models import BUILTIN_PARAMS
+from ..project import PLUGIN_GROUP
 from ..resolve import PLUGIN_PREFIX, plugin_params_model, resolve
 from ..validation import did_you_mean, validate
 
@@ -22,12 +23,19 @@ STEP_KEYS = {"id", "uses", "timeout", "retry", "compensate", "if", "needs", "exc
              "description"}
 
 
-def unresolved(project, code_path, src, what: str, known: list[str]) -> Diagnostic:
+def unresolved(project, code_path, src, what: str, known: list[str], hint: str | None = None) -> Diagnostic:
     sev = Severity.ERROR if project.mode == "publish" else Severity.WARNING
     shown = listing(known) if known else "none"
     return Diagnostic.at(A44211, f"{what} cannot be settled from the files linted here; known: {shown}",
                          src.path, src.span(code_path), severity=sev,
-                         hint="publish refuses it until it exists; lint --strict fails on it")
+                         hint=hint or "publish refuses it until it exists; lint --strict fails on it")
+
+
+def _install_hint(uses: str) -> str:
+    name = uses[len(PLUGIN_PREFIX):]
+    return (f"pip install, in a44's environment, the distribution that registers entry point {name!r} in group "
+            f"{PLUGIN_GROUP!r} (docs/connectors.md#writing-a-plugin); `a44 automation connectors` lists "
+            "what is installed. publish refuses the step until then")
 
 
 def check(project):
@@ -59,7 +67,7 @@ def _check_use(project, decl, path, uses, extra: dict, with_, key):
         if uses.startswith(PLUGIN_PREFIX):
             known = [PLUGIN_PREFIX + n for n in sorted(project.plugins)]
             yield unresolved(project, at, src, f"connector plugin {uses!r} is not installed on this machine and",
-                             known)
+                             known, _install_hint(uses))
         else:
             yield unresolved(project, at, src, f"connector {uses!r} is not declared in these files and",
                              sorted(project.connectors))
