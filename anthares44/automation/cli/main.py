@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(_run=mod.run)
     from . import cmd_auth  # `a44 auth ...`: API tokens and credentials, a group beside `automation`
     cmd_auth.add_group(top)
+    from . import cmd_monitor  # `a44 monitor ...`: channels and notifications
+    cmd_monitor.add_group(top)
     return parser
 
 
