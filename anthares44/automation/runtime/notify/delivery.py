@@ -164,10 +164,11 @@ class DeliveryWorker:
                     claimed = await self.deliverer.deliver_due()
                     failures = 0
                     timeout = 0 if claimed == BATCH else await self._until_next()
-                except A44Error as exc:    # the database is away: keep trying, with a backoff, one line each
-                    failures += 1
+                except Exception as exc:  # noqa: BLE001 - the database is away (A44Error) or a bug: never stop
+                    failures += 1         # delivering for good; one line each, with a backoff
                     timeout = reconnect_delay(failures)
-                    log.warning("notification delivery: %s; retrying in %.1fs", exc, timeout)
+                    what = str(exc) if isinstance(exc, A44Error) else f"{type(exc).__name__}: {exc}"
+                    log.warning("notification delivery: %s; retrying in %.1fs", what, timeout)
                 if timeout > 0:
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(stop.wait(), timeout)
