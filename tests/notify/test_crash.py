@@ -36,8 +36,8 @@ def _delivered(url: str) -> set[str]:
 
 def test_kill_9_mid_send_loses_nothing_and_never_resends_a_delivered_one(pg_url, tmp_path, monkeypatch):
     monkeypatch.setenv("A44_SECRET_SEC_HOOK", SECRET)
-    monkeypatch.setenv("A44_NOTIFY_TIMEOUT", "2s")        # lease: 5 s
-    receiver = HttpReceiver(secret=SECRET, delay=1.0)     # every send is in flight for a second
+    monkeypatch.setenv("A44_NOTIFY_TIMEOUT", "3s")        # lease: 7 s
+    receiver = HttpReceiver(secret=SECRET, delay=1.5)     # every send is in flight for 1.5 s
     asyncio.run(_seed(pg_url, receiver.hook))
     home = tmp_path / "home"
     home.mkdir()
