@@ -208,6 +208,22 @@ E_OTEL_UNAVAILABLE = _code("E_OTEL_UNAVAILABLE", False,
                            "the OTEL_* variables ask for traces the process cannot export (SDK not installed, "
                            "protocol not OTLP/HTTP)", exit=EXIT_USAGE)
 
+# Notification channels and their delivery (docs/notifications.md)
+E_CHANNEL_NOT_FOUND = _code("E_CHANNEL_NOT_FOUND", False, "no notification channel has that name", http=404)
+E_CHANNEL_EXISTS = _code("E_CHANNEL_EXISTS", False, "a notification channel of that name exists already", http=409)
+E_CHANNEL_INVALID = _code("E_CHANNEL_INVALID", False,
+                          "a notification channel's type or configuration is wrong (URL, addresses, SMTP server)",
+                          http=400, exit=EXIT_USAGE)
+E_NOTIFICATION_NOT_FOUND = _code("E_NOTIFICATION_NOT_FOUND", False, "no notification has that id", http=404)
+E_NOTIFICATION_DELIVERED = _code("E_NOTIFICATION_DELIVERED", False,
+                                 "the notification was delivered already; it is never sent again", http=409)
+E_NOTIFY_REFUSED = _code("E_NOTIFY_REFUSED", False,
+                         "the receiver refused the notification for good (HTTP 4xx other than 408/429, SMTP 5xx)")
+E_NOTIFY_UNAVAILABLE = _code("E_NOTIFY_UNAVAILABLE", True,
+                             "the receiver could not take the notification now (timeout, connection, HTTP "
+                             "408/429/5xx, SMTP 4xx); it is retried with backoff")
+
+
 def _markdown() -> str:
     """docs/errors.md, generated: `python -m anthares44.automation.errors > docs/errors.md`."""
     lines = ["# Runtime error codes", "",

@@ -52,6 +52,15 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("A44_NETWORKS_FILE", "networks_file", "the private networks file (default `$A44_HOME/networks.json`)"),
     Variable("A44_PG_SYSTEM_USER", "pg_system_user",
              "the operating-system user the embedded PostgreSQL runs as when a44 runs as root"),
+    Variable("A44_NOTIFY_RETRY_BASE", "notify_retry_base",
+             "`serve`: the first delay before a notification is sent again, a duration (default 5s; doubles each "
+             "time, with jitter, docs/notifications.md)"),
+    Variable("A44_NOTIFY_RETRY_MAX", "notify_retry_max", "`serve`: the longest delay between two sends of a "
+                                                         "notification (default 15m)"),
+    Variable("A44_NOTIFY_MAX_ATTEMPTS", "notify_max_attempts",
+             "`serve`: sends of a notification before it is marked `failed` (default 12)", int),
+    Variable("A44_NOTIFY_TIMEOUT", "notify_timeout", "`serve`: how long one send of a notification may take "
+                                                     "(default 10s)"),
     Variable("A44_DEBUG", "debug", "any value: an internal error prints its traceback", bool),
 )
 DEFAULT_PROJECT = "pj_default"   # the project when neither `--project` nor A44_PROJECT names one
@@ -75,6 +84,10 @@ class Settings:
     secret_key: str | None = None
     networks_file: str | None = None
     pg_system_user: str | None = None
+    notify_retry_base: str | None = None
+    notify_retry_max: str | None = None
+    notify_max_attempts: int | None = None
+    notify_timeout: str | None = None
     debug: bool = False
 
     @classmethod

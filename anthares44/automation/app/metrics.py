@@ -103,6 +103,17 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
         deliveries.add({"project": d["project_id"], "trigger": d["trigger_id"], "outcome": d["outcome"]}, d["n"],
                        "_total")
 
+    failed = Family("automation_notifications_failed", "counter",
+                    "notifications given up on (state failed, docs/notifications.md): each needs "
+                    "`a44 monitor notifications retry ID`")
+    pending = Family("automation_notifications_pending", "gauge", "notifications waiting to be delivered")
+    for row in v.notifications:
+        labels = {"project": row["project_id"], "channel": row["channel"]}
+        if row["state"] == "failed":
+            failed.add(labels, row["n"], "_total")
+        else:
+            pending.add(labels, row["n"])
+
     persisted: dict[str, Family] = {}
     for c in v.counters:     # the in-memory counters of every process, as flushed (names end in _total)
         base = "automation_" + c["name"].removesuffix("_total")
@@ -111,7 +122,7 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             fam = persisted[base] = Family(base, "counter", HELP.get(c["name"], c["name"]) + " (every process)")
         fam.add(c["labels"], c["value"], "_total")
     return [dlq, age, waiting, runs, reclaims, redeliveries, attempts, retries, comps, durations, breaker, opened,
-            deliveries, *persisted.values()]
+            deliveries, failed, pending, *persisted.values()]
 
 
 def _process(worker: str) -> list[Family]:

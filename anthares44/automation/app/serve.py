@@ -1,5 +1,6 @@
 """`serve()`: one a44 process composed from one `ServeSettings`: the interpreter daemon (runtime/engine), the
-scheduler of schedule triggers (runtime/scheduling) and the HTTP plane (webhooks, the bus endpoint, the REST API,
+scheduler of schedule triggers (runtime/scheduling), the delivery worker of notifications (runtime/notify) and the
+HTTP plane (webhooks, the bus endpoint, the REST API,
 `/metrics`). `a44 automation serve` runs all three (HTTP when `--http-port` is given), `a44 automation ingest`
 the HTTP plane alone.
 
@@ -103,6 +104,7 @@ class ServeSettings:
     http: HttpSettings | None = None
     database_url: str | None = None
     env: Settings = field(default_factory=Settings)     # the environment the edge read
+    notify: Any = None                 # runtime.notify.delivery.DeliverySettings; None: its defaults
 
 
 async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFactory | None = None,
@@ -124,9 +126,10 @@ async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFacto
     await daemon.start()
     plane = await _start_http(daemon.store, settings.http, http) if settings.http is not None else None
     scheduler = _start_scheduler(daemon, stop)
+    notifier = _start_notifier(daemon, settings.notify, stop)
     # without an HTTP plane (which flushes its own), this process's counters still reach the persisted totals
     flusher = Flusher(daemon.store).start() if plane is None else None
-    intake = asyncio.create_task(_stop_intake(stop, plane, scheduler, daemon, flusher))
+    intake = asyncio.create_task(_stop_intake(stop, plane, scheduler, daemon, flusher, notifier))
     if ready is not None:
         ready(plane.url if plane is not None else None)
     try:
@@ -185,9 +188,20 @@ def _start_scheduler(daemon, stop: asyncio.Event) -> asyncio.Task | None:
     return asyncio.create_task(sched.serve(stop))
 
 
-async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon, flusher=None) -> None:
+def _start_notifier(daemon, settings, stop: asyncio.Event) -> tuple[asyncio.Task, float]:
+    """The delivery worker of notifications beside the daemon, on its store and secret source; every daemon runs
+    one (claims skip what another holds). With how long its sends in flight may take at shutdown."""
+    from ..runtime.notify.delivery import Deliverer, DeliverySettings, DeliveryWorker
+
+    settings = settings or DeliverySettings()
+    deliverer = Deliverer(daemon.store, daemon.engine.registry.secrets, settings, clock=daemon.engine.clock)
+    return asyncio.create_task(DeliveryWorker(deliverer).serve(stop)), settings.timeout.total_seconds() * 3
+
+
+async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon, flusher=None, notifier=None) -> None:
     """On `stop`: no new work (scheduler decisions are transactions: cancelling one mid-way loses nothing; the HTTP
-    plane stops taking webhooks and events), then the daemon's graceful shutdown."""
+    plane stops taking webhooks and events), sends in flight finish (a send cut short stays leased and is sent
+    again after its lease), then the daemon's graceful shutdown."""
     try:
         await stop.wait()
     finally:
@@ -195,6 +209,12 @@ async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon, flusher=No
             scheduler.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await scheduler
+        if notifier is not None:
+            task, within = notifier
+            await asyncio.wait({task}, timeout=within)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if plane is not None:
             await plane.stop()
             await plane.store.close()

@@ -43,6 +43,7 @@ def run(args) -> int:
     from ..durations import parse_duration
     from ..app.serve import ServeSettings
     from ..runtime.engine import WorkerSettings
+    from ..runtime.notify.delivery import DeliverySettings
 
     level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
     logging.getLogger("a44").setLevel(level)
@@ -52,8 +53,9 @@ def run(args) -> int:
             concurrency=args.concurrency, worker_id=args.worker_id, database_url=args.database_url,
             app_database_url=args.app_database_url,
             grace=parse_duration(args.grace))
+        notify = DeliverySettings.from_settings(settings_of(args))
         http = http_settings(args)    # checked even without --http-port: a wrong flag is never silently unused
     except ValueError as exc:
         return usage_error(str(exc))
     return serve_http(ServeSettings(worker=worker, http=http if args.http_port is not None else None,
-                                    env=settings_of(args)), args)
+                                    env=settings_of(args), notify=notify), args)

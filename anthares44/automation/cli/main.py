@@ -52,8 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f"anthares44.automation.cli.{modname}")
         sub = mod.add_parser(verbs)
         sub.set_defaults(_run=mod.run)
-    from . import cmd_auth, cmd_completion  # groups beside `automation`: API tokens and credentials; completion
+    # groups beside `automation`: API tokens and credentials; alerts, channels, notifications; shell completion
+    from . import cmd_auth, cmd_completion, cmd_monitor
     cmd_auth.add_group(top)
+    cmd_monitor.add_group(top)
     cmd_completion.add_group(top)
     return parser
 
