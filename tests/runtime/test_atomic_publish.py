@@ -16,6 +16,7 @@ from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.compiler.lint import lint_paths
 from anthares44.automation.runtime.store import Store
 from tests.runtime.daemon_support import ServeProcess, wait_until
+from tests.runtime.pg import query
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workflows" / "daily-publish.yaml"
 DAY, EMPTY_DAY, N = "2026-07-04", "2026-07-05", 200
@@ -46,13 +47,7 @@ async def _setup(url: str, app_url: str, home: Path) -> list[str]:
 
 
 def _fetchrow(url: str, sql: str, *args):
-    async def go():
-        conn = await asyncpg.connect(url)
-        try:
-            return await conn.fetchrow(sql, *args)
-        finally:
-            await conn.close()
-    return asyncio.run(go())
+    return query(url, sql, *args)[0]
 
 
 def test_kill_9_mid_swap_leaves_the_old_or_the_new_day_visible_never_half(pg_url, app_url, tmp_path):
