@@ -50,9 +50,12 @@ def render_text(run: dict, attempts: list[dict]) -> str:
     if run.get("error_code"):
         out += f"  {run.get('failed_step') or '-'} {run['error_code']}"
     out += "\n"
-    summary = run.get("summary") or {}
-    if summary.get("step_rows"):
-        steps = ", ".join(f"{sid} {rows_text(c)}" for sid, c in summary["step_rows"].items())
+    counted = (run.get("summary") or {}).get("step_rows") or {}
+    if counted:
+        # the summary is jsonb (keys come back reordered): list the steps in the order they started
+        order = list(dict.fromkeys(a["step_id"] for a in attempts if a["step_id"] in counted))
+        order += [s for s in counted if s not in order]
+        steps = ", ".join(f"{sid} {rows_text(counted[sid])}" for sid in order)
         out += f"rows in/out/err: {rows_text(run.get('rows'))}  ({steps})\n"
     if not attempts:
         return out + "(no attempts yet)\n"
