@@ -1,4 +1,4 @@
--- 0015_step_rows: the row counts each step reported (§16, docs/rows.md): rows in, out and in error, written in the
+-- 0014_step_rows: the row counts each step reported (§16, docs/rows.md): rows in, out and in error, written in the
 -- transaction that finishes the step's attempt, so a run's summary adds up what the steps really recorded (a code
 -- step's body does not run again on replay, its counts are read back from here). Keyed by step and partition:
 -- `partition` is '' for a step as a whole; a partitioned step records one row per partition key, and the summary
