@@ -194,6 +194,9 @@ E_REPLAY_UNKNOWN_STEP = _code("E_REPLAY_UNKNOWN_STEP", False, "the replay cut na
 E_REPLAY_VERSION_MISMATCH = _code("E_REPLAY_VERSION_MISMATCH", False,
                                   "--to-version changes a step before the cut; results cannot be reused")
 E_CODE_WORKFLOW = _code("E_CODE_WORKFLOW", False, "the code workflow raised outside of a step")
+E_EXPECTATION_FAILED = _code("E_EXPECTATION_FAILED", False,
+                             "a step's or the workflow's `expect:` did not hold (e.g. `rows.in > 0` on empty data); "
+                             "the message names the expectation and the values it saw")
 E_CODE_UNAVAILABLE = _code("E_CODE_UNAVAILABLE", False,
                            "the code workflow's module cannot be imported or changed since it was published")
 

@@ -180,7 +180,8 @@ def test_runs_table_filters_and_json(published, capsys, sys_store, aio, tmp_path
     code, out, _ = cli(capsys, "runs", "--state", "failed", "--step", "second", "--since", "48h")
     lines = out.splitlines()
     assert code == 0 and lines[0] == "total: 1"
-    assert lines[1].split() == ["RUN", "WORKFLOW", "VER", "STATE", "STEP", "ERROR", "CREATED", "DURATION"]
+    assert lines[1].split() == ["RUN", "WORKFLOW", "VER", "STATE", "STEP", "ERROR", "ROWS", "IN/OUT/ERR", "CREATED",
+                                "DURATION"]
     assert lines[2].split()[:6] == [ids["bad"], "wf_demo_pass", "1", "failed", "second", "E_UPSTREAM_503"]
     code, out, _ = cli(capsys, "runs", "--state", "compensation_failed")
     assert out.startswith("total: 1\n") and ids["comp"] in out

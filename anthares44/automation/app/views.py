@@ -27,9 +27,16 @@ def run_view(row: dict, now: datetime, *, detail: bool = False) -> dict:
     doc = {k: row.get(k) for k in RUN_KEYS}
     end = row.get("finished_at") or now
     doc["duration_ms"] = _ms(end - row["created_at"]) if row.get("created_at") else None
+    doc["rows"] = rows_view(row)
     if detail:
         doc.update({k: row.get(k) for k in RUN_DETAIL_KEYS})
     return doc
+
+
+def rows_view(row: dict) -> dict:
+    """Rows in / out / in error of a run (§16, docs/rows.md): from its summary, or the list query's columns."""
+    src = row.get("summary") if isinstance(row.get("summary"), dict) else row
+    return {"in": src.get("rows_in"), "out": src.get("rows_out"), "error": src.get("rows_in_error")}
 
 
 def attempt_view(row: dict) -> dict:

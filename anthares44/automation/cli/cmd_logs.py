@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 
-from .output import (EXIT_OK, add_common_options, add_target_options, json_document, json_line, ms, run_api,
-                     table, when, write)
+from .output import (EXIT_OK, add_common_options, add_target_options, json_document, json_line, ms, rows_text,
+                     run_api, table, when, write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -50,6 +50,13 @@ def render_text(run: dict, attempts: list[dict]) -> str:
     if run.get("error_code"):
         out += f"  {run.get('failed_step') or '-'} {run['error_code']}"
     out += "\n"
+    counted = (run.get("summary") or {}).get("step_rows") or {}
+    if counted:
+        # the summary is jsonb (keys come back reordered): list the steps in the order they started
+        order = list(dict.fromkeys(a["step_id"] for a in attempts if a["step_id"] in counted))
+        order += [s for s in counted if s not in order]
+        steps = ", ".join(f"{sid} {rows_text(counted[sid])}" for sid in order)
+        out += f"rows in/out/err: {rows_text(run.get('rows'))}  ({steps})\n"
     if not attempts:
         return out + "(no attempts yet)\n"
     attempts = sorted(attempts, key=lambda a: a.get("epoch") or 0)   # stable: start order within an epoch

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-from .output import (EXIT_OK, add_common_options, add_target_options, json_document, ms, run_api, table, when,
-                     warn_without_daemon, write)
+from .output import (EXIT_OK, add_common_options, add_target_options, json_document, ms, rows_text, run_api, table,
+                     warn_without_daemon, when, write)
 
 OUTCOMES = ("succeeded", "failed", "retry")
 
@@ -77,8 +77,10 @@ def render_text(page) -> str:
     if not page.runs:
         return out
     rows = [(r["run_id"], r["workflow_id"], r["version"], r["state"], r["failed_step"] or r["current_step"],
-             r["error_code"], when(r["created_at"]), ms(r["duration_ms"])) for r in page.runs]
-    out += table(("run", "workflow", "ver", "state", "step", "error", "created", "duration"), rows)
+             r["error_code"], rows_text(r.get("rows")), when(r["created_at"]), ms(r["duration_ms"]))
+            for r in page.runs]
+    out += table(("run", "workflow", "ver", "state", "step", "error", "rows in/out/err", "created", "duration"),
+                 rows)
     if page.total > len(page.runs):
         out += f"({len(page.runs)} of {page.total} shown; --limit N for more)\n"
     return out

@@ -182,6 +182,13 @@ def ms(value: int | None) -> str:
     return "-" if value is None else format_seconds(value / 1000)
 
 
+def rows_text(rows: dict | None) -> str:
+    """`10/8/2` (rows in / out / in error, `-` for a count nothing reported); `-` when no step reported any."""
+    if not rows or all(rows.get(k) is None for k in ("in", "out", "error")):
+        return "-"
+    return "/".join("-" if rows.get(k) is None else str(rows[k]) for k in ("in", "out", "error"))
+
+
 def cell(value: Any) -> str:
     return "-" if value is None or value == "" else str(value)
 

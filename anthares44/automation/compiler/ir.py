@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 IR_VERSION = 1
 DEFAULT_LEASE_MS = 30_000
@@ -26,6 +26,20 @@ DEFAULT_CONCURRENCY = 100
 
 class IR(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Optional(IR):
+    """IR whose `OPTIONAL` fields are left out of its JSON while empty, so adding them kept the sha256 of every
+    definition that does not use them (a republished unchanged version stays the same version)."""
+    OPTIONAL: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _drop_empty(self, handler):
+        doc = handler(self)
+        for key in self.OPTIONAL:
+            if key in doc and doc[key] in (None, (), []):
+                del doc[key]
+        return doc
 
 
 class Expr(IR):
@@ -55,7 +69,8 @@ class CompensationIR(IR):
     delays_ms: tuple[int, ...] = COMPENSATION_DELAYS_MS
 
 
-class NodeIR(IR):
+class NodeIR(_Optional):
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("rows", "expect")
     id: str
     index: int
     kind: Literal["call", "sleep"]
@@ -67,6 +82,8 @@ class NodeIR(IR):
     exclusive: bool
     sleep_ms: int | None
     params: dict[str, Any]
+    rows: dict[str, Expr] | None = None      # in | out | error -> CEL over result, input (§16, docs/rows.md)
+    expect: tuple[Expr, ...] = ()             # checked when the step succeeds
 
 
 class DeliverIR(IR):
@@ -101,7 +118,8 @@ class ConcurrencyIR(IR):
     partition_key: Any = None
 
 
-class WorkflowIR(IR):
+class WorkflowIR(_Optional):
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("expect",)
     ir_version: int = IR_VERSION
     kind: Literal["workflow", "code"] = "workflow"     # code: a Python workflow (§12), see `code` and sdk/
     workflow_id: str
@@ -116,6 +134,7 @@ class WorkflowIR(IR):
     nodes: tuple[NodeIR, ...]
     edges: tuple[tuple[str, str], ...]
     source: dict[str, Any] | None = None
+    expect: tuple[Expr, ...] = ()             # checked over the run's rows and result when every step is done
 
     def node(self, step_id: str) -> NodeIR:
         for n in self.nodes:

@@ -14,6 +14,8 @@ from .ir import (DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, DEFAULT_QUEUE, DEFAULT_R
                  RetryIR, TriggerIR, WorkflowIR, seal)
 from .project import workflow_id
 from .resolve import resolve
+from .rules.expectations import (ROW_FIELDS, ROWS_ROOTS, STEP_EXPECT_ROOTS, WORKFLOW_EXPECT_ROOTS, expect_list,
+                                 step_rows)
 from .templating import is_template
 
 
@@ -28,12 +30,12 @@ def mark_templates(value: Any) -> Any:
     return value
 
 
-def _expr(text: str | None, roots: set[str]) -> Expr | None:
+def _expr(text: str | None, roots: set[str], fields: dict | None = None) -> Expr | None:
     if text is None:
         return None
     from ..grammar import compile_expression
 
-    res = compile_expression(text, roots=roots)
+    res = compile_expression(text, roots=roots, fields=fields)
     if res.program is None:
         raise ValueError(f"expression {text!r} does not compile")  # unreachable after rules passed
     return Expr(cel=text, program=res.program.to_ir())
@@ -75,7 +77,20 @@ def lower_step(i: int, step, project) -> NodeIR:
     return NodeIR(id=step.id, index=i, kind="sleep" if step.sleep is not None else "call",
                   connector=_connector(step.uses, project) if step.uses else None,
                   timeout_ms=step.timeout, retry=retry, compensate=comp, condition=_expr(step.if_, IF_ROOTS),
-                  exclusive=step.exclusive, sleep_ms=step.sleep, params=_params(step))
+                  exclusive=step.exclusive, sleep_ms=step.sleep, params=_params(step),
+                  rows=_rows(step), expect=_expects(step.expect, STEP_EXPECT_ROOTS))
+
+
+def _rows(step) -> dict[str, Expr] | None:
+    """The step's `rows:` as written (a connector's default rows are the runtime's: rules/expectations.py)."""
+    declared = step_rows(step, defaults=False)
+    if not declared:
+        return None
+    return {k: _expr(text, ROWS_ROOTS) for k, text in declared.items()}
+
+
+def _expects(value, roots: set[str]) -> tuple[Expr, ...]:
+    return tuple(_expr(text, roots, ROW_FIELDS) for text in expect_list(value))
 
 
 def lower_trigger(t, wf_id: str, trig_id: str, type_: str) -> TriggerIR:
@@ -113,7 +128,8 @@ def lower_workflow(decl, project) -> WorkflowIR:
                                   partition_key=mark_templates(conc.partitionKey) if conc else None),
         deadline_ms=min(wf.timeout or RUN_DEADLINE_MS, RUN_DEADLINE_MS), lease_ms=DEFAULT_LEASE_MS,
         triggers=tuple(triggers), nodes=tuple(lower_step(i, s, project) for i, s in enumerate(wf.steps)),
-        edges=tuple(edges(wf)), source={"file": decl.src.path, "format": "yaml"})
+        edges=tuple(edges(wf)), source={"file": decl.src.path, "format": "yaml"},
+        expect=_expects(wf.expect, WORKFLOW_EXPECT_ROOTS))
     return seal(ir)
 
 

@@ -31,8 +31,9 @@ class CompileResult:
 
 
 def compile_expression(text: str, *, roots: set[str] | None = None, step_ids: set[str] | None = None,
-                       expect_bool: bool = False) -> CompileResult:
-    """Parse, check and compile `text`. Never raises for a user's mistake: problems become issues."""
+                       expect_bool: bool = False, fields: dict[str, dict[str, str]] | None = None) -> CompileResult:
+    """Parse, check and compile `text`. Never raises for a user's mistake: problems become issues. `fields`
+    types the fields of roots with a fixed shape (`{"rows": {"in": "int", ...}}`)."""
     if not isinstance(text, str):
         return CompileResult(None, [ExprIssue(codes.SYNTAX, "error", "expression must be a string", 0, 0)])
     try:
@@ -40,7 +41,7 @@ def compile_expression(text: str, *, roots: set[str] | None = None, step_ids: se
     except SyntaxProblem as exc:
         code = codes.TOO_COMPLEX if exc.code == "limit" else codes.SYNTAX
         return CompileResult(None, [ExprIssue(code, "error", exc.message, exc.offset, exc.length)])
-    checker = Checker(text, roots, step_ids)
+    checker = Checker(text, roots, step_ids, fields)
     result_type = checker.run(node)
     issues = [ExprIssue(f.code, "error", f.message, f.offset, f.length, f.hint) for f in checker.findings]
     if expect_bool and result_type is not None and result_type != "bool":

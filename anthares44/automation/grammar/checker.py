@@ -58,10 +58,12 @@ def referenced_roots(node: Node) -> frozenset[str]:
 
 
 class Checker:
-    def __init__(self, text: str, roots: set[str] | None, step_ids: set[str] | None) -> None:
+    def __init__(self, text: str, roots: set[str] | None, step_ids: set[str] | None,
+                 fields: dict[str, dict[str, str]] | None = None) -> None:
         self.text = text
         self.roots = roots
         self.step_ids = step_ids
+        self.fields = fields or {}      # root -> field -> type, for roots whose shape is fixed (`rows`)
         self.findings: list[Finding] = []
         self._quiet: list[tuple[int, int]] = []   # spans whose unknown-root findings are explained already
 
@@ -116,6 +118,9 @@ class Checker:
             t = self.visit(target, scope)
             if t is not None and t not in ("map", "type"):
                 self._type(n, f"cannot select field '{n.args[1]}' from a value of type {t}")
+            if k == "select" and target.kind == "ident" and target.args[0] in self.fields and \
+                    target.args[0] not in scope:
+                return self.fields[target.args[0]].get(n.args[1])
             return "bool" if k == "has" else None
         if k == "index":
             target, idx = n.args

@@ -59,7 +59,7 @@ def document() -> dict:
                 "Run": {"type": "object", "properties": {k: {} for k in (
                     "run_id", "project_id", "workflow_id", "version", "state", "current_step", "failed_step",
                     "error_code", "error_message", "idempotency_key", "trigger_id", "partition_key", "queue",
-                    "epoch", "created_at", "started_at", "finished_at", "duration_ms", "input", "result",
+                    "epoch", "created_at", "started_at", "finished_at", "duration_ms", "rows", "input", "result",
                     "summary")}},
                 "RunHandle": {"type": "object", "properties": {k: {} for k in (
                     "run_id", "created", "key_age_seconds", "workflow_id", "version", "timed_out", "run")}},

@@ -485,6 +485,20 @@ CREATE TABLE automation.step_attempts_default (
     CONSTRAINT step_attempts_status_check CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'timeout'::text, 'skipped'::text, 'compensated'::text, 'compensation_failed'::text, 'lease_expired'::text])))
 );
 
+CREATE TABLE automation.step_rows (
+    run_id text NOT NULL,
+    step_id text NOT NULL,
+    partition text DEFAULT ''::text NOT NULL,
+    epoch integer NOT NULL,
+    rows_in bigint,
+    rows_out bigint,
+    rows_error bigint,
+    recorded_at timestamp with time zone NOT NULL,
+    CONSTRAINT step_rows_rows_error_check CHECK ((rows_error >= 0)),
+    CONSTRAINT step_rows_rows_in_check CHECK ((rows_in >= 0)),
+    CONSTRAINT step_rows_rows_out_check CHECK ((rows_out >= 0))
+);
+
 CREATE TABLE automation.triggers (
     project_id text NOT NULL,
     trigger_id text NOT NULL,
@@ -595,6 +609,9 @@ ALTER TABLE ONLY automation.step_attempts
 ALTER TABLE ONLY automation.step_attempts_default
     ADD CONSTRAINT step_attempts_default_pkey PRIMARY KEY (run_id, step_id, epoch, kind, attempt, started_at);
 
+ALTER TABLE ONLY automation.step_rows
+    ADD CONSTRAINT step_rows_pkey PRIMARY KEY (run_id, step_id, partition);
+
 ALTER TABLE ONLY automation.triggers
     ADD CONSTRAINT triggers_pkey PRIMARY KEY (project_id, trigger_id);
 
@@ -677,6 +694,9 @@ ALTER TABLE ONLY automation.runs
 
 ALTER TABLE automation.step_attempts
     ADD CONSTRAINT step_attempts_run_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY automation.step_rows
+    ADD CONSTRAINT step_rows_run_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY automation.webhook_secrets
     ADD CONSTRAINT webhook_secrets_trigger_fkey FOREIGN KEY (project_id, trigger_id) REFERENCES automation.triggers(project_id, trigger_id) ON DELETE CASCADE;

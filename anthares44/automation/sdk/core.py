@@ -29,6 +29,7 @@ from ..compiler.ir import DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS, RetryIR
 from ..compiler.retry_policy import Failure, retry_delay_ms
 from ..durations import parse_duration
 from ..errors import E_CONNECTOR_FAILED, E_NETWORK, E_NONDETERMINISTIC_REPLAY, E_STEP_TIMEOUT, A44Error
+from .expectations import StepRows
 
 CTX_PREFIX = "ctx."
 DEFAULT_STEP_TIMEOUT = "60s"
@@ -148,8 +149,9 @@ class Host:
         raise NotImplementedError
 
     async def finish(self, a: Attempt, status: str, *, result: Any = None, error: A44Error | None = None,
-                     retry_at: datetime | None = None) -> None:
-        """Write the attempt's outcome (committed) before the step counts as done."""
+                     retry_at: datetime | None = None, rows: dict | None = None) -> None:
+        """Write the attempt's outcome (committed) before the step counts as done, with the row counts the step
+        reported (`step.rows(...)` or its return's `rows`)."""
         raise NotImplementedError
 
     def expire(self, a: Attempt) -> None:
@@ -262,6 +264,7 @@ class Execution:
         self.compensators: dict[str, Callable] = {}
         self._values: dict[str, int] = {}
         self._seen: set[str] = set()
+        self.rows = StepRows()
 
     async def run(self) -> Any:
         """Call the workflow function from the top. Returns its result, or raises Suspend / StepFailed /
@@ -303,7 +306,8 @@ class Execution:
         return self.history.log(step_id)
 
     async def run_step(self, step_id: str, fn: Callable[[], Any], *, timeout: Any = None, retry: Any = None,
-                       compensate: Callable[[], Any] | None = None) -> Any:
+                       compensate: Callable[[], Any] | None = None, expect: Any = None) -> Any:
+        checks = self.rows.programs(expect)     # a malformed expectation is the caller's bug: raised before running
         log = self._enter(step_id)
         last = log.last
         if last is not None and last.status == "succeeded":
@@ -320,24 +324,30 @@ class Execution:
         a = await self.host.start(step_id, log.next_attempt)
         log.actions.append(a)
         self.current_step = step_id
+        self.rows.begin(step_id)
         try:
             result = jsonable(await call_user(fn, timeout_ms))
+            rows = self.rows.reported(step_id, result)
+            err = await self.rows.check(step_id, checks, rows, result, self.input)
         except Exception as exc:  # noqa: BLE001 - a step body's failure is the step's outcome
             status, err = as_error(exc, step_id, timeout_ms)
-            await self._failed(log, a, status, err, retry_ir(retry))
+            await self._failed(log, a, status, err, retry_ir(retry), self.rows.reported(step_id, None))
             raise AssertionError("unreachable")  # pragma: no cover
         finally:
             self.current_step = None
-        await self.host.finish(a, "succeeded", result=result)
+        if err is not None:
+            await self._failed(log, a, "failed", err, retry_ir(retry), rows)
+        await self.host.finish(a, "succeeded", result=result, rows=rows)
         a.status, a.result = "succeeded", result
         return self._done(step_id, result, compensate)
 
-    async def _failed(self, log: StepAttempts, a: Attempt, status: str, err: A44Error, policy) -> None:
+    async def _failed(self, log: StepAttempts, a: Attempt, status: str, err: A44Error, policy,
+                      rows: dict | None = None) -> None:
         n = log.counted_failures + (1 if counts_against_budget(status, err.code) else 0)
         delay = retry_delay_ms(policy, n, Failure.of(err), self.host.rng())
         now = self.host.now()
         retry_at = now + timedelta(milliseconds=delay) if delay is not None else None
-        await self.host.finish(a, status, error=err, retry_at=retry_at)
+        await self.host.finish(a, status, error=err, retry_at=retry_at, rows=rows)
         a.status, a.error_code, a.error_message, a.retry_at = status, err.code, err.message, retry_at
         if retry_at is not None:
             raise Suspend(retry_at, "waiting")
@@ -375,13 +385,25 @@ def current() -> Execution:
 
 
 class _Step:
-    """`step.run(id, fn=..., timeout=..., retry=..., compensate=...)` and `step.sleep(id, duration)`."""
+    """`step.run(id, fn=..., timeout=..., retry=..., compensate=..., expect=...)`, `step.sleep(id, duration)`
+    and, inside a step body, `step.rows(in_=..., out=..., error=...)`."""
 
     async def run(self, step_id: str, fn: Callable[[], Any] | None = None, *, timeout: Any = None,
-                  retry: Any = None, compensate: Callable[[], Any] | None = None) -> Any:
+                  retry: Any = None, compensate: Callable[[], Any] | None = None, expect: Any = None) -> Any:
+        """`expect`: CEL condition(s) over `rows`, `result` and `input`, checked when the body returns; a false
+        one fails the step with E_EXPECTATION_FAILED (not retried)."""
         if fn is None:
             raise TypeError("step.run needs fn=")
-        return await current().run_step(step_id, fn, timeout=timeout, retry=retry, compensate=compensate)
+        return await current().run_step(step_id, fn, timeout=timeout, retry=retry, compensate=compensate,
+                                        expect=expect)
+
+    def rows(self, *, in_: int | None = None, out: int | None = None, error: int | None = None) -> None:
+        """Report the running step's row counts (rows read, written, rejected); they add up into the run's
+        summary (docs/rows.md). Only inside a step body; a later call replaces an earlier one."""
+        x = current()
+        if x.current_step is None:
+            raise RuntimeError("step.rows() is only available inside a step body")
+        x.rows.report(x.current_step, {"in": in_, "out": out, "error": error})
 
     async def sleep(self, step_id: str, duration: Any) -> None:
         await current().sleep(step_id, duration)

@@ -48,6 +48,18 @@ class Compensation(OpenModel):
     """Parameters of a `connector/...` plugin."""
 
 
+class Rows(Model):
+    """Row counts a step reports (§16): each a CEL expression over `result` (this step's result) and `input`
+    giving a non-negative integer, e.g. `in: "result.body.count"`."""
+
+    in_: StrictStr | None = Field(None, alias="in")
+    """Rows the step read, e.g. `result.body.count`."""
+    out: StrictStr | None = None
+    """Rows the step wrote, e.g. `result.rowCount` (the default of `sql/execute`)."""
+    error: StrictStr | None = None
+    """Rows the step rejected."""
+
+
 class Step(OpenModel):
     """One step: a connector call (`uses`), a durable `sleep`, or `uses: pass`."""
 
@@ -72,6 +84,12 @@ class Step(OpenModel):
     """A durable wait (`{id: cooldown, sleep: 30s}`); takes no `uses` and no `timeout`."""
     with_: dict[str, Any] | None = Field(None, alias="with")
     """Parameters of a `connector/...` plugin, validated by the plugin's own model."""
+    rows: Rows | None = None
+    """Row counts the step reports (`in`, `out`, `error`), CEL over `result` and `input`; they add up into the
+    run's summary (docs/rows.md)."""
+    expect: StrictStr | list[StrictStr] | None = None
+    """CEL condition(s) over `rows`, `result`, `input` and earlier `steps`, checked when the step succeeds; a false
+    one fails the step with E_EXPECTATION_FAILED (not retried), e.g. `rows.in > 0`."""
     description: StrictStr | None = None
     """Free text."""
 
@@ -99,3 +117,6 @@ class Workflow(Model):
     """Deadline of a whole run (default and maximum 72h)."""
     steps: list[Step] = Field(min_length=1)
     """The steps, run in the order written unless `needs` says otherwise."""
+    expect: StrictStr | list[StrictStr] | None = None
+    """CEL condition(s) over the run's `rows` totals, `result` (the sink steps' outputs), `input` and `steps`,
+    checked when every step is done; a false one fails the run with E_EXPECTATION_FAILED."""

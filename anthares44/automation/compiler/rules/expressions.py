@@ -14,10 +14,11 @@ IF_ROOTS = {"input", "steps", "trigger", "run"}
 FILTER_ROOTS = {"data", "id", "type", "idempotency_key", "partition_key", "occurred_at", "attempt", "trigger_id"}
 
 
-def expression_diagnostics(src, path, text: str, roots: set[str], step_ids: set[str] | None = None):
+def expression_diagnostics(src, path, text: str, roots: set[str], step_ids: set[str] | None = None, *,
+                           expect_bool: bool = True, fields: dict | None = None):
     from ...grammar import compile_expression
 
-    res = compile_expression(text, roots=roots, step_ids=step_ids, expect_bool=True)
+    res = compile_expression(text, roots=roots, step_ids=step_ids, expect_bool=expect_bool, fields=fields)
     for issue in res.issues:
         sev = Severity.WARNING if issue.severity == "warning" else Severity.ERROR
         yield Diagnostic.at(issue.code, issue.message, src.path,

@@ -23,7 +23,7 @@ def check(project):
             else:
                 seen[step.id] = i
             if step.sleep is not None:
-                for key in ("uses", "timeout", "retry", "compensate", "exclusive", "with"):
+                for key in ("uses", "timeout", "retry", "compensate", "exclusive", "with", "rows", "expect"):
                     if key in (decl_data := _step_data(decl, i)):
                         yield Diagnostic.at(A44202, f"sleep step {step.id!r} takes no {key!r}", src.path,
                                             src.span(path + (key,), key=True),

@@ -18,12 +18,14 @@ from typing import Any
 
 from ...attempts import Attempt, latest_finish
 from ...compiler.ir import COMPENSATION_DELAYS_MS
-from ...errors import E_CODE_WORKFLOW, E_RUN_DEADLINE, A44Error
+from ...compiler.row_counts import WHOLE_STEP, linear_ancestors, summary_rows
+from ...errors import E_CODE_WORKFLOW, E_EXPECTATION_FAILED, E_RUN_DEADLINE, A44Error
 from ...sdk.core import (Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error,
                          call_user, jsonable)
 from ...redact import redact
 from .interpreter import RunDriver
 from .journal import LeaseLost
+from .rows import recorded
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
 from .states import COMPENSATING, FAILED, SLEEPING, SUCCEEDED, WAITING
 
@@ -43,6 +45,7 @@ class CodeRunDriver(RunDriver, Host):
         self.ir = await self.engine.workflow_ir(L.project_id, L.workflow_id, self.row["version"])
         rows = await store.fetch("code_attempts_of_run", run_id=L.run_id, epoch=L.epoch) if L.grant > 1 else []
         self.history = History.of([Attempt.from_row(r, store.load_result) for r in rows])
+        self.step_rows = recorded(await store.fetch("step_rows_of_run", run_id=L.run_id)) if L.grant > 1 else {}
         ms = timedelta(milliseconds=self.ir.deadline_ms)
         self.deadline = self.row["deadline_at"] if L.epoch else min(self.row["deadline_at"], self.row["created_at"] + ms)
         self.b = self._batch()
@@ -75,9 +78,12 @@ class CodeRunDriver(RunDriver, Host):
         return a
 
     async def finish(self, rec: Attempt, status: str, *, result: Any = None, error: A44Error | None = None,
-                     retry_at: datetime | None = None) -> None:
+                     retry_at: datetime | None = None, rows: dict | None = None) -> None:
         now = self.clock.now()
         self.b.current_step = rec.step_id
+        if rows is not None:
+            self.b.rows(rec.step_id, rows, now)
+            self.step_rows.setdefault(rec.step_id, {})[WHOLE_STEP] = rows
         self.b.finish(rec, status, now, result=redact(result) if result is not None else None, error=error,
                       retry_at=retry_at)
         await self._commit()
@@ -127,14 +133,22 @@ class CodeRunDriver(RunDriver, Host):
         return await self._end(SUCCEEDED, result=encoded)
 
     def summary(self) -> dict:
+        """As for YAML runs (Progress.summary): the steps' recorded rows, added up in the order the code asked
+        for the steps, plus step and attempt counts."""
         states: dict[str, int] = {}
         attempts = 0
+        counted = []
         for sid, log in self.history.steps.items():
             if sid.startswith("ctx.") or log.last is None:
                 continue
-            states[log.last.status] = states.get(log.last.status, 0) + 1
+            last = log.last
+            states[last.status] = states.get(last.status, 0) + 1
             attempts += len(log.actions)
-        return {"rows_in": None, "rows_out": None, "rows_in_error": None, "steps": states, "attempts": attempts}
+            if last.status == "succeeded" or last.error_code == E_EXPECTATION_FAILED:
+                counted.append(sid)
+        summary = summary_rows(self.step_rows, counted, linear_ancestors(counted))
+        summary.update(steps=states, attempts=attempts)
+        return summary
 
     async def _end(self, state: str, *, error: A44Error | None = None, result: Any = None,
                    failed_step: str | None = None) -> str:

@@ -17,6 +17,7 @@ from ...attempts import Attempt, counts_against_budget
 from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_RUN_DEADLINE, A44Error
 from .. import evaluation
 from ...redact import redact
+from . import rows as row_counts
 from ..render import make_scope
 from .invoke import Call, Outcome, invoke
 from .journal import Batch, Lease, LeaseLost
@@ -78,7 +79,7 @@ class RunDriver:
     async def _load(self) -> None:
         store, L = self.engine.store, self.lease
         ir = await self.engine.workflow_ir(L.project_id, L.workflow_id, self.row["version"])
-        rows, order = [], []
+        rows, order, counted = [], [], []
         if L.grant > 1:
             # Only a lease holder writes attempts (a person's confirmation follows a grant too), so a first grant
             # has nothing to read: one round trip and one commit fewer per run.
@@ -86,7 +87,9 @@ class RunDriver:
                 rows = await conn.fetch("engine_attempts_of_run", run_id=L.run_id, epoch=L.epoch)
                 order = [r["step_id"] for r in await conn.fetch("engine_completion_order", run_id=L.run_id,
                                                                 epoch=L.epoch)]
-        self.p = Progress(ir, [Attempt.from_row(r, store.load_result) for r in rows], order)
+                counted = await conn.fetch("step_rows_of_run", run_id=L.run_id)
+        self.p = Progress(ir, [Attempt.from_row(r, store.load_result) for r in rows], order,
+                          row_counts.recorded(counted))
         # a replayed run (epoch > 0, §13) gets a fresh wall clock: replay wrote its deadline_at from the IR
         self.deadline = self.row["deadline_at"] if L.epoch else \
             min(self.row["deadline_at"], self.row["created_at"] + timedelta(milliseconds=ir.deadline_ms))
@@ -138,8 +141,11 @@ class RunDriver:
                 if failure is not None:
                     return await self._fail(b, failure, now)
                 if self.p.all_done():
-                    b.transition(SUCCEEDED, now, release=True, result=self.p.sink_outputs(),
-                                 summary=self.p.summary(), finished=True)
+                    result, summary = self.p.sink_outputs(), self.p.summary()
+                    err = await row_counts.workflow_failure(self.p.ir, summary, result, self.cel_scope(""))
+                    if err is not None:
+                        return await self._fail_run(b, err, summary, now)
+                    b.transition(SUCCEEDED, now, release=True, result=result, summary=summary, finished=True)
                     self.after_terminal(b, now)
                     await b.commit(now)
                     self.engine.event("run.succeeded", self.lease.run_id)
@@ -271,10 +277,16 @@ class RunDriver:
     # --- running and recording attempts -----------------------------------------------------------------------
     async def _invoke(self, node, attempt: int) -> Outcome:
         call = Call(node.id, node.connector, node.params, node.timeout_ms or 0, attempt)
-        return await invoke(self.engine.registry, call, self.render_scope(node.id, attempt),
-                            run_id=self.lease.run_id, project_id=self.lease.project_id,
-                            workflow_id=self.lease.workflow_id, idempotency_key=f"{self.lease.run_id}:{node.id}",
-                            services=self.engine.services)
+        out = await invoke(self.engine.registry, call, self.render_scope(node.id, attempt),
+                           run_id=self.lease.run_id, project_id=self.lease.project_id,
+                           workflow_id=self.lease.workflow_id, idempotency_key=f"{self.lease.run_id}:{node.id}",
+                           services=self.engine.services)
+        return await row_counts.measure(node, out, self.cel_scope(node.id))
+
+    def _note_rows(self, b: Batch, step_id: str, out: Outcome, now: datetime) -> None:
+        if out.rows is not None:
+            b.rows(step_id, out.rows, now)
+            self.p.record_rows(step_id, out.rows)
 
     async def _run_inline(self, b: Batch, sp: StepProgress, now: datetime) -> None:
         """A step without external effect (`pass`): nothing outside the run can observe it, so it needs no
@@ -285,6 +297,7 @@ class RunDriver:
         out = await self._invoke(node, attempt)
         end = self.clock.now()
         b.current_step = node.id
+        self._note_rows(b, node.id, out, end)
         if out.status == "succeeded":
             a = b.record(node.id, attempt, "action", "succeeded", now, result=redact(out.result), finished_at=end)
             self.p.add(a)
@@ -319,6 +332,7 @@ class RunDriver:
             self._record(b, a, sp, t.result(), now)
 
     def _record(self, b: Batch, a: Attempt, sp: StepProgress, out: Outcome, now: datetime) -> None:
+        self._note_rows(b, a.step_id, out, now)
         if out.status == "succeeded":
             b.finish(a, "succeeded", now, result=redact(out.result))
             self.p.finished(a)
@@ -359,6 +373,15 @@ class RunDriver:
         self.after_terminal(b, now, failed=True)
         await b.commit(now)
         self.engine.event("run.failed", self.lease.run_id, step=sp.node.id, code=err.code)
+        return FAILED
+
+    async def _fail_run(self, b: Batch, err: A44Error, summary: dict, now: datetime) -> str:
+        """Every step is done but the workflow's `expect:` does not hold: the run fails (nothing to undo: the
+        data, not an effect, is wrong)."""
+        b.transition(FAILED, now, release=True, error=err, summary=summary, finished=True)
+        self.after_terminal(b, now, failed=True)
+        await b.commit(now)
+        self.engine.event("run.failed", self.lease.run_id, code=err.code)
         return FAILED
 
     # --- the saga's way back (§6.1) ---------------------------------------------------------------------------

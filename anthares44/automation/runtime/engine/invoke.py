@@ -25,6 +25,7 @@ class Outcome:
     result: Any = None
     error: A44Error | None = None
     seq: int = 0                # order of ending among a run's concurrent attempts
+    rows: dict | None = None    # the row counts the step reported (engine/rows.py)
 
 
 @dataclass(frozen=True)

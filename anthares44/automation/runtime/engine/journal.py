@@ -161,6 +161,12 @@ class Batch:
             self.spans.ended(a, status, finished_at, code, message)
         return a
 
+    def rows(self, step_id: str, rows: dict, at: datetime, partition: str = "") -> None:
+        """The row counts a step reported (migration step_rows), with the attempt that produced them."""
+        self._ops.append(("step_rows_record", dict(
+            run_id=self.lease.run_id, step_id=step_id, partition=partition, epoch=self.lease.epoch,
+            rows_in=rows.get("in"), rows_out=rows.get("out"), rows_error=rows.get("error"), now=at)))
+
     # --- the run ----------------------------------------------------------------------------------------------
     def transition(self, to: str, at: datetime, *, next_wake_at: datetime | None = None, release: bool = False,
                    failed_step: str | None = None, error: A44Error | None = None, result: Any = None,

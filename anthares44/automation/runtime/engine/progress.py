@@ -11,6 +11,8 @@ from typing import Any
 
 from ...attempts import Attempt, StepAttempts, latest_finish
 from ...compiler.ir import NodeIR, WorkflowIR
+from ...compiler.row_counts import summary_rows
+from ...errors import E_EXPECTATION_FAILED
 
 
 class StepProgress(StepAttempts):
@@ -43,8 +45,11 @@ class StepProgress(StepAttempts):
 
 
 class Progress:
-    def __init__(self, ir: WorkflowIR, attempts: list[Attempt], completion_order: list[str]):
+    def __init__(self, ir: WorkflowIR, attempts: list[Attempt], completion_order: list[str],
+                 rows: dict[str, dict[str, dict]] | None = None):
         self.ir = ir
+        self.rows: dict[str, dict[str, dict]] = rows or {}     # step -> partition -> counts (step_rows)
+        self._ancestors: dict[str, set[str]] = {}
         self.steps: dict[str, StepProgress] = {n.id: StepProgress(n) for n in ir.nodes}
         self.preds: dict[str, set[str]] = {n.id: set() for n in ir.nodes}
         self.succs: dict[str, set[str]] = {n.id: set() for n in ir.nodes}
@@ -62,6 +67,9 @@ class Progress:
     # --- recording what the interpreter just wrote ---------------------------------------------------------------
     def add(self, a: Attempt) -> None:
         self.steps[a.step_id].add(a)
+
+    def record_rows(self, step_id: str, rows: dict, partition: str = "") -> None:
+        self.rows.setdefault(step_id, {})[partition] = rows
 
     def finished(self, a: Attempt) -> None:
         if a.kind == "action" and a.status == "succeeded":
@@ -101,27 +109,29 @@ class Progress:
         """The run's result: outputs of the steps nothing depends on (skipped ones left out)."""
         return {sid: sp.output for sid, sp in self.steps.items() if not self.succs[sid] and sp.state == "succeeded"}
 
+    def ancestors(self, step_id: str) -> set[str]:
+        found = self._ancestors.get(step_id)
+        if found is None:
+            found, stack = set(), list(self.preds[step_id])
+            while stack:
+                p = stack.pop()
+                if p not in found:
+                    found.add(p)
+                    stack.extend(self.preds[p])
+            self._ancestors[step_id] = found
+        return found
+
     def summary(self) -> dict:
-        """§16: rows in / out / in error summed from results that report them, plus step and attempt counts."""
-        totals = {"rows_in": 0, "rows_out": 0, "rows_in_error": 0}
-        seen = {k: False for k in totals}
-        keys = {"rows_in": ("rowsIn", "rows_in", "itemsIn", "items_in"),
-                "rows_out": ("rowsOut", "rows_out", "rowCount", "row_count", "itemsOut", "items_out"),
-                "rows_in_error": ("rowsInError", "rows_in_error", "rowsError", "itemsInError", "items_in_error")}
+        """§16: rows in / out / in error of the steps that succeeded (or failed their expectation: the counts
+        explain it), added up as compiler/row_counts.py says, plus step and attempt counts."""
         states: dict[str, int] = {}
         attempts = 0
-        for sp in self.steps.values():
+        counted = []
+        for sid, sp in self.steps.items():
             states[sp.state] = states.get(sp.state, 0) + 1
             attempts += len(sp.actions)
-            out = sp.output
-            if isinstance(out, dict):
-                for total, names in keys.items():
-                    for name in names:
-                        v = out.get(name)
-                        if isinstance(v, int) and not isinstance(v, bool):
-                            totals[total] += v
-                            seen[total] = True
-                            break
-        summary: dict[str, Any] = {k: (v if seen[k] else None) for k, v in totals.items()}
+            if sp.state == "succeeded" or (sp.state == "failed" and sp.last.error_code == E_EXPECTATION_FAILED):
+                counted.append(sid)
+        summary: dict[str, Any] = summary_rows(self.rows, counted, self.ancestors)
         summary.update(steps=states, attempts=attempts)
         return summary

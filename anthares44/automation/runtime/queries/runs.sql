@@ -47,7 +47,9 @@ select * from automation.runs where run_id = :run_id and (:project::text is null
 -- purpose: runs of a project filtered by state, workflow, step (current, failed or attempted) and age, newest first
 select r.run_id, r.project_id, r.workflow_id, r.version, r.state, r.idempotency_key, r.trigger_id,
        r.partition_key, r.queue, r.epoch, r.current_step, r.failed_step, r.error_code, r.error_message,
-       r.lease_owner, r.lease_reclaims, r.next_wake_at, r.created_at, r.started_at, r.finished_at, r.updated_at
+       r.lease_owner, r.lease_reclaims, r.next_wake_at, r.created_at, r.started_at, r.finished_at, r.updated_at,
+       (r.summary ->> 'rows_in')::bigint as rows_in, (r.summary ->> 'rows_out')::bigint as rows_out,
+       (r.summary ->> 'rows_in_error')::bigint as rows_in_error
 from automation.runs r
 where r.project_id = :project
   and (:state::text is null or r.state = :state)
