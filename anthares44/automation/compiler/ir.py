@@ -55,6 +55,17 @@ class CompensationIR(IR):
     delays_ms: tuple[int, ...] = COMPENSATION_DELAYS_MS
 
 
+class PartitionsIR(IR):
+    """Fan-out of a call node: the partition keys come from `foreach` (a CEL list) or the range `range_from`..
+    `range_to` (CEL, ISO dates or date-times) by `every_ms`; at most `concurrency` partitions run at once."""
+    foreach: Expr | None
+    range_from: Expr | None
+    range_to: Expr | None
+    every_ms: int | None
+    concurrency: int
+    on_failure: Literal["partial", "fail", "compensate"]
+
+
 class NodeIR(IR):
     id: str
     index: int
@@ -67,6 +78,7 @@ class NodeIR(IR):
     exclusive: bool
     sleep_ms: int | None
     params: dict[str, Any]
+    partitions: PartitionsIR | None = None
 
 
 class DeliverIR(IR):

@@ -11,7 +11,7 @@ from ..diagnostics import Severity
 from .graph import edges
 from .ir import (DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, DEFAULT_QUEUE, DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS,
                  RUN_DEADLINE_MS, CatchUpIR, CompensationIR, ConcurrencyIR, ConnectorRef, DeliverIR, Expr, NodeIR,
-                 RetryIR, TriggerIR, WorkflowIR, seal)
+                 PartitionsIR, RetryIR, TriggerIR, WorkflowIR, seal)
 from .project import workflow_id
 from .resolve import resolve
 from .templating import is_template
@@ -57,6 +57,16 @@ def _params(step_model) -> dict:
     return mark_templates(extra)
 
 
+def _partitions(step, roots: set[str]) -> PartitionsIR | None:
+    p = step.partitions
+    if p is None:
+        return None
+    r = p.range
+    return PartitionsIR(foreach=_expr(p.foreach, roots), range_from=_expr(r.from_, roots) if r else None,
+                        range_to=_expr(r.to, roots) if r else None, every_ms=r.every if r else None,
+                        concurrency=p.concurrency, on_failure=step.onPartitionFailure or "fail")
+
+
 def lower_step(i: int, step, project) -> NodeIR:
     r = step.retry
     retry = RetryIR(max=r.max if r else 0, strategy=r.strategy if r else "none",
@@ -75,7 +85,8 @@ def lower_step(i: int, step, project) -> NodeIR:
     return NodeIR(id=step.id, index=i, kind="sleep" if step.sleep is not None else "call",
                   connector=_connector(step.uses, project) if step.uses else None,
                   timeout_ms=step.timeout, retry=retry, compensate=comp, condition=_expr(step.if_, IF_ROOTS),
-                  exclusive=step.exclusive, sleep_ms=step.sleep, params=_params(step))
+                  exclusive=step.exclusive, sleep_ms=step.sleep, params=_params(step),
+                  partitions=_partitions(step, IF_ROOTS))
 
 
 def lower_trigger(t, wf_id: str, trig_id: str, type_: str) -> TriggerIR:

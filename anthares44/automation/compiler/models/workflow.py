@@ -48,6 +48,29 @@ class Compensation(OpenModel):
     """Parameters of a `connector/...` plugin."""
 
 
+class PartitionRange(Model):
+    """Partitions from `from` to `to` inclusive, one every `every` (e.g. one a day)."""
+
+    from_: StrictStr = Field(alias="from")
+    """CEL giving the first partition: an ISO date (`'2026-07-01'`) or date-time string, e.g. `input.from`."""
+    to: StrictStr
+    """CEL giving the last partition (inclusive), same form as `from`."""
+    every: Duration
+    """The step between partitions, e.g. `1d` or `1h`; whole days give date keys (`2026-07-04`)."""
+
+
+class Partitions(Model):
+    """Fan-out (issue 13): the step's connector call runs once per partition, each with its own attempts, retries,
+    timeout and idempotency key `{run_id}:{step_id}:{partition}`; results are collected in partition order."""
+
+    foreach: StrictStr | None = None
+    """CEL giving the list of partitions, e.g. `input.tenants`; each item (as a string) is a partition key."""
+    range: PartitionRange | None = None
+    """A date range instead of a list."""
+    concurrency: PositiveInt = 4
+    """Partitions in flight at once."""
+
+
 class Step(OpenModel):
     """One step: a connector call (`uses`), a durable `sleep`, or `uses: pass`."""
 
@@ -74,6 +97,11 @@ class Step(OpenModel):
     """Parameters of a `connector/...` plugin, validated by the plugin's own model."""
     description: StrictStr | None = None
     """Free text."""
+    partitions: Partitions | None = None
+    """Run the call once per partition (`{{ partition }}` in templates) instead of once."""
+    onPartitionFailure: Literal["partial", "fail", "compensate"] | None = None
+    """When partitions fail for good: `partial` (the step succeeds with the rest and the run ends `partial`),
+    `fail` (default: the step fails), `compensate` (the step fails and earlier steps are compensated)."""
 
 
 class Workflow(Model):
