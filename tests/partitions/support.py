@@ -1,0 +1,84 @@
+"""Helpers of the partition tests: a workflow compiled from YAML by the real compiler, and a loopback "daily
+data" API (aiohttp on 127.0.0.1) that counts calls per partition and answers 422 or hangs for the days told."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+
+from aiohttp import web
+
+from anthares44.automation.compiler.ir import to_json
+from anthares44.automation.compiler.lint import lint_paths
+
+PROJECT = "pj_default"
+
+
+def compile_yaml(tmp_path: Path, text: str, name: str = "wf.yaml"):
+    """The IR of the one workflow in `text` (fails the test on any diagnostic error)."""
+    path = tmp_path / name
+    path.write_text(text)
+    res = lint_paths([str(path)], lower=True)
+    errors = [d for d in res.diagnostics if d.severity.name == "ERROR"]
+    assert not errors, errors
+    (ir,) = [v for k, v in res.irs.items() if k.startswith("wf_")]
+    return ir
+
+
+async def publish(store, ir) -> None:
+    await store.publish_version(PROJECT, ir.workflow_id, ir.version, ir.sha256, to_json(ir))
+
+
+class DailyApi:
+    """GET /day/{day}: 200 `{"day": .., "rows": {"in": 10, "out": 10, "error": 0}}`; a day in `reject` answers 422
+    (permanent), a day in `hang` sleeps past any step timeout. `calls` counts requests per day."""
+
+    def __init__(self):
+        self.calls: Counter[str] = Counter()
+        self.keys: dict[str, set[str]] = {}
+        self.reject: set[str] = set()
+        self.hang: set[str] = set()
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def app(self) -> web.Application:
+        async def day(request: web.Request):
+            d = request.match_info["day"]
+            self.calls[d] += 1
+            self.keys.setdefault(d, set()).add(request.headers.get("Idempotency-Key", ""))
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                await asyncio.sleep(0.01)
+                if d in self.hang:
+                    await asyncio.sleep(30)
+                if d in self.reject:
+                    return web.json_response({"error": "schema changed"}, status=422)
+                return web.json_response({"day": d, "rows": {"in": 10, "out": 10, "error": 0}})
+            finally:
+                self.in_flight -= 1
+
+        app = web.Application()
+        app.router.add_get("/day/{day}", day)
+        return app
+
+
+def daily_yaml(base: str, *, on_failure: str = "partial", concurrency: int = 4, retries: int = 1) -> str:
+    return f"""\
+name: daily-load
+version: 1
+steps:
+  - id: load
+    uses: http
+    timeout: 500ms
+    retry: {{max: {retries}, strategy: fixed, base: 10ms}}
+    url: "{base}/day/{{{{ partition }}}}"
+    partitions:
+      range: {{from: "input.from", to: "input.to", every: 1d}}
+      concurrency: {concurrency}
+    onPartitionFailure: {on_failure}
+  - id: report
+    uses: pass
+    timeout: 1s
+"""
