@@ -7,10 +7,13 @@ import asyncio
 from collections import Counter
 from pathlib import Path
 
+from datetime import timedelta
+
 from aiohttp import web
 
 from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.compiler.lint import lint_paths
+from tests.runtime.engine_support import engine
 
 PROJECT = "pj_default"
 
@@ -82,3 +85,29 @@ steps:
     uses: pass
     timeout: 1s
 """
+
+
+def days(n: int) -> list[str]:
+    return [f"2026-07-{d:02d}" for d in range(1, n + 1)]
+
+
+async def start(store, clock, ir, first: str, last: str):
+    await publish(store, ir)
+    run_id = (await store.create_run(PROJECT, ir.workflow_id, {"from": first, "to": last}, "k1")).run_id
+    eng = engine(store, clock=clock)
+    return eng, run_id, await drive_until_final(eng, clock, store, run_id)
+
+
+async def drive_until_final(eng, clock, store, run_id, rounds: int = 20) -> dict:
+    for _ in range(rounds):
+        await eng.drive()
+        run = await store.get_run(run_id)
+        if run["state"] in ("succeeded", "partial", "failed"):
+            return run
+        clock.advance(timedelta(seconds=1))
+    raise AssertionError(f"run {run_id} still {run['state']}")
+
+
+async def partitions_of(store, run_id):
+    return await store.fetch("partition_list", project=PROJECT, run_id=run_id, workflow=None, state=None,
+                             partition=None, step=None, limit=100)

@@ -4,37 +4,7 @@ order, per-partition retries and timeouts, the `partial` run that lists what fai
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
-from tests.partitions.support import PROJECT, DailyApi, compile_yaml, daily_yaml, publish
-from tests.runtime.engine_support import engine
-
-
-def _days(n: int) -> list[str]:
-    return [f"2026-07-{d:02d}" for d in range(1, n + 1)]
-
-
-async def _start(store, clock, ir, first: str, last: str):
-    await publish(store, ir)
-    run_id = (await store.create_run(PROJECT, ir.workflow_id, {"from": first, "to": last}, "k1")).run_id
-    eng = engine(store, clock=clock)
-    return eng, run_id, await _drive_until_final(eng, clock, store, run_id)
-
-
-async def _drive_until_final(eng, clock, store, run_id, rounds: int = 20) -> dict:
-    for _ in range(rounds):
-        await eng.drive()
-        run = await store.get_run(run_id)
-        if run["state"] in ("succeeded", "partial", "failed"):
-            return run
-        clock.advance(timedelta(seconds=1))
-    raise AssertionError(f"run {run_id} still {run['state']}")
-
-
-async def _partitions(store, run_id):
-    return await store.fetch("partition_list", project=PROJECT, run_id=run_id, workflow=None, state=None,
-                             partition=None, step=None, limit=100)
+from tests.partitions.support import DailyApi, compile_yaml, daily_yaml, days, partitions_of, start
 
 
 def test_each_day_is_called_once_with_its_own_key_in_order_and_bounded(store, clock, aio, serve, tmp_path):
@@ -43,16 +13,16 @@ def test_each_day_is_called_once_with_its_own_key_in_order_and_bounded(store, cl
     ir = compile_yaml(tmp_path, daily_yaml(base, concurrency=3))
 
     async def body():
-        eng, run_id, run = await _start(store, clock, ir, "2026-07-01", "2026-07-10")
+        eng, run_id, run = await start(store, clock, ir, "2026-07-01", "2026-07-10")
         assert run["state"] == "succeeded"
-        assert api.calls == {d: 1 for d in _days(10)}
-        assert api.keys == {d: {f"{run_id}:load:{d}"} for d in _days(10)}
+        assert api.calls == {d: 1 for d in days(10)}
+        assert api.keys == {d: {f"{run_id}:load:{d}"} for d in days(10)}
         assert api.max_in_flight <= 3
         rows = await store.list_attempts(run_id)
         load = next(a for a in rows if a["step_id"] == "load")
-        assert [r["json"]["day"] for r in store.load_result(load)] == _days(10)   # results in partition order
-        parts = await _partitions(store, run_id)
-        assert [(p["partition"], p["state"], p["attempts"]) for p in parts] == [(d, "success", 1) for d in _days(10)]
+        assert [r["json"]["day"] for r in store.load_result(load)] == days(10)   # results in partition order
+        parts = await partitions_of(store, run_id)
+        assert [(p["partition"], p["state"], p["attempts"]) for p in parts] == [(d, "success", 1) for d in days(10)]
         assert parts[0]["rows"] == {"in": 10, "out": 10, "error": 0}
         await eng.registry.aclose()
     aio(body())
@@ -65,13 +35,13 @@ def test_a_422_and_a_timeout_end_the_run_partial_listing_both(store, clock, aio,
     ir = compile_yaml(tmp_path, daily_yaml(base, concurrency=4, retries=1))
 
     async def body():
-        eng, run_id, run = await _start(store, clock, ir, "2026-07-01", "2026-07-10")
+        eng, run_id, run = await start(store, clock, ir, "2026-07-01", "2026-07-10")
         assert run["state"] == "partial" and run["error_code"] == "E_PARTITIONS_FAILED"
         assert "load[2026-07-04] (E_UPSTREAM_422)" in run["error_message"]
         assert "load[2026-07-09] (E_STEP_TIMEOUT)" in run["error_message"]
         assert api.calls["2026-07-04"] == 1          # permanent: no retry
         assert api.calls["2026-07-09"] == 2          # timeout: retried once, then final
-        parts = {p["partition"]: p for p in await _partitions(store, run_id)}
+        parts = {p["partition"]: p for p in await partitions_of(store, run_id)}
         assert parts["2026-07-04"]["state"] == "failed" and parts["2026-07-09"]["state"] == "timeout"
         assert sum(p["state"] == "success" for p in parts.values()) == 8
         events = [e for e in await store.list_run_events(run_id) if e["kind"] == "run.partial"]
@@ -89,7 +59,7 @@ def test_on_partition_failure_fail_fails_the_step(store, clock, aio, serve, tmp_
     ir = compile_yaml(tmp_path, daily_yaml(base, on_failure="fail"))
 
     async def body():
-        eng, run_id, run = await _start(store, clock, ir, "2026-07-01", "2026-07-03")
+        eng, run_id, run = await start(store, clock, ir, "2026-07-01", "2026-07-03")
         assert (run["state"], run["failed_step"], run["error_code"]) == ("failed", "load", "E_PARTITIONS_FAILED")
         assert not any(a["step_id"] == "report" for a in await store.list_attempts(run_id))
         await eng.registry.aclose()

@@ -29,3 +29,42 @@ where p.project_id = :project
   and (:step::text is null or p.step_id = :step)
 order by r.created_at desc, p.run_id, p.step_id, p.ordinal
 limit :limit;
+-- name: skip_lock_run
+-- purpose: lock run :run_id of project :project for a person's skip: its state, epoch and workflow
+select run_id, project_id, workflow_id, state, epoch, version
+from automation.runs
+where run_id = :run_id and project_id = :project
+for update;
+
+-- name: skip_last_attempt
+-- purpose: the last action attempt of :step_id (a step, or a partition's `step[partition]`) in epoch :epoch of run :run_id
+select attempt, status, retry_at, error_code
+from automation.step_attempts
+where run_id = :run_id and epoch = :epoch and step_id = :step_id and kind = 'action'
+order by attempt desc
+limit 1;
+
+-- name: skip_partition
+-- purpose: mark partition :partition of step :step_id of run :run_id skipped by :who for :reason at :now
+update automation.run_partitions
+set state = 'skipped', skipped_by = :who, skip_reason = :reason, updated_at = :now
+where run_id = :run_id and step_id = :step_id and partition = :partition
+returning state;
+
+-- name: skip_failed_left
+-- purpose: how many partitions of run :run_id are still failed or timed out
+select count(*) from automation.run_partitions
+where run_id = :run_id and state in ('failed', 'timeout');
+
+-- name: skip_complete_run
+-- purpose: a partial run of which a person skipped the last failed partition becomes succeeded at :now, logging run.state
+with r as (
+    update automation.runs
+    set state = 'succeeded', error_code = null, error_message = null, failed_step = null, updated_at = :now
+    where run_id = :run_id and state = 'partial'
+    returning run_id, project_id
+)
+insert into automation.run_events (run_id, project_id, at, kind, state, data)
+select run_id, project_id, :now, 'run.state', 'succeeded', jsonb_build_object('from', 'partial', 'by', :who::text)
+from r
+returning id;
