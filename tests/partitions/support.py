@@ -13,6 +13,7 @@ from aiohttp import web
 
 from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.compiler.lint import lint_paths
+from tests.loopback import ThreadedServer
 from tests.runtime.engine_support import engine
 
 PROJECT = "pj_default"
@@ -46,6 +47,11 @@ class DailyApi:
         self.max_in_flight = 0
 
     def app(self) -> web.Application:
+        app = web.Application()
+        self.routes(app)
+        return app
+
+    def routes(self, app: web.Application) -> None:
         async def day(request: web.Request):
             d = request.match_info["day"]
             self.calls[d] += 1
@@ -62,9 +68,15 @@ class DailyApi:
             finally:
                 self.in_flight -= 1
 
-        app = web.Application()
         app.router.add_get("/day/{day}", day)
-        return app
+
+
+class ThreadedDailyApi(DailyApi, ThreadedServer):
+    """The same API on its own thread, for tests whose daemons and CLI are subprocesses."""
+
+    def __init__(self):
+        DailyApi.__init__(self)
+        ThreadedServer.__init__(self)
 
 
 def daily_yaml(base: str, *, on_failure: str = "partial", concurrency: int = 4, retries: int = 1) -> str:
