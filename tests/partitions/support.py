@@ -43,6 +43,7 @@ class DailyApi:
         self.keys: dict[str, set[str]] = {}
         self.reject: set[str] = set()
         self.hang: set[str] = set()
+        self.flaky: set[str] = set()        # answer 503 to the first call only
         self.in_flight = 0
         self.max_in_flight = 0
 
@@ -62,6 +63,8 @@ class DailyApi:
                 await asyncio.sleep(0.01)
                 if d in self.hang:
                     await asyncio.sleep(30)
+                if d in self.flaky and self.calls[d] == 1:
+                    return web.json_response({"error": "busy"}, status=503)
                 if d in self.reject:
                     return web.json_response({"error": "schema changed"}, status=422)
                 return web.json_response({"day": d, "rows": {"in": 10, "out": 10, "error": 0}})

@@ -133,11 +133,17 @@ def _plan_code(run_id: str, attempts: list[Attempt], cut: Cut) -> RunPlan:
             if a is not None and a.finished_at is not None and a.finished_at > cut.from_time:
                 cut_at = min(cut_at, i)
                 break
+    if cut.failed_partitions:
+        # every map item with a result is reused; the code re-runs from the first step (or map) with a failed item
+        bad = [i for i, s in enumerate(order) if split_part(s) is not None and not _done(last.get(s))]
+        cut_at = min(cut_at, bad[0]) if bad else cut_at
     reused: list[str] = []
     for s in order[:cut_at]:
         if not _done(last.get(s)):
             break           # the code re-runs from the first step without a result on
         reused.append(s)
+    if cut.failed_partitions:
+        reused += [s for s in order[len(reused):] if split_part(s) is not None and _done(last.get(s))]
     replayed = [s for s in order if s not in reused and not s.startswith(CTX_PREFIX)]
     if cut.from_step is not None and cut.from_step not in replayed and cut.from_step not in reused:
         replayed.append(cut.from_step)
