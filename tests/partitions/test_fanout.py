@@ -64,3 +64,18 @@ def test_on_partition_failure_fail_fails_the_step(store, clock, aio, serve, tmp_
         assert not any(a["step_id"] == "report" for a in await store.list_attempts(run_id))
         await eng.registry.aclose()
     aio(body())
+
+
+def test_a_run_that_ends_visits_after_its_fan_out_is_still_partial(store, clock, aio, serve, tmp_path):
+    api = DailyApi()
+    api.reject = {"2026-07-02"}
+    base = serve(api.app())
+    ir = compile_yaml(tmp_path, daily_yaml(base) + "  - id: cool-down\n    sleep: 5s\n")
+
+    async def body():
+        eng, run_id, run = await start(store, clock, ir, "2026-07-01", "2026-07-03")
+        assert run["state"] == "partial" and "load[2026-07-02] (E_UPSTREAM_422)" in run["error_message"]
+        states = [e["state"] for e in await store.list_run_events(run_id) if e["kind"] == "run.state"]
+        assert "sleeping" in states                 # the run ended on a later visit than its fan-out
+        await eng.registry.aclose()
+    aio(body())

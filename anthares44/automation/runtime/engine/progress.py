@@ -129,8 +129,10 @@ class Progress:
         return parts
 
     def failed_partitions(self) -> list[PartProgress]:
-        """Partitions of planned fan-out steps that failed for good (the `partial` run's list)."""
-        return [pp for parts in self.fanout.values() for pp in parts if pp.state == "failed"]
+        """Partitions that failed for good, by step then key (the `partial` run's list). From every partition of
+        the epoch, not only those planned in this visit: the run may end visits after its fan-out did."""
+        failed = [pp for pp in self.parts.values() if pp.state == "failed"]
+        return sorted(failed, key=lambda pp: (pp.node.index, pp.partition))
 
     # --- recording what the interpreter just wrote ---------------------------------------------------------------
     def add(self, a: Attempt) -> None:
