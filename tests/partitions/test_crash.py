@@ -1,6 +1,6 @@
 """kill -9 mid fan-out with real daemons: two `a44 automation serve` processes compete for one run of 12
 partitions; the lease holder is killed while partitions are in flight. No partition is ever in flight twice at
-once, none that finished before the crash runs again, the interrupted ones run again with the same idempotency
+once, none whose success the killed daemon recorded runs again, the interrupted ones run again with the same idempotency
 key on the survivor, and the run completes."""
 
 from __future__ import annotations
@@ -86,7 +86,6 @@ def test_kill_9_of_the_lease_holder_mid_fan_out(pg_url, tmp_path):
         wait_until(lambda: sum(far.done.values()) >= 4 and sum(far.in_flight.values()) > 0, 30,
                    "partitions finished and others in flight")
         holder = query(pg_url, "select lease_owner from automation.runs where run_id = $1", run_id)[0]["lease_owner"]
-        finished_before = {d for d, n in far.done.items() if n}
         daemons[holder].kill9()
         wait_until(lambda: query(pg_url, "select state from automation.runs where run_id = $1",
                                  run_id)[0]["state"] == "succeeded", 60, "the survivor to complete the run")
@@ -96,7 +95,6 @@ def test_kill_9_of_the_lease_holder_mid_fan_out(pg_url, tmp_path):
         far.close()
     survivor = next(w for w in daemons if w != holder)
     assert all(n == 1 for n in far.max_in_flight.values())            # never two workers on one partition
-    assert all(far.calls[d] == 1 for d in finished_before)            # finished before the crash: never again
     assert all(1 <= far.calls[d] <= 2 for d in days)
     assert far.keys == {d: {f"{run_id}:load:{d}"} for d in days}      # one key per partition, whoever calls
     rows = query(pg_url, "select step_id, status, worker_id from automation.step_attempts where run_id = $1 "
@@ -104,6 +102,10 @@ def test_kill_9_of_the_lease_holder_mid_fan_out(pg_url, tmp_path):
     by_part: dict[str, list] = {}
     for r in rows:
         by_part.setdefault(r["step_id"][5:-1], []).append((r["status"], r["worker_id"]))
+    # recorded as done by the killed daemon: never called again (a call the far side answered but the daemon
+    # died before recording is interrupted, and runs again: at least once, with the same key)
+    committed = {d for d, seq in by_part.items() if seq == [("succeeded", holder)]}
+    assert committed and all(far.calls[d] == 1 for d in committed)
     interrupted = {d for d, seq in by_part.items() if seq[0][0] == "lease_expired"}
     assert interrupted and all(by_part[d] == [("lease_expired", holder), ("succeeded", survivor)]
                                for d in interrupted)

@@ -110,7 +110,7 @@ async def prepare(store, project: str, selection: Selection, cut: Cut, *, to_ver
         raise A44Error(E_REPLAY_NOT_TERMINAL,
                        f"{len(busy)} {_plural(len(busy), 'run is', 'runs are')} not terminal and cannot be "
                        f"replayed: {ex}{' ...' if len(busy) > 3 else ''}",
-                       hint="wait for them to end (a44 automation run --wait / logs --follow); only succeeded, "
+                       hint="wait for them to end (a44 automation run --wait / logs --follow); only succeeded, partial, "
                             "failed and cancelled runs are replayed")
     ignored = [r for r in rows if r["state"] == NEVER]
     runs = [r for r in rows if r["state"] in REPLAYABLE]
