@@ -1,4 +1,4 @@
--- 0013_partitions: partitioned work (docs/partitions.md). A fan-out step runs its call once per partition; each
+-- 0015_partitions: partitioned work (docs/partitions.md). A fan-out step runs its call once per partition; each
 -- partition's attempts are ordinary step_attempts rows whose step_id is `step[partition]`, and `run_partitions`
 -- keeps one row per (run, step, partition) with its current state, written in the same transaction as the attempt
 -- it follows (what `a44 automation partitions` and the REST API read). A run some of whose partitions failed for
