@@ -102,6 +102,13 @@ E_SQL_NO_DATABASE = _code("E_SQL_NO_DATABASE", False,
 E_SQL_UNSAFE_DATABASE = _code("E_SQL_UNSAFE_DATABASE", False,
                               "the step's database is the control store or its role has server-level powers")
 
+E_PARTITIONS_INVALID = _code("E_PARTITIONS_INVALID", False,
+                             "a fan-out step's partitions are not a list of keys or a valid date range")
+E_PARTITIONS_FAILED = _code("E_PARTITIONS_FAILED", False, "partitions of a fan-out step failed after their retries")
+E_SKIP_NOT_ALLOWED = _code("E_SKIP_NOT_ALLOWED", False,
+                           "only a permanently failed partition or step of a finished run can be skipped", http=409)
+E_UNKNOWN_PARTITION = _code("E_UNKNOWN_PARTITION", False, "the run has no such partition", http=404)
+
 
 class A44Error(Exception):
     """An error a user can see: a stable code, what happened, and what to do next."""

@@ -1,5 +1,5 @@
 """`Automation`: the application functions behind the CLI and the REST API for one project: publish,
-run, wait, runs, logs and follow. One async API; the CLI calls it through `asyncio.run`.
+run, wait, runs, logs, follow, partitions and skip. One async API; the CLI calls it through `asyncio.run`.
 
     async with await Automation.connect(project="pj_checkout_prod") as auto:
         report = await auto.publish(["workflows/"])
@@ -24,11 +24,12 @@ from ..runtime.store import RunPage
 from ..settings import DEFAULT_PROJECT, Settings
 from ..suggestions import closest
 from ..tracing import Parent
-from .views import attempt_view, event_view, run_view
+from .views import PARTITION_STATES, attempt_view, event_view, partition_view, run_view
 from .watch import SAFETY_RECHECK_S, RunListener
 
 MANUAL_TRIGGER = "manual"       # trigger_id recorded on runs started by `run` (CLI / API)
 _EVENT_PAGE = 1000
+_MAX_PARTITION_ROWS = 10_000
 
 
 class InvalidArgument(A44Error):
@@ -265,6 +266,35 @@ class Automation:
                 if state in TERMINAL_RUN_STATES:
                     return
                 await woke.wait(SAFETY_RECHECK_S)
+
+    # --- partitions (docs/partitions.md) ------------------------------------------------------------------
+    async def partitions(self, target: str, *, state: str | None = None, partition: str | None = None,
+                         step: str | None = None, limit: int = 1000) -> dict:
+        """Partitions of run `target` (`run_...`, in order) or of workflow `target`'s runs (newest run first):
+        state, attempts, rows, when, which run, who skipped it. Returns {target, partitions, counts}."""
+        if state is not None and state not in PARTITION_STATES:
+            raise InvalidArgument(f"unknown partition state {state!r}", hint=f"one of: {', '.join(PARTITION_STATES)}")
+        if not 0 < limit <= _MAX_PARTITION_ROWS:
+            raise InvalidArgument(f"limit must be between 1 and {_MAX_PARTITION_ROWS}")
+        run_id = target if target.startswith("run_") else None
+        if run_id is not None:
+            await self.store.get_run(run_id, self.project)      # E_RUN_NOT_FOUND rather than an empty list
+        rows = await self.store.fetch("partition_list", project=self.project, run_id=run_id,
+                                      workflow=None if run_id else workflow_ref(target), state=state,
+                                      partition=partition, step=step, limit=limit)
+        docs = [partition_view(dict(r)) for r in rows]
+        counts: dict[str, int] = {}
+        for d in docs:
+            counts[d["state"]] = counts.get(d["state"], 0) + 1
+        return {"target": target, "partitions": docs, "counts": counts}
+
+    async def skip(self, run_id: str, *, reason: str, by: str, partition: str | None = None,
+                   step: str | None = None) -> dict:
+        """A person skips a permanently failed partition (or step) of a partial or failed run, saying why; a
+        partial run with nothing failed left becomes succeeded (runtime.engine.skips)."""
+        from ..runtime.engine.skips import skip
+
+        return await skip(self.store, self.project, run_id, reason=reason, by=by, partition=partition, step=step)
 
     # --- exclusive steps (§7.3) --------------------------------------------------------------------------
     async def resolve(self, run_id: str, step_id: str, outcome: str, *, by: str | None = None) -> dict:

@@ -317,6 +317,19 @@ class RemoteAutomation:
         raise A44Error(E_REMOTE_UNSUPPORTED, "`runs resolve` is not part of the REST API yet",
                        hint="run it on the daemon's host with --local (or A44_DATABASE_URL)")
 
+    async def partitions(self, target: str, *, state: str | None = None, partition: str | None = None,
+                         step: str | None = None, limit: int = 1000) -> dict:
+        _, doc = await self._call("GET", f"/partitions/{_seg(target)}",
+                                  params={"state": state, "partition": partition, "step": step, "limit": limit})
+        return {**doc, "partitions": [timestamps(d) for d in doc["partitions"]]}
+
+    async def skip(self, run_id: str, *, reason: str, by: str, partition: str | None = None,
+                   step: str | None = None) -> dict:
+        # the daemon records the calling token's name as who skipped it (`by` is local only)
+        _, doc = await self._call("POST", f"/runs/{_seg(run_id)}/skip",
+                                  body={"partition": partition, "step": step, "reason": reason})
+        return doc
+
     async def whoami(self) -> dict:
         _, doc = await self._call("GET", "/whoami")
         return timestamps(doc)

@@ -35,7 +35,8 @@ def parse_instant(text: str | datetime, now: datetime) -> datetime:
 
 async def replay(auto, run_ids=(), *, state: str | None = None, step: str | None = None,
                  since: str | None = None, workflow: str | None = None, from_step: str | None = None,
-                 from_time: str | datetime | None = None, to_version: int | None = None, dry_run: bool = False,
+                 from_time: str | datetime | None = None, failed_partitions: bool = False,
+                 to_version: int | None = None, dry_run: bool = False,
                  rate: str | float | None = None, concurrency: int = 16, request_id: str | None = None,
                  progress: Callable[[int, int], None] | None = None) -> dict:
     """Dry run: the manual's document (`matched`, `fromStep`, `perRun`, `estimatedDurationSeconds`,
@@ -47,8 +48,8 @@ async def replay(auto, run_ids=(), *, state: str | None = None, step: str | None
         raise InvalidArgument("select runs: RUN ids, or --state / --step / --since / --workflow")
     if state is not None and state not in RUN_STATES:
         raise InvalidArgument(f"unknown run state {state!r}", hint=f"known states: {', '.join(RUN_STATES)}")
-    if (from_step is None) == (from_time is None):
-        raise InvalidArgument("give exactly one cut: --from-step S or --from-time T")
+    if (from_step is not None) + (from_time is not None) + bool(failed_partitions) != 1:
+        raise InvalidArgument("give exactly one cut: --from-step S, --from-time T or --failed-partitions")
     now = auto.store.clock.now()
     since_at = None
     if since is not None:
@@ -58,7 +59,7 @@ async def replay(auto, run_ids=(), *, state: str | None = None, step: str | None
             raise InvalidArgument(str(exc)) from None
     sel = Selection(tuple(run_ids), state, step, str(since) if since is not None else None, since_at,
                     workflow_ref(workflow) if workflow else None)
-    cut = Cut(from_step, parse_instant(from_time, now) if from_time is not None else None)
+    cut = Cut(from_step, parse_instant(from_time, now) if from_time is not None else None, bool(failed_partitions))
     try:
         per_second = parse_rate(rate)
     except ValueError as exc:

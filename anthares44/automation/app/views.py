@@ -18,6 +18,10 @@ RUN_KEYS = ("run_id", "project_id", "workflow_id", "version", "state", "current_
 RUN_DETAIL_KEYS = ("input", "result", "summary")
 ATTEMPT_KEYS = ("step_id", "attempt", "kind", "status", "error_code", "error_message", "started_at", "finished_at",
                 "epoch", "idempotency_key", "worker_id", "result_bytes")
+PARTITION_STATES = ("pending", "running", "success", "retrying", "failed", "timeout", "skipped")
+PARTITION_KEYS = ("run_id", "workflow_id", "step_id", "partition", "state", "attempts", "rows", "error_code",
+                  "error_message", "worker_id", "skipped_by", "skip_reason", "epoch", "started_at", "finished_at",
+                  "updated_at", "run_state")
 EVENT_KEYS = ("id", "run_id", "at", "kind", "state", "step_id", "attempt", "status", "error_code", "message", "data")
 
 
@@ -44,6 +48,11 @@ def attempt_view(row: dict) -> dict:
     doc["duration_ms"] = _ms(row.get("duration")) if row.get("duration") is not None else (
         _ms(row["finished_at"] - row["started_at"]) if row.get("finished_at") else None)
     return doc
+
+
+def partition_view(row: dict) -> dict:
+    """One partition of a fan-out step: its state, attempts, rows, who skipped it, and its run's state."""
+    return {k: row.get(k) for k in PARTITION_KEYS}
 
 
 def event_view(row: dict) -> dict:

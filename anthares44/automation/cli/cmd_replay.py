@@ -2,7 +2,8 @@
 
 Re-executes terminal runs from a cut, reusing the results recorded before it (docs/replay.md).
 `--from-step S` invalidates S and every step after it in the DAG; `--from-time T` (ISO 8601 or an age such as
-`2h`) invalidates the steps that finished after T. Earlier steps' results are read from the log. Each replayed
+`2h`) invalidates the steps that finished after T; `--failed-partitions` runs again exactly the failed partitions of
+fan-out steps (and the steps after them), reusing every other partition's result (docs/partitions.md). Earlier steps' results are read from the log. Each replayed
 run starts a new epoch: its earlier attempts stay in `logs`.
 
 `--dry-run` prints the plan as JSON and changes nothing:
@@ -36,6 +37,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     cut = p.add_mutually_exclusive_group(required=True)
     cut.add_argument("--from-step", metavar="S", help="invalidate S and every step after it")
     cut.add_argument("--from-time", metavar="T", help="invalidate steps that finished after T (ISO 8601 or age)")
+    cut.add_argument("--failed-partitions", action="store_true",
+                     help="run again only the partitions that failed (and what follows their step), reusing "
+                          "every succeeded or skipped partition")
     p.add_argument("--to-version", type=int, metavar="N",
                    help="run on version N (refused unless the steps before the cut are unchanged)")
     p.add_argument("--dry-run", action="store_true", help="print what would be reused and re-run; change nothing")
@@ -57,6 +61,7 @@ async def _replay(auto, args) -> int:
 
     doc = await replay(auto, args.run_ids, state=args.state, step=args.step, since=args.since,
                        workflow=args.workflow, from_step=args.from_step, from_time=args.from_time,
+                       failed_partitions=args.failed_partitions,
                        to_version=args.to_version, dry_run=args.dry_run, rate=args.rate,
                        concurrency=args.concurrency, request_id=args.request_id,
                        progress=ProgressBar("replaying"))

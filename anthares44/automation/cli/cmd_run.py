@@ -2,7 +2,7 @@
 
 Prints `run_<ULID> created` at once (or `run_<ULID> deduplicated (key age 0.4s)` when the key was used in the last
 24 h: nothing is created). Execution is asynchronous; `--wait` then blocks until the run ends and prints how.
-Exit codes: 0 started (or, with --wait, succeeded); 1 the run ended failed / compensation_failed / cancelled, or a
+Exit codes: 0 started (or, with --wait, succeeded); 1 the run ended partial / failed / compensation_failed / cancelled, or a
 database error; 2 usage: no --idempotency-key, --input not a JSON object, bad --timeout; 124 --timeout elapsed
 while the run was still going (it keeps running).
 """

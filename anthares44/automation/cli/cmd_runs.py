@@ -8,6 +8,10 @@ Exit 0 (even when nothing matches), 1 database error, 2 usage error.
 
 `a44 automation runs resolve RUN --step S --outcome succeeded|failed|retry` settles an `exclusive` step whose lease
 expired (the run waits in `awaiting_confirmation` until a person says what happened).
+
+`a44 automation runs skip RUN --partition P [--step S] --reason TEXT` (or `--step S` alone) skips a partition or
+step of a `partial` or `failed` run that failed for good, recording who (--by, default $USER) and why in the log;
+a partial run with no failed partition left becomes `succeeded` (docs/partitions.md).
 """
 
 from __future__ import annotations
@@ -41,6 +45,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--outcome", required=True, choices=OUTCOMES)
     r.add_argument("--by", metavar="NAME", help="who decided, recorded with the decision (default: $USER)")
     add_common_options(r)
+    k = actions.add_parser("skip", help="skip a permanently failed partition or step, saying why",
+                           description="Mark a partition (or a step) that failed for good `skipped`, with who and "
+                                       "why; a partial run with nothing failed left becomes succeeded.")
+    k.add_argument("run_id", metavar="RUN")
+    k.add_argument("--partition", dest="skip_partition", metavar="P", help="the partition key, e.g. 2026-07-04")
+    k.add_argument("--step", dest="skip_step", metavar="S", help="the step (needed when several steps have P)")
+    k.add_argument("--reason", required=True, metavar="TEXT", help="why it is skipped (recorded in the log)")
+    k.add_argument("--by", metavar="NAME", help="who decided (default: $USER)")
+    add_common_options(k)
     return p
 
 
@@ -57,6 +70,8 @@ def _non_negative(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "runs_action", None) == "resolve":
         return run_api(_resolve, args)
+    if getattr(args, "runs_action", None) == "skip":
+        return run_api(_skip, args)
     return run_api(_list, args)
 
 
@@ -95,4 +110,19 @@ async def _resolve(auto, args) -> int:
         write(json_document(result))
     else:
         write(f"{args.run_id} step {args.resolve_step} resolved as {args.outcome}; run is {result['state']}\n")
+    return EXIT_OK
+
+
+async def _skip(auto, args) -> int:
+    import getpass
+
+    by = args.by or getpass.getuser()
+    result = await auto.skip(args.run_id, partition=args.skip_partition, step=args.skip_step, reason=args.reason,
+                             by=by)
+    if args.format == "json":
+        write(json_document(result))
+    else:
+        what = f"partition {result['partition']} of step {result['step_id']}" if result["partition"] is not None \
+            else f"step {result['step_id']}"
+        write(f"{args.run_id} {what} skipped by {by}; run is {result['state']}\n")
     return EXIT_OK

@@ -35,6 +35,7 @@ VERBS: dict[str, str] = {
     "queues": "cmd_queues",
     "dlq": "cmd_dlq",
     "metrics": "cmd_metrics",
+    "partitions": "cmd_partitions",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2

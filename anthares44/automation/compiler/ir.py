@@ -69,8 +69,19 @@ class CompensationIR(IR):
     delays_ms: tuple[int, ...] = COMPENSATION_DELAYS_MS
 
 
+class PartitionsIR(IR):
+    """Fan-out of a call node: the partition keys come from `foreach` (a CEL list) or the range `range_from`..
+    `range_to` (CEL, ISO dates or date-times) by `every_ms`; at most `concurrency` partitions run at once."""
+    foreach: Expr | None
+    range_from: Expr | None
+    range_to: Expr | None
+    every_ms: int | None
+    concurrency: int
+    on_failure: Literal["partial", "fail", "compensate"]
+
+
 class NodeIR(_Optional):
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("rows", "expect")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("rows", "expect", "partitions")
     id: str
     index: int
     kind: Literal["call", "sleep"]
@@ -84,6 +95,7 @@ class NodeIR(_Optional):
     params: dict[str, Any]
     rows: dict[str, Expr] | None = None      # in | out | error -> CEL over result, input (§16, docs/rows.md)
     expect: tuple[Expr, ...] = ()             # checked when the step succeeds
+    partitions: PartitionsIR | None = None
 
 
 class DeliverIR(IR):

@@ -42,7 +42,7 @@ FORBIDDEN_KEYWORDS = frozenset({
 
 # Step fields by step form; the rest of a step's keys are its connector's parameters (§3.7).
 STEP_COMMON = ("id", "uses", "timeout", "retry", "compensate", "if", "needs", "exclusive", "rows", "expect",
-               "description")
+               "description", "partitions", "onPartitionFailure")
 SLEEP_FIELDS = ("id", "sleep", "description", "if", "needs")
 COMPENSATION_COMMON = ("uses", "timeout")
 

@@ -11,7 +11,7 @@ from ..diagnostics import Severity
 from .graph import edges
 from .ir import (DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, DEFAULT_QUEUE, DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS,
                  RUN_DEADLINE_MS, CatchUpIR, CompensationIR, ConcurrencyIR, ConnectorRef, DeliverIR, Expr, NodeIR,
-                 RetryIR, TriggerIR, WorkflowIR, seal)
+                 PartitionsIR, RetryIR, TriggerIR, WorkflowIR, seal)
 from .project import workflow_id
 from .resolve import resolve
 from .rules.expectations import (ROW_FIELDS, ROWS_ROOTS, STEP_EXPECT_ROOTS, WORKFLOW_EXPECT_ROOTS, expect_list,
@@ -59,6 +59,16 @@ def _params(step_model) -> dict:
     return mark_templates(extra)
 
 
+def _partitions(step, roots: set[str]) -> PartitionsIR | None:
+    p = step.partitions
+    if p is None:
+        return None
+    r = p.range
+    return PartitionsIR(foreach=_expr(p.foreach, roots), range_from=_expr(r.from_, roots) if r else None,
+                        range_to=_expr(r.to, roots) if r else None, every_ms=r.every if r else None,
+                        concurrency=p.concurrency, on_failure=step.onPartitionFailure or "fail")
+
+
 def lower_step(i: int, step, project) -> NodeIR:
     r = step.retry
     retry = RetryIR(max=r.max if r else 0, strategy=r.strategy if r else "none",
@@ -78,7 +88,8 @@ def lower_step(i: int, step, project) -> NodeIR:
                   connector=_connector(step.uses, project) if step.uses else None,
                   timeout_ms=step.timeout, retry=retry, compensate=comp, condition=_expr(step.if_, IF_ROOTS),
                   exclusive=step.exclusive, sleep_ms=step.sleep, params=_params(step),
-                  rows=_rows(step), expect=_expects(step.expect, STEP_EXPECT_ROOTS))
+                  rows=_rows(step), expect=_expects(step.expect, STEP_EXPECT_ROOTS),
+                  partitions=_partitions(step, IF_ROOTS))
 
 
 def _rows(step) -> dict[str, Expr] | None:

@@ -80,6 +80,14 @@ def document() -> dict:
                         "trigger_id": {"type": "string"},
                         "outcome": {"enum": ["created", "deduplicated", "filtered", "dropped", "dead_lettered"]},
                         "run_id": {"type": ["string", "null"]}}}}}},
+                "Partitions": {"type": "object", "properties": {
+                    "target": {"type": "string"}, "counts": {"type": "object"},
+                    "partitions": {"type": "array", "items": {"type": "object", "properties": {k: {} for k in (
+                        "run_id", "workflow_id", "step_id", "partition", "state", "attempts", "rows", "error_code",
+                        "error_message", "worker_id", "skipped_by", "skip_reason", "epoch", "started_at",
+                        "finished_at", "updated_at", "run_state")}}}}},
+                "SkipRequest": {"type": "object", "required": ["reason"], "properties": {
+                    "partition": {"type": "string"}, "step": {"type": "string"}, "reason": {"type": "string"}}},
                 "PublishRequest": {"type": "object", "required": ["files"], "properties": {
                     "files": {"type": "object", "additionalProperties": {"type": "string"},
                               "description": "relative path -> YAML text"}}},
@@ -114,6 +122,20 @@ def document() -> dict:
                                _param("Last-Event-ID", "header")],
                 "responses": {"200": {"description": "{run, attempts} or text/event-stream",
                                       "content": {"application/json": {}, "text/event-stream": {}}},
+                              **_errors(400, 401, 403, 404)}}},
+            "/v1/automation/runs/{run_id}/skip": {"post": {
+                "summary": "skip a failed partition (or step) of a partial or failed run, recording the token's name "
+                           "and the reason (as `a44 automation runs skip`)", "security": auth,
+                "parameters": [_param("run_id", "path")],
+                "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/SkipRequest"}}}},
+                "responses": {"200": _resp("Skip", {"type": "object"}), **_errors(400, 401, 403, 404, 409)}}},
+            "/v1/automation/partitions/{target}": {"get": {
+                "summary": "partitions of a run (run_...) or of a workflow's runs, newest run first (as "
+                           "`a44 automation partitions --format json`)", "security": auth,
+                "parameters": [_param("target", "path"),
+                               *[_param(n) for n in ("state", "partition", "step", "limit")]],
+                "responses": {"200": _resp("Partitions", {"$ref": "#/components/schemas/Partitions"}),
                               **_errors(400, 401, 403, 404)}}},
             "/v1/automation/events": {
                 "post": {"summary": "publish an event on the bus; 202 created, 200 deduplicated (24 h)",

@@ -63,9 +63,10 @@ def flag(name: str, raw: str) -> bool:
 
 
 Parser = Callable[[str, str], Any]
-PATH: dict[str, Parser] = {"project": ident, "trigger": ident, "run_id": ident, "event_id": ident}
+PATH: dict[str, Parser] = {"project": ident, "trigger": ident, "run_id": ident, "event_id": ident, "target": ident}
 QUERY: dict[str, Parser] = {"state": ident, "workflow": ident, "step": ident, "since": age, "type": text,
-                            "limit": count, "offset": count, "after": count, "follow": flag}
+                            "limit": count, "offset": count, "after": count, "follow": flag,
+                            "partition": text}
 HEADERS: dict[str, Parser] = {"Last-Event-ID": count}
 
 

@@ -286,6 +286,25 @@ async def api_logs(request: web.Request) -> web.StreamResponse:
     return resp
 
 
+async def api_partitions(request: web.Request) -> web.Response:
+    q = params(request)
+    return json_response(await automation_for(request).partitions(
+        q["target"], state=q.get("state"), partition=q.get("partition"), step=q.get("step"),
+        limit=min(q.get("limit", 1000), 10_000)))
+
+
+async def api_skip(request: web.Request) -> web.Response:
+    """A person (the calling token's name is recorded as who) skips a failed partition or step."""
+    doc = _obj(await read_json(request))
+    for key in ("partition", "step", "reason"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise A44Error(E_INVALID_ARGUMENT, f"`{key}` must be a string")
+    by = f"token:{request[PRINCIPAL_KEY].name}"
+    return json_response(await automation_for(request).skip(params(request)["run_id"], partition=doc.get("partition"),
+                                                            step=doc.get("step"), reason=doc.get("reason") or "",
+                                                            by=by))
+
+
 async def api_events_publish(request: web.Request) -> web.Response:
     doc = _obj(await read_json(request))
     key = doc.get("idempotency_key", request.headers.get("A44-Idempotency-Key"))
@@ -355,6 +374,8 @@ def build_app(store, limits: HttpLimits | None = None) -> web.Application:
     r.add_get("/v1/automation/runs", api_runs)
     r.add_get("/v1/automation/runs/{run_id}", api_run_get)
     r.add_get("/v1/automation/runs/{run_id}/logs", api_logs)
+    r.add_post("/v1/automation/runs/{run_id}/skip", api_skip)
+    r.add_get("/v1/automation/partitions/{target}", api_partitions)
     r.add_post("/v1/automation/events", api_events_publish)
     r.add_get("/v1/automation/events", api_events_list)
     r.add_get("/v1/automation/events/{event_id}", api_event_get)

@@ -34,13 +34,20 @@ $$;
 CREATE FUNCTION automation.metric_attempt_finished() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
+declare
+    d float8;
 begin
     if new.status = 'running' or (tg_op = 'UPDATE' and old.status <> 'running') then
         return null;
     end if;
-    insert into automation.metric_attempt_deltas (project_id, run_id, step_id, kind, status, retry, seconds)
-    values (new.project_id, new.run_id, new.step_id, new.kind, new.status, new.attempt > 1,
-            greatest(extract(epoch from new.finished_at - new.started_at), 0));
+    d := greatest(extract(epoch from new.finished_at - new.started_at), 0);
+    insert into automation.metric_attempts as m (project_id, workflow_id, step_id, kind, status, bucket, shard,
+                                                 attempts, retries, seconds)
+    select new.project_id, r.workflow_id, split_part(new.step_id, '[', 1), new.kind, new.status,
+           automation.metric_bucket(d), hashtext(new.run_id) & 7, 1, (new.attempt > 1)::integer, d
+    from automation.runs r where r.run_id = new.run_id
+    on conflict (project_id, workflow_id, step_id, kind, status, bucket, shard) do update
+        set attempts = m.attempts + 1, retries = m.retries + excluded.retries, seconds = m.seconds + excluded.seconds;
     return null;
 end
 $$;
@@ -119,14 +126,14 @@ CREATE FUNCTION automation.promote_partition_next() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
-    if new.state in ('succeeded', 'failed', 'compensation_failed', 'cancelled')
-       and old.state not in ('succeeded', 'failed', 'compensation_failed', 'cancelled') then
+    if new.state in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled')
+       and old.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled') then
         update automation.runs n
         set next_wake_at = new.updated_at
         where n.run_id = (select p.run_id from automation.runs p
                           where p.project_id = new.project_id and p.queue = new.queue
                             and p.partition_key = new.partition_key and p.run_id <> new.run_id
-                            and p.state not in ('succeeded', 'failed', 'compensation_failed', 'cancelled')
+                            and p.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled')
                           order by p.seq
                           limit 1)
           and n.state = 'pending' and n.lease_owner is null and n.next_wake_at > new.updated_at;
@@ -354,6 +361,28 @@ ALTER TABLE automation.run_events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
     CACHE 1
 );
 
+CREATE TABLE automation.run_partitions (
+    run_id text NOT NULL,
+    project_id text NOT NULL,
+    workflow_id text NOT NULL,
+    step_id text NOT NULL,
+    partition text NOT NULL,
+    ordinal integer NOT NULL,
+    epoch integer NOT NULL,
+    state text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    error_code text,
+    error_message text,
+    rows jsonb,
+    worker_id text,
+    skipped_by text,
+    skip_reason text,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT run_partitions_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'success'::text, 'failed'::text, 'retrying'::text, 'skipped'::text, 'timeout'::text])))
+);
+
 CREATE TABLE automation.run_trace_context (
     project_id text NOT NULL,
     run_key text NOT NULL,
@@ -398,7 +427,7 @@ CREATE TABLE automation.runs (
     grant_due_at timestamp with time zone,
     granted_at timestamp with time zone,
     CONSTRAINT runs_lease_check CHECK (((lease_owner IS NULL) = (lease_deadline IS NULL))),
-    CONSTRAINT runs_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'waiting'::text, 'sleeping'::text, 'awaiting_confirmation'::text, 'compensating'::text, 'succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])))
+    CONSTRAINT runs_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'waiting'::text, 'sleeping'::text, 'awaiting_confirmation'::text, 'compensating'::text, 'succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])))
 );
 
 CREATE SEQUENCE automation.runs_seq_seq
@@ -591,6 +620,9 @@ ALTER TABLE ONLY automation.queues
 ALTER TABLE ONLY automation.run_events
     ADD CONSTRAINT run_events_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY automation.run_partitions
+    ADD CONSTRAINT run_partitions_pkey PRIMARY KEY (run_id, step_id, partition);
+
 ALTER TABLE ONLY automation.run_trace_context
     ADD CONSTRAINT run_trace_context_pkey PRIMARY KEY (project_id, run_key);
 
@@ -641,15 +673,17 @@ CREATE INDEX notifications_due_idx ON automation.notifications USING btree (next
 
 CREATE INDEX run_events_run_idx ON automation.run_events USING btree (run_id, id);
 
+CREATE INDEX run_partitions_workflow_idx ON automation.run_partitions USING btree (project_id, workflow_id, partition, updated_at DESC);
+
 CREATE INDEX runs_due_idx ON automation.runs USING btree (next_wake_at) WHERE (next_wake_at IS NOT NULL);
 
 CREATE INDEX runs_leased_idx ON automation.runs USING btree (project_id, queue, workflow_id) WHERE (lease_owner IS NOT NULL);
 
 CREATE INDEX runs_origin_idx ON automation.runs USING btree (origin_run_id) WHERE (origin_run_id IS NOT NULL);
 
-CREATE INDEX runs_partition_idx ON automation.runs USING btree (project_id, queue, partition_key, created_at) WHERE (state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text]));
+CREATE INDEX runs_partition_idx ON automation.runs USING btree (project_id, queue, partition_key, created_at) WHERE (state <> ALL (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text]));
 
-CREATE INDEX runs_partition_seq_idx ON automation.runs USING btree (project_id, queue, partition_key, seq) WHERE ((partition_key IS NOT NULL) AND (state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])));
+CREATE INDEX runs_partition_seq_idx ON automation.runs USING btree (project_id, queue, partition_key, seq) WHERE ((partition_key IS NOT NULL) AND (state <> ALL (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])));
 
 CREATE INDEX runs_project_created_idx ON automation.runs USING btree (project_id, created_at DESC);
 
@@ -659,7 +693,7 @@ CREATE INDEX runs_project_workflow_idx ON automation.runs USING btree (project_i
 
 CREATE INDEX runs_queue_waiting_idx ON automation.runs USING btree (project_id, queue, created_at) WHERE (state = 'pending'::text);
 
-CREATE INDEX runs_trigger_active_idx ON automation.runs USING btree (project_id, trigger_id) WHERE ((trigger_id IS NOT NULL) AND (state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])));
+CREATE INDEX runs_trigger_active_idx ON automation.runs USING btree (project_id, trigger_id) WHERE ((trigger_id IS NOT NULL) AND (state <> ALL (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])));
 
 CREATE INDEX schedule_occurrences_pending_idx ON automation.schedule_occurrences USING btree (project_id, trigger_id, fire_at) WHERE ((status = 'queued'::text) OR ((status = 'started'::text) AND (run_id IS NULL)));
 
@@ -688,6 +722,9 @@ CREATE TRIGGER runs_note_grant BEFORE UPDATE OF lease_grants ON automation.runs 
 CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
 
 CREATE TRIGGER step_attempts_metrics AFTER INSERT OR UPDATE OF status ON automation.step_attempts FOR EACH ROW EXECUTE FUNCTION automation.metric_attempt_finished();
+
+ALTER TABLE ONLY automation.run_partitions
+    ADD CONSTRAINT run_partitions_run_id_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY automation.runs
     ADD CONSTRAINT runs_version_fkey FOREIGN KEY (project_id, workflow_id, version) REFERENCES automation.workflow_versions(project_id, workflow_id, version);

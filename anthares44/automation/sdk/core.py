@@ -1,4 +1,4 @@
-"""Workflows in code (§12): `@workflow`, `step.run`, `step.sleep`, `ctx.now()`, `ctx.random()`, and the
+"""Workflows in code (§12): `@workflow`, `step.run`, `step.map`, `step.sleep`, `ctx.now()`, `ctx.random()`, and the
 deterministic execution that fast-forwards a workflow function through its recorded history.
 
 The coroutine of a workflow is never kept between visits. Each visit calls the function from the top; every
@@ -28,13 +28,25 @@ from ..attempts import Attempt, StepAttempts, counts_against_budget
 from ..compiler.ir import DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS, RetryIR
 from ..compiler.retry_policy import Failure, retry_delay_ms
 from ..durations import parse_duration
-from ..errors import E_CONNECTOR_FAILED, E_NETWORK, E_NONDETERMINISTIC_REPLAY, E_STEP_TIMEOUT, A44Error
+from ..errors import (E_CONNECTOR_FAILED, E_NETWORK, E_NONDETERMINISTIC_REPLAY, E_PARTITIONS_FAILED, E_STEP_TIMEOUT,
+                      A44Error)
 from .expectations import StepRows
 
 CTX_PREFIX = "ctx."
 DEFAULT_STEP_TIMEOUT = "60s"
 
 _current: contextvars.ContextVar["Execution | None"] = contextvars.ContextVar("a44_code_execution", default=None)
+# the step whose body runs in this task: the items of a `step.map` run as concurrent tasks, each with its own
+_running_step: contextvars.ContextVar[str | None] = contextvars.ContextVar("a44_code_step", default=None)
+
+
+def item_id(name: str, key: str) -> str:
+    """The step id of item `key` of `step.map(name, ...)`: `name[key]`, as a YAML fan-out step's partitions."""
+    return f"{name}[{key}]"
+
+
+def is_item(step_id: str) -> bool:
+    return step_id.endswith("]") and "[" in step_id
 
 
 # --- declaring workflows ----------------------------------------------------------------------------------------
@@ -87,7 +99,9 @@ def workflow(name: str, *, version: int, timeout: str | None = None) -> Callable
 @dataclass
 class History:
     steps: dict[str, StepAttempts] = field(default_factory=dict)
-    sequence: list[str] = field(default_factory=list)     # step ids (not ctx values) in recorded order
+    # step ids in recorded order, without ctx values and map items (items run concurrently, in any order; their
+    # keys come from the map's list, which the determinism of the code around them already covers)
+    sequence: list[str] = field(default_factory=list)
 
     @classmethod
     def of(cls, attempts: list[Attempt]) -> "History":
@@ -95,7 +109,8 @@ class History:
         h = cls()
         for a in attempts:
             h.log(a.step_id).add(a)
-            if a.kind == "action" and not a.step_id.startswith(CTX_PREFIX) and a.step_id not in h.sequence:
+            if a.kind == "action" and not a.step_id.startswith(CTX_PREFIX) and not is_item(a.step_id) \
+                    and a.step_id not in h.sequence:
                 h.sequence.append(a.step_id)
         for log in h.steps.values():
             log.sort()
@@ -238,6 +253,9 @@ class Context:
         """Inside a step body: the step's key `{run_id}:{step_id}` (§2), the same for every attempt. Outside: the
         run's idempotency key."""
         step = self._x.current_step
+        if step and is_item(step):      # `{run_id}:{map}:{key}`, as a YAML partition's
+            name, key = step[:-1].split("[", 1)
+            return f"{self.run_id}:{name}:{key}"
         return f"{self.run_id}:{step}" if step else self._run_key
 
     def now(self) -> datetime:
@@ -259,12 +277,21 @@ class Execution:
         self.ctx = Context(self, run_id, wf.workflow_id, idempotency_key, input)
         self.input = input
         self.position = 0                  # step calls so far in this execution
-        self.current_step: str | None = None
+        self.failed_items: list[tuple[str, str, str]] = []   # (item, code, message) a `partial` map let fail
+        self._host = asyncio.Lock()        # map items start and finish one at a time, in a stable order
         self.completed: list[str] = []     # steps that succeeded, in order
         self.compensators: dict[str, Callable] = {}
         self._values: dict[str, int] = {}
         self._seen: set[str] = set()
         self.rows = StepRows()
+
+    @property
+    def current_step(self) -> str | None:
+        return _running_step.get()
+
+    @current_step.setter
+    def current_step(self, step_id: str | None) -> None:
+        _running_step.set(step_id)
 
     async def run(self) -> Any:
         """Call the workflow function from the top. Returns its result, or raises Suspend / StepFailed /
@@ -296,6 +323,9 @@ class Execution:
             raise ValueError(f"bad step id {step_id!r}")
         if step_id in self._seen:
             raise ValueError(f"step id {step_id!r} is used twice in one run; step ids must be unique")
+        if is_item(step_id):
+            self._seen.add(step_id)
+            return self.history.log(step_id)
         seq = self.history.sequence
         if self.position < len(seq) and seq[self.position] != step_id:
             raise NonDeterministic(self.position, seq[self.position], step_id)
@@ -321,7 +351,8 @@ class Execution:
             self.host.expire(last)
             last.status = "lease_expired"
         timeout_ms = duration_ms(timeout, DEFAULT_STEP_TIMEOUT)
-        a = await self.host.start(step_id, log.next_attempt)
+        async with self._host:
+            a = await self.host.start(step_id, log.next_attempt)
         log.actions.append(a)
         self.current_step = step_id
         self.rows.begin(step_id)
@@ -331,13 +362,15 @@ class Execution:
             err = await self.rows.check(step_id, checks, rows, result, self.input)
         except Exception as exc:  # noqa: BLE001 - a step body's failure is the step's outcome
             status, err = as_error(exc, step_id, timeout_ms)
-            await self._failed(log, a, status, err, retry_ir(retry), self.rows.reported(step_id, None))
+            async with self._host:
+                await self._failed(log, a, status, err, retry_ir(retry), self.rows.reported(step_id, None))
             raise AssertionError("unreachable")  # pragma: no cover
         finally:
             self.current_step = None
-        if err is not None:
-            await self._failed(log, a, "failed", err, retry_ir(retry), rows)
-        await self.host.finish(a, "succeeded", result=result, rows=rows)
+        async with self._host:
+            if err is not None:
+                await self._failed(log, a, "failed", err, retry_ir(retry), rows)
+            await self.host.finish(a, "succeeded", result=result, rows=rows)
         a.status, a.result = "succeeded", result
         return self._done(step_id, result, compensate)
 
@@ -358,6 +391,54 @@ class Execution:
         if compensate is not None:
             self.compensators[step_id] = compensate
         return result
+
+    async def map(self, name: str, partitions, fn: Callable[[str], Any], *, concurrency: int = 4,
+                  timeout: Any = None, retry: Any = None, on_failure: str = "fail") -> list[Any]:
+        """Run `fn(key)` once per partition key as the step `name[key]` (own attempts, retries, timeout, key
+        `{run_id}:{name}:{key}`), at most `concurrency` at once; the results in key order. A recorded success is
+        returned without running `fn` again, whatever happened after it. Items that fail for good: `fail` fails
+        the run (E_PARTITIONS_FAILED, after the others finished); `partial` leaves None and the run ends
+        `partial`. An item waiting for a retry suspends the visit once the items in flight have ended."""
+        if on_failure not in ("fail", "partial"):
+            raise ValueError("on_failure must be 'fail' or 'partial'")
+        if not isinstance(concurrency, int) or concurrency < 1:
+            raise ValueError("concurrency must be a positive integer")
+        keys = [k if isinstance(k, str) else json.dumps(k, sort_keys=True) for k in partitions]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"step.map {name!r}: partition keys must be unique")
+        outcomes: list[Any] = [None] * len(keys)
+        failures: list[BaseException] = []
+
+        async def one(i: int, key: str):
+            try:
+                outcomes[i] = await self.run_step(item_id(name, key), lambda: fn(key), timeout=timeout, retry=retry)
+            except (Suspend, StepFailed) as exc:
+                failures.append(exc)
+
+        running: set[asyncio.Task] = set()
+        try:
+            for i, key in enumerate(keys):
+                if len(running) >= concurrency:
+                    done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                    for t in done:
+                        t.result()
+                running.add(asyncio.create_task(one(i, key)))
+            for t in await asyncio.gather(*running, return_exceptions=True):
+                if isinstance(t, BaseException):
+                    raise t
+        finally:
+            for t in running:
+                t.cancel()
+        suspends = [f for f in failures if isinstance(f, Suspend)]
+        if suspends:
+            raise min(suspends, key=lambda s: s.due)
+        failed = [f for f in failures if isinstance(f, StepFailed)]
+        if failed and on_failure == "fail":
+            names = ", ".join(f"{f.step_id} ({f.code})" for f in failed)
+            raise StepFailed(name, E_PARTITIONS_FAILED, f"{len(failed)} of {len(keys)} partition(s) failed after "
+                                                        f"their retries: {names}")
+        self.failed_items.extend((f.step_id, f.code, f.message) for f in failed)
+        return outcomes
 
     async def sleep(self, step_id: str, duration: Any) -> None:
         log = self._enter(step_id)
@@ -385,8 +466,8 @@ def current() -> Execution:
 
 
 class _Step:
-    """`step.run(id, fn=..., timeout=..., retry=..., compensate=..., expect=...)`, `step.sleep(id, duration)`
-    and, inside a step body, `step.rows(in_=..., out=..., error=...)`."""
+    """`step.run(id, fn=..., timeout=..., retry=..., compensate=..., expect=...)`, `step.map(name, keys, fn,
+    concurrency=...)`, `step.sleep(id, duration)` and, inside a step body, `step.rows(in_=..., out=..., error=...)`."""
 
     async def run(self, step_id: str, fn: Callable[[], Any] | None = None, *, timeout: Any = None,
                   retry: Any = None, compensate: Callable[[], Any] | None = None, expect: Any = None) -> Any:
@@ -407,6 +488,12 @@ class _Step:
 
     async def sleep(self, step_id: str, duration: Any) -> None:
         await current().sleep(step_id, duration)
+
+    async def map(self, name: str, partitions, fn: Callable[[str], Any], *, concurrency: int = 4,
+                  timeout: Any = None, retry: Any = None, on_failure: str = "fail") -> list[Any]:
+        """`step.map("load-day", days, fn=lambda day: ..., concurrency=4)`: one recorded step per partition."""
+        return await current().map(name, partitions, fn, concurrency=concurrency, timeout=timeout, retry=retry,
+                                   on_failure=on_failure)
 
 
 step = _Step()

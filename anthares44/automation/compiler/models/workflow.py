@@ -60,6 +60,29 @@ class Rows(Model):
     """Rows the step rejected."""
 
 
+class PartitionRange(Model):
+    """Partitions from `from` to `to` inclusive, one every `every` (e.g. one a day)."""
+
+    from_: StrictStr = Field(alias="from")
+    """CEL giving the first partition: an ISO date (`'2026-07-01'`) or date-time string, e.g. `input.from`."""
+    to: StrictStr
+    """CEL giving the last partition (inclusive), same form as `from`."""
+    every: Duration
+    """The step between partitions, e.g. `1d` or `1h`; whole days give date keys (`2026-07-04`)."""
+
+
+class Partitions(Model):
+    """Fan-out: the step's connector call runs once per partition, each with its own attempts, retries,
+    timeout and idempotency key `{run_id}:{step_id}:{partition}`; results are collected in partition order."""
+
+    foreach: StrictStr | None = None
+    """CEL giving the list of partitions, e.g. `input.tenants`; each item (as a string) is a partition key."""
+    range: PartitionRange | None = None
+    """A date range instead of a list."""
+    concurrency: PositiveInt = 4
+    """Partitions in flight at once."""
+
+
 class Step(OpenModel):
     """One step: a connector call (`uses`), a durable `sleep`, or `uses: pass`."""
 
@@ -92,6 +115,11 @@ class Step(OpenModel):
     one fails the step with E_EXPECTATION_FAILED (not retried), e.g. `rows.in > 0`."""
     description: StrictStr | None = None
     """Free text."""
+    partitions: Partitions | None = None
+    """Run the call once per partition (`{{ partition }}` in templates) instead of once."""
+    onPartitionFailure: Literal["partial", "fail", "compensate"] | None = None
+    """When partitions fail for good: `partial` (the step succeeds with the rest and the run ends `partial`),
+    `fail` (default: the step fails), `compensate` (the step fails and earlier steps are compensated)."""
 
 
 class Workflow(Model):

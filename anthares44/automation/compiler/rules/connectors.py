@@ -20,7 +20,7 @@ A44213 = register("A44213", "connector plugin failed to load")
 
 # keys of the Step model itself; everything else on a step is a connector parameter
 STEP_KEYS = {"id", "uses", "timeout", "retry", "compensate", "if", "needs", "exclusive", "sleep", "with",
-             "description"}
+             "description", "partitions", "onPartitionFailure"}
 
 
 def unresolved(project, code_path, src, what: str, known: list[str], hint: str | None = None) -> Diagnostic:

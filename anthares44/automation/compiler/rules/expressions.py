@@ -1,4 +1,5 @@
-"""Expression rules (§5): every `if:` and event `filter:` parses and type-checks against its known roots.
+"""Expression rules (§5): every `if:`, partition source (`partitions.foreach`, `partitions.range.from/to`) and
+event `filter:` parses and type-checks against its known roots.
 
 `if:` sees `input`, `trigger` and `steps` of the steps that certainly finished before it (its transitive
 `needs`, or all earlier steps in a sequential workflow); an event `filter:` sees `data` and the envelope fields.
@@ -34,6 +35,9 @@ def check(project):
             if step.if_ is not None:
                 yield from expression_diagnostics(decl.src, decl.path + ("steps", i, "if"), step.if_, IF_ROOTS,
                                                   before[step.id])
+            for key, text in _partition_sources(step.partitions):
+                    yield from expression_diagnostics(decl.src, decl.path + ("steps", i, "partitions") + key, text,
+                                                      IF_ROOTS, before[step.id], expect_bool=False)
         for j, trig in enumerate(_inline(wf)):
             if trig.filter is not None:
                 key = ("trigger",) if wf.trigger is not None and j == 0 else ("triggers", j - (wf.trigger is not None))
@@ -42,6 +46,15 @@ def check(project):
         flt = getattr(decl.model, "filter", None)
         if flt is not None:
             yield from expression_diagnostics(decl.src, decl.path + ("filter",), flt, FILTER_ROOTS)
+
+
+def _partition_sources(p):
+    if p is None:
+        return []
+    out = [(("foreach",), p.foreach)] if p.foreach else []
+    if p.range is not None:
+        out += [(("range", "from"), p.range.from_), (("range", "to"), p.range.to)]
+    return out
 
 
 def _inline(wf):

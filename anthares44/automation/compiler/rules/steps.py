@@ -1,4 +1,5 @@
-"""Step shape rules: unique ids, mandatory timeout (§3.1), and the sleep-step form (§3.5b)."""
+"""Step shape rules: unique ids, mandatory timeout (§3.1), the sleep-step form (§3.5b) and the fan-out form
+(`partitions:` with exactly one source, `onPartitionFailure` only on a fan-out call step)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ A44200 = register("A44200", "duplicate step id")
 A44201 = register("A44201", "step has no timeout")
 A44202 = register("A44202", "sleep step takes no uses, timeout or retry")
 A44203 = register("A44203", "step has neither uses nor sleep")
+A44206 = register("A44206", "partitions needs exactly one of foreach or range")
+A44207 = register("A44207", "onPartitionFailure or partitions where they do not apply")
 
 
 def check(project):
@@ -22,8 +25,10 @@ def check(project):
                                     src.path, src.span(path + ("id",)), hint="step ids must be unique")
             else:
                 seen[step.id] = i
+            yield from _fan_out(src, path, step)
             if step.sleep is not None:
-                for key in ("uses", "timeout", "retry", "compensate", "exclusive", "with", "rows", "expect"):
+                for key in ("uses", "timeout", "retry", "compensate", "exclusive", "with", "rows", "expect",
+                            "partitions"):
                     if key in (decl_data := _step_data(decl, i)):
                         yield Diagnostic.at(A44202, f"sleep step {step.id!r} takes no {key!r}", src.path,
                                             src.span(path + (key,), key=True),
@@ -38,6 +43,19 @@ def check(project):
                 yield Diagnostic.at(A44201, f"step {step.id!r} has no timeout; every step must declare one",
                                     src.path, src.span(path + ("id",)),
                                     hint="add e.g. `timeout: 15s` (size it from the step's p99 plus 50%)")
+
+
+def _fan_out(src, path, step):
+    p = step.partitions
+    if p is not None and (p.foreach is None) == (p.range is None):
+        what = "both" if p.foreach is not None else "neither"
+        yield Diagnostic.at(A44206, f"partitions of step {step.id!r} has {what} of 'foreach' and 'range'",
+                            src.path, src.span(path + ("partitions",), key=True),
+                            hint="give `foreach: <CEL list>` or `range: {from: <CEL>, to: <CEL>, every: 1d}`")
+    if step.onPartitionFailure is not None and p is None:
+        yield Diagnostic.at(A44207, f"step {step.id!r} sets onPartitionFailure but has no partitions", src.path,
+                            src.span(path + ("onPartitionFailure",), key=True),
+                            hint="add `partitions:` or remove `onPartitionFailure`")
 
 
 def _step_data(decl, i) -> dict:

@@ -1,5 +1,6 @@
 """Template rules (§3.7): every `{{ ... }}` string compiles in a sandboxed Jinja2 environment with
-StrictUndefined and references only known roots (`input`, `steps` of earlier steps, `trigger`, `run`).
+StrictUndefined and references only known roots (`input`, `steps` of earlier steps, `trigger`, `run`, and
+`partition` in a fan-out step).
 
 Templates are compiled again at publish time by the lowering, from the same environment (`templating.py`).
 """
@@ -58,7 +59,8 @@ def check(project):
                     if key == "compensate" and path[-1] in ("uses", "timeout"):
                         continue
                     if is_template(text):
-                        yield from _check_string(src, path, text, STEP_ROOTS, before[step.id].including(step.id)
+                        roots = STEP_ROOTS | {"partition"} if step.partitions is not None else STEP_ROOTS
+                        yield from _check_string(src, path, text, roots, before[step.id].including(step.id)
                                                  if key == "compensate" else before[step.id])
     for decl in project.of_kind("trigger"):
         pk = getattr(decl.model, "partitionKey", None)

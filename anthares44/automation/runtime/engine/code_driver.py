@@ -19,7 +19,7 @@ from typing import Any
 from ...attempts import Attempt, latest_finish
 from ...compiler.ir import COMPENSATION_DELAYS_MS
 from ...compiler.row_counts import WHOLE_STEP, linear_ancestors, summary_rows
-from ...errors import E_CODE_WORKFLOW, E_EXPECTATION_FAILED, E_RUN_DEADLINE, A44Error
+from ...errors import E_CODE_WORKFLOW, E_EXPECTATION_FAILED, E_PARTITIONS_FAILED, E_RUN_DEADLINE, A44Error
 from ...sdk.core import (Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error,
                          call_user, jsonable)
 from ...redact import redact
@@ -27,7 +27,7 @@ from .interpreter import RunDriver
 from .journal import LeaseLost
 from .rows import recorded
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
-from .states import COMPENSATING, FAILED, SLEEPING, SUCCEEDED, WAITING
+from .states import COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
 
 
 class _Infra(BaseException):
@@ -130,6 +130,15 @@ class CodeRunDriver(RunDriver, Host):
             encoded = jsonable(result)
         except (TypeError, ValueError) as exc:
             return await self._end(FAILED, error=A44Error(E_CODE_WORKFLOW, f"the workflow's result is not JSON: {exc}"))
+        if x.failed_items:    # a `step.map(..., on_failure="partial")` let items fail: the run says which
+            listed = [{"step": i[:-1].split("[", 1)[0], "partition": i[:-1].split("[", 1)[1], "error_code": c,
+                       "error_message": m} for i, c, m in x.failed_items]
+            err = A44Error(E_PARTITIONS_FAILED, f"{len(listed)} partition(s) failed after their retries: "
+                                                + ", ".join(f"{i} ({c})" for i, c, _ in x.failed_items),
+                           details={"failed_partitions": listed})
+            self.b.event("run.partial", self.clock.now(), state=PARTIAL, error_code=err.code, message=err.message,
+                         data=err.details)
+            return await self._end(PARTIAL, error=err, result=encoded)
         return await self._end(SUCCEEDED, result=encoded)
 
     def summary(self) -> dict:

@@ -20,12 +20,13 @@ from ...redact import redact
 from . import rows as row_counts
 from ..render import make_scope
 from .invoke import Call, Outcome, invoke
-from .journal import Batch, Lease, LeaseLost
+from .journal import Batch, Lease, LeaseLost, attempt_key
 from ...compiler.retry_policy import Failure, retry_delay_ms
 from .progress import Progress, StepProgress
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
 from .spans import VisitSpans
-from .states import AWAITING_CONFIRMATION, COMPENSATING, FAILED, SLEEPING, SUCCEEDED, WAITING
+from .fanout import FanOut, failure
+from .states import AWAITING_CONFIRMATION, COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
 
 if TYPE_CHECKING:
     from .worker import Engine
@@ -47,6 +48,7 @@ class RunDriver:
         self._inflight: dict[asyncio.Task, tuple[Attempt, StepProgress]] = {}
         self._ended = 0
         self.spans = None          # VisitSpans when the engine traces (spans.py)
+        self.fan = FanOut(self)
 
     # --- entry ------------------------------------------------------------------------------------------------
     async def drive(self) -> str:
@@ -141,15 +143,7 @@ class RunDriver:
                 if failure is not None:
                     return await self._fail(b, failure, now)
                 if self.p.all_done():
-                    result, summary = self.p.sink_outputs(), self.p.summary()
-                    err = await row_counts.workflow_failure(self.p.ir, summary, result, self.cel_scope(""))
-                    if err is not None:
-                        return await self._fail_run(b, err, summary, now)
-                    b.transition(SUCCEEDED, now, release=True, result=result, summary=summary, finished=True)
-                    self.after_terminal(b, now)
-                    await b.commit(now)
-                    self.engine.event("run.succeeded", self.lease.run_id)
-                    return SUCCEEDED
+                    return await self._succeed(b, now)
                 return await self._release_until(b, dues, now)
             await b.commit(now)
             for a, sp in starts:
@@ -161,11 +155,13 @@ class RunDriver:
         off): they become `lease_expired` and are tried again, unless the step is exclusive (§7.3). The saga does
         the same for compensations."""
         parked = None
-        for sp in self.p.steps.values():
+        for sp in (*self.p.steps.values(), *self.p.parts.values()):
             a = sp.last
             if a is None or a.status != "running" or sp.node.kind == "sleep":
                 continue
             b.expire(a, now)
+            if sp.partition is not None:
+                b.partition(sp, now)
             if sp.node.exclusive:
                 parked = sp
         return parked
@@ -190,7 +186,7 @@ class RunDriver:
         steps without external effect (`pass`) on the spot. Repeats until nothing changes (a skip, a finished
         sleep or a `pass` step can make successors ready)."""
         starts: list[tuple[Attempt, StepProgress]] = []
-        busy = {sp.node.id for _, sp in self._inflight.values()}
+        busy = {sp.key for _, sp in self._inflight.values()}
         if now >= self.deadline:
             self._deadline_failure(b, now, busy)
             return starts
@@ -207,14 +203,17 @@ class RunDriver:
                 if st == "retry" and now < sp.last.retry_at:
                     dues.append((sp.last.retry_at, WAITING))
                     continue
-                if st == "not_started" and not await self._condition_holds(b, sp, now):
+                if st == "not_started" and sid not in self.p.fanout and not await self._condition_holds(b, sp, now):
                     changed = True
+                    continue
+                if sp.node.partitions is not None:
+                    changed |= await self.fan.advance(b, sp, now, dues, busy, starts)
                     continue
                 if sp.node.kind == "sleep":
                     changed |= self._sleep(b, sp, now, dues)
                     continue
                 if self.engine.inline(sp.node):
-                    await self._run_inline(b, sp, now)
+                    await self.run_inline(b, sp, now)
                     changed = True
                     continue
                 a = b.start(sid, sp.next_attempt, "action", now)
@@ -275,46 +274,56 @@ class RunDriver:
             return
 
     # --- running and recording attempts -----------------------------------------------------------------------
-    async def _invoke(self, node, attempt: int) -> Outcome:
-        call = Call(node.id, node.connector, node.params, node.timeout_ms or 0, attempt)
-        out = await invoke(self.engine.registry, call, self.render_scope(node.id, attempt),
+    async def _invoke(self, sp: StepProgress, attempt: int) -> Outcome:
+        node = sp.node
+        call = Call(sp.key, node.connector, node.params, node.timeout_ms or 0, attempt)
+        out = await invoke(self.engine.registry, call, self.render_scope(node.id, attempt, sp.partition),
                            run_id=self.lease.run_id, project_id=self.lease.project_id,
-                           workflow_id=self.lease.workflow_id, idempotency_key=f"{self.lease.run_id}:{node.id}",
+                           workflow_id=self.lease.workflow_id, idempotency_key=attempt_key(self.lease.run_id, sp.key),
                            services=self.engine.services)
         return await row_counts.measure(node, out, self.cel_scope(node.id))
 
-    def _note_rows(self, b: Batch, step_id: str, out: Outcome, now: datetime) -> None:
+    def _note_rows(self, b: Batch, sp: StepProgress, out: Outcome, now: datetime) -> None:
+        """A step's (or a partition's) counts, recorded with its attempt; a partitioned step adds its partitions."""
         if out.rows is not None:
-            b.rows(step_id, out.rows, now)
-            self.p.record_rows(step_id, out.rows)
+            partition = sp.partition or ""
+            b.rows(sp.node.id, out.rows, now, partition)
+            self.p.record_rows(sp.node.id, out.rows, partition)
 
-    async def _run_inline(self, b: Batch, sp: StepProgress, now: datetime) -> None:
+    async def run_inline(self, b: Batch, sp: StepProgress, now: datetime) -> None:
         """A step without external effect (`pass`): nothing outside the run can observe it, so it needs no
         `running` row before it runs. It runs now and its one attempt row (started_at = now, finished, result or
         error, retry due time) goes into the batch: it counts as done only when that batch commits, together
         with the transition it belongs to. A crash before the commit leaves no trace; the step simply runs again."""
-        node, attempt = sp.node, sp.next_attempt
-        out = await self._invoke(node, attempt)
+        node, attempt, key = sp.node, sp.next_attempt, sp.key
+        out = await self._invoke(sp, attempt)
         end = self.clock.now()
-        b.current_step = node.id
-        self._note_rows(b, node.id, out, end)
+        b.current_step = key
+        self._note_rows(b, sp, out, end)
         if out.status == "succeeded":
-            a = b.record(node.id, attempt, "action", "succeeded", now, result=redact(out.result), finished_at=end)
+            a = b.record(key, attempt, "action", "succeeded", now, result=redact(out.result), finished_at=end)
             self.p.add(a)
             self.p.finished(a)
-            self.engine.event("step.succeeded", self.lease.run_id, step=node.id, attempt=attempt)
+            self._noted(b, sp, now)
+            self.engine.event("step.succeeded", self.lease.run_id, step=key, attempt=attempt)
             return
         err = out.error
         n = sp.counted_failures + (1 if counts_against_budget(out.status, err.code) else 0)
         delay = retry_delay_ms(node.retry, n, Failure.of(err), self.engine.rng)
         retry_at = end + timedelta(milliseconds=delay) if delay is not None else None
-        self.p.add(b.record(node.id, attempt, "action", out.status, now, error=err, retry_at=retry_at,
+        self.p.add(b.record(key, attempt, "action", out.status, now, error=err, retry_at=retry_at,
                             finished_at=end))
-        self.engine.event("step.failed", self.lease.run_id, step=node.id, attempt=attempt, code=err.code,
+        self._noted(b, sp, now)
+        self.engine.event("step.failed", self.lease.run_id, step=key, attempt=attempt, code=err.code,
                           retry_at=retry_at.isoformat() if retry_at else None)
 
+    @staticmethod
+    def _noted(b: Batch, sp: StepProgress, now: datetime) -> None:
+        if sp.partition is not None:
+            b.partition(sp, now)
+
     async def _attempt(self, a: Attempt, sp: StepProgress) -> Outcome:
-        out = await self._invoke(sp.node, a.attempt)
+        out = await self._invoke(sp, a.attempt)
         self._ended += 1
         out.seq = self._ended    # completions that land together are recorded in the order they really ended
         return out
@@ -332,10 +341,11 @@ class RunDriver:
             self._record(b, a, sp, t.result(), now)
 
     def _record(self, b: Batch, a: Attempt, sp: StepProgress, out: Outcome, now: datetime) -> None:
-        self._note_rows(b, a.step_id, out, now)
+        self._note_rows(b, sp, out, now)
         if out.status == "succeeded":
             b.finish(a, "succeeded", now, result=redact(out.result))
             self.p.finished(a)
+            self._noted(b, sp, now)
             self.engine.event("step.succeeded", self.lease.run_id, step=a.step_id, attempt=a.attempt)
             return
         err = out.error
@@ -344,6 +354,7 @@ class RunDriver:
         delay = retry_delay_ms(sp.node.retry, n, failure, self.engine.rng)
         retry_at = now + timedelta(milliseconds=delay) if delay is not None else None
         b.finish(a, out.status, now, error=err, retry_at=retry_at)
+        self._noted(b, sp, now)
         self.engine.event("step.failed", self.lease.run_id, step=a.step_id, attempt=a.attempt, code=err.code,
                           retry_at=retry_at.isoformat() if retry_at else None)
 
@@ -357,6 +368,23 @@ class RunDriver:
         b.transition(state, now, next_wake_at=min(wake, self.deadline), release=True)
         await b.commit(now)
         self.engine.event(f"run.{state}", self.lease.run_id, until=wake.isoformat())
+        return state
+
+    async def _succeed(self, b: Batch, now: datetime) -> str:
+        """Every step is done: `succeeded`, or `partial` when partitions a step accepted losing failed for good
+        (the run records which and why)."""
+        result, summary = self.p.sink_outputs(), self.p.summary()
+        err = await row_counts.workflow_failure(self.p.ir, summary, result, self.cel_scope(""))
+        if err is not None:                       # a workflow expectation over the totals and the result
+            return await self._fail_run(b, err, summary, now)
+        failed = self.p.failed_partitions()
+        state, err = (PARTIAL, failure(None, failed)) if failed else (SUCCEEDED, None)
+        b.transition(state, now, release=True, result=result, summary=summary, error=err, finished=True)
+        if err is not None:
+            b.event("run.partial", now, state=PARTIAL, error_code=err.code, message=err.message, data=err.details)
+        self.after_terminal(b, now)
+        await b.commit(now)
+        self.engine.event(f"run.{state}", self.lease.run_id)
         return state
 
     async def _fail(self, b: Batch, sp: StepProgress, now: datetime) -> str:
@@ -431,9 +459,12 @@ class RunDriver:
         return {"id": self.row["trigger_id"], "event_id": self.row["event_id"],
                 "partition_key": self.row["partition_key"]}
 
-    def render_scope(self, step_id: str, attempt: int) -> dict:
-        return make_scope(input=self.row["input"], steps=self.p.scope_steps(), trigger=self._trigger(),
-                          run=self._run_info(step_id, attempt))
+    def render_scope(self, step_id: str, attempt: int, partition: str | None = None) -> dict:
+        scope = make_scope(input=self.row["input"], steps=self.p.scope_steps(), trigger=self._trigger(),
+                           run=self._run_info(step_id, attempt))
+        if partition is not None:
+            scope["partition"] = partition
+        return scope
 
     def cel_scope(self, step_id: str) -> dict:
         return {"input": self.row["input"], "steps": self.p.scope_steps(), "trigger": self._trigger(),

@@ -18,15 +18,33 @@ from ...attempts import Attempt
 from ...errors import E_LEASE_EXPIRED, A44Error
 from ..results import encode_json
 from ..store import Store
+from .progress import split_part
 from .states import allowed_from, illegal
 
 if TYPE_CHECKING:
+    from .progress import PartProgress
     from .spans import VisitSpans
 
 log = logging.getLogger("a44.engine")
 
 
-_UNCHECKED = frozenset({"attempt_start", "engine_attempt_record", "run_event_append"})
+_UNCHECKED = frozenset({"attempt_start", "engine_attempt_record", "run_event_append", "partition_state"})
+
+
+def attempt_key(run_id: str, step_id: str, kind: str = "action") -> str:
+    """The idempotency key a connector gets: `{run_id}:{step_id}` for every attempt of a step,
+    `{run_id}:{step_id}:{partition}` for a partition's, `...:compensate` for a compensation."""
+    split = split_part(step_id)
+    base = f"{run_id}:{step_id}" if split is None else f"{run_id}:{split[0]}:{split[1]}"
+    return base if kind == "action" else base + ":compensate"
+
+
+def _rows(result: Any) -> dict | None:
+    """A result's `rows` mapping ({in, out, error}), or that of an http result's JSON body."""
+    for holder in (result, result.get("json") if isinstance(result, dict) else None):
+        if isinstance(holder, dict) and isinstance(holder.get("rows"), dict):
+            return holder["rows"]
+    return None
 
 
 class LeaseLost(Exception):
@@ -106,8 +124,7 @@ class Batch:
 
     def _key(self, step_id: str, kind: str) -> str:
         # §2: every attempt of a step hands the connector the same key; a compensation gets its own
-        base = f"{self.lease.run_id}:{step_id}"
-        return base if kind == "action" else base + ":compensate"
+        return attempt_key(self.lease.run_id, step_id, kind)
 
     # --- attempts ---------------------------------------------------------------------------------------------
     def start(self, step_id: str, attempt: int, kind: str, at: datetime) -> Attempt:
@@ -166,6 +183,19 @@ class Batch:
         self._ops.append(("step_rows_record", dict(
             run_id=self.lease.run_id, step_id=step_id, partition=partition, epoch=self.lease.epoch,
             rows_in=rows.get("in"), rows_out=rows.get("out"), rows_error=rows.get("error"), now=at)))
+
+    def partition(self, pp: "PartProgress", at: datetime) -> None:
+        """Mirror a partition's state into `run_partitions` in the transaction of the attempt it follows."""
+        L, last = self.lease, pp.last
+        first = pp.actions[0] if pp.actions else None
+        rows = _rows(pp.output)
+        self._ops.append(("partition_state", dict(
+            run_id=L.run_id, project=L.project_id, workflow=L.workflow_id, step_id=pp.node.id,
+            partition=pp.partition, ordinal=pp.ordinal, epoch=L.epoch, state=pp.shown, attempts=len(pp.actions),
+            error_code=last.error_code if last else None, error_message=last.error_message if last else None,
+            rows=None if rows is None else encode_json(rows), worker_id=self.worker_id if last else None,
+            started_at=first.started_at if first else None, finished_at=last.finished_at if last else None,
+            now=at)))
 
     # --- the run ----------------------------------------------------------------------------------------------
     def transition(self, to: str, at: datetime, *, next_wake_at: datetime | None = None, release: bool = False,

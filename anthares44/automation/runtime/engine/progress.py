@@ -12,15 +12,35 @@ from typing import Any
 from ...attempts import Attempt, StepAttempts, latest_finish
 from ...compiler.ir import NodeIR, WorkflowIR
 from ...compiler.row_counts import summary_rows
-from ...errors import E_EXPECTATION_FAILED
+from ...errors import E_EXPECTATION_FAILED, E_STEP_TIMEOUT
+
+
+def part_id(step_id: str, partition: str) -> str:
+    """The step_id of a partition's attempt rows: `step[partition]` (a step id never holds `[`)."""
+    return f"{step_id}[{partition}]"
+
+
+def split_part(step_id: str) -> tuple[str, str] | None:
+    """(step, partition) of a partition's attempt step_id, None for a plain step."""
+    i = step_id.find("[")
+    if i < 0 or not step_id.endswith("]"):
+        return None
+    return step_id[:i], step_id[i + 1:-1]
 
 
 class StepProgress(StepAttempts):
     """A step of the workflow with its attempts."""
 
+    partition: str | None = None
+
     def __init__(self, node: NodeIR):
         super().__init__()
         self.node = node
+
+    @property
+    def key(self) -> str:
+        """The step_id of this step's attempt rows."""
+        return self.node.id
 
     @property
     def state(self) -> str:
@@ -44,6 +64,33 @@ class StepProgress(StepAttempts):
         return self.last.result if self.state == "succeeded" else None
 
 
+# what `run_partitions.state` shows for a partition, from StepProgress.state and the last attempt's status
+_SHOWN = {"not_started": "pending", "running": "running", "succeeded": "success", "skipped": "skipped",
+          "retry": "retrying", "interrupted": "retrying"}
+
+
+class PartProgress(StepProgress):
+    """One partition of a fan-out step: the step's node, the partition key and the partition's own attempts."""
+
+    def __init__(self, node: NodeIR, partition: str, ordinal: int = 0):
+        super().__init__(node)
+        self.partition = partition
+        self.ordinal = ordinal
+
+    @property
+    def key(self) -> str:
+        return part_id(self.node.id, self.partition)
+
+    @property
+    def shown(self) -> str:
+        """pending | running | success | retrying | failed | timeout | skipped (docs/partitions.md)."""
+        st = self.state
+        if st == "failed":
+            timed_out = self.last.status == "timeout" or self.last.error_code == E_STEP_TIMEOUT
+            return "timeout" if timed_out else "failed"
+        return _SHOWN[st]
+
+
 class Progress:
     def __init__(self, ir: WorkflowIR, attempts: list[Attempt], completion_order: list[str],
                  rows: dict[str, dict[str, dict]] | None = None):
@@ -51,28 +98,55 @@ class Progress:
         self.rows: dict[str, dict[str, dict]] = rows or {}     # step -> partition -> counts (step_rows)
         self._ancestors: dict[str, set[str]] = {}
         self.steps: dict[str, StepProgress] = {n.id: StepProgress(n) for n in ir.nodes}
+        self.parts: dict[str, PartProgress] = {}            # by part_id, every partition with attempts or planned
+        self.fanout: dict[str, list[PartProgress]] = {}     # step id -> its partitions in order, once planned
         self.preds: dict[str, set[str]] = {n.id: set() for n in ir.nodes}
         self.succs: dict[str, set[str]] = {n.id: set() for n in ir.nodes}
         for a, b in ir.edges:
             self.preds[b].add(a)
             self.succs[a].add(b)
         for a in attempts:
-            sp = self.steps.get(a.step_id)
+            sp = self.steps.get(a.step_id) or self._part(a.step_id)
             if sp is not None:
                 sp.add(a)
-        for sp in self.steps.values():
+        for sp in (*self.steps.values(), *self.parts.values()):
             sp.sort()
         self.completion_order = [s for s in completion_order if s in self.steps]
 
+    def _part(self, step_id: str) -> PartProgress | None:
+        split = split_part(step_id)
+        if split is None or split[0] not in self.steps:
+            return None
+        pp = self.parts.get(step_id)
+        if pp is None:
+            pp = self.parts[step_id] = PartProgress(self.steps[split[0]].node, split[1])
+        return pp
+
+    def plan(self, step_id: str, keys: list[str]) -> list[PartProgress]:
+        """The partitions of fan-out step `step_id`, in order, with the attempts already recorded for them."""
+        parts = []
+        for i, key in enumerate(keys):
+            pp = self._part(part_id(step_id, key))
+            pp.ordinal = i
+            parts.append(pp)
+        self.fanout[step_id] = parts
+        return parts
+
+    def failed_partitions(self) -> list[PartProgress]:
+        """Partitions that failed for good, by step then key (the `partial` run's list). From every partition of
+        the epoch, not only those planned in this visit: the run may end visits after its fan-out did."""
+        failed = [pp for pp in self.parts.values() if pp.state == "failed"]
+        return sorted(failed, key=lambda pp: (pp.node.index, pp.partition))
+
     # --- recording what the interpreter just wrote ---------------------------------------------------------------
     def add(self, a: Attempt) -> None:
-        self.steps[a.step_id].add(a)
+        (self.steps.get(a.step_id) or self._part(a.step_id)).add(a)
 
     def record_rows(self, step_id: str, rows: dict, partition: str = "") -> None:
         self.rows.setdefault(step_id, {})[partition] = rows
 
     def finished(self, a: Attempt) -> None:
-        if a.kind == "action" and a.status == "succeeded":
+        if a.kind == "action" and a.status == "succeeded" and a.step_id in self.steps:
             self.completion_order.append(a.step_id)
 
     # --- questions ------------------------------------------------------------------------------------------------

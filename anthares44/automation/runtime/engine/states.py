@@ -14,6 +14,7 @@ from ..store import RUN_STATES, TERMINAL_RUN_STATES
 PENDING, RUNNING, WAITING, SLEEPING = "pending", "running", "waiting", "sleeping"
 AWAITING_CONFIRMATION, COMPENSATING = "awaiting_confirmation", "compensating"
 SUCCEEDED, FAILED, COMPENSATION_FAILED, CANCELLED = "succeeded", "failed", "compensation_failed", "cancelled"
+PARTIAL = "partial"
 
 # Runs a worker may be granted when due (next_wake_at <= now). `running` is claimable only because its lease
 # expired: while a worker holds it, next_wake_at is the lease deadline.
@@ -22,13 +23,14 @@ CLAIMABLE = (PENDING, RUNNING, WAITING, SLEEPING, COMPENSATING)
 # from -> the states it may move to (why, in docs/states.md)
 RUN_TRANSITIONS: dict[str, frozenset[str]] = {
     PENDING: frozenset({RUNNING, CANCELLED}),
-    RUNNING: frozenset({PENDING, WAITING, SLEEPING, AWAITING_CONFIRMATION, COMPENSATING, SUCCEEDED, FAILED,
+    RUNNING: frozenset({PENDING, WAITING, SLEEPING, AWAITING_CONFIRMATION, COMPENSATING, SUCCEEDED, PARTIAL, FAILED,
                         CANCELLED}),
     WAITING: frozenset({RUNNING, CANCELLED}),
     SLEEPING: frozenset({RUNNING, CANCELLED}),
     AWAITING_CONFIRMATION: frozenset({PENDING, CANCELLED}),
     COMPENSATING: frozenset({FAILED, COMPENSATION_FAILED}),
     SUCCEEDED: frozenset(),
+    PARTIAL: frozenset({SUCCEEDED}),    # finished; a person skipping its last failed partition completes it
     FAILED: frozenset(),
     COMPENSATION_FAILED: frozenset(),   # §6.2: never cleared automatically
     CANCELLED: frozenset(),
@@ -45,7 +47,7 @@ ATTEMPT_TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 assert set(RUN_TRANSITIONS) == set(RUN_STATES)
-assert {s for s, nxt in RUN_TRANSITIONS.items() if not nxt} == TERMINAL_RUN_STATES
+assert {s for s, nxt in RUN_TRANSITIONS.items() if not nxt} == TERMINAL_RUN_STATES - {PARTIAL}
 
 
 def allowed_from(target: str) -> list[str]:

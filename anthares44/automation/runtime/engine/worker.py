@@ -87,12 +87,14 @@ class Engine:
                     ir = self._irs[key] = load_workflow_ir(row["ir"])
         return ir
 
-    def program(self, node: NodeIR):
+    def program(self, node: NodeIR, expr=None):
+        """The loaded CEL program of `expr` (default: the node's `if:`), cached per IR object."""
         from ...grammar import load_program
 
-        prog = self._programs.get(id(node))
+        expr = expr if expr is not None else node.condition
+        prog = self._programs.get(id(expr))
         if prog is None:
-            prog = self._programs[id(node)] = load_program(node.condition.program)
+            prog = self._programs[id(expr)] = load_program(expr.program)
         return prog
 
     def inline(self, node: NodeIR) -> bool:

@@ -28,7 +28,7 @@ with held as (      -- slots in use: runs whose lease is held (O(runs in flight)
             and exists (select 1 from automation.runs p
                         where p.project_id = r.project_id and p.queue = r.queue and p.partition_key = r.partition_key
                           and p.seq < r.seq
-                          and p.state not in ('succeeded', 'failed', 'compensation_failed', 'cancelled'))) as blocked
+                          and p.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled'))) as blocked
     from automation.runs r
     where r.next_wake_at <= :now
       and r.state in ('pending', 'running', 'waiting', 'sleeping', 'compensating')

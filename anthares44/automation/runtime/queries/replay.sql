@@ -74,7 +74,7 @@ with prev as (
         lease_owner = null, lease_deadline = null, current_step = null, failed_step = null, error_code = null,
         error_message = null, result = null, summary = null, finished_at = null, updated_at = :now
     from prev
-    where r.run_id = prev.run_id and prev.state in ('succeeded', 'failed', 'cancelled')
+    where r.run_id = prev.run_id and prev.state in ('succeeded', 'partial', 'failed', 'cancelled')
     returning r.run_id, r.project_id, r.state, prev.state as prev_state
 ), ev as (
     insert into automation.run_events (run_id, project_id, at, kind, state, data)

@@ -19,7 +19,7 @@ select max(fire_at) from automation.schedule_occurrences where project_id = :pro
 -- purpose: whether a run of the trigger is unfinished, or an occurrence started and its run is being created
 select exists (select 1 from automation.runs
                where project_id = :project and trigger_id = :trigger_id
-                 and state not in ('succeeded', 'failed', 'compensation_failed', 'cancelled'))
+                 and state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled'))
     or exists (select 1 from automation.schedule_occurrences
                where project_id = :project and trigger_id = :trigger_id and status = 'started' and run_id is null);
 

@@ -32,7 +32,7 @@ from .plan import Cut, RunPlan, check_version, per_run_doc, plan_run, run_second
 
 __all__ = ["Selection", "Cut", "ReplayPlan", "prepare", "apply", "request_id", "REPLAYABLE"]
 
-REPLAYABLE = ("succeeded", "failed", "cancelled")       # terminal, except compensation_failed (§6.2)
+REPLAYABLE = ("succeeded", "partial", "failed", "cancelled")       # terminal, except compensation_failed (§6.2)
 NEVER = "compensation_failed"
 DEFAULT_CONCURRENCY = 16                                 # the daemon's default --concurrency
 
@@ -91,8 +91,9 @@ async def prepare(store, project: str, selection: Selection, cut: Cut, *, to_ver
                   concurrency: int = DEFAULT_CONCURRENCY, rate: float | None = None,
                   request: str | None = None) -> ReplayPlan:
     """Select the runs, check them, and compute per run what is reused and what runs again. Reads only."""
-    if (cut.from_step is None) == (cut.from_time is None):
-        raise A44Error(E_INVALID_ARGUMENT, "a replay needs exactly one cut: --from-step S or --from-time T")
+    if (cut.from_step is not None) + (cut.from_time is not None) + cut.failed_partitions != 1:
+        raise A44Error(E_INVALID_ARGUMENT, "a replay needs exactly one cut: --from-step S, --from-time T or "
+                                           "--failed-partitions")
     rid = request or request_id(project, selection, cut, to_version)
     rows = [dict(r) for r in await store.fetch("replay_select", project=project,
                                                run_ids=list(selection.run_ids) or None, state=selection.state,
@@ -109,7 +110,7 @@ async def prepare(store, project: str, selection: Selection, cut: Cut, *, to_ver
         raise A44Error(E_REPLAY_NOT_TERMINAL,
                        f"{len(busy)} {_plural(len(busy), 'run is', 'runs are')} not terminal and cannot be "
                        f"replayed: {ex}{' ...' if len(busy) > 3 else ''}",
-                       hint="wait for them to end (a44 automation run --wait / logs --follow); only succeeded, "
+                       hint="wait for them to end (a44 automation run --wait / logs --follow); only succeeded, partial, "
                             "failed and cancelled runs are replayed")
     ignored = [r for r in rows if r["state"] == NEVER]
     runs = [r for r in rows if r["state"] in REPLAYABLE]

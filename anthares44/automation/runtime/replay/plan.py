@@ -4,8 +4,11 @@
 - `--from-step S`: S and every step after it in the DAG (its descendants) are invalidated. For a code workflow
   (§12) "after" is the recorded order of the run: S and every step recorded after it.
 - `--from-time T`: steps whose result was recorded after T are invalidated (and, for safety, their descendants).
-- Every other step whose last attempt succeeded (or was skipped by its `if`) is reused: its result is read from
-  the log. Steps that never succeeded are run again whatever the cut.
+- `--failed-partitions`: fan-out steps with a partition that did not succeed (nor was skipped) and their
+  descendants are invalidated, but every succeeded or skipped partition of those steps is reused: only the
+  failed partitions run again (docs/partitions.md).
+- Every other step whose last attempt succeeded (or was skipped by its `if` or a person) is reused: its result is
+  read from the log. Steps that never succeeded are run again whatever the cut.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from ...attempts import Attempt
 from ...compiler.ir import WorkflowIR
+from ..engine.progress import split_part
 from ...errors import E_REPLAY_UNKNOWN_STEP, E_REPLAY_VERSION_MISMATCH, A44Error
 
 
@@ -26,10 +30,13 @@ CTX_PREFIX = "ctx."          # recorded ctx.now()/ctx.random() values of code wo
 class Cut:
     from_step: str | None = None
     from_time: datetime | None = None
+    failed_partitions: bool = False
 
     def describe(self) -> dict:
-        return {"fromStep": self.from_step,
-                "fromTime": self.from_time.isoformat() if self.from_time else None}
+        doc = {"fromStep": self.from_step, "fromTime": self.from_time.isoformat() if self.from_time else None}
+        if self.failed_partitions:
+            doc["failedPartitions"] = True
+        return doc
 
 
 @dataclass
@@ -95,10 +102,22 @@ def plan_run(run_id: str, ir: WorkflowIR, attempts: list[Attempt], cut: Cut) -> 
         late = {s for s, a in last.items() if a.finished_at is not None and a.finished_at > cut.from_time}
         for s in late:
             invalid |= {s} | descendants(ir, s)
+    parts: list[str] = []
+    if cut.failed_partitions:
+        fanned = {n.id for n in ir.nodes if n.partitions is not None}
+        by_step: dict[str, list[str]] = {}
+        for s in last:
+            split = split_part(s)
+            if split is not None and split[0] in fanned:
+                by_step.setdefault(split[0], []).append(s)
+        for step, keys in by_step.items():
+            if not all(_done(last[k]) for k in keys):
+                invalid |= {step} | descendants(ir, step)
+        parts = [k for step, keys in by_step.items() if step in invalid for k in keys if _done(last[k])]
     keep = {s for s in ids if s not in invalid and _done(last.get(s))}
     order = recorded_order([a for a in attempts if a.status in ("succeeded", "skipped")])
     reused = [s for s in order if s in keep] + [s for s in ids if s in keep and s not in order]
-    return RunPlan(run_id, reused, [s for s in ids if s not in keep])
+    return RunPlan(run_id, reused + parts, [s for s in ids if s not in keep])
 
 
 def _plan_code(run_id: str, attempts: list[Attempt], cut: Cut) -> RunPlan:
@@ -114,11 +133,17 @@ def _plan_code(run_id: str, attempts: list[Attempt], cut: Cut) -> RunPlan:
             if a is not None and a.finished_at is not None and a.finished_at > cut.from_time:
                 cut_at = min(cut_at, i)
                 break
+    if cut.failed_partitions:
+        # every map item with a result is reused; the code re-runs from the first step (or map) with a failed item
+        bad = [i for i, s in enumerate(order) if split_part(s) is not None and not _done(last.get(s))]
+        cut_at = min(cut_at, bad[0]) if bad else cut_at
     reused: list[str] = []
     for s in order[:cut_at]:
         if not _done(last.get(s)):
             break           # the code re-runs from the first step without a result on
         reused.append(s)
+    if cut.failed_partitions:
+        reused += [s for s in order[len(reused):] if split_part(s) is not None and _done(last.get(s))]
     replayed = [s for s in order if s not in reused and not s.startswith(CTX_PREFIX)]
     if cut.from_step is not None and cut.from_step not in replayed and cut.from_step not in reused:
         replayed.append(cut.from_step)

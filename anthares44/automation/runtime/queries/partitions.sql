@@ -1,0 +1,70 @@
+-- Partitions of fan-out steps (docs/partitions.md): the interpreter mirrors each partition's state into
+-- run_partitions with the attempt it follows; `partitions`, the REST API and `runs skip` read and change it.
+
+-- name: partition_state
+-- purpose: upsert the state of partition :partition of step :step_id in run :run_id as of epoch :epoch (keeps who skipped it and why)
+insert into automation.run_partitions as p (run_id, project_id, workflow_id, step_id, partition, ordinal, epoch,
+                                            state, attempts, error_code, error_message, rows, worker_id,
+                                            started_at, finished_at, updated_at)
+values (:run_id, :project, :workflow, :step_id, :partition, :ordinal, :epoch, :state, :attempts, :error_code,
+        :error_message, :rows::jsonb, :worker_id, :started_at, :finished_at, :now)
+on conflict (run_id, step_id, partition) do update
+    set ordinal = excluded.ordinal, epoch = excluded.epoch, state = excluded.state, attempts = excluded.attempts,
+        error_code = excluded.error_code, error_message = excluded.error_message, rows = excluded.rows,
+        worker_id = coalesce(excluded.worker_id, p.worker_id), started_at = excluded.started_at,
+        finished_at = excluded.finished_at, updated_at = excluded.updated_at;
+
+-- name: partition_list
+-- purpose: partitions of project :project for run :run_id or workflow :workflow (newest run first), optionally only state :state, partition :partition, step :step, at most :limit rows
+select p.run_id, p.workflow_id, p.step_id, p.partition, p.ordinal, p.epoch, p.state, p.attempts, p.error_code,
+       p.error_message, p.rows, p.worker_id, p.skipped_by, p.skip_reason, p.started_at, p.finished_at,
+       p.updated_at, r.state as run_state
+from automation.run_partitions p
+join automation.runs r on r.run_id = p.run_id
+where p.project_id = :project
+  and (:run_id::text is null or p.run_id = :run_id)
+  and (:workflow::text is null or p.workflow_id = :workflow)
+  and (:state::text is null or p.state = :state)
+  and (:partition::text is null or p.partition = :partition)
+  and (:step::text is null or p.step_id = :step)
+order by r.created_at desc, p.run_id, p.step_id, p.ordinal
+limit :limit;
+-- name: skip_lock_run
+-- purpose: lock run :run_id of project :project for a person's skip: its state, epoch and workflow
+select run_id, project_id, workflow_id, state, epoch, version
+from automation.runs
+where run_id = :run_id and project_id = :project
+for update;
+
+-- name: skip_last_attempt
+-- purpose: the last action attempt of :step_id (a step, or a partition's `step[partition]`) in epoch :epoch of run :run_id
+select attempt, status, retry_at, error_code
+from automation.step_attempts
+where run_id = :run_id and epoch = :epoch and step_id = :step_id and kind = 'action'
+order by attempt desc
+limit 1;
+
+-- name: skip_partition
+-- purpose: mark partition :partition of step :step_id of run :run_id skipped by :who for :reason at :now
+update automation.run_partitions
+set state = 'skipped', skipped_by = :who, skip_reason = :reason, updated_at = :now
+where run_id = :run_id and step_id = :step_id and partition = :partition
+returning state;
+
+-- name: skip_failed_left
+-- purpose: how many partitions of run :run_id are still failed or timed out
+select count(*) from automation.run_partitions
+where run_id = :run_id and state in ('failed', 'timeout');
+
+-- name: skip_complete_run
+-- purpose: a partial run of which a person skipped the last failed partition becomes succeeded at :now, logging run.state
+with r as (
+    update automation.runs
+    set state = 'succeeded', error_code = null, error_message = null, failed_step = null, updated_at = :now
+    where run_id = :run_id and state = 'partial'
+    returning run_id, project_id
+)
+insert into automation.run_events (run_id, project_id, at, kind, state, data)
+select run_id, project_id, :now, 'run.state', 'succeeded', jsonb_build_object('from', 'partial', 'by', :who::text)
+from r
+returning id;
