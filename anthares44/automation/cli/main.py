@@ -1,4 +1,5 @@
-"""Entry point of the `a44` command: parses `a44 automation VERB ...` and dispatches to one verb module.
+"""Entry point of the `a44` command: parses `a44 automation VERB ...` (and the groups beside it: `a44 auth`,
+`a44 monitor`) and dispatches to one verb module.
 
 Each verb lives in `cli/cmd_<verb>.py` exposing `add_parser(subparsers)` and `run(args) -> int`. Verb modules
 import nothing heavy at module level (asyncpg, aiohttp, pydantic models...): `a44 automation lint` must start
@@ -53,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(_run=mod.run)
     from . import cmd_auth  # `a44 auth ...`: API tokens and credentials, a group beside `automation`
     cmd_auth.add_group(top)
+    from . import cmd_monitor  # `a44 monitor ...`: alert rules and alerts
+    cmd_monitor.add_group(top)
     return parser
 
 

@@ -57,7 +57,7 @@ class Condition:
     threshold: float
 
     def __str__(self) -> str:
-        head = f"{self.function}({_window_text(self.window_s)}) " if self.function else ""
+        head = f"{self.function}({window_text(self.window_s)}) " if self.function else ""
         return f"{head}{self.op} {_num(self.threshold)}"
 
 
@@ -65,7 +65,7 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(x)
 
 
-def _window_text(seconds: float | None) -> str:
+def window_text(seconds: float | None) -> str:
     """`10m`, `90s`, `1h`, `250ms`: the largest unit that divides the window (it parses back to the same)."""
     s = float(seconds or 0)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
@@ -209,6 +209,14 @@ def check_rule(*, name: str, metric: str, filter: str = "", condition: str, seve
         raise A44Error(E_ALERT_RULE_INVALID, f"rule name {name!r} is not valid",
                        hint="lower-case letters, digits, '.', '_' and '-', starting with a letter or digit, "
                             "at most 63 characters")
+    sev, window, every = check_routing(severity, suppress_window, update_every)
+    labels = check_metric(metric)
+    return Rule(name, metric, tuple(parse_filter(filter or "", labels)), parse_condition(condition), sev,
+                notify or None, escalate_to or None, window, every)
+
+
+def check_routing(severity: str, suppress_window: str | None, update_every: int | None) -> tuple[str, float, int]:
+    """A rule's severity, suppression window (seconds) and update count, defaulted and checked."""
     sev = str(severity).lower()
     if sev not in SEVERITIES:
         near = closest(sev, list(SEVERITIES), 0.3)
@@ -223,9 +231,7 @@ def check_rule(*, name: str, metric: str, filter: str = "", condition: str, seve
     every = DEFAULT_UPDATE_EVERY if update_every is None else update_every
     if not isinstance(every, int) or every < 1:
         raise A44Error(E_ALERT_RULE_INVALID, f"--update-every must be a whole number of at least 1, not {every!r}")
-    labels = check_metric(metric)
-    return Rule(name, metric, tuple(parse_filter(filter or "", labels)), parse_condition(condition), sev,
-                notify or None, escalate_to or None, window, every)
+    return sev, window, every
 
 
 # --- evaluation ----------------------------------------------------------------------------------------------
@@ -250,7 +256,7 @@ def evaluate(cond: Condition, samples: list[tuple[datetime, float]], now: dateti
     if not inside or inside[0][0].timestamp() > start + tolerance_s:
         covered = 0.0 if not inside else now.timestamp() - inside[0][0].timestamp()
         return Verdict(None, None, len(inside),
-                       f"samples cover {_window_text(covered)} of {_window_text(cond.window_s)}")
+                       f"samples cover {window_text(covered)} of {window_text(cond.window_s)}")
     values = [v for _, v in inside]
     if cond.function == "min_over_time":
         value = min(values)
