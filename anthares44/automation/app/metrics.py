@@ -103,6 +103,11 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
         deliveries.add({"project": d["project_id"], "trigger": d["trigger_id"], "outcome": d["outcome"]}, d["n"],
                        "_total")
 
+    alerts = Family("automation_alerts_firing", "gauge",
+                    "alerts firing, per rule (builtin:* for the built-in alerts) and severity (docs/alerts.md)")
+    for a in v.alerts:
+        alerts.add({"project": a["project_id"], "rule": a["rule"], "severity": a["severity"]}, a["n"])
+
     persisted: dict[str, Family] = {}
     for c in v.counters:     # the in-memory counters of every process, as flushed (names end in _total)
         base = "automation_" + c["name"].removesuffix("_total")
@@ -111,7 +116,7 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             fam = persisted[base] = Family(base, "counter", HELP.get(c["name"], c["name"]) + " (every process)")
         fam.add(c["labels"], c["value"], "_total")
     return [dlq, age, waiting, runs, reclaims, redeliveries, attempts, retries, comps, durations, breaker, opened,
-            deliveries, *persisted.values()]
+            deliveries, alerts, *persisted.values()]
 
 
 def _process(worker: str) -> list[Family]:

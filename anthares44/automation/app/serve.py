@@ -1,5 +1,5 @@
 """`serve()`: one a44 process composed from one `ServeSettings`: the interpreter daemon (runtime/engine), the
-scheduler of schedule triggers (runtime/scheduling) and the HTTP plane (webhooks, the bus endpoint, the REST API,
+scheduler of schedule triggers (runtime/scheduling), the alert evaluator (runtime/alerts) and the HTTP plane (webhooks, the bus endpoint, the REST API,
 `/metrics`). `a44 automation serve` runs all three (HTTP when `--http-port` is given), `a44 automation ingest`
 the HTTP plane alone.
 
@@ -103,6 +103,7 @@ class ServeSettings:
     http: HttpSettings | None = None
     database_url: str | None = None
     env: Settings = field(default_factory=Settings)     # the environment the edge read
+    alert_interval_s: float | None = 15.0    # the alert evaluator's interval (docs/alerts.md); None: not here
 
 
 async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFactory | None = None,
@@ -124,9 +125,10 @@ async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFacto
     await daemon.start()
     plane = await _start_http(daemon.store, settings.http, http) if settings.http is not None else None
     scheduler = _start_scheduler(daemon, stop)
+    evaluator = _start_evaluator(daemon, settings.alert_interval_s, stop)
     # without an HTTP plane (which flushes its own), this process's counters still reach the persisted totals
     flusher = Flusher(daemon.store).start() if plane is None else None
-    intake = asyncio.create_task(_stop_intake(stop, plane, scheduler, daemon, flusher))
+    intake = asyncio.create_task(_stop_intake(stop, plane, scheduler, daemon, flusher, evaluator))
     if ready is not None:
         ready(plane.url if plane is not None else None)
     try:
@@ -185,7 +187,17 @@ def _start_scheduler(daemon, stop: asyncio.Event) -> asyncio.Task | None:
     return asyncio.create_task(sched.serve(stop))
 
 
-async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon, flusher=None) -> None:
+def _start_evaluator(daemon, interval_s: float | None, stop: asyncio.Event) -> asyncio.Task | None:
+    """The alert evaluator beside the daemon; of several processes, the one holding its lease evaluates."""
+    if interval_s is None:
+        return None
+    from ..runtime.alerts.evaluator import Evaluator
+
+    ev = Evaluator(daemon.store, holder=daemon.settings.worker_id, interval_s=interval_s, clock=daemon.engine.clock)
+    return asyncio.create_task(ev.serve(stop))
+
+
+async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon, flusher=None, evaluator=None) -> None:
     """On `stop`: no new work (scheduler decisions are transactions: cancelling one mid-way loses nothing; the HTTP
     plane stops taking webhooks and events), then the daemon's graceful shutdown."""
     try:
@@ -198,6 +210,9 @@ async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon, flusher=No
         if plane is not None:
             await plane.stop()
             await plane.store.close()
+        if evaluator is not None:   # it ends its round and gives its lease up, while the store is open
+            with contextlib.suppress(Exception):
+                await evaluator
         if flusher is not None:     # while the daemon's store is open: it closes when the daemon has stopped
             await flusher.stop()
         daemon.request_stop()

@@ -78,12 +78,11 @@ def _body(fn):
 
 def _alerts_api(auto, args):
     from ..app.alerts import Alerts
-    from ..durations import parse_duration
+    from .cmd_serve import alert_interval
     from .output import settings_of
 
-    interval = settings_of(args).alert_interval
     try:
-        seconds = parse_duration(interval).total_seconds() if interval and interval != "off" else None
+        seconds = alert_interval(settings_of(args).alert_interval)
     except ValueError:
         seconds = None
     return Alerts(auto, **({"interval_s": seconds} if seconds else {}))

@@ -25,17 +25,19 @@ class SystemValues:
     breakers: list[dict]
     deliveries: list[dict]
     counters: list[dict]        # the persisted totals: name, labels, value
+    alerts: list[dict]          # firing alerts per project, rule, severity
 
 
 async def read(store) -> SystemValues:
     """Every system value, each family from one query (run side by side on the pool)."""
-    queues, runs, bounds, attempts, breakers, deliveries, counters = await asyncio.gather(
+    queues, runs, bounds, attempts, breakers, deliveries, counters, alerts = await asyncio.gather(
         store.fetch("metrics_queues", now=store.clock.now()), store.fetch("metrics_runs"),
         store.fetchval("metrics_duration_bounds"), store.fetch("metrics_attempts"), store.fetch("metrics_breakers"),
-        store.fetch("metrics_deliveries"), store.fetch("metrics_counters"))
+        store.fetch("metrics_deliveries"), store.fetch("metrics_counters"), store.fetch("alerts_firing_counts"))
     return SystemValues(queues=[dict(r) for r in queues], runs=[dict(r) for r in runs], bounds=list(bounds),
                         attempts=_histograms(attempts, len(bounds)), breakers=[dict(r) for r in breakers],
-                        deliveries=[dict(r) for r in deliveries], counters=[dict(r) for r in counters])
+                        deliveries=[dict(r) for r in deliveries], counters=[dict(r) for r in counters],
+                       alerts=[dict(r) for r in alerts])
 
 
 def _histograms(rows, n: int) -> list[dict]:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from datetime import datetime, timedelta
 
@@ -25,6 +26,7 @@ RULE_OF_STATE = {"failed": RUN_FAILED, "compensation_failed": COMPENSATION_FAILE
                  "awaiting_confirmation": AWAITING}
 PARKED = {COMPENSATION_FAILED: "compensation_failed", AWAITING: "awaiting_confirmation"}
 BATCH = 2000
+_SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
 LATE_COMMIT = timedelta(seconds=60)   # how late a run outcome may commit after its timestamp and still be seen
 
 
@@ -110,7 +112,11 @@ async def dlq_growth(store, now: datetime, before: dict, series, policy_for, fir
 async def dlq_context(store, project: str, queue: str, depth: float) -> dict:
     d = await store.fetchrow("alert_dead_letter_latest", project=project, queue=queue)
     code = d["error_code"] if d else None
-    flt = f" --filter {shlex.quote(f'error_code == {code!r}')}" if code else ""
+    flt = ""
+    if code and _SAFE.match(code):      # as docs/queues.md writes it
+        flt = ' --filter "error_code == ' + f"'{code}'" + '"'
+    elif code:
+        flt = f" --filter {shlex.quote(f'error_code == {code!r}')}"
     ctx = {"title": f"DLQ of {queue} grew to {int(depth)}", "queue": queue, "dlq_depth": int(depth),
            "next_action": f"a44 automation dlq redrive {shlex.quote(queue)}{flt}{_project_flag(project)}"}
     if d is not None:

@@ -28,7 +28,7 @@ async def evaluate_rule(store, project: str, row, now: datetime, interval_s: flo
     """Each series of the rule's metric that its filter matches: labels, verdict (True/False/None), value, and
     the number of samples it was judged on."""
     cond, matchers = parse_condition(row["condition"]), parse_filter(row["filter"], METRICS[row["metric"]])
-    tolerance = interval_s * 1.5
+    tolerance = interval_s * 0.5     # sampling jitter: a round starts a little late or early
     since = now - timedelta(seconds=(cond.window_s or interval_s * 2) + tolerance)
     series: dict[str, tuple[dict, list]] = {}
     for s in await store.fetch("alert_samples_series", project=project, metric=row["metric"], since=since, now=now):
@@ -58,10 +58,10 @@ class Evaluator:
                     if self._failing:
                         log.info("alert evaluation recovered")
                     self._failing = False
-                except A44Error as exc:
+                except Exception as exc:  # noqa: BLE001 - a failed round must not end alerting: the next one retries
                     if not self._failing:
-                        log.warning("alert evaluation failed: %s %s (retrying every %ss)", exc.code, exc.message,
-                                    self.interval_s)
+                        what = f"{exc.code} {exc.message}" if isinstance(exc, A44Error) else repr(exc)
+                        log.warning("alert evaluation failed: %s (retrying every %ss)", what, self.interval_s)
                     self._failing = True
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.interval_s)
@@ -83,7 +83,7 @@ class Evaluator:
         user_rules = {(r["project_id"], r["name"]): r for r in rows if r["name"] != rule_store.BUILTIN}
 
         before = await sampler.previous_dlq(self.store, now, self.interval_s)
-        series = await sampler.read_series(self.store, now)
+        series = await sampler.read_series(self.store, now, before)
         keep = max([parse_condition(r["condition"]).window_s or 0.0 for r in user_rules.values()] + [0.0])
         await sampler.record(self.store, series, now, timedelta(seconds=keep + self.interval_s * 4))
 

@@ -17,8 +17,9 @@ def labels_key(labels: dict) -> str:
     return json.dumps(labels, sort_keys=True, separators=(",", ":"))
 
 
-async def read_series(store, now: datetime) -> list[tuple[str, str, dict, float]]:
-    """(project, metric, labels, value) of every series now."""
+async def read_series(store, now: datetime, before: dict | None = None) -> list[tuple[str, str, dict, float]]:
+    """(project, metric, labels, value) of every series now. A queue whose DLQ emptied drops out of the metrics
+    queries; `before` (previous_dlq) gives it one sample at 0, so what watched it sees it clear."""
     queues, runs = await asyncio.gather(store.fetch("metrics_queues", now=now), store.fetch("metrics_runs"))
     out: list[tuple[str, str, dict, float]] = []
     for q in queues:
@@ -34,6 +35,9 @@ async def read_series(store, now: datetime) -> list[tuple[str, str, dict, float]
         reclaims[r["project_id"]] = reclaims.get(r["project_id"], 0) + r["lease_reclaims"]
         key = (r["project_id"], r["workflow_id"])
         redeliveries[key] = redeliveries.get(key, 0) + r["redeliveries"]
+    present = {(q["project_id"], q["queue"]) for q in queues}
+    out += [(p, DLQ, {"queue": q}, 0.0) for (p, q), v in sorted((before or {}).items())
+            if v > 0 and (p, q) not in present]
     out += [(p, "automation.lease_reclaim_total", {}, float(n)) for p, n in sorted(reclaims.items())]
     out += [(p, "automation.run_redeliveries_total", {"workflow": wf}, float(n))
             for (p, wf), n in sorted(redeliveries.items())]
