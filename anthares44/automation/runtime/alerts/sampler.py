@@ -46,7 +46,8 @@ async def read_series(store, now: datetime, before: dict | None = None) -> list[
 
 async def previous_dlq(store, now: datetime, interval_s: float) -> dict[tuple[str, str], float]:
     """The DLQ depth of every queue at the last sampling (recent enough to compare with): (project, queue) -> depth."""
-    rows = await store.fetch("alert_samples_latest", metric=DLQ, since=now - timedelta(seconds=interval_s * 4))
+    since = now - max(MIN_KEEP, timedelta(seconds=interval_s * 4))    # a restarted daemon compares with it too
+    rows = await store.fetch("alert_samples_latest", metric=DLQ, since=since)
     return {(r["project_id"], r["labels"].get("queue")): r["value"] for r in rows}
 
 
