@@ -26,9 +26,6 @@ class Alerts:
     async def create(self, name: str, *, metric: str, condition: str, filter: str = "", severity: str = "p3",
                      notify: str | None = None, escalate_to: str | None = None, suppress_window: str | None = None,
                      update_every: int | None = None, origin: str = "cli") -> dict:
-        if name == rules.BUILTIN:
-            raise A44Error(E_ALERT_RULE_INVALID, f"{rules.BUILTIN!r} is the built-in alerts' routing",
-                           hint="set it with `a44 monitor alert builtin --notify CHANNEL`")
         rule = check_rule(name=name, metric=metric, filter=filter, condition=condition, severity=severity,
                           notify=notify, escalate_to=escalate_to, suppress_window=suppress_window,
                           update_every=update_every)

@@ -29,6 +29,7 @@ METRICS: dict[str, tuple[str, ...]] = {
 FUNCTIONS = ("min_over_time", "max_over_time", "avg_over_time", "rate", "increase")
 OPERATORS = (">=", "<=", "==", "!=", ">", "<")
 SEVERITIES = ("p1", "p2", "p3", "p4")
+BUILTIN = "builtin"             # the name of the row that routes the built-in alerts (runtime/alerts/rules.py)
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 MAX_WINDOW_S = 7 * 86400.0
 _LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -209,6 +210,9 @@ def check_rule(*, name: str, metric: str, filter: str = "", condition: str, seve
         raise A44Error(E_ALERT_RULE_INVALID, f"rule name {name!r} is not valid",
                        hint="lower-case letters, digits, '.', '_' and '-', starting with a letter or digit, "
                             "at most 63 characters")
+    if name == BUILTIN:
+        raise A44Error(E_ALERT_RULE_INVALID, f"{BUILTIN!r} is the built-in alerts' routing, not a rule name",
+                       hint="route the built-in alerts with `a44 monitor alert builtin --notify CHANNEL`")
     sev, window, every = check_routing(severity, suppress_window, update_every)
     labels = check_metric(metric)
     return Rule(name, metric, tuple(parse_filter(filter or "", labels)), parse_condition(condition), sev,

@@ -8,20 +8,22 @@ recorded, counted in /metrics and logged, with the default window and update cou
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+
 from ...errors import E_ALERT_CHANNEL_UNKNOWN, E_ALERT_RULE_NOT_FOUND, A44Error
-from ...grammar.alert_rules import DEFAULT_UPDATE_EVERY, DEFAULT_WINDOW_S, Rule
+from ...grammar.alert_rules import BUILTIN, DEFAULT_UPDATE_EVERY, DEFAULT_WINDOW_S, Rule
 from ...suggestions import closest, listing
 from .suppression import Policy
 
-BUILTIN = "builtin"
 BUILTIN_SEVERITY = "p2"
 
 
-async def check_channels(store, project: str, *names: str | None) -> None:
+async def check_channels(store, project: str, *names: str | None, declared: tuple[str, ...] = ()) -> None:
     wanted = [n for n in names if n]
     if not wanted:
         return
-    have = [r["name"] for r in await store.fetch("alert_channel_names", project=project)]
+    have = [r["name"] for r in await store.fetch("alert_channel_names", project=project)] + list(declared)
     for name in wanted:
         if name not in have:
             near = closest(name, have, 0.6)
@@ -46,6 +48,26 @@ async def upsert_builtin(store, project: str, *, notify: str | None, escalate_to
     return await store.fetchval("alert_rule_upsert", project=project, name=BUILTIN, metric=BUILTIN, filter="",
                                 condition="", severity=severity, notify=notify, escalate_to=escalate_to,
                                 window_s=window_s, update_every=update_every, origin="cli", now=store.clock.now())
+
+
+@dataclass
+class Published:
+    """The channel and alert rule files of one publish: checked before anything of the publish is stored, then
+    stored channels first (the rules name them)."""
+    channels: list[tuple[str, str, dict]]       # name, type, config
+    rules: list[Rule]
+
+    async def check(self, store, project: str) -> None:
+        declared = tuple(name for name, _, _ in self.channels)
+        for rule in self.rules:
+            await check_channels(store, project, rule.notify, rule.escalate_to, declared=declared)
+
+    async def store(self, store, project: str) -> tuple[list, list]:
+        channels = [(name, await store.fetchval("alert_channel_upsert", project=project, name=name, kind=kind,
+                                                config=json.dumps(config, sort_keys=True), now=store.clock.now()))
+                    for name, kind, config in self.channels]
+        rules = [(r.name, await upsert(store, project, r, origin="yaml")) for r in self.rules]
+        return channels, rules
 
 
 async def list_rules(store, project: str) -> list[dict]:
