@@ -127,3 +127,53 @@ def test_one_evaluator_at_a_time(store, clock, aio):
     assert aio(a.step()) is True and aio(b.step()) is False      # renewed
     clock.advance(46)                                             # d1 died: its lease (3 intervals) expired
     assert aio(b.step()) is True and aio(a.step()) is False
+
+
+def test_compensation_failed_and_awaiting_confirmation_carry_what_to_do(store, clock, aio, pg_url):
+    import asyncio
+
+    from anthares44.automation.runtime.engine import resolve_confirmation
+
+    _channels(store, aio, "squad-billing")
+    aio(rule_store.upsert_builtin(store, PROJECT, notify="squad-billing", escalate_to=None, severity="p1",
+                                  window_s=600, update_every=10))
+    act, undo = Script(plan={"d": ["perm"], "pay": ["block:never", "ok"]}), Script("undo", plan={"c": ["perm"] * 3})
+    saga = aio(publish_and_run(store, workflow([node("c", compensate="undo"), node("d", retry=(3, "fixed"))],
+                                               name="saga"), key="s"))
+    eng = engine(store, act, undo, clock=clock)
+    for wait in (0, 5, 20, 60):
+        clock.advance(wait)
+        aio(eng.drive())
+    parked = aio(publish_and_run(store, workflow([node("pay", exclusive=True)], name="pay"), key="p"))
+
+    async def start_and_die():
+        task = asyncio.create_task(engine(store, act, clock=clock, worker_id="dead").run_once())
+        while not act.called("pay"):
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with __import__("contextlib").suppress(asyncio.CancelledError):
+            await task
+    aio(start_and_die())
+    clock.advance(31)
+    assert aio(engine(store, act, clock=clock, worker_id="w2").drive()) == {parked: "awaiting_confirmation"}
+    ev = Evaluator(store, holder="d1", interval_s=15)
+    aio(ev.step())
+
+    by_rule = {p["rule"]: p for _, _, _, p in _notifications(pg_url)}
+    comp = by_rule["builtin:compensation_failed"]
+    assert (comp["run_id"], comp["workflow"], comp["error_code"], comp["severity"]) == (
+        saga, "wf_saga", "E_COMPENSATION_FAILED", "p1")
+    assert (comp["compensation_step"], comp["compensation_error_code"]) == ("c", "E_UPSTREAM_400")
+    assert comp["next_action"].startswith(f"a44 automation logs {saga} --project {PROJECT}")
+    wait = by_rule["builtin:awaiting_confirmation"]
+    assert (wait["run_id"], wait["failed_step"], wait["error_code"]) == (parked, "pay", "E_EXCLUSIVE_UNCONFIRMED")
+    assert wait["next_action"] == (f"a44 automation runs resolve {parked} --step pay "
+                                   f"--outcome succeeded|failed|retry --project {PROJECT}")
+
+    aio(resolve_confirmation(store, parked, "pay", "failed", by="ops@example"))
+    clock.advance(15)
+    aio(ev.step())
+    assert [(k, p["rule"]) for k, _, _, p in _notifications(pg_url)][-1] == ("resolved",
+                                                                           "builtin:awaiting_confirmation")
+    assert query(pg_url, "select rule from automation.alerts where state = 'firing'") == [
+        ("builtin:compensation_failed",)]

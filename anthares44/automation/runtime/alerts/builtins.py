@@ -47,7 +47,12 @@ def next_action(project: str, state: str, run_id: str, step: str | None) -> str:
 
 def run_context(e) -> dict:
     step = e["step_id"]
-    return {"title": f"{e['workflow_id']} run {e['state']}: {e['error_code'] or '-'} at step {step or '-'}",
+    extra = {}
+    data = e["alert_data"] or {}      # what the interpreter said when it parked or gave up (engine/saga.py)
+    for key in ("compensation_step", "compensation_error_code", "compensation_attempts", "recommended_action"):
+        if data.get(key) is not None:
+            extra[key] = data[key]
+    return {**extra,"title": f"{e['workflow_id']} run {e['state']}: {e['error_code'] or '-'} at step {step or '-'}",
             "workflow": e["workflow_id"], "version": e["version"], "run_id": e["run_id"], "state": e["state"],
             "failed_step": step, "partition_key": e["partition_key"], "queue": e["queue"],
             "error_code": e["error_code"], "error_message": e["error_message"], "attempts": e["attempts"],

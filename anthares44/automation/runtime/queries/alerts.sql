@@ -107,13 +107,16 @@ with e as (
 delete from automation.alert_seen where event_id <= (select event_horizon from e);
 
 -- name: alert_run_outcomes
--- purpose: run state changes after :after (the built-in alerts' input) not yet seen: failed, compensation_failed, awaiting_confirmation, succeeded, with the run's context and the failed step's attempts
+-- purpose: run state changes after :after (the built-in alerts' input) not yet seen: failed, compensation_failed, awaiting_confirmation, succeeded, with the run's context, the failed step's attempts and the interpreter's alert data
 select e.id, e.at, e.project_id, e.run_id, e.state, coalesce(e.error_code, r.error_code) as error_code,
        coalesce(e.message, r.error_message) as error_message, r.workflow_id, r.version, r.partition_key,
        coalesce(e.step_id, r.failed_step, r.current_step) as step_id, r.queue,
        (select count(*) from automation.step_attempts a
         where a.run_id = e.run_id and a.step_id = coalesce(e.step_id, r.failed_step, r.current_step)
-          and a.kind = 'action')::int as attempts
+          and a.kind = 'action')::int as attempts,
+       (select a.data from automation.run_events a
+        where a.run_id = e.run_id and a.kind = 'alert' and e.state <> 'succeeded'
+        order by a.id desc limit 1) as alert_data
 from automation.run_events e
 join automation.runs r on r.run_id = e.run_id
 where e.id > :after and e.kind = 'run.state'
