@@ -64,6 +64,12 @@ def test_failed_runs_raise_one_alert_with_context_and_a_success_resolves_it(stor
     assert [(k, p["count"]) for k, _, _, p in _notifications(pg_url)][-1] == ("resolved", 3)
     assert [f.samples for f in aio(collect(store)) if f.name == "automation_alerts_firing"] == [[]]
 
+    clock.advance(61)       # the outcomes are old enough that none can still be committing: the horizon passes them
+    aio(ev.step())
+    newest = query(pg_url, "select max(id) from automation.run_events where kind = 'run.state'")[0][0]
+    assert query(pg_url, "select event_horizon from automation.alert_evaluator") == [(newest,)]
+    assert query(pg_url, "select count(*) from automation.alert_seen") == [(0,)]
+
 
 def test_without_a_channel_the_alert_is_recorded_and_logged(store, clock, aio, pg_url, caplog):
     ir = workflow([node("settle")], name="lonely")

@@ -62,7 +62,7 @@ def run_context(e) -> dict:
 
 async def run_outcomes(store, now: datetime, horizon: int, holder: str, policy_for, firing: list[dict]) -> int:
     """Turn the run outcomes after `horizon` into alerts and clear on successes; returns how many were read."""
-    total = 0
+    total, start = 0, horizon
     while True:
         events = await store.fetch("alert_run_outcomes", after=horizon, limit=BATCH)
         for e in events:
@@ -82,13 +82,15 @@ async def run_outcomes(store, now: datetime, horizon: int, holder: str, policy_f
                 firing.remove(a)
         if events:
             await store.fetch("alert_seen_add", ids=[e["id"] for e in events if e["state"] == "succeeded"])
-            old = [e["id"] for e in events if e["at"] < now - LATE_COMMIT]
-            if old:
-                await store.execute("alert_evaluator_horizon", holder=holder, horizon=max(old))
         total += len(events)
         if len(events) < BATCH:
-            return total
+            break
         horizon = events[-1]["id"]
+    # every outcome up to here has been read: later rounds start after it and forget the dedup rows below it
+    settled = await store.fetchval("alert_outcome_horizon", after=start, before=now - LATE_COMMIT)
+    if settled is not None:
+        await store.execute("alert_evaluator_horizon", holder=holder, horizon=settled)
+    return total
 
 
 async def parked_cleared(store, alert: dict) -> bool:

@@ -125,6 +125,12 @@ where e.id > :after and e.kind = 'run.state'
 order by e.id
 limit :limit;
 
+-- name: alert_outcome_horizon
+-- purpose: the newest run outcome id after :after recorded before :before (older outcomes have all committed by now), null: none
+select max(id) from automation.run_events
+where id > :after and kind = 'run.state'
+  and state in ('failed', 'compensation_failed', 'awaiting_confirmation', 'succeeded') and at < :before;
+
 -- name: alert_seen_add
 -- purpose: remember the run outcomes :ids as turned into alerts (a late commit with a lower id is not seen twice); returns those not seen before
 insert into automation.alert_seen (event_id) select unnest(:ids::bigint[]) on conflict do nothing
