@@ -58,7 +58,7 @@ def test_windowed_functions_need_their_window_covered():
     v = evaluate(parse_condition("min_over_time(10m) > 0"), samples, now, 7.5)
     assert (v.firing, v.value, v.samples) == (True, 3.0, 41)
     v = evaluate(parse_condition("min_over_time(10m) > 0"), samples[1:], now, 7.5)
-    assert (v.firing, v.reason) == (None, "samples cover 585s of 10m")
+    assert (v.firing, v.reason) == (None, "samples cover 9m45s of 10m")
     assert evaluate(parse_condition("> 2"), samples[-1:], now, 7.5).firing is True
 
 

@@ -77,3 +77,30 @@ def test_an_event_counted_once_however_often_it_is_read(store, clock, aio, pg_ur
         aio(ledger.record(store, project=P, rule="builtin:run_failed", group_key="wf/E", policy=POLICY,
                           context=CTX, now=clock.now(), event_id=42))
     assert query(pg_url, "select machine->>'count' from automation.alerts") == [("1",)]
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+
+@given(st.lists(st.tuples(st.floats(0, 120), st.integers(1, 50)), min_size=1, max_size=200),
+       st.integers(1, 40), st.floats(1, 3000))
+def test_never_one_message_per_failure_and_never_silent(gaps, every, window):
+    """Any sequence of occurrences: at most one firing, one escalation, one update per `every` occurrences;
+    an escalation exactly when the window ended before the clear."""
+    policy = sm.Policy("ch", "esc", "p3", window, every)
+    from datetime import datetime, timezone
+    now = datetime(2026, 7, 19, tzinfo=timezone.utc)
+    state, msgs = sm.open_alert(policy, now, gaps[0][1])
+    for gap, n in gaps[1:]:
+        now += timedelta(seconds=gap)
+        state, more = sm.occur(state, policy, now, n)
+        msgs += more
+    state, more = sm.clear(state, policy, now)
+    msgs += more
+    kinds = [m.kind for m in msgs]
+    assert kinds.count("firing") == 1 and kinds[0] == "firing"
+    assert kinds.count("update") <= (state.count - gaps[0][1]) // every
+    assert kinds.count("escalation") == (1 if now >= sm.State.from_json(state.to_json()).window_ends_at(policy)
+                                         else 0)
+    assert [m.seq for m in msgs] == sorted(m.seq for m in msgs) and msgs[-1].kind == "resolved"
+    assert len({m.key("al_x") for m in msgs}) == len(msgs)

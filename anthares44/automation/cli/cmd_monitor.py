@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..grammar.alert_rules import window_text
 from .output import (EXIT_OK, ArgParser, add_common_options, json_document, run_api, table, when, write)
 
 
@@ -122,6 +121,8 @@ def _done(args, doc: dict) -> int:
 
 
 async def _list(auto, args) -> int:
+    from ..grammar.alert_rules import window_text
+
     rows = await _alerts_api(auto, args).list()
     if args.format == "json":
         write(json_document({"rules": rows}))
@@ -133,6 +134,8 @@ async def _list(auto, args) -> int:
 
 
 async def _show(auto, args) -> int:
+    from ..grammar.alert_rules import window_text
+
     r = await _alerts_api(auto, args).show(args.name)
     if args.format == "json":
         write(json_document(r))

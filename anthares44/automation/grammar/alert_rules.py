@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..durations import parse_duration
+from ..durations import format_seconds, parse_duration
 from ..errors import (E_ALERT_CONDITION, E_ALERT_FILTER, E_ALERT_METRIC, E_ALERT_RULE_INVALID, A44Error)
 from ..suggestions import closest, listing
 
@@ -260,7 +260,7 @@ def evaluate(cond: Condition, samples: list[tuple[datetime, float]], now: dateti
     if not inside or inside[0][0].timestamp() > start + tolerance_s:
         covered = 0.0 if not inside else now.timestamp() - inside[0][0].timestamp()
         return Verdict(None, None, len(inside),
-                       f"samples cover {window_text(covered)} of {window_text(cond.window_s)}")
+                       f"samples cover {format_seconds(round(covered))} of {window_text(cond.window_s)}")
     values = [v for _, v in inside]
     if cond.function == "min_over_time":
         value = min(values)
