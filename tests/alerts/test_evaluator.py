@@ -183,3 +183,18 @@ def test_compensation_failed_and_awaiting_confirmation_carry_what_to_do(store, c
                                                                            "builtin:awaiting_confirmation")
     assert query(pg_url, "select rule from automation.alerts where state = 'firing'") == [
         ("builtin:compensation_failed",)]
+
+
+def test_a_broken_rule_does_not_stop_the_others(store, clock, aio, pg_url, caplog):
+    _channels(store, aio, "squad-billing")
+    for name, cond in (("broken", "> 0"), ("runs-failed", "> 0")):
+        aio(rule_store.upsert(store, PROJECT, check_rule(name=name, metric="automation.runs", condition=cond,
+                                                         filter='state="failed"', notify="squad-billing")))
+    query(pg_url, "update automation.alert_rules set condition = 'min_over_time(10x) > 0' where name = 'broken'")
+    aio(publish_and_run(store, workflow([node("settle")], name="w"), key="x"))
+    aio(engine(store, Script(plan={"settle": ["perm"]}), clock=clock).drive())
+    with caplog.at_level("WARNING", logger="a44.alerts"):
+        assert aio(Evaluator(store, holder="d1").step()) is True
+    assert "alert rule broken of pj_default cannot be evaluated: E_ALERT_CONDITION" in caplog.text
+    assert [(p["rule"], p["value"]) for _, _, _, p in _notifications(pg_url) if p["rule"] != "builtin:run_failed"] \
+        == [("runs-failed", 1.0)]

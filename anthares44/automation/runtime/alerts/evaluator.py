@@ -84,14 +84,18 @@ class Evaluator:
 
         before = await sampler.previous_dlq(self.store, now, self.interval_s)
         series = await sampler.read_series(self.store, now, before)
-        keep = max([parse_condition(r["condition"]).window_s or 0.0 for r in user_rules.values()] + [0.0])
+        keep = max([_window_s(r) for r in user_rules.values()] + [0.0])
         await sampler.record(self.store, series, now, timedelta(seconds=keep + self.interval_s * 4))
 
         firing = [dict(a) for a in await self.store.fetch("alerts_firing_all")]
         await builtins.run_outcomes(self.store, now, horizon, self.holder, policy_for, firing)
         await builtins.dlq_growth(self.store, now, before, series, policy_for, firing)
         for (project, name), row in user_rules.items():
-            await self._rule(project, row, now, [a for a in firing if a["project_id"] == project and a["rule"] == name])
+            try:
+                await self._rule(project, row, now,
+                                 [a for a in firing if a["project_id"] == project and a["rule"] == name])
+            except A44Error as exc:     # one broken rule (edited in the database) must not stop the others
+                log.warning("alert rule %s of %s cannot be evaluated: %s %s", name, project, exc.code, exc.message)
         await self._tick(now, user_rules, policy_for)
         return True
 
@@ -119,6 +123,13 @@ class Evaluator:
                     a["context"].get("notify"), None, a["severity"], 1.0, 1)
             await ledger.settle(self.store, a, policy, now, cleared=cleared,
                                 context={"resolved_by": "rule removed"} if row_removed(a, user_rules) else None)
+
+
+def _window_s(row) -> float:
+    try:
+        return parse_condition(row["condition"]).window_s or 0.0
+    except A44Error:
+        return 0.0
 
 
 def row_removed(alert: dict, user_rules: dict) -> bool:
