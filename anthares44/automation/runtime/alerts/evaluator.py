@@ -17,7 +17,7 @@ from ...clock import Clock
 from ...errors import A44Error
 from ...grammar.alert_rules import METRICS, evaluate, parse_condition, parse_filter
 from . import builtins, ledger, rules as rule_store, sampler
-from .suppression import Policy
+from .suppression import Policy, State, tick
 
 log = logging.getLogger("a44.alerts")
 DEFAULT_INTERVAL_S = 15.0
@@ -121,6 +121,8 @@ class Evaluator:
                 cleared = row is None          # its rule was removed
                 policy = rule_store.policy(row) if row is not None else Policy(
                     a["context"].get("notify"), None, a["severity"], 1.0, 1)
+            if not cleared and not tick(State.from_json(a["machine"]), policy, now)[1]:
+                continue        # nothing to say: no transaction
             await ledger.settle(self.store, a, policy, now, cleared=cleared,
                                 context={"resolved_by": "rule removed"} if row_removed(a, user_rules) else None)
 
