@@ -1,4 +1,4 @@
--- 0012_alerts: alert rules, the metric samples they are evaluated on, the alerts they raise with their history,
+-- 0016_alerts: alert rules, the metric samples they are evaluated on, the alerts they raise with their history,
 -- and the lease of the one evaluator across daemons (docs/alerts.md). An alert's state change and the
 -- notifications it enqueues (automation.notifications, 0011) commit in one transaction.
 create table automation.alert_rules (
