@@ -233,6 +233,20 @@ E_NOTIFY_UNAVAILABLE = _code("E_NOTIFY_UNAVAILABLE", True,
                              "the receiver could not take the notification now (timeout, connection, HTTP "
                              "408/429/5xx, SMTP 4xx); it is retried with backoff")
 
+# Alerts (§16, docs/alerts.md)
+E_ALERT_METRIC = _code("E_ALERT_METRIC", False, "an alert rule names a metric alerts cannot be evaluated on",
+                       http=400, exit=EXIT_USAGE)
+E_ALERT_FILTER = _code("E_ALERT_FILTER", False, "an alert rule's label filter does not parse or names an unknown label",
+                       http=400, exit=EXIT_USAGE)
+E_ALERT_CONDITION = _code("E_ALERT_CONDITION", False, "an alert rule's condition does not parse", http=400,
+                          exit=EXIT_USAGE)
+E_ALERT_RULE_INVALID = _code("E_ALERT_RULE_INVALID", False,
+                             "an alert rule's name, severity, window or update count is not valid", http=400,
+                             exit=EXIT_USAGE)
+E_ALERT_CHANNEL_UNKNOWN = _code("E_ALERT_CHANNEL_UNKNOWN", False,
+                                "an alert rule notifies a channel the project does not have", http=400,
+                                exit=EXIT_USAGE)
+E_ALERT_RULE_NOT_FOUND = _code("E_ALERT_RULE_NOT_FOUND", False, "no alert rule has that name", http=404)
 
 def _markdown() -> str:
     """docs/errors.md, generated: `python -m anthares44.automation.errors > docs/errors.md`."""

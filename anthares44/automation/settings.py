@@ -47,6 +47,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("A44_WEBHOOK_FLUSHERS", "webhook_flushers", "webhook write batches in flight at most (default 2)", int),
     Variable("A44_WEBHOOK_CACHE_TTL", "webhook_cache_ttl",
              "seconds a process caches a webhook trigger and its secrets (default 2)", float),
+    Variable("A44_ALERT_INTERVAL", "alert_interval",
+             "`serve`: how often the alert evaluator samples the metrics and evaluates the rules, a duration "
+             "(default 15s; `off`: this daemon never evaluates, docs/alerts.md)"),
     Variable("A44_SECRET_KEY", "secret_key", "the key of `$A44_HOME/secrets.json` (hex, 32 bytes or more); unset: "
                                              "`$A44_HOME/secret.key`"),
     Variable("A44_NETWORKS_FILE", "networks_file", "the private networks file (default `$A44_HOME/networks.json`)"),
@@ -81,6 +84,7 @@ class Settings:
     webhook_max_batch: int | None = None
     webhook_flushers: int | None = None
     webhook_cache_ttl: float | None = None
+    alert_interval: str | None = None
     secret_key: str | None = None
     networks_file: str | None = None
     pg_system_user: str | None = None

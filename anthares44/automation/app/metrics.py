@@ -113,6 +113,10 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             failed.add(labels, row["n"], "_total")
         else:
             pending.add(labels, row["n"])
+    alerts = Family("automation_alerts_firing", "gauge",
+                    "alerts firing, per rule (builtin:* for the built-in alerts) and severity (docs/alerts.md)")
+    for a in v.alerts:
+        alerts.add({"project": a["project_id"], "rule": a["rule"], "severity": a["severity"]}, a["n"])
 
     persisted: dict[str, Family] = {}
     for c in v.counters:     # the in-memory counters of every process, as flushed (names end in _total)
@@ -122,7 +126,7 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             fam = persisted[base] = Family(base, "counter", HELP.get(c["name"], c["name"]) + " (every process)")
         fam.add(c["labels"], c["value"], "_total")
     return [dlq, age, waiting, runs, reclaims, redeliveries, attempts, retries, comps, durations, breaker, opened,
-            deliveries, failed, pending, *persisted.values()]
+            deliveries, failed, pending, alerts, *persisted.values()]
 
 
 def _process(worker: str) -> list[Family]:

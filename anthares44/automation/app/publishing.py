@@ -49,6 +49,8 @@ class PublishReport:
     triggers: list[str] = field(default_factory=list)        # standalone trigger ids compiled
     queues: list = field(default_factory=list)               # [(queue_id, created|updated|unchanged)]
     stored_triggers: list = field(default_factory=list)      # StoredTrigger (standalone and inline), once stored
+    channels: list = field(default_factory=list)             # [(channel name, created|updated|unchanged)]
+    alerts: list = field(default_factory=list)               # [(alert rule name, created|updated|unchanged)]
 
     @property
     def errors(self) -> int:
@@ -63,7 +65,10 @@ class PublishReport:
     def to_dict(self) -> dict:
         return {"project": self.project, "ok": self.ok, "workflows": [w.to_dict() for w in self.workflows],
                 "triggers": self.triggers, "queues": [{"queue_id": q, "outcome": o} for q, o in self.queues],
-                "stored_triggers": [t.to_dict() for t in self.stored_triggers], "diagnostics": [d.to_dict() for d in self.diagnostics],
+                "stored_triggers": [t.to_dict() for t in self.stored_triggers],
+                "channels": [{"name": n, "outcome": o} for n, o in self.channels],
+                "alerts": [{"name": n, "outcome": o} for n, o in self.alerts],
+                "diagnostics": [d.to_dict() for d in self.diagnostics],
                 "files": self.files}
 
 
@@ -89,6 +94,10 @@ async def publish(store, project: str, paths: list[str]) -> PublishReport:
     report = PublishReport(project=project, files=list(result.files), diagnostics=list(result.diagnostics))
     if report.errors:
         return report  # refuse everything: a half-valid project is not published
+    monitoring = None
+    if result.project is not None and (result.project.alerts or result.project.channels):
+        monitoring = _monitoring(result.project)     # checked against the store before anything is written
+        await monitoring.check(store, project)
     if result.project is not None and result.project.queues:    # queue files (§10.1), before their workflows
         from ..runtime.queues import store_queues
 
@@ -113,7 +122,24 @@ async def publish(store, project: str, paths: list[str]) -> PublishReport:
         from ..runtime.ingestion.triggers import store_triggers
 
         report.stored_triggers = await store_triggers(store, project, to_store)
+    if monitoring is not None:
+        report.channels, report.alerts = await monitoring.store(store, project)
     return report
+
+
+def _monitoring(project):
+    """The alert rule and channel files as the store's values (docs/alerts.md "Files")."""
+    from ..compiler.models.monitoring import channel_config
+    from ..compiler.models.types import format_duration
+    from ..grammar.alert_rules import check_rule
+    from ..runtime.alerts.rules import Published
+
+    channels = [(d.model.id, d.model.type, channel_config(d.model)) for _, d in sorted(project.channels.items())]
+    rules = [check_rule(name=m.name, metric=m.metric, filter=m.filter, condition=m.condition, severity=m.severity,
+                        notify=m.notify, escalate_to=m.escalateTo, update_every=m.updateEvery,
+                        suppress_window=format_duration(m.suppressWindow) if m.suppressWindow else None)
+             for m in (d.model for _, d in sorted(project.alerts.items()))]
+    return Published(channels, rules)
 
 
 async def publish_code(store, project: str, paths: list[str], report: PublishReport) -> PublishReport:

@@ -1,6 +1,6 @@
 """`serve()`: one a44 process composed from one `ServeSettings`: the interpreter daemon (runtime/engine), the
-scheduler of schedule triggers (runtime/scheduling), the delivery worker of notifications (runtime/notify) and the
-HTTP plane (webhooks, the bus endpoint, the REST API,
+scheduler of schedule triggers (runtime/scheduling), the delivery worker of notifications (runtime/notify), the
+alert evaluator (runtime/alerts) and the HTTP plane (webhooks, the bus endpoint, the REST API,
 `/metrics`). `a44 automation serve` runs all three (HTTP when `--http-port` is given), `a44 automation ingest`
 the HTTP plane alone.
 
@@ -105,6 +105,7 @@ class ServeSettings:
     database_url: str | None = None
     env: Settings = field(default_factory=Settings)     # the environment the edge read
     notify: Any = None                 # runtime.notify.delivery.DeliverySettings; None: its defaults
+    alert_interval_s: float | None = 15.0    # the alert evaluator's interval (docs/alerts.md); None: not here
 
 
 async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFactory | None = None,
@@ -127,9 +128,10 @@ async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFacto
     plane = await _start_http(daemon.store, settings.http, http) if settings.http is not None else None
     scheduler = _start_scheduler(daemon, stop)
     notifier = _start_notifier(daemon, settings.notify, stop)
+    evaluator = _start_evaluator(daemon, settings.alert_interval_s, stop)
     # without an HTTP plane (which flushes its own), this process's counters still reach the persisted totals
     flusher = Flusher(daemon.store).start() if plane is None else None
-    intake = asyncio.create_task(_stop_intake(stop, plane, scheduler, daemon, flusher, notifier))
+    intake = asyncio.create_task(_stop_intake(stop, plane, scheduler, daemon, flusher, notifier, evaluator))
     if ready is not None:
         ready(plane.url if plane is not None else None)
     try:
@@ -198,7 +200,18 @@ def _start_notifier(daemon, settings, stop: asyncio.Event) -> tuple[asyncio.Task
     return asyncio.create_task(DeliveryWorker(deliverer).serve(stop)), settings.timeout.total_seconds() * 3
 
 
-async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon, flusher=None, notifier=None) -> None:
+def _start_evaluator(daemon, interval_s: float | None, stop: asyncio.Event) -> asyncio.Task | None:
+    """The alert evaluator beside the daemon; of several processes, the one holding its lease evaluates."""
+    if interval_s is None:
+        return None
+    from ..runtime.alerts.evaluator import Evaluator
+
+    ev = Evaluator(daemon.store, holder=daemon.settings.worker_id, interval_s=interval_s, clock=daemon.engine.clock)
+    return asyncio.create_task(ev.serve(stop))
+
+
+async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon, flusher=None, notifier=None,
+                       evaluator=None) -> None:
     """On `stop`: no new work (scheduler decisions are transactions: cancelling one mid-way loses nothing; the HTTP
     plane stops taking webhooks and events), sends in flight finish (a send cut short stays leased and is sent
     again after its lease), then the daemon's graceful shutdown."""
@@ -218,6 +231,9 @@ async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon, flusher=No
         if plane is not None:
             await plane.stop()
             await plane.store.close()
+        if evaluator is not None:   # it ends its round and gives its lease up, while the store is open
+            with contextlib.suppress(Exception):
+                await evaluator
         if flusher is not None:     # while the daemon's store is open: it closes when the daemon has stopped
             await flusher.stop()
         daemon.request_stop()

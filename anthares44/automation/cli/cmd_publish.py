@@ -59,6 +59,10 @@ def render_text(report, *, color_stream=None) -> str:
         out += f"{trigger.trigger_id} ({trigger.type} trigger, {trigger.origin}) {trigger.outcome}\n"
         if trigger.secret_created:
             out += (f"  webhook secret created: `a44 automation webhook secret {trigger.trigger_id}` shows it once\n")
+    for name, outcome in report.channels:
+        out += f"{name} (notification channel) {outcome}\n"
+    for name, outcome in report.alerts:
+        out += f"{name} (alert rule) {outcome}\n"
     return out
 
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
-KINDS = ("workflow", "triggers", "connectors", "queues", "any")  # kept equal to jsonschema.KINDS by a test
+KINDS = ("workflow", "triggers", "connectors", "queues", "alerts", "channels", "any")  # kept equal to jsonschema.KINDS by a test
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

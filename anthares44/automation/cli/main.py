@@ -1,4 +1,5 @@
-"""Entry point of the `a44` command: parses `a44 automation VERB ...` and dispatches to one verb module.
+"""Entry point of the `a44` command: parses `a44 automation VERB ...` (and the groups beside it: `a44 auth`,
+`a44 monitor`) and dispatches to one verb module.
 
 Each verb lives in `cli/cmd_<verb>.py` exposing `add_parser(subparsers)` and `run(args) -> int`. Verb modules
 import nothing heavy at module level (asyncpg, aiohttp, pydantic models...): `a44 automation lint` must start

@@ -1,5 +1,6 @@
 """File kinds: recognises what a YAML file declares (workflow, triggers, connectors, queues) by its shape or
-its optional `kind:` field, and validates each declared object against its model.
+its optional `kind:` field (alert rules and notification channels by their `kind:` alone), and validates each
+declared object against its model.
 
 A file is one mapping (one object) or a list of objects of one kind; a workflow is always alone in its file.
 """
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 from ..diagnostics import Diagnostic, register
 from .models import TRIGGER_MODELS, ConnectorDecl, Queue, Workflow
 from .models.connectors import DECLARABLE_TYPES
+from .models.monitoring import CHANNEL_MODELS, AlertRule
 from .source import SourceFile
 from .validation import A44101, did_you_mean, validate, yaml_type
 
@@ -21,6 +23,7 @@ A44010 = register("A44010", "file kind cannot be recognised")
 A44011 = register("A44011", "a workflow file holds exactly one workflow")
 A44012 = register("A44012", "objects of different kinds in one file")
 A44013 = register("A44013", "unknown trigger type")
+A44014 = register("A44014", "unknown notification channel type")
 # In the step rules' range, registered here because the count is checked before the steps are validated.
 A44204 = register("A44204", "workflow has too many steps")
 
@@ -28,7 +31,7 @@ A44204 = register("A44204", "workflow has too many steps")
 # definition costs the daemon to compile, store and load.
 MAX_STEPS = 15_000
 
-KINDS = ("workflow", "trigger", "connector", "queue")
+KINDS = ("workflow", "trigger", "connector", "queue", "alert", "channel")
 _KIND_ALIASES = {k: k for k in KINDS}
 _SHAPES_HINT = ("a workflow is a mapping with name, version and steps; triggers, connectors and queues are "
                 "mappings (or lists of them) with id and type/maxConcurrency; add `kind:` to say which")
@@ -127,6 +130,16 @@ def _model_for(src: SourceFile, kind: str, item: Any, path: tuple) -> type[BaseM
         return ConnectorDecl
     if kind == "queue":
         return Queue
+    if kind == "alert":
+        return AlertRule
+    if kind == "channel":
+        typ = item.get("type") if isinstance(item, dict) else None
+        if not isinstance(typ, str) or typ not in CHANNEL_MODELS:
+            src.error(A44014, f"unknown channel type {typ!r}; expected one of: {', '.join(CHANNEL_MODELS)}",
+                      src.span(path + ("type",)) if isinstance(item, dict) and "type" in item else src.span(path),
+                      hint=did_you_mean(str(typ), CHANNEL_MODELS) if isinstance(typ, str) else None)
+            return None
+        return CHANNEL_MODELS[typ]
     if not isinstance(item, dict):
         src.error(A44010, f"a trigger must be a mapping, got {yaml_type(item)}", src.span(path))
         return None

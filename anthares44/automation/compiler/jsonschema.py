@@ -23,12 +23,12 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .models import BUILTIN_PARAMS, TRIGGER_MODELS, ConnectorDecl, Queue, Workflow
+from .models import BUILTIN_PARAMS, CHANNEL_MODELS, TRIGGER_MODELS, AlertRule, ConnectorDecl, Queue, Workflow
 from .models.connectors import DECLARABLE_TYPES
 from .models.types import DURATION_PATTERN, format_duration
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
-KINDS = ("workflow", "triggers", "connectors", "queues", "any")
+KINDS = ("workflow", "triggers", "connectors", "queues", "alerts", "channels", "any")
 REF = "#/definitions/"
 PLUGIN_PATTERN = r"^connector/\S+$"
 DECLARED_PATTERN = r"^con_[A-Za-z0-9_.-]+$"
@@ -51,6 +51,8 @@ _TITLES = {
     "triggers": "a44 automation triggers",
     "connectors": "a44 automation connectors",
     "queues": "a44 automation queues",
+    "alerts": "a44 alert rules",
+    "channels": "a44 notification channels",
     "any": "a44 automation file (any kind)",
 }
 _DESCRIPTIONS = {
@@ -58,7 +60,9 @@ _DESCRIPTIONS = {
     "triggers": "A triggers file (§8.3, §11): a list of trigger objects (or one), discriminated by `type`.",
     "connectors": "A connectors file (§14): a list of declared connector instances (or one).",
     "queues": "A queues file (§10.1): one queue (or a list of them).",
-    "any": "Any a44 automation file: a workflow, triggers, connectors or queues.",
+    "alerts": "An alert rules file (§16, docs/alerts.md): one `kind: alert` rule (or a list of them).",
+    "channels": "A notification channels file (docs/alerts.md): one `kind: channel` (or a list of them), by `type`.",
+    "any": "Any a44 automation file: a workflow, triggers, connectors, queues, alert rules or channels.",
 }
 
 
@@ -148,7 +152,8 @@ def _definitions() -> dict[str, dict[str, Any]]:
     """Every definition the file kinds need: pydantic's, polished, plus the hand-shaped dispatchers."""
     from pydantic.json_schema import models_json_schema
 
-    models = [Workflow, ConnectorDecl, Queue, *TRIGGER_MODELS.values(), *dict.fromkeys(BUILTIN_PARAMS.values())]
+    models = [Workflow, ConnectorDecl, Queue, AlertRule, *CHANNEL_MODELS.values(), *TRIGGER_MODELS.values(),
+              *dict.fromkeys(BUILTIN_PARAMS.values())]
     _, top = models_json_schema([(m, "validation") for m in models], by_alias=True, ref_template=REF + "{model}")
     defs: dict[str, dict[str, Any]] = top["$defs"]
     from .models.docstrings import all_models, field_docs
@@ -168,6 +173,8 @@ def _definitions() -> dict[str, dict[str, Any]]:
     defs["Step"] = _step_schema(defs)
     defs["Compensation"] = _compensation_schema(defs)
     defs["Trigger"] = _trigger_schema(defs)
+    defs["Channel"] = {"anyOf": [{"$ref": REF + m.__name__} for m in CHANNEL_MODELS.values()]}
+    _describe(defs["Channel"], "A notification channel, by `type`.")
     return defs
 
 
@@ -180,9 +187,11 @@ def _file_bodies() -> dict[str, dict[str, Any]]:
         "triggers": {"anyOf": one_or_list("Trigger")},
         "connectors": {"anyOf": one_or_list("ConnectorDecl")},
         "queues": {"anyOf": one_or_list("Queue")},
+        "alerts": {"anyOf": one_or_list("AlertRule")},
+        "channels": {"anyOf": one_or_list("Channel")},
     }
     bodies["any"] = {"anyOf": [{"$ref": REF + "Workflow"}, *one_or_list("Trigger"), *one_or_list("ConnectorDecl"),
-                               *one_or_list("Queue")]}
+                               *one_or_list("Queue"), *one_or_list("AlertRule"), *one_or_list("Channel")]}
     return bodies
 
 

@@ -49,6 +49,14 @@ class Project:
         return {d.model.id: d for d in self.of_kind("queue")}
 
     @cached_property
+    def alerts(self) -> dict[str, Decl]:
+        return {d.model.name: d for d in self.of_kind("alert")}
+
+    @cached_property
+    def channels(self) -> dict[str, Decl]:
+        return {d.model.id: d for d in self.of_kind("channel")}
+
+    @cached_property
     def plugins(self) -> dict[str, object]:
         """Installed connector plugins by name (entry points; loaded only when their params are checked)."""
         from importlib.metadata import entry_points

@@ -142,6 +142,80 @@ begin
 end
 $$;
 
+CREATE TABLE automation.alert_evaluator (
+    singleton boolean DEFAULT true NOT NULL,
+    holder text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    event_horizon bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT alert_evaluator_singleton_check CHECK (singleton)
+);
+
+CREATE TABLE automation.alert_history (
+    id bigint NOT NULL,
+    alert_id text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    kind text NOT NULL,
+    count integer NOT NULL,
+    channels text[] NOT NULL
+);
+
+ALTER TABLE automation.alert_history ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME automation.alert_history_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE automation.alert_rules (
+    project_id text NOT NULL,
+    name text NOT NULL,
+    metric text NOT NULL,
+    filter text DEFAULT ''::text NOT NULL,
+    condition text DEFAULT ''::text NOT NULL,
+    severity text NOT NULL,
+    notify text,
+    escalate_to text,
+    suppress_window_s double precision NOT NULL,
+    update_every integer NOT NULL,
+    origin text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT alert_rules_origin_check CHECK ((origin = ANY (ARRAY['cli'::text, 'yaml'::text]))),
+    CONSTRAINT alert_rules_severity_check CHECK ((severity = ANY (ARRAY['p1'::text, 'p2'::text, 'p3'::text, 'p4'::text]))),
+    CONSTRAINT alert_rules_suppress_window_s_check CHECK ((suppress_window_s > (0)::double precision)),
+    CONSTRAINT alert_rules_update_every_check CHECK ((update_every > 0))
+);
+
+CREATE TABLE automation.alert_samples (
+    project_id text NOT NULL,
+    metric text NOT NULL,
+    labels jsonb NOT NULL,
+    at timestamp with time zone NOT NULL,
+    value double precision NOT NULL
+);
+
+CREATE TABLE automation.alert_seen (
+    event_id bigint NOT NULL
+);
+
+CREATE TABLE automation.alerts (
+    alert_id text NOT NULL,
+    project_id text NOT NULL,
+    rule text NOT NULL,
+    group_key text NOT NULL,
+    state text NOT NULL,
+    severity text NOT NULL,
+    machine jsonb NOT NULL,
+    context jsonb NOT NULL,
+    opened_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    resolved_at timestamp with time zone,
+    CONSTRAINT alerts_severity_check CHECK ((severity = ANY (ARRAY['p1'::text, 'p2'::text, 'p3'::text, 'p4'::text]))),
+    CONSTRAINT alerts_state_check CHECK ((state = ANY (ARRAY['firing'::text, 'resolved'::text])))
+);
+
 CREATE TABLE automation.api_tokens (
     token_id text NOT NULL,
     project_id text NOT NULL,
@@ -569,6 +643,21 @@ ALTER TABLE ONLY automation.step_attempts ATTACH PARTITION automation.step_attem
 
 ALTER TABLE ONLY automation.runs ALTER COLUMN seq SET DEFAULT nextval('automation.runs_seq_seq'::regclass);
 
+ALTER TABLE ONLY automation.alert_evaluator
+    ADD CONSTRAINT alert_evaluator_pkey PRIMARY KEY (singleton);
+
+ALTER TABLE ONLY automation.alert_history
+    ADD CONSTRAINT alert_history_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY automation.alert_rules
+    ADD CONSTRAINT alert_rules_pkey PRIMARY KEY (project_id, name);
+
+ALTER TABLE ONLY automation.alert_seen
+    ADD CONSTRAINT alert_seen_pkey PRIMARY KEY (event_id);
+
+ALTER TABLE ONLY automation.alerts
+    ADD CONSTRAINT alerts_pkey PRIMARY KEY (alert_id);
+
 ALTER TABLE ONLY automation.api_tokens
     ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (token_id);
 
@@ -653,6 +742,16 @@ ALTER TABLE ONLY automation.webhook_secrets
 ALTER TABLE ONLY automation.workflow_versions
     ADD CONSTRAINT workflow_versions_pkey PRIMARY KEY (project_id, workflow_id, version);
 
+CREATE INDEX alert_history_alert_idx ON automation.alert_history USING btree (alert_id, id);
+
+CREATE INDEX alert_samples_at_idx ON automation.alert_samples USING btree (at);
+
+CREATE INDEX alert_samples_series_idx ON automation.alert_samples USING btree (project_id, metric, at);
+
+CREATE UNIQUE INDEX alerts_firing_idx ON automation.alerts USING btree (project_id, rule, group_key) WHERE (state = 'firing'::text);
+
+CREATE INDEX alerts_project_idx ON automation.alerts USING btree (project_id, opened_at DESC);
+
 CREATE INDEX dead_letters_project_idx ON automation.dead_letters USING btree (project_id, created_at DESC);
 
 CREATE INDEX dead_letters_queue_idx ON automation.dead_letters USING btree (project_id, queue, created_at);
@@ -670,6 +769,8 @@ CREATE INDEX idempotency_keys_created_idx ON automation.idempotency_keys USING b
 CREATE INDEX notifications_alert_idx ON automation.notifications USING btree (alert_id, id) WHERE (alert_id IS NOT NULL);
 
 CREATE INDEX notifications_due_idx ON automation.notifications USING btree (next_attempt_at) WHERE (state = 'pending'::text);
+
+CREATE INDEX run_events_outcome_idx ON automation.run_events USING btree (id) WHERE ((kind = 'run.state'::text) AND (state = ANY (ARRAY['failed'::text, 'compensation_failed'::text, 'awaiting_confirmation'::text, 'succeeded'::text])));
 
 CREATE INDEX run_events_run_idx ON automation.run_events USING btree (run_id, id);
 

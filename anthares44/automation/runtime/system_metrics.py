@@ -27,18 +27,20 @@ class SystemValues:
     deliveries: list[dict]
     counters: list[dict]        # the persisted totals: name, labels, value
     notifications: list[dict]   # pending / failed notifications per project, channel and state
+    alerts: list[dict]          # firing alerts per project, rule, severity
 
 
 async def read(store) -> SystemValues:
     """Every system value, each family from one query (run side by side on the pool)."""
-    queues, runs, bounds, attempts, breakers, deliveries, counters, notifications = await asyncio.gather(
+    queues, runs, bounds, attempts, breakers, deliveries, counters, notifications, alerts = await asyncio.gather(
         store.fetch("metrics_queues", now=store.clock.now()), store.fetch("metrics_runs"),
         store.fetchval("metrics_duration_bounds"), store.fetch("metrics_attempts"), store.fetch("metrics_breakers"),
-        store.fetch("metrics_deliveries"), store.fetch("metrics_counters"), store.fetch("metrics_notifications"))
+        store.fetch("metrics_deliveries"), store.fetch("metrics_counters"), store.fetch("metrics_notifications"),
+        store.fetch("alerts_firing_counts"))
     return SystemValues(queues=[dict(r) for r in queues], runs=[dict(r) for r in runs], bounds=list(bounds),
                         attempts=_histograms(attempts, len(bounds)), breakers=[dict(r) for r in breakers],
                         deliveries=[dict(r) for r in deliveries], counters=[dict(r) for r in counters],
-                        notifications=[dict(r) for r in notifications])
+                        notifications=[dict(r) for r in notifications], alerts=[dict(r) for r in alerts])
 
 
 def _histograms(rows, n: int) -> list[dict]:

@@ -1,0 +1,207 @@
+-- Alerts (§16, docs/alerts.md): rules, samples, the evaluator's lease, alerts with their history, and the
+-- enqueue of their notifications (the delivery worker reads automation.notifications).
+
+-- name: alert_rule_upsert
+-- purpose: store a rule (replacing its previous definition); returns whether it was created, updated or unchanged
+with old as (
+    select 1 from automation.alert_rules where project_id = :project and name = :name
+), up as (
+    insert into automation.alert_rules as r (project_id, name, metric, filter, condition, severity, notify, escalate_to,
+                                             suppress_window_s, update_every, origin, created_at, updated_at)
+    values (:project, :name, :metric, :filter, :condition, :severity, :notify, :escalate_to, :window_s, :update_every,
+            :origin, :now, :now)
+    on conflict (project_id, name) do update
+        set metric = excluded.metric, filter = excluded.filter, condition = excluded.condition,
+            severity = excluded.severity, notify = excluded.notify, escalate_to = excluded.escalate_to,
+            suppress_window_s = excluded.suppress_window_s, update_every = excluded.update_every,
+            origin = excluded.origin, updated_at = excluded.updated_at
+        where (r.metric, r.filter, r.condition, r.severity, r.notify, r.escalate_to, r.suppress_window_s,
+               r.update_every, r.origin)
+              is distinct from (excluded.metric, excluded.filter, excluded.condition, excluded.severity,
+                                excluded.notify, excluded.escalate_to, excluded.suppress_window_s,
+                                excluded.update_every, excluded.origin)
+    returning name
+)
+select case when not exists (select 1 from old) then 'created'
+            when exists (select 1 from up) then 'updated' else 'unchanged' end;
+
+-- name: alert_rules_list
+-- purpose: a project's rules by name (the built-in alerts' routing, metric `builtin`, among them)
+select name, metric, filter, condition, severity, notify, escalate_to, suppress_window_s, update_every, origin,
+       created_at, updated_at
+from automation.alert_rules where project_id = :project order by name;
+
+-- name: alert_rules_all
+-- purpose: every project's rules, for the evaluator
+select project_id, name, metric, filter, condition, severity, notify, escalate_to, suppress_window_s, update_every
+from automation.alert_rules order by project_id, name;
+
+-- name: alert_rule_get
+-- purpose: one rule of a project
+select name, metric, filter, condition, severity, notify, escalate_to, suppress_window_s, update_every, origin,
+       created_at, updated_at
+from automation.alert_rules where project_id = :project and name = :name;
+
+-- name: alert_rule_delete
+-- purpose: remove a rule; its firing alerts resolve at the next evaluation (no row: no such rule)
+delete from automation.alert_rules where project_id = :project and name = :name returning name;
+
+-- name: alert_channel_names
+-- purpose: the notification channels a project has (what --notify and --escalate-to may name)
+select name from automation.notification_channels where project_id = :project order by name;
+
+-- name: alert_channel_upsert
+-- purpose: store a published `kind: channel` (replacing its config); returns whether it was created, updated or unchanged
+with old as (
+    select 1 from automation.notification_channels where project_id = :project and name = :name
+), up as (
+    insert into automation.notification_channels as c (project_id, name, kind, config, created_at, updated_at)
+    values (:project, :name, :kind, :config::jsonb, :now, :now)
+    on conflict (project_id, name) do update
+        set kind = excluded.kind, config = excluded.config, updated_at = excluded.updated_at
+        where (c.kind, c.config) is distinct from (excluded.kind, excluded.config)
+    returning name
+)
+select case when not exists (select 1 from old) then 'created'
+            when exists (select 1 from up) then 'updated' else 'unchanged' end;
+
+-- name: alert_samples_add
+-- purpose: record one sample per series (:projects, :metrics, :labels as JSON text, :values) at :at, in one statement
+insert into automation.alert_samples (project_id, metric, labels, at, value)
+select p, m, l::jsonb, :at, v from unnest(:projects::text[], :metrics::text[], :labels::text[], :values::float8[])
+    as t(p, m, l, v);
+
+-- name: alert_samples_prune
+-- purpose: drop the samples older than :before (no rule's window reaches them)
+delete from automation.alert_samples where at < :before;
+
+-- name: alert_samples_series
+-- purpose: the samples of a project's metric since :since, oldest first (every series: the caller filters labels)
+select labels, at, value from automation.alert_samples
+where project_id = :project and metric = :metric and at >= :since and at <= :now
+order by at;
+
+-- name: alert_samples_latest
+-- purpose: the latest sample of every series of :metric (the DLQ depth before this sampling, for DLQ growth)
+select distinct on (project_id, labels) project_id, labels, value
+from automation.alert_samples where metric = :metric and at >= :since
+order by project_id, labels, at desc;
+
+-- name: alert_evaluator_claim
+-- purpose: take or renew the one evaluator's lease for :holder until :until, unless another holds it unexpired at :now; no row: not ours
+insert into automation.alert_evaluator as e (singleton, holder, expires_at) values (true, :holder, :until)
+on conflict (singleton) do update set holder = excluded.holder, expires_at = excluded.expires_at
+    where e.holder = excluded.holder or e.expires_at < :now
+returning event_horizon;
+
+-- name: alert_evaluator_release
+-- purpose: give the evaluator's lease up at shutdown (another daemon takes it at its next interval)
+update automation.alert_evaluator set expires_at = :now where holder = :holder;
+
+-- name: alert_evaluator_horizon
+-- purpose: record that every run outcome up to event id :horizon has been seen, and forget their dedup rows
+with e as (
+    update automation.alert_evaluator set event_horizon = greatest(event_horizon, :horizon) where holder = :holder
+    returning event_horizon
+)
+delete from automation.alert_seen where event_id <= (select event_horizon from e);
+
+-- name: alert_run_outcomes
+-- purpose: run state changes after :after (the built-in alerts' input) not yet seen: failed, compensation_failed, awaiting_confirmation, succeeded, with the run's context, the failed step's attempts and the interpreter's alert data
+select e.id, e.at, e.project_id, e.run_id, e.state, coalesce(e.error_code, r.error_code) as error_code,
+       coalesce(e.message, r.error_message) as error_message, r.workflow_id, r.version, r.partition_key,
+       coalesce(e.step_id, r.failed_step, r.current_step) as step_id, r.queue,
+       (select count(*) from automation.step_attempts a
+        where a.run_id = e.run_id and a.step_id = coalesce(e.step_id, r.failed_step, r.current_step)
+          and a.kind = 'action')::int as attempts,
+       (select a.data from automation.run_events a
+        where a.run_id = e.run_id and a.kind = 'alert' and e.state <> 'succeeded'
+        order by a.id desc limit 1) as alert_data
+from automation.run_events e
+join automation.runs r on r.run_id = e.run_id
+where e.id > :after and e.kind = 'run.state'
+  and e.state in ('failed', 'compensation_failed', 'awaiting_confirmation', 'succeeded')
+  and not exists (select 1 from automation.alert_seen s where s.event_id = e.id)
+order by e.id
+limit :limit;
+
+-- name: alert_outcome_horizon
+-- purpose: the newest run outcome id after :after recorded before :before (older outcomes have all committed by now), null: none
+select max(id) from automation.run_events
+where id > :after and kind = 'run.state'
+  and state in ('failed', 'compensation_failed', 'awaiting_confirmation', 'succeeded') and at < :before;
+
+-- name: alert_seen_add
+-- purpose: remember the run outcomes :ids as turned into alerts (a late commit with a lower id is not seen twice); returns those not seen before
+insert into automation.alert_seen (event_id) select unnest(:ids::bigint[]) on conflict do nothing
+returning event_id;
+
+-- name: alert_runs_waiting
+-- purpose: how many runs of a workflow still wait in :state (a built-in alert on a parked run clears at 0)
+select count(*)::int from automation.runs
+where project_id = :project and workflow_id = :workflow and state = :state;
+
+-- name: alert_dead_letter_latest
+-- purpose: the newest dead letter of a queue waiting (not redriven): what a DLQ growth alert says
+select dead_letter_id, workflow_id, run_id, step_id, partition_key, error_code, error_message, attempts, created_at
+from automation.dead_letters
+where project_id = :project and coalesce(queue, 'q_default') = :queue and redriven_at is null
+order by created_at desc limit 1;
+
+-- name: alert_firing_get
+-- purpose: the firing alert of a rule and group, locked for this transaction's state change
+select alert_id, rule, group_key, severity, machine, context, opened_at from automation.alerts
+where project_id = :project and rule = :rule and group_key = :group_key and state = 'firing'
+for update;
+
+-- name: alerts_firing_all
+-- purpose: every firing alert (the evaluator's ticks: escalation when a window ends, clearing)
+select alert_id, project_id, rule, group_key, severity, machine, context, opened_at from automation.alerts
+where state = 'firing' order by opened_at;
+
+-- name: alert_insert
+-- purpose: open an alert (firing); no row: one is already firing for this rule and group (a racing evaluator)
+insert into automation.alerts (alert_id, project_id, rule, group_key, state, severity, machine, context, opened_at,
+                               updated_at)
+values (:alert_id, :project, :rule, :group_key, 'firing', :severity, :machine::jsonb, :context::jsonb, :now, :now)
+on conflict do nothing
+returning alert_id;
+
+-- name: alert_update
+-- purpose: store an alert's new suppression state and context; resolved when :resolved
+update automation.alerts
+set machine = :machine::jsonb, context = :context::jsonb, updated_at = :now,
+    state = case when :resolved then 'resolved' else state end,
+    resolved_at = case when :resolved then :now else resolved_at end
+where alert_id = :alert_id;
+
+-- name: alert_history_add
+-- purpose: record a transition of an alert and where its message was enqueued
+insert into automation.alert_history (alert_id, at, kind, count, channels)
+values (:alert_id, :now, :kind, :count, :channels::text[]);
+
+-- name: notification_enqueue
+-- purpose: enqueue one message for the delivery worker; a second enqueue of the same idempotency key is a no-op (returns no row)
+insert into automation.notifications (project_id, channel, idempotency_key, alert_id, kind, severity, payload,
+                                      next_attempt_at, created_at)
+values (:project, :channel, :key, :alert_id, :kind, :severity, :payload::jsonb, :now, :now)
+on conflict (project_id, idempotency_key) do nothing
+returning id;
+
+-- name: alerts_list
+-- purpose: a project's alerts, firing first then newest, optionally of one :state
+select alert_id, rule, group_key, state, severity, machine, context, opened_at, updated_at, resolved_at
+from automation.alerts
+where project_id = :project and (:state::text is null or state = :state)
+order by state = 'firing' desc, opened_at desc
+limit :limit;
+
+-- name: alert_history_of
+-- purpose: the history of alerts :alert_ids, in order
+select alert_id, at, kind, count, channels from automation.alert_history
+where alert_id = any(:alert_ids::text[]) order by alert_id, id;
+
+-- name: alerts_firing_counts
+-- purpose: firing alerts per project, rule and severity (/metrics automation_alerts_firing)
+select project_id, rule, severity, count(*)::bigint as n from automation.alerts
+where state = 'firing' group by 1, 2, 3 order by 1, 2, 3;
