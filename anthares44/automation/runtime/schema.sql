@@ -34,20 +34,13 @@ $$;
 CREATE FUNCTION automation.metric_attempt_finished() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
-declare
-    d float8;
 begin
     if new.status = 'running' or (tg_op = 'UPDATE' and old.status <> 'running') then
         return null;
     end if;
-    d := greatest(extract(epoch from new.finished_at - new.started_at), 0);
-    insert into automation.metric_attempts as m (project_id, workflow_id, step_id, kind, status, bucket, shard,
-                                                 attempts, retries, seconds)
-    select new.project_id, r.workflow_id, split_part(new.step_id, '[', 1), new.kind, new.status,
-           automation.metric_bucket(d), hashtext(new.run_id) & 7, 1, (new.attempt > 1)::integer, d
-    from automation.runs r where r.run_id = new.run_id
-    on conflict (project_id, workflow_id, step_id, kind, status, bucket, shard) do update
-        set attempts = m.attempts + 1, retries = m.retries + excluded.retries, seconds = m.seconds + excluded.seconds;
+    insert into automation.metric_attempt_deltas (project_id, run_id, step_id, kind, status, retry, seconds)
+    values (new.project_id, new.run_id, split_part(new.step_id, '[', 1), new.kind, new.status, new.attempt > 1,
+            greatest(extract(epoch from new.finished_at - new.started_at), 0));
     return null;
 end
 $$;
