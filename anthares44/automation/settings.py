@@ -52,6 +52,13 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("A44_NETWORKS_FILE", "networks_file", "the private networks file (default `$A44_HOME/networks.json`)"),
     Variable("A44_PG_SYSTEM_USER", "pg_system_user",
              "the operating-system user the embedded PostgreSQL runs as when a44 runs as root"),
+    Variable("A44_LOG_HOT_DAYS", "log_hot_days",
+             "days step attempts stay in PostgreSQL before they are archived and their month dropped (default 30)",
+             int),
+    Variable("A44_LOG_ARCHIVE_MONTHS", "log_archive_months",
+             "months the Parquet log archive keeps a day before deleting it (default 13)", int),
+    Variable("A44_LOG_ARCHIVE_DIR", "log_archive_dir",
+             "the directory of the Parquet log archive (default `$A44_HOME/storage/logs`)"),
     Variable("A44_DEBUG", "debug", "any value: an internal error prints its traceback", bool),
 )
 DEFAULT_PROJECT = "pj_default"   # the project when neither `--project` nor A44_PROJECT names one
@@ -75,6 +82,9 @@ class Settings:
     secret_key: str | None = None
     networks_file: str | None = None
     pg_system_user: str | None = None
+    log_hot_days: int | None = None
+    log_archive_months: int | None = None
+    log_archive_dir: str | None = None
     debug: bool = False
 
     @classmethod

@@ -286,6 +286,15 @@ async def api_logs(request: web.Request) -> web.StreamResponse:
     return resp
 
 
+async def api_logs_query(request: web.Request) -> web.Response:
+    q = params(request)
+    page = await automation_for(request).query_logs(
+        error_code=q.get("error_code"), step=q.get("step"), workflow=q.get("workflow"),
+        partition_key=q.get("partition_key"), since=q.get("since"), until=q.get("until"),
+        limit=q.get("limit", 100), after=q.get("cursor"), archive=q.get("archive", False))
+    return json_response(page.to_dict())
+
+
 async def api_events_publish(request: web.Request) -> web.Response:
     doc = _obj(await read_json(request))
     key = doc.get("idempotency_key", request.headers.get("A44-Idempotency-Key"))
@@ -355,6 +364,7 @@ def build_app(store, limits: HttpLimits | None = None) -> web.Application:
     r.add_get("/v1/automation/runs", api_runs)
     r.add_get("/v1/automation/runs/{run_id}", api_run_get)
     r.add_get("/v1/automation/runs/{run_id}/logs", api_logs)
+    r.add_get("/v1/automation/logs", api_logs_query)
     r.add_post("/v1/automation/events", api_events_publish)
     r.add_get("/v1/automation/events", api_events_list)
     r.add_get("/v1/automation/events/{event_id}", api_event_get)
