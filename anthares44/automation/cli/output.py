@@ -92,6 +92,8 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
         try:
             return await body(auto, args)
         finally:
+            if getattr(auto, "store", None) is not None:
+                await _flush_counters(auto.store)
             await auto.close()
 
     try:
@@ -107,6 +109,19 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
     except A44Error as exc:
         print_error(exc)
         return exit_code(exc)
+
+
+async def _flush_counters(store) -> None:
+    """What this short process counted (events published, webhook rejections...) joins the persisted totals
+    `/metrics` reads, as a daemon's flusher does every second; a verb's own answer matters more than a failed
+    flush (the database is then away, and the verb has said so)."""
+    from ..app.metrics import flush_counters
+    from ..errors import A44Error
+
+    try:
+        await flush_counters(store)
+    except A44Error:
+        pass
 
 
 # --- text ------------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ log = logging.getLogger("a44.http")
 
 STORE_KEY = web.AppKey("store", object)
 AUTOS_KEY = web.AppKey("autos", dict)
+ARCHIVE_KEY = web.AppKey("log_archive_dir", object)
 LIMITS_KEY = web.AppKey("limits", HttpLimits)
 PRINCIPAL_KEY = web.RequestKey("principal", object) if hasattr(web, "RequestKey") else "principal"
 MAX_API_BODY = 8 * 1024 * 1024
@@ -192,7 +193,8 @@ def automation_for(request: web.Request):
     project = request[PRINCIPAL_KEY].project_id
     autos = request.app[AUTOS_KEY]
     if project not in autos:
-        autos[project] = Automation(request.app[STORE_KEY], project)
+        where = request.app[ARCHIVE_KEY]
+        autos[project] = Automation(request.app[STORE_KEY], project, archive_dir=Path(where) if where else None)
     return autos[project]
 
 
@@ -350,9 +352,10 @@ async def health(request: web.Request) -> web.Response:
     return json_response({"ok": True})
 
 
-def build_app(store, limits: HttpLimits | None = None) -> web.Application:
+def build_app(store, limits: HttpLimits | None = None, log_archive_dir: str | None = None) -> web.Application:
     app = web.Application(middlewares=[guard, api_auth], client_max_size=MAX_API_BODY)
     app[STORE_KEY] = store
+    app[ARCHIVE_KEY] = log_archive_dir
     app[LIMITS_KEY] = limits or HttpLimits()
     app[STOPPING_KEY] = asyncio.Event()
     app[AUTOS_KEY] = {}
@@ -396,7 +399,8 @@ class HttpServer:
 
     async def start(self) -> "HttpServer":
         limits = self.settings.limits
-        self._runner = web.AppRunner(build_app(self.store, limits), access_log=None, handle_signals=False,
+        app = build_app(self.store, limits, self.settings.log_archive_dir)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      **handler_args(limits))
         await self._runner.setup()
         site = CappedSite(self._runner, self.host, self.port, limits.max_connections, reuse_address=True)
@@ -407,7 +411,7 @@ class HttpServer:
             raise A44Error(E_HTTP_BIND, f"cannot listen on {self.host}:{self.port}: {exc.strerror}") from None
         if self.port == 0:
             self.port = self._runner.addresses[0][1]
-        log.warning("http listening on %s", self.url)
+        logging.getLogger("a44.lifecycle").info("http listening on %s", self.url)
         return self
 
     @property

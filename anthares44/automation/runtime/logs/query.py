@@ -107,15 +107,19 @@ def view(row: dict) -> dict:
     return doc
 
 
-async def query_hot(store, f: LogFilter, limit: int, after: Cursor | None = None) -> LogPage:
-    """The hot rows (PostgreSQL) of `f`, one more than `limit` read to tell whether the answer is truncated."""
+def hot_params(f: LogFilter, limit: int, after: Cursor | None = None) -> dict:
+    """The parameters of the named query `logs_query` for `f` (one row more than `limit`: is there more?)."""
     cur = dict(after_at=None, after_run=None, after_step=None, after_epoch=None, after_kind=None, after_attempt=None)
     if after is not None:
         cur = dict(after_at=after.started_at, after_run=after.run_id, after_step=after.step_id,
                    after_epoch=after.epoch, after_kind=after.kind, after_attempt=after.attempt)
+    return dict(project=f.project, since=f.since, until=f.until, error_code=f.error_code, step=f.step,
+                workflow=f.workflow, partition_key=f.partition_key, limit=limit + 1, **cur)
+
+
+async def query_hot(store, f: LogFilter, limit: int, after: Cursor | None = None) -> LogPage:
+    """The hot rows (PostgreSQL) of `f`, planned for these parameters (an unused filter drops out of the plan)."""
     async with store.transaction("logs_query", session_neutral=True) as tx:   # SET LOCAL ends with it
         await tx.execute("logs_custom_plans")
-        rows = await tx.fetch("logs_query", project=f.project, since=f.since, until=f.until, error_code=f.error_code,
-                              step=f.step, workflow=f.workflow, partition_key=f.partition_key, limit=limit + 1,
-                              **cur)
+        rows = await tx.fetch("logs_query", **hot_params(f, limit, after))
     return LogPage.of([dict(r) for r in rows], limit, "hot")

@@ -138,3 +138,36 @@ async def _to_thread(fn, *args):
     import asyncio
 
     return await asyncio.to_thread(fn, *args)
+
+
+async def retention_loop(store, root: Path, stop, *, hot_days: int = HOT_DAYS, archive_months: int = ARCHIVE_MONTHS,
+                         every: float = 3600.0, first_after: float = 60.0) -> None:
+    """The daemon's retention: a round `first_after` seconds after start, then every `every` seconds, until `stop`
+    (an asyncio.Event) is set. Each daemon runs the loop; the advisory lock lets one of them work at a time. Without
+    pyarrow it says so once and ends (hot rows then stay: nothing is dropped that was not archived)."""
+    import asyncio
+    import contextlib
+    import logging
+
+    from ...errors import E_ARCHIVE_UNAVAILABLE, A44Error
+
+    log = logging.getLogger("a44.retention")
+    delay = first_after
+    while not stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        if stop.is_set():
+            return
+        delay = every
+        try:
+            report = await run_retention(store, root, hot_days=hot_days, archive_months=archive_months)
+        except A44Error as exc:
+            if exc.code == E_ARCHIVE_UNAVAILABLE:
+                log.warning("log retention is off: %s (%s); attempts stay in PostgreSQL", exc.message, exc.hint)
+                return
+            log.warning("log retention round failed: %s; next round in %.0fs", exc, every)
+            continue
+        if report.archived_days or report.dropped_months or report.deleted_runs or report.deleted_archive_days:
+            log.info("log retention: archived %d day(s), dropped %s, deleted %d run(s), expired %d archive day(s)",
+                     len(report.archived_days), ", ".join(m["partition"] for m in report.dropped_months) or "no month",
+                     report.deleted_runs, len(report.deleted_archive_days))
