@@ -105,7 +105,7 @@ def test_the_cli_prints_tables_json_and_jsonl_and_refuses_a_limit_over_the_ceili
     assert code == 2 and err.startswith("E_INVALID_ARGUMENT ")
 
 
-def test_the_rest_api_answers_the_same_query_with_a_read_token(pg_url, tmp_path, aio):
+def test_the_rest_api_answers_the_same_query_with_a_read_token(pg_url, tmp_path, aio, capsys, monkeypatch):
     live = LiveServer(pg_url, results_dir=tmp_path / "results")
     try:
         now = live.clock.now()
@@ -127,5 +127,19 @@ def test_the_rest_api_answers_the_same_query_with_a_read_token(pg_url, tmp_path,
         s, err, _ = request(live.port, "GET", "/v1/automation/logs?cursor=%2E%2E", headers=bearer(read))
         assert s == 400 and err["error"]["code"] == "E_BAD_REQUEST"
         assert request(live.port, "GET", "/v1/automation/logs")[0] == 401
+        # the CLI's remote mode pages through the same API and prints what the local mode prints
+        monkeypatch.setenv("A44_DATABASE_URL", pg_url)
+        monkeypatch.setenv("A44_PROJECT", P)
+        monkeypatch.setenv("A44_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("A44_API_URL", live.url)
+        monkeypatch.setenv("A44_API_TOKEN", read)
+        args = ("logs", "query", "--error-code", "E_NETWORK", "--since", "1d", "--limit", "4", "--format", "json")
+        code, out, err = cli(capsys, *args, "--remote")
+        remote = json.loads(out)
+        assert code == 0, err
+        code, out, err = cli(capsys, *args, "--local")
+        assert json.loads(out) == remote and remote["truncated"] and remote["count"] == 4
+        code, out, err = cli(capsys, *args[:-2], "--after", remote["next"], "--format", "json", "--remote")
+        assert code == 0 and json.loads(out)["count"] == len(want) - 4, err
     finally:
         live.close()

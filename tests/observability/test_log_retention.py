@@ -6,6 +6,7 @@ killed with SIGKILL mid-way loses and doubles nothing; without pyarrow, one code
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -110,6 +111,12 @@ def test_a_kill_mid_archive_loses_and_doubles_nothing(store, aio, pg_url, tmp_pa
     root = tmp_path / "archive"
     env = {**os.environ, "A44_DATABASE_URL": pg_url, "A44_HOME": str(tmp_path / "home"),
            "A44_LOG_ARCHIVE_DIR": str(root), "A44_PROJECT": P}
+    plan = subprocess.run([A44, "automation", "logs", "archive", "--dry-run", "--format", "json"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert plan.returncode == 0, plan.stderr
+    planned = json.loads(plan.stdout)
+    assert planned["dry_run"] and sum(d["rows"] for d in planned["archived_days"]) == len(rows)
+    assert query(pg_url, "select count(*) as n from automation.log_archive_days")[0]["n"] == 0   # changed nothing
     proc = subprocess.Popen([A44, "automation", "logs", "archive"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60

@@ -322,7 +322,7 @@ class RemoteAutomation:
             ages[name] = value
         _, doc = await self._call("GET", "/logs", params={
             "error_code": error_code, "step": step, "workflow": workflow, "partition_key": partition_key,
-            "limit": limit, "after": after, "archive": "true" if archive else None, **ages})
+            "limit": limit, "cursor": after, "archive": "true" if archive else None, **ages})
         return LogPage([timestamps(r) for r in doc["rows"]], int(doc["limit"]), bool(doc["truncated"]), doc["next"],
                        doc["source"])
 

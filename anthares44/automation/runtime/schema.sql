@@ -655,6 +655,10 @@ CREATE INDEX step_attempts_project_step_idx ON ONLY automation.step_attempts USI
 
 CREATE INDEX step_attempts_default_project_id_step_id_started_at_idx ON automation.step_attempts_default USING btree (project_id, step_id, started_at);
 
+CREATE INDEX step_attempts_run_started_idx ON ONLY automation.step_attempts USING btree (run_id, started_at);
+
+CREATE INDEX step_attempts_default_run_id_started_at_idx ON automation.step_attempts_default USING btree (run_id, started_at);
+
 CREATE INDEX triggers_event_idx ON automation.triggers USING btree (project_id, event) WHERE (active AND (type = 'event'::text));
 
 CREATE INDEX triggers_type_idx ON automation.triggers USING btree (type) WHERE active;
@@ -668,6 +672,8 @@ ALTER INDEX automation.step_attempts_project_error_idx ATTACH PARTITION automati
 ALTER INDEX automation.step_attempts_project_started_idx ATTACH PARTITION automation.step_attempts_default_project_id_started_at_idx;
 
 ALTER INDEX automation.step_attempts_project_step_idx ATTACH PARTITION automation.step_attempts_default_project_id_step_id_started_at_idx;
+
+ALTER INDEX automation.step_attempts_run_started_idx ATTACH PARTITION automation.step_attempts_default_run_id_started_at_idx;
 
 CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
 

@@ -10,7 +10,7 @@ select a.run_id, a.step_id, a.attempt, a.epoch, a.kind, a.status, a.error_code, 
        a.finished_at, a.worker_id, r.workflow_id, r.version, r.partition_key, r.queue
 from automation.step_attempts a
 join automation.runs r on r.run_id = a.run_id
-where a.project_id = :project
+where a.project_id = :project and r.project_id = :project
   and a.started_at >= :since and a.started_at < :until
   and (:error_code::text is null or a.error_code = :error_code)
   and (:step::text is null or a.step_id = :step)
