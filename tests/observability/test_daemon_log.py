@@ -68,7 +68,7 @@ def test_a_default_serve_prints_its_lifecycle_at_info(own_pg, tmp_path):
         assert stop(proc) == 0
     lines = err.read_text().splitlines()
     text = "\n".join(lines)
-    for what in ("INFO a44.lifecycle migrated: applied 0001_init", "INFO a44.lifecycle started worker=",
+    for what in ("INFO a44.lifecycle migrated: applied 0001_init", "INFO a44.lifecycle serving worker=",
                  "INFO a44.lifecycle http listening on http://127.0.0.1:", "INFO a44.lifecycle stopped worker="):
         assert what in text, text
     assert "WARNING" not in text and "Traceback" not in text
@@ -98,7 +98,7 @@ def test_json_lines_and_one_line_per_database_state_change(own_pg, tmp_path):
     lost = next(d for d in docs if "database unreachable" in d["message"])
     assert lost["level"] == "WARNING" and lost["logger"] == "a44.lifecycle"
     assert not any("traceback" in d or "Traceback" in d["message"] for d in docs), docs
-    assert [d["level"] for d in docs if d["message"].startswith(("started", "stopped", "migrated"))] == ["INFO"] * 3
+    assert [d["level"] for d in docs if d["message"].startswith(("serving", "stopped", "migrated"))] == ["INFO"] * 3
 
 
 def test_json_lines_carry_the_correlation_fields_of_a_line_about_a_run():

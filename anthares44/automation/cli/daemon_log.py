@@ -2,7 +2,7 @@
 listening, stopped; the database lost and back) shown by default, warnings always, run state changes with -v and
 step attempts with -vv; `--log-format text` (default) or `json`, one object per line:
 
-    {"ts": "2026-07-19T14:02:11.884Z", "level": "INFO", "logger": "a44.lifecycle", "message": "started worker=...",
+    {"ts": "2026-07-19T14:02:11.884Z", "level": "INFO", "logger": "a44.lifecycle", "message": "serving worker=...",
      "run_id": "run_01K...", "step_id": "reserve-funds", "attempt": 2, "trace_id": "4bf92f35..."}
 
 The correlation fields appear when the line is about a run (a logging call's `extra=`). An expected condition

@@ -132,7 +132,7 @@ class Daemon:
         self.engine = Engine(self._store, self._registry, worker_id=s.worker_id, lease=s.lease_timeout,
                              clock=self._clock or self._store.clock, rng=self._rng, concurrency=s.concurrency,
                              app_db=AppDatabase(app_url), settings=s.env, tracer=tracer)
-        lifecycle.info("started worker=%s lease=%ss concurrency=%d workflow-sql=%s", s.worker_id,
+        lifecycle.info("serving worker=%s lease=%ss concurrency=%d workflow-sql=%s", s.worker_id,
                     s.lease_timeout.total_seconds(), s.concurrency, redact_url(app_url) if app_url else "none")
 
     def _app_database_url(self) -> str | None:
