@@ -151,3 +151,26 @@ def test_without_pyarrow_the_archive_is_one_coded_error(pg_url, tmp_path):
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 1 and r.stderr.startswith("E_ARCHIVE_UNAVAILABLE "), r.stderr
         assert "[archive]" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_daemon_loop_runs_a_round_and_stops_when_told(store, aio, tmp_path):
+    import asyncio
+
+    from anthares44.automation.runtime.logs.retention import retention_loop
+
+    aio(seed(store, spread(datetime(2026, 4, 2, tzinfo=timezone.utc), 20, timedelta(hours=30))))
+    root = tmp_path / "archive"
+
+    async def one_round():
+        stop = asyncio.Event()
+        task = asyncio.create_task(retention_loop(store, root, stop, first_after=0.01, every=3600))
+        for _ in range(500):
+            if await store.fetch("logs_archive_days"):
+                break
+            await asyncio.sleep(0.02)
+        stop.set()
+        await asyncio.wait_for(task, 10)          # stops at once, not after `every`
+
+    aio(one_round())
+    assert "step_attempts_y2026m04" not in months(store, aio)
+    assert sum(r["rows"] for r in aio(store.fetch("logs_archive_days"))) == 20
