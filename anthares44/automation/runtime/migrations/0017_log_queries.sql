@@ -1,4 +1,4 @@
--- 0013_log_queries: what `logs query` and log retention need (docs/observability.md "Log queries").
+-- 0017_log_queries: what `logs query` and log retention need (docs/observability.md "Log queries").
 -- The query walks attempts newest first within a project and a time range; an error code or a step narrows it,
 -- a workflow or a partition key goes through the run. Each filter has an index that starts with it, so a
 -- query reads the rows it returns (plus one), not the month.
