@@ -217,6 +217,14 @@ E_DLQ_FILTER = _code("E_DLQ_FILTER", False, "the --filter expression does not co
 E_OTEL_UNAVAILABLE = _code("E_OTEL_UNAVAILABLE", False,
                            "the OTEL_* variables ask for traces the process cannot export (SDK not installed, "
                            "protocol not OTLP/HTTP)", exit=EXIT_USAGE)
+# Log queries and retention (docs/observability.md "Log queries")
+E_LOG_LIMIT = _code("E_LOG_LIMIT", False, "a log query asks for more than 10,000 rows per answer; page with --after",
+                    http=400, exit=EXIT_USAGE)
+E_LOG_CURSOR = _code("E_LOG_CURSOR", False, "the --after cursor is not one a log query printed", http=400,
+                     exit=EXIT_USAGE)
+E_ARCHIVE_UNAVAILABLE = _code("E_ARCHIVE_UNAVAILABLE", False,
+                              "the log archive needs pyarrow: pip install 'anthares44-automation[archive]'", http=501)
+E_ARCHIVE = _code("E_ARCHIVE", False, "the log archive could not be read or written (the message says which file)")
 
 # Notification channels and their delivery (docs/notifications.md)
 E_CHANNEL_NOT_FOUND = _code("E_CHANNEL_NOT_FOUND", False, "no notification channel has that name", http=404)

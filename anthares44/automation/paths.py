@@ -18,3 +18,9 @@ def a44_home(home: str | os.PathLike | None) -> Path:
 def storage_root(home: str | os.PathLike | None) -> Path:
     """The local object store of `storage/*` and of results too large for a row: `<home>/storage`."""
     return a44_home(home) / "storage"
+
+
+def log_archive_root(home: str | os.PathLike | None, directory: str | os.PathLike | None = None) -> Path:
+    """Where the log archive's Parquet days live: `directory` (`A44_LOG_ARCHIVE_DIR`), else `<home>/storage/logs`
+    in the local object store."""
+    return Path(directory).expanduser() if directory else storage_root(home) / "logs"

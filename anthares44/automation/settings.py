@@ -64,6 +64,13 @@ VARIABLES: tuple[Variable, ...] = (
              "`serve`: sends of a notification before it is marked `failed` (default 12)", int),
     Variable("A44_NOTIFY_TIMEOUT", "notify_timeout", "`serve`: how long one send of a notification may take "
                                                      "(default 10s)"),
+    Variable("A44_LOG_HOT_DAYS", "log_hot_days",
+             "days step attempts stay in PostgreSQL before they are archived and their month dropped (default 30)",
+             int),
+    Variable("A44_LOG_ARCHIVE_MONTHS", "log_archive_months",
+             "months the Parquet log archive keeps a day before deleting it (default 13)", int),
+    Variable("A44_LOG_ARCHIVE_DIR", "log_archive_dir",
+             "the directory of the Parquet log archive (default `$A44_HOME/storage/logs`)"),
     Variable("A44_DEBUG", "debug", "any value: an internal error prints its traceback", bool),
 )
 DEFAULT_PROJECT = "pj_default"   # the project when neither `--project` nor A44_PROJECT names one
@@ -92,6 +99,9 @@ class Settings:
     notify_retry_max: str | None = None
     notify_max_attempts: int | None = None
     notify_timeout: str | None = None
+    log_hot_days: int | None = None
+    log_archive_months: int | None = None
+    log_archive_dir: str | None = None
     debug: bool = False
 
     @classmethod

@@ -16,10 +16,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, AsyncIterator
 
 from ..durations import parse_duration
 from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, E_INVALID_ARGUMENT, A44Error
+from ..runtime.logs.query import DEFAULT_LIMIT as DEFAULT_LOG_LIMIT, LogPage
 from ..runtime.store import RunPage
 from ..settings import DEFAULT_PROJECT, Settings
 from ..suggestions import closest
@@ -100,9 +102,11 @@ class RunHandle:
 
 
 class Automation:
-    def __init__(self, store, project: str | None = None, *, owns_store: bool = False):
+    def __init__(self, store, project: str | None = None, *, owns_store: bool = False,
+                 archive_dir: Path | None = None):
         self.store = store
         self.project = project or DEFAULT_PROJECT
+        self.archive_dir = archive_dir   # the Parquet log archive (paths.log_archive_root); None: the default one
         self._owns_store = owns_store
         self._listener = RunListener(store)
 
@@ -114,7 +118,7 @@ class Automation:
         `migrate` applies pending migrations first (publish does). The embedded database is always migrated: it
         is this installation's own, so a fresh $A44_HOME answers every verb (`runs`: none yet), not E_DB_SCHEMA.
         `settings`: the environment's values; None reads them here, the Python API being an edge for embedders."""
-        from ..paths import storage_root
+        from ..paths import log_archive_root, storage_root
         from ..runtime.database import resolve_url
         from ..runtime.store import Store
 
@@ -128,7 +132,8 @@ class Automation:
         except BaseException:
             await store.close()
             raise
-        return cls(store, resolve_project(project, env), owns_store=True)
+        return cls(store, resolve_project(project, env), owns_store=True,
+                   archive_dir=log_archive_root(env.home, env.log_archive_dir))
 
     async def close(self) -> None:
         await self._listener.close()
@@ -295,6 +300,19 @@ class Automation:
         from ..runtime.engine.skips import skip
 
         return await skip(self.store, self.project, run_id, reason=reason, by=by, partition=partition, step=step)
+    async def query_logs(self, *, error_code: str | None = None, step: str | None = None,
+                         workflow: str | None = None, partition_key: str | None = None, since=None, until=None,
+                         limit: int = DEFAULT_LOG_LIMIT, after: str | None = None, archive: bool = False) -> LogPage:
+        """Attempts of every run of the project, newest first, filtered (docs/observability.md "Log queries"):
+        at most `limit` (<= 10,000) rows; `page.next` continues a truncated answer. `since`/`until` are ages
+        (`7d`) or instants; `archive` reads the Parquet days of the cold store instead of PostgreSQL."""
+        from ..paths import log_archive_root
+        from .logs import log_filter, query_logs
+
+        f = log_filter(self.project, self.store.clock.now(), since=since, until=until, error_code=error_code,
+                       step=step, workflow=workflow_ref(workflow) if workflow else None, partition_key=partition_key)
+        where = (self.archive_dir or log_archive_root(None)) if archive else None
+        return await query_logs(self.store, f, limit=limit, after=after, archive_dir=where)
 
     # --- exclusive steps (§7.3) --------------------------------------------------------------------------
     async def resolve(self, run_id: str, step_id: str, outcome: str, *, by: str | None = None) -> dict:

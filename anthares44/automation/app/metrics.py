@@ -14,7 +14,9 @@ import os
 import socket
 from dataclasses import dataclass, field
 
+from ..errors import A44Error
 from ..runtime import system_metrics
+from ..runtime.outage import OUTAGE
 from ..runtime.ingestion.metrics import COUNTERS, HELP
 
 BREAKER_STATES = ("closed", "open", "half_open")
@@ -176,10 +178,16 @@ class Flusher:
 
     async def _flush(self, failure: str) -> None:
         try:
-            await flush_counters(self.store)
+            wrote = await flush_counters(self.store)
             await system_metrics.fold_attempts(self.store)
+        except A44Error as exc:    # the database is away: the counts stay in memory, one line per outage
+            if not OUTAGE.failed(self.store.url, "metrics flush", exc):
+                log.debug("%s: %s", failure, exc)
         except Exception as exc:  # noqa: BLE001 - a failed flush keeps the counts in memory: it must not stop anything
             log.warning("%s: %s", failure, exc)
+        else:
+            if wrote:      # nothing to flush reaches no database: it says nothing about an outage
+                OUTAGE.ok(self.store.url)
 
     async def stop(self) -> None:
         if self._task is not None:

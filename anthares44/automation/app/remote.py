@@ -308,6 +308,24 @@ class RemoteAutomation:
         _, doc = await self._call("GET", f"/runs/{_seg(run_id)}/logs")
         return [timestamps(a) for a in doc["attempts"]]
 
+    async def query_logs(self, *, error_code: str | None = None, step: str | None = None,
+                         workflow: str | None = None, partition_key: str | None = None, since=None, until=None,
+                         limit: int = 100, after: str | None = None, archive: bool = False):
+        from ..runtime.logs.query import LogPage
+
+        ages = {}
+        for name, value in (("since", since), ("until", until)):
+            if isinstance(value, timedelta):
+                value = f"{value.total_seconds()}s"
+            elif isinstance(value, datetime):
+                value = value.isoformat()
+            ages[name] = value
+        _, doc = await self._call("GET", "/logs", params={
+            "error_code": error_code, "step": step, "workflow": workflow, "partition_key": partition_key,
+            "limit": limit, "cursor": after, "archive": "true" if archive else None, **ages})
+        return LogPage([timestamps(r) for r in doc["rows"]], int(doc["limit"]), bool(doc["truncated"]), doc["next"],
+                       doc["source"])
+
     async def follow(self, run_id: str, after_id: int = 0) -> AsyncIterator[dict]:
         async for event in self._events(f"/runs/{_seg(run_id)}/logs", after_id):
             if isinstance(event["data"], dict):

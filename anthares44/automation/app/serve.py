@@ -48,12 +48,17 @@ class HttpSettings:
     webhook_max_batch: int | None = None       # None: the defaults of docs/webhooks.md "Performance"
     webhook_flushers: int | None = None
     webhook_cache_ttl: float | None = None
+    log_archive_dir: str | None = None         # where `GET /v1/automation/logs?archive=true` reads (paths.py)
 
     @classmethod
     def from_settings(cls, settings, **values) -> "HttpSettings":
-        """`values` (flags), with the webhook tuning of `settings` (settings.Settings, the environment)."""
+        """`values` (flags), with the webhook tuning and the log archive of `settings` (settings.Settings, the
+        environment)."""
+        from ..paths import log_archive_root
+
         return cls(webhook_max_batch=settings.webhook_max_batch, webhook_flushers=settings.webhook_flushers,
-                   webhook_cache_ttl=settings.webhook_cache_ttl, **values)
+                   webhook_cache_ttl=settings.webhook_cache_ttl,
+                   log_archive_dir=str(log_archive_root(settings.home, settings.log_archive_dir)), **values)
 
     def tune(self, store) -> None:
         from .gateway import tune_webhooks
@@ -129,9 +134,11 @@ async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFacto
     scheduler = _start_scheduler(daemon, stop)
     notifier = _start_notifier(daemon, settings.notify, stop)
     evaluator = _start_evaluator(daemon, settings.alert_interval_s, stop)
+    retention = _start_retention(daemon, stop, settings.env)
     # without an HTTP plane (which flushes its own), this process's counters still reach the persisted totals
     flusher = Flusher(daemon.store).start() if plane is None else None
-    intake = asyncio.create_task(_stop_intake(stop, plane, scheduler, daemon, flusher, notifier, evaluator))
+    intake = asyncio.create_task(_stop_intake(stop, plane, scheduler, daemon, flusher, notifier, evaluator,
+                                              retention))
     if ready is not None:
         ready(plane.url if plane is not None else None)
     try:
@@ -145,6 +152,7 @@ async def _http_only(settings, stop, factory, ready, store, clock) -> None:
     from ..clock import SystemClock
     from ..paths import storage_root
     from ..runtime.database import resolve_url
+    from ..runtime.migrations import log_migrated
     from ..runtime.store import Store
 
     own = store is None
@@ -153,7 +161,7 @@ async def _http_only(settings, stop, factory, ready, store, clock) -> None:
         store = await Store.connect(url, clock=clock or SystemClock(), max_size=settings.http.pool_size,
                                     results_dir=storage_root(settings.env.home))
     try:
-        await store.migrate()
+        log_migrated(await store.migrate())
         settings.http.tune(store)
         plane = await factory(store, settings.http).start()
         if ready is not None:
@@ -210,18 +218,29 @@ def _start_evaluator(daemon, interval_s: float | None, stop: asyncio.Event) -> a
     return asyncio.create_task(ev.serve(stop))
 
 
+def _start_retention(daemon, stop: asyncio.Event, env: Settings) -> asyncio.Task:
+    """Log retention beside the daemon (runtime/logs/retention.py): hourly, one daemon at a time."""
+    from ..paths import log_archive_root
+    from ..runtime.logs.retention import ARCHIVE_MONTHS, HOT_DAYS, retention_loop
+
+    return asyncio.create_task(retention_loop(daemon.store, log_archive_root(env.home, env.log_archive_dir), stop,
+                                              hot_days=env.log_hot_days or HOT_DAYS,
+                                              archive_months=env.log_archive_months or ARCHIVE_MONTHS))
+
+
 async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon, flusher=None, notifier=None,
-                       evaluator=None) -> None:
-    """On `stop`: no new work (scheduler decisions are transactions: cancelling one mid-way loses nothing; the HTTP
-    plane stops taking webhooks and events), sends in flight finish (a send cut short stays leased and is sent
-    again after its lease), then the daemon's graceful shutdown."""
+                       evaluator=None, retention=None) -> None:
+    """On `stop`: no new work (scheduler decisions and retention steps are transactions or atomic renames:
+    cancelling one mid-way loses nothing; the HTTP plane stops taking webhooks and events), sends in flight finish
+    (a send cut short stays leased and is sent again after its lease), then the daemon's graceful shutdown."""
     try:
         await stop.wait()
     finally:
-        if scheduler is not None:
-            scheduler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await scheduler
+        for task in (scheduler, retention):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if notifier is not None:
             task, within = notifier
             await asyncio.wait({task}, timeout=within)

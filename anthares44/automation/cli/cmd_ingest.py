@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .daemon_log import add_log_arguments
 from .output import settings_of, usage_error
 
 
@@ -17,6 +18,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--database-url", help="PostgreSQL URL (default A44_DATABASE_URL, else the embedded server)")
     p.add_argument("--pool", type=int, default=20, help="database connections (default 20)")
     add_http_limit_arguments(p)
+    add_log_arguments(p)
     return p
 
 
@@ -76,7 +78,6 @@ def serve_http(settings, args, announce: str | None = None) -> int:
     """`app.serve(settings)` until SIGTERM/SIGINT, with the HTTP plane of `http/`; logs on stderr. `announce`
     (with `{url}`) is printed once everything listens."""
     import asyncio
-    import logging
     import signal
 
     from ..app.serve import serve
@@ -86,9 +87,9 @@ def serve_http(settings, args, announce: str | None = None) -> int:
     from ..http import HttpServer
     from .output import exit_code, print_error
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    logging.getLogger("a44").addHandler(handler)
+    from .daemon_log import configure
+
+    configure(getattr(args, "log_format", "text"), getattr(args, "verbose", 0))
 
     def ready(url):
         if announce:

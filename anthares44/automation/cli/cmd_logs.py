@@ -11,14 +11,31 @@ With --follow, every event of the run from its creation on, one line each, as it
 polling); the command returns when the run reaches a terminal state. `--format json` prints one JSON document,
 or with --follow one JSON object per line. Exit 0 (whatever the run's outcome: `run --wait` is the verb that
 judges it), 1 database error or no such run, 2 usage error.
+
+`a44 automation logs query [--error-code E] [--step S] [--partition-key K] [--workflow WF] [--since 7d]
+[--until T] [--limit N] [--after CURSOR] [--archive]` searches the attempts of every run of the project (`logs
+query --help`); `a44 automation logs archive [--dry-run]` runs the log retention once (`logs archive --help`).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from .output import (EXIT_OK, add_common_options, add_target_options, json_document, json_line, ms, rows_text,
-                     run_api, table, when, write)
+from .output import (EXIT_OK, ArgParser, add_common_options, add_target_options, json_document, json_line, ms,
+                     rows_text, run_api, table, when, write)
+
+
+class LogsParser(ArgParser):
+    """`logs RUN` keeps its positional run id; `logs query ...` and `logs archive ...` are parsed by parsers of
+    their own (a run id never reads `query` or `archive`: ids start with `run_`)."""
+
+    actions: dict[str, argparse.ArgumentParser] = {}
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = list(args or [])
+        if args and args[0] in self.actions:
+            return self.actions[args[0]].parse_known_args(args[1:], namespace)
+        return super().parse_known_args(args, namespace)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -28,10 +45,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--follow", "-F", action="store_true", help="stream new events until the run ends")
     add_common_options(p)
     add_target_options(p)
+    p.__class__ = LogsParser
+    from . import cmd_logs_query
+
+    p.actions = {"query": cmd_logs_query.build_parser(), "archive": cmd_logs_query.build_archive_parser()}
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "logs_action", None) is not None:
+        from . import cmd_logs_query
+
+        return cmd_logs_query.run(args)
     return run_api(_follow if args.follow else _logs, args)
 
 

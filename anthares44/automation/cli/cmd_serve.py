@@ -1,7 +1,8 @@
 """`a44 automation serve`: the interpreter daemon. Migrates the schema, then claims due runs under leases and
 drives them until SIGTERM/SIGINT; then stops claiming, lets in-flight steps finish for up to `--grace`, releases
-its leases and exits 0. Several daemons may serve one database. Logs go to stderr, one structured line per run
-state change with -v (quiet by default: start, stop and warnings only).
+its leases and exits 0. Several daemons may serve one database. Logs go to stderr (cli/daemon_log.py): the
+lifecycle (started, migrated, listening, stopped, database lost / back) and warnings by default, a line per run
+state change with -v, per step attempt with -vv; `--log-format json` prints one JSON object per line.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .daemon_log import add_log_arguments
 from .cmd_ingest import add_host_argument, add_http_limit_arguments, http_settings, serve_http
 from .output import settings_of, usage_error
 
@@ -32,21 +34,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "8044 by convention; `a44 automation ingest` serves only that)")
     add_host_argument(p)
     add_http_limit_arguments(p)
+    add_log_arguments(p)
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="-v: a line per run state change; -vv: per step attempt too")
     return p
 
 
 def run(args) -> int:
-    import logging
-
     from ..durations import parse_duration
     from ..app.serve import ServeSettings
     from ..runtime.engine import WorkerSettings
     from ..runtime.notify.delivery import DeliverySettings
 
-    level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
-    logging.getLogger("a44").setLevel(level)
     try:
         worker = WorkerSettings.from_settings(settings_of(args),
             lease_timeout=parse_duration(args.lease_timeout) if args.lease_timeout else None,

@@ -136,6 +136,8 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
         try:
             return await body(auto, args)
         finally:
+            if getattr(auto, "store", None) is not None:
+                await _flush_counters(auto.store)
             await auto.close()
 
     try:
@@ -164,6 +166,17 @@ async def warn_without_daemon(auto) -> None:
     line = (await check()).warning()
     if line:
         print(f"a44: warning: {line}", file=sys.stderr)
+async def _flush_counters(store) -> None:
+    """What this short process counted (events published, webhook rejections...) joins the persisted totals
+    `/metrics` reads, as a daemon's flusher does every second; a verb's own answer matters more than a failed
+    flush (the database is then away, and the verb has said so)."""
+    from ..app.metrics import flush_counters
+    from ..errors import A44Error
+
+    try:
+        await flush_counters(store)
+    except A44Error:
+        pass
 
 
 # --- text ------------------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ _SCHEMAS = {p.ident: {"type": "string", "pattern": f"^{p.ID_PATTERN.pattern}$", 
             p.text: {"type": "string", "minLength": 1, "maxLength": p.MAX_TEXT_LEN},
             p.count: {"type": "integer", "minimum": 0, "maximum": p.BIGINT_MAX},
             p.age: {"type": "string", "description": "an age: 250ms, 60s, 15m, 48h, 7d (at most 36500d)"},
-            p.flag: {"type": "boolean"}}
+            p.flag: {"type": "boolean"},
+            p.cursor: {"type": "string", "pattern": "^[A-Za-z0-9_-]+$", "maxLength": 4 * p.MAX_ID_LEN,
+                       "description": "the `next` cursor of the previous page"}}
 
 
 def _param(name: str, where: str = "query") -> dict:
@@ -137,6 +139,17 @@ def document() -> dict:
                                *[_param(n) for n in ("state", "partition", "step", "limit")]],
                 "responses": {"200": _resp("Partitions", {"$ref": "#/components/schemas/Partitions"}),
                               **_errors(400, 401, 403, 404)}}},
+            "/v1/automation/logs": {"get": {
+                "summary": "attempts of every run of the project, newest first, filtered (as `a44 automation logs "
+                           "query --format json`): at most 10,000 rows per answer (limit, default 100); a "
+                           "truncated answer has `next`, passed back as `cursor`; archive=true reads the Parquet "
+                           "archive",
+                "security": auth,
+                "parameters": [_param(n) for n in ("error_code", "step", "workflow", "partition_key", "since",
+                                                   "until", "limit", "cursor", "archive")],
+                "responses": {"200": _resp("LogPage: {source, count, limit, truncated, next, rows}",
+                                           {"type": "object", "required": ["rows", "truncated", "next"]}),
+                              **_errors(400, 401, 403)}}},
             "/v1/automation/events": {
                 "post": {"summary": "publish an event on the bus; 202 created, 200 deduplicated (24 h)",
                          "security": auth, "requestBody": {"required": True, "content": {"application/json": {

@@ -55,6 +55,13 @@ def age(name: str, raw: str):
         raise bad(name, str(exc)) from None
 
 
+def cursor(name: str, raw: str) -> str:
+    """A log query's keyset cursor as `logs query` printed it (base64url); its content is checked where it is read."""
+    if not 0 < len(raw) <= 4 * MAX_ID_LEN or not re.fullmatch(r"[A-Za-z0-9_-]+", raw):
+        raise bad(name, "expected the `next` value of a previous answer")
+    return raw
+
+
 def flag(name: str, raw: str) -> bool:
     value = raw.lower()
     if value not in ("", "1", "0", "true", "false", "yes", "no"):
@@ -66,7 +73,8 @@ Parser = Callable[[str, str], Any]
 PATH: dict[str, Parser] = {"project": ident, "trigger": ident, "run_id": ident, "event_id": ident, "target": ident}
 QUERY: dict[str, Parser] = {"state": ident, "workflow": ident, "step": ident, "since": age, "type": text,
                             "limit": count, "offset": count, "after": count, "follow": flag,
-                            "partition": text}
+                            "partition": text, "error_code": ident, "partition_key": text, "until": age,
+                            "cursor": cursor, "archive": flag}
 HEADERS: dict[str, Parser] = {"Last-Event-ID": count}
 
 

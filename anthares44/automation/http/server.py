@@ -32,6 +32,7 @@ log = logging.getLogger("a44.http")
 
 STORE_KEY = web.AppKey("store", object)
 AUTOS_KEY = web.AppKey("autos", dict)
+ARCHIVE_KEY = web.AppKey("log_archive_dir", object)
 LIMITS_KEY = web.AppKey("limits", HttpLimits)
 PRINCIPAL_KEY = web.RequestKey("principal", object) if hasattr(web, "RequestKey") else "principal"
 MAX_API_BODY = 8 * 1024 * 1024
@@ -192,7 +193,8 @@ def automation_for(request: web.Request):
     project = request[PRINCIPAL_KEY].project_id
     autos = request.app[AUTOS_KEY]
     if project not in autos:
-        autos[project] = Automation(request.app[STORE_KEY], project)
+        where = request.app[ARCHIVE_KEY]
+        autos[project] = Automation(request.app[STORE_KEY], project, archive_dir=Path(where) if where else None)
     return autos[project]
 
 
@@ -305,6 +307,15 @@ async def api_skip(request: web.Request) -> web.Response:
                                                             by=by))
 
 
+async def api_logs_query(request: web.Request) -> web.Response:
+    q = params(request)
+    page = await automation_for(request).query_logs(
+        error_code=q.get("error_code"), step=q.get("step"), workflow=q.get("workflow"),
+        partition_key=q.get("partition_key"), since=q.get("since"), until=q.get("until"),
+        limit=q.get("limit", 100), after=q.get("cursor"), archive=q.get("archive", False))
+    return json_response(page.to_dict())
+
+
 async def api_events_publish(request: web.Request) -> web.Response:
     doc = _obj(await read_json(request))
     key = doc.get("idempotency_key", request.headers.get("A44-Idempotency-Key"))
@@ -360,9 +371,10 @@ async def health(request: web.Request) -> web.Response:
     return json_response({"ok": True})
 
 
-def build_app(store, limits: HttpLimits | None = None) -> web.Application:
+def build_app(store, limits: HttpLimits | None = None, log_archive_dir: str | None = None) -> web.Application:
     app = web.Application(middlewares=[guard, api_auth], client_max_size=MAX_API_BODY)
     app[STORE_KEY] = store
+    app[ARCHIVE_KEY] = log_archive_dir
     app[LIMITS_KEY] = limits or HttpLimits()
     app[STOPPING_KEY] = asyncio.Event()
     app[AUTOS_KEY] = {}
@@ -376,6 +388,7 @@ def build_app(store, limits: HttpLimits | None = None) -> web.Application:
     r.add_get("/v1/automation/runs/{run_id}/logs", api_logs)
     r.add_post("/v1/automation/runs/{run_id}/skip", api_skip)
     r.add_get("/v1/automation/partitions/{target}", api_partitions)
+    r.add_get("/v1/automation/logs", api_logs_query)
     r.add_post("/v1/automation/events", api_events_publish)
     r.add_get("/v1/automation/events", api_events_list)
     r.add_get("/v1/automation/events/{event_id}", api_event_get)
@@ -407,7 +420,8 @@ class HttpServer:
 
     async def start(self) -> "HttpServer":
         limits = self.settings.limits
-        self._runner = web.AppRunner(build_app(self.store, limits), access_log=None, handle_signals=False,
+        app = build_app(self.store, limits, self.settings.log_archive_dir)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      **handler_args(limits))
         await self._runner.setup()
         site = CappedSite(self._runner, self.host, self.port, limits.max_connections, reuse_address=True)
@@ -418,7 +432,7 @@ class HttpServer:
             raise A44Error(E_HTTP_BIND, f"cannot listen on {self.host}:{self.port}: {exc.strerror}") from None
         if self.port == 0:
             self.port = self._runner.addresses[0][1]
-        log.warning("http listening on %s", self.url)
+        logging.getLogger("a44.lifecycle").info("http listening on %s", self.url)
         return self
 
     @property

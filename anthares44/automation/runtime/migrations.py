@@ -8,6 +8,7 @@ migrated database without the current month's partition would push every attempt
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -63,6 +64,18 @@ async def migrate(conn: "Session", now: datetime) -> MigrationReport:
         report.partitions_created = await ensure_partitions(conn, now)
     finally:
         await conn.execute("migration_unlock")
+    return report
+
+
+def log_migrated(report: MigrationReport) -> MigrationReport:
+    """One lifecycle line saying what a process's migration at start did."""
+    log = logging.getLogger("a44.lifecycle")
+    if report.applied:
+        log.info("migrated: applied %s (%d already applied)", ", ".join(report.applied), len(report.already))
+    else:
+        log.info("migrated: schema up to date (%d migrations)", len(report.already))
+    if report.changed:
+        log.warning("migrations %s were edited after they were applied", ", ".join(report.changed))
     return report
 
 

@@ -3,6 +3,32 @@
 
 CREATE SCHEMA automation;
 
+CREATE FUNCTION automation.drop_archived_attempt_month(p_name text, p_lo timestamp with time zone, p_hi timestamp with time zone) RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+declare
+    hot bigint;
+    cold bigint;
+begin
+    if not exists (select 1 from pg_inherits i join pg_class c on c.oid = i.inhrelid
+                   join pg_namespace n on n.oid = c.relnamespace
+                   where i.inhparent = 'automation.step_attempts'::regclass and n.nspname = 'automation'
+                     and c.relname = p_name and p_name <> 'step_attempts_default') then
+        return null;
+    end if;
+    execute format('select count(*) from automation.%I', p_name) into hot;
+    select coalesce(sum(rows), 0) into cold from automation.log_archive_days
+    where day >= (p_lo at time zone 'UTC')::date and day < (p_hi at time zone 'UTC')::date;
+    if hot <> cold then
+        return null;
+    end if;
+    perform set_config('lock_timeout', '5s', true);
+    execute format('alter table automation.step_attempts detach partition automation.%I', p_name);
+    execute format('drop table automation.%I', p_name);
+    return hot;
+end
+$$;
+
 CREATE FUNCTION automation.ensure_step_attempt_partitions(p_at timestamp with time zone, p_months_ahead integer) RETURNS integer
     LANGUAGE plpgsql
     AS $$
@@ -315,6 +341,14 @@ CREATE TABLE automation.idempotency_keys (
     key text NOT NULL,
     run_id text NOT NULL,
     created_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.log_archive_days (
+    day date NOT NULL,
+    rows bigint NOT NULL,
+    path text NOT NULL,
+    archived_at timestamp with time zone NOT NULL,
+    CONSTRAINT log_archive_days_rows_check CHECK ((rows >= 0))
 );
 
 CREATE TABLE automation.metric_attempt_deltas (
@@ -681,6 +715,9 @@ ALTER TABLE ONLY automation.events
 ALTER TABLE ONLY automation.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (project_id, key);
 
+ALTER TABLE ONLY automation.log_archive_days
+    ADD CONSTRAINT log_archive_days_pkey PRIMARY KEY (day);
+
 ALTER TABLE ONLY automation.metric_attempts
     ADD CONSTRAINT metric_attempts_pkey PRIMARY KEY (project_id, workflow_id, step_id, kind, status, bucket, shard);
 
@@ -771,6 +808,8 @@ CREATE INDEX run_partitions_workflow_idx ON automation.run_partitions USING btre
 
 CREATE INDEX runs_due_idx ON automation.runs USING btree (next_wake_at) WHERE (next_wake_at IS NOT NULL);
 
+CREATE INDEX runs_finished_idx ON automation.runs USING btree (finished_at) WHERE (finished_at IS NOT NULL);
+
 CREATE INDEX runs_leased_idx ON automation.runs USING btree (project_id, queue, workflow_id) WHERE (lease_owner IS NOT NULL);
 
 CREATE INDEX runs_origin_idx ON automation.runs USING btree (origin_run_id) WHERE (origin_run_id IS NOT NULL);
@@ -780,6 +819,8 @@ CREATE INDEX runs_partition_idx ON automation.runs USING btree (project_id, queu
 CREATE INDEX runs_partition_seq_idx ON automation.runs USING btree (project_id, queue, partition_key, seq) WHERE ((partition_key IS NOT NULL) AND (state <> ALL (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])));
 
 CREATE INDEX runs_project_created_idx ON automation.runs USING btree (project_id, created_at DESC);
+
+CREATE INDEX runs_project_partition_key_idx ON automation.runs USING btree (project_id, partition_key) WHERE (partition_key IS NOT NULL);
 
 CREATE INDEX runs_project_state_idx ON automation.runs USING btree (project_id, state, created_at DESC);
 
@@ -793,9 +834,21 @@ CREATE INDEX schedule_occurrences_pending_idx ON automation.schedule_occurrences
 
 CREATE INDEX schedule_occurrences_trigger_idx ON automation.schedule_occurrences USING btree (project_id, trigger_id, fire_at DESC);
 
+CREATE INDEX step_attempts_project_error_idx ON ONLY automation.step_attempts USING btree (project_id, error_code, started_at) WHERE (error_code IS NOT NULL);
+
+CREATE INDEX step_attempts_default_project_id_error_code_started_at_idx ON automation.step_attempts_default USING btree (project_id, error_code, started_at) WHERE (error_code IS NOT NULL);
+
+CREATE INDEX step_attempts_project_started_idx ON ONLY automation.step_attempts USING btree (project_id, started_at);
+
+CREATE INDEX step_attempts_default_project_id_started_at_idx ON automation.step_attempts_default USING btree (project_id, started_at);
+
 CREATE INDEX step_attempts_project_step_idx ON ONLY automation.step_attempts USING btree (project_id, step_id, started_at);
 
 CREATE INDEX step_attempts_default_project_id_step_id_started_at_idx ON automation.step_attempts_default USING btree (project_id, step_id, started_at);
+
+CREATE INDEX step_attempts_run_started_idx ON ONLY automation.step_attempts USING btree (run_id, started_at);
+
+CREATE INDEX step_attempts_default_run_id_started_at_idx ON automation.step_attempts_default USING btree (run_id, started_at);
 
 CREATE INDEX triggers_event_idx ON automation.triggers USING btree (project_id, event) WHERE (active AND (type = 'event'::text));
 
@@ -805,7 +858,13 @@ CREATE INDEX webhook_secrets_trigger_idx ON automation.webhook_secrets USING btr
 
 ALTER INDEX automation.step_attempts_pkey ATTACH PARTITION automation.step_attempts_default_pkey;
 
+ALTER INDEX automation.step_attempts_project_error_idx ATTACH PARTITION automation.step_attempts_default_project_id_error_code_started_at_idx;
+
+ALTER INDEX automation.step_attempts_project_started_idx ATTACH PARTITION automation.step_attempts_default_project_id_started_at_idx;
+
 ALTER INDEX automation.step_attempts_project_step_idx ATTACH PARTITION automation.step_attempts_default_project_id_step_id_started_at_idx;
+
+ALTER INDEX automation.step_attempts_run_started_idx ATTACH PARTITION automation.step_attempts_default_run_id_started_at_idx;
 
 CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
 

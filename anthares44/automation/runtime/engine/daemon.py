@@ -29,12 +29,15 @@ from ...paths import storage_root
 from ...redact import redact_url
 from ...settings import Settings
 from ...stdlib_connectors.registry import ConnectorRegistry
+from ..migrations import log_migrated as migrated
+from ..outage import OUTAGE
 from ..store import Store
 from . import heartbeat
 from .journal import Lease
 from .worker import DEFAULT_LEASE, Engine, default_worker_id
 
 log = logging.getLogger("a44.daemon")
+lifecycle = logging.getLogger("a44.lifecycle")     # started, migrated, listening, stopped: shown by a default serve
 NOTIFY_CHANNEL = "a44_runs_due"
 PARTITIONS_EVERY = timedelta(hours=24)
 EXPIRE_EVERY = timedelta(seconds=1)    # queue deadLetter.maxAge sweep (docs/queues.md)
@@ -122,7 +125,7 @@ class Daemon:
             self._store = await Store.connect(url, clock=self._clock or SystemClock(),
                                               max_size=s.pool_size or max(4, min(s.concurrency + 3, POOL_MAX)),
                                               results_dir=storage_root(s.env.home))
-        await self._store.migrate()
+        migrated(await self._store.migrate())
         await self._store.ensure_partitions()
         from ...stdlib_connectors.sql_database import AppDatabase
 
@@ -131,7 +134,7 @@ class Daemon:
                              clock=self._clock or self._store.clock, rng=self._rng, concurrency=s.concurrency,
                              app_db=AppDatabase(app_url), settings=s.env, tracer=tracer)
         await self._beat()
-        log.warning("serving worker=%s lease=%ss concurrency=%d workflow-sql=%s", s.worker_id,
+        lifecycle.info("serving worker=%s lease=%ss concurrency=%d workflow-sql=%s", s.worker_id,
                     s.lease_timeout.total_seconds(), s.concurrency, redact_url(app_url) if app_url else "none")
 
     def _app_database_url(self) -> str | None:
@@ -194,11 +197,14 @@ class Daemon:
                 else:
                     timeout = await self._until_next_due(claimed, free)
                 failures = 0
+                OUTAGE.ok(self.store.url)
             except A44Error as exc:
-                # the database is away (restart, network): keep the in-flight work, retry with a backoff
+                # the database is away (restart, network): keep the in-flight work, retry with a backoff; one
+                # line when it goes and one when it is back (runtime/outage.py), not one per retry
                 failures += 1
                 timeout = reconnect_delay(failures)
-                log.warning("claim loop: %s; retrying in %.1fs", exc, timeout)
+                if not OUTAGE.failed(self.store.url, "claim", exc):
+                    log.debug("claim loop: %s; retrying in %.1fs", exc, timeout)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
 
@@ -261,13 +267,18 @@ class Daemon:
             try:
                 async with self.store.connection("listen") as conn:
                     await conn.add_listener(NOTIFY_CHANNEL, on_notify)
-                    self._wake.set()     # something may have become due while we were not listening
-                    while not conn.is_closed():
-                        await asyncio.sleep(1.0)
+                    try:
+                        self._wake.set()     # something may have become due while we were not listening
+                        while not conn.is_closed():
+                            await asyncio.sleep(1.0)
+                    finally:                 # back to the pool without a listener (asyncpg warns otherwise)
+                        if not conn.is_closed():
+                            with contextlib.suppress(Exception):
+                                await conn.remove_listener(NOTIFY_CHANNEL, on_notify)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the database went away; the claim loop reports it
-                log.info("listener: %s; reconnecting", exc)
+                log.debug("listener: %s; reconnecting", exc)
             await asyncio.sleep(1.0)
 
     async def _shutdown(self) -> None:
@@ -277,7 +288,7 @@ class Daemon:
             t.cancel()
         names = dict(self._active)
         if self._active:
-            log.warning("stopping: %d run(s) in flight, waiting up to %ss", len(self._active),
+            lifecycle.info("stopping: %d run(s) in flight, waiting up to %ss", len(self._active),
                         self.settings.grace.total_seconds())
             done, pending = await asyncio.wait(list(self._active), timeout=self.settings.grace.total_seconds())
             for t in pending:
@@ -304,7 +315,7 @@ class Daemon:
             await heartbeat.stopped(self.store, self.settings.worker_id, engine.clock.now())
         if self._own_store and self._store is not None:
             await self._store.close()
-        log.warning("stopped worker=%s", self.settings.worker_id)
+        lifecycle.info("stopped worker=%s", self.settings.worker_id)
 
     async def _release_quietly(self, run_id: str) -> None:
         try:

@@ -33,6 +33,11 @@ from .interpreter import RunDriver
 from .journal import Lease, Notifier
 
 log = logging.getLogger("a44.engine")
+
+
+def correlation(run_id: str, step_id: str | None = None, attempt: int | None = None) -> dict:
+    """The `extra=` of a log line about a run: the fields `--log-format json` prints beside the message."""
+    return {k: v for k, v in (("run_id", run_id), ("step_id", step_id), ("attempt", attempt)) if v is not None}
 DEFAULT_LEASE = timedelta(seconds=30)
 # a run parked behind an unfinished run of its partition is promoted when that run finishes (trigger of 0007);
 # it is also looked at again after this long, in case a claim parked it while its predecessor was finishing
@@ -157,13 +162,15 @@ class Engine:
             return await driver(self, row).drive()
         except A44Error as exc:
             self.metrics["visit_errors"] += 1
-            log.warning("run %s: visit aborted by %s; it resumes when its lease expires", row["run_id"], exc)
+            log.warning("run %s: visit aborted by %s; it resumes when its lease expires", row["run_id"], exc,
+                        extra=correlation(row["run_id"]))
             return "error"
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a bug in one run must not stop the worker
             self.metrics["visit_errors"] += 1
-            log.exception("run %s: visit failed; it resumes when its lease expires", row["run_id"])
+            log.exception("run %s: visit failed; it resumes when its lease expires", row["run_id"],
+                          extra=correlation(row["run_id"]))
             return "error"
 
     async def run_once(self, limit: int | None = None) -> dict[str, str]:
@@ -191,4 +198,5 @@ class Engine:
         self.metrics[what] += 1
         if log.isEnabledFor(level):
             extra = " ".join(f"{k}={v}" for k, v in fields.items() if v is not None)
-            log.log(level, "%s run=%s worker=%s%s", what, run_id, self.worker_id, f" {extra}" if extra else "")
+            log.log(level, "%s run=%s worker=%s%s", what, run_id, self.worker_id, f" {extra}" if extra else "",
+                    extra=correlation(run_id, fields.get("step"), fields.get("attempt")))

@@ -30,6 +30,7 @@ from typing import Iterable
 from ...clock import Clock
 from ...durations import reconnect_delay
 from ...errors import E_WORKFLOW_NOT_FOUND, A44Error
+from ..outage import OUTAGE
 from .occurrences import Firing, ScheduleError, firings, firings_after
 
 log = logging.getLogger("a44.scheduler")
@@ -239,13 +240,15 @@ class Scheduler:
                 await self.tick()
                 delay = max(0.0, (await self.next_wake() - self.clock.now()).total_seconds())
                 failures = 0
+                OUTAGE.ok(self.store.url)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the database went away, or a bug: keep the daemon alive
                 failures += 1
                 delay = reconnect_delay(failures)
                 if isinstance(exc, A44Error):
-                    log.warning("scheduler: %s; retrying in %.1fs", exc, delay)
+                    if not OUTAGE.failed(self.store.url, "scheduler", exc):
+                        log.debug("scheduler: %s; retrying in %.1fs", exc, delay)
                 else:
                     log.exception("scheduler: unexpected error; retrying in %.1fs", delay)
             with contextlib.suppress(asyncio.TimeoutError):
