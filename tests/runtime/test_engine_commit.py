@@ -7,8 +7,9 @@ from contextlib import contextmanager
 import asyncpg.connection
 import pytest
 
+from anthares44.automation.attempts import Attempt
 from anthares44.automation.errors import A44Error
-from anthares44.automation.runtime.engine.journal import Batch, Lease
+from anthares44.automation.runtime.engine.journal import Batch, Lease, LeaseLost
 from tests.runtime.engine_support import Script, engine, node, publish_and_run, run_row, workflow
 from tests.runtime.pg import query
 
@@ -60,6 +61,7 @@ class MarkingBatch(Batch):
 
 
 def test_an_operation_kind_is_one_function_applied_in_order_and_all_or_nothing(store, pg_url, clock, aio):
+    """A refusal anywhere in the batch (an unknown kind, an attempt not running: SQLSTATE A44NR) writes nothing."""
     query(pg_url, """
         create function automation.engine_op_test_mark(op jsonb) returns bigint language plpgsql as $$
         declare ev bigint;
@@ -95,3 +97,10 @@ def test_an_operation_kind_is_one_function_applied_in_order_and_all_or_nothing(s
     assert exc.value.code == "E_DB_SCHEMA", exc.value
     assert kinds() == [("test.mark", "first"), ("run.alert", "between"), ("test.mark", "second")]
     assert aio(store.list_attempts(run_id)) == [] and aio(run_row(store, run_id))["state"] == "running"
+
+    b = Batch(store, lease, eng.worker_id)
+    b.event("run.alert", clock.now(), message="lost too")
+    b.finish(Attempt("a", "action", 1, "running", clock.now()), "succeeded", clock.now(), result={"x": 1})
+    with pytest.raises(LeaseLost, match="attempt 1 of a is not running any more"):
+        aio(b.commit(clock.now()))
+    assert kinds() == [("test.mark", "first"), ("run.alert", "between"), ("test.mark", "second")]
