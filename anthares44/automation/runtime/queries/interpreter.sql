@@ -1,5 +1,5 @@
 -- The interpreter's writes and reads (engine/). A step transition is one `engine_commit` statement (migration
--- 0013): the lease fence, then the batch's operations, so a worker whose lease was re-granted writes nothing and a
+-- 0014): the lease fence, then the batch's operations, so a worker whose lease was re-granted writes nothing and a
 -- transition the state machine (engine/states.py, docs/states.md) does not allow writes nothing either.
 
 -- name: engine_commit
