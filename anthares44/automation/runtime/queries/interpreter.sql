@@ -3,7 +3,7 @@
 -- transition the state machine (engine/states.py, docs/states.md) does not allow writes nothing either.
 
 -- name: engine_commit
--- purpose: one step transition in one statement: if (:owner, grant :grant) still holds run :run_id's lease, note :current_step, then apply the JSON array :ops of {"op": kind, ...} in order (0013; SQLSTATE A44LL lease lost, A44NR attempt not running, A44IT illegal transition)
+-- purpose: one step transition in one statement: if (:owner, grant :grant) still holds run :run_id's lease, note :current_step, then apply the JSON array :ops of {"op": kind, ...} in order (0014; SQLSTATE A44LL lease lost, A44NR attempt not running, A44IT illegal transition)
 select automation.engine_commit(:run_id::text, :owner::text, :grant::integer, :current_step::text,
                                 :now::timestamptz, :ops::jsonb);
 
