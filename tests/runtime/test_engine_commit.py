@@ -1,4 +1,4 @@
-"""A step transition is one statement (migration 0014, engine/journal.py): no BEGIN/COMMIT round trips, one
+"""A step transition is one statement (migration 0018, engine/journal.py): no BEGIN/COMMIT round trips, one
 `engine_commit` call per transition, and an operation kind is one SQL function the dispatcher finds by name."""
 
 from collections import Counter

@@ -1,13 +1,13 @@
 """The interpreter's writes: one `Batch` per step transition, committed as ONE statement.
 
 A batch collects what a transition writes (finish attempt N, start attempt N+1 of the next steps, skip steps,
-change the run's state, append an alert) and sends it as one `engine_commit` call (migration 0014): the
+change the run's state, append an alert) and sends it as one `engine_commit` call (migration 0018): the
 function first passes the lease fence (a worker whose lease was re-granted writes nothing and gets `LeaseLost`),
 then applies the operations in order. The call is an autocommit statement, so the transition is one round trip
 and one commit, all or nothing (docs/runtime.md, "Performance").
 
 Adding an operation kind: write `automation.engine_op_<kind>(op jsonb)` in a new migration (it reads its
-arguments from `op` by name with `jsonb_to_record`, like the others in 0014, and raises A44LL / A44NR / A44IT, or
+arguments from `op` by name with `jsonb_to_record`, like the others in 0018, and raises A44LL / A44NR / A44IT, or
 its own code mapped in `_SIGNALS`, to refuse), then a `Batch` method that appends `("<kind>", {arguments})` to
 `self._ops`. Arguments are JSON: datetimes travel as ISO 8601 with microseconds, JSON documents as text. Nothing
 else changes: `engine_commit` calls the function by name.
@@ -263,5 +263,5 @@ def _illegal(L: Lease, cause: Any) -> Exception:
     return illegal(L.run_id, getattr(cause, "detail", None), getattr(cause, "hint", None) or "?")
 
 
-# the SQLSTATEs an operation of 0014 raises to refuse -> the exception the engine raises (nothing was written)
+# the SQLSTATEs an operation of 0018 raises to refuse -> the exception the engine raises (nothing was written)
 _SIGNALS = {"A44LL": _lease_lost, "A44NR": _not_running, "A44IT": _illegal}

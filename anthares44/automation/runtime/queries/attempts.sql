@@ -1,7 +1,7 @@
 -- Step attempts (§7.4): one row per attempt, written before the attempt runs and finished after.
 
 -- name: attempt_start
--- purpose: insert a running attempt row and log attempt.started, in one statement (the engine_op_attempt_start operation of migration 0014)
+-- purpose: insert a running attempt row and log attempt.started, in one statement (the engine_op_attempt_start operation of migration 0018)
 select automation.engine_op_attempt_start(jsonb_build_object(
     'run_id', :run_id::text, 'step_id', :step_id::text, 'attempt', :attempt::integer, 'key', :key::text,
     'started_at', :started_at::timestamptz, 'epoch', :epoch::integer, 'kind', :kind::text, 'project', :project::text,

@@ -1,7 +1,7 @@
 -- The per-run event log (run_events): append-only; inserts notify channel a44_run_events.
 
 -- name: run_event_append
--- purpose: append one event to a run's log (the engine_op_run_event operation of migration 0014)
+-- purpose: append one event to a run's log (the engine_op_run_event operation of migration 0018)
 select automation.engine_op_run_event(jsonb_build_object(
     'run_id', :run_id::text, 'project', :project::text, 'at', :at::timestamptz, 'kind', :kind::text,
     'state', :state::text, 'step_id', :step_id::text, 'attempt', :attempt::integer, 'status', :status::text,

@@ -1,9 +1,9 @@
 -- The interpreter's writes and reads (engine/). A step transition is one `engine_commit` statement (migration
--- 0014): the lease fence, then the batch's operations, so a worker whose lease was re-granted writes nothing and a
+-- 0018): the lease fence, then the batch's operations, so a worker whose lease was re-granted writes nothing and a
 -- transition the state machine (engine/states.py, docs/states.md) does not allow writes nothing either.
 
 -- name: engine_commit
--- purpose: one step transition in one statement: if (:owner, grant :grant) still holds run :run_id's lease, note :current_step, then apply the JSON array :ops of {"op": kind, ...} in order (0014; SQLSTATE A44LL lease lost, A44NR attempt not running, A44IT illegal transition)
+-- purpose: one step transition in one statement: if (:owner, grant :grant) still holds run :run_id's lease, note :current_step, then apply the JSON array :ops of {"op": kind, ...} in order (0018; SQLSTATE A44LL lease lost, A44NR attempt not running, A44IT illegal transition)
 select automation.engine_commit(:run_id::text, :owner::text, :grant::integer, :current_step::text,
                                 :now::timestamptz, :ops::jsonb);
 

@@ -2,7 +2,7 @@
 (`queue_stats`), raw envelope delivery (`deliver_envelope`, E_ENVELOPE_INVALID), and the DLQ operations
 (`dlq_list`, `dlq_stats`, `dlq_show`, `dlq_redrive`). Limits and ordering are enforced by the claim (runtime/queries/
 leases.sql); redelivery and dead-lettering of failed runs by the interpreter (`engine_op_queue_run_failed`,
-migration 0014).
+migration 0018).
 See docs/queues.md."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
--- 0014_engine_commit: a step transition is one statement, one round trip (docs/runtime.md, "Performance"). The
+-- 0018_engine_commit: a step transition is one statement, one round trip (docs/runtime.md, "Performance"). The
 -- interpreter sent BEGIN, the lease fence, each write and COMMIT separately: five round trips for an effect step,
 -- ~0.2 ms of CPU each on both sides. `engine_commit` passes the fence and applies the batch's operations in order
 -- inside one autocommit statement, so the transaction is the statement: all or nothing, as before.
