@@ -1,17 +1,25 @@
-"""The interpreter's writes: one `Batch` per step transition, committed as one transaction.
+"""The interpreter's writes: one `Batch` per step transition, committed as ONE statement.
 
 A batch collects what a transition writes (finish attempt N, start attempt N+1 of the next steps, skip steps,
-change the run's state, append an alert) and commits it in one transaction that first passes the lease fence
-(`run_fence`): a worker whose lease was re-granted writes nothing and gets `LeaseLost`. Keeping a transition
-to one commit is what keeps commits per run low (docs/runtime.md).
+change the run's state, append an alert) and sends it as one `engine_commit` call (migration 0018): the
+function first passes the lease fence (a worker whose lease was re-granted writes nothing and gets `LeaseLost`),
+then applies the operations in order. The call is an autocommit statement, so the transition is one round trip
+and one commit, all or nothing (docs/runtime.md, "Performance").
+
+Adding an operation kind: write `automation.engine_op_<kind>(op jsonb)` in a new migration (it reads its
+arguments from `op` by name with `jsonb_to_record`, like the others in 0018, and raises A44LL / A44NR / A44IT, or
+its own code mapped in `_SIGNALS`, to refuse), then a `Batch` method that appends `("<kind>", {arguments})` to
+`self._ops`. Arguments are JSON: datetimes travel as ISO 8601 with microseconds, JSON documents as text. Nothing
+else changes: `engine_commit` calls the function by name.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ...attempts import Attempt
@@ -28,9 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("a44.engine")
 
 
-_UNCHECKED = frozenset({"attempt_start", "engine_attempt_record", "run_event_append", "partition_state"})
-
-
 def attempt_key(run_id: str, step_id: str, kind: str = "action") -> str:
     """The idempotency key a connector gets: `{run_id}:{step_id}` for every attempt of a step,
     `{run_id}:{step_id}:{partition}` for a partition's, `...:compensate` for a compensation."""
@@ -45,8 +50,6 @@ def _rows(result: Any) -> dict | None:
         if isinstance(holder, dict) and isinstance(holder.get("rows"), dict):
             return holder["rows"]
     return None
-
-
 class LeaseLost(Exception):
     """The run's lease is no longer ours (expired and re-granted, or released): stop touching the run."""
 
@@ -142,7 +145,7 @@ class Batch:
         stored = self.store.results.store(result, project_id=L.project_id, run_id=L.run_id, step_id=a.step_id,
                                           epoch=L.epoch, kind=a.kind, attempt=a.attempt)
         code, message = (error.code, error.message) if error else (None, None)
-        self._ops.append(("engine_attempt_finish", dict(
+        self._ops.append(("attempt_finish", dict(
             run_id=L.run_id, step_id=a.step_id, epoch=L.epoch, kind=a.kind, attempt=a.attempt, started_at=a.started_at,
             status=status, error_code=code, error_message=message, result=stored.inline, result_ref=stored.ref,
             result_bytes=stored.size, finished_at=at, retry_at=retry_at)))
@@ -168,7 +171,7 @@ class Batch:
         stored = self.store.results.store(result, project_id=L.project_id, run_id=L.run_id, step_id=step_id,
                                           epoch=L.epoch, kind=kind, attempt=attempt)
         code, message = (error.code, error.message) if error else (None, None)
-        self._ops.append(("engine_attempt_record", dict(
+        self._ops.append(("attempt_record", dict(
             run_id=L.run_id, step_id=step_id, attempt=attempt, key=self._key(step_id, kind), started_at=at,
             epoch=L.epoch, kind=kind, project=L.project_id, worker_id=self.worker_id, lease_grant=L.grant,
             status=status, error_code=code, error_message=message, result=stored.inline, result_bytes=stored.size,
@@ -215,7 +218,8 @@ class Batch:
 
     def after_failure(self, at: datetime, deadline: datetime) -> None:
         """The run just ended `failed`: in the same transaction, redeliver the message as a new run while its
-        queue's maxAttempts allows, else dead-letter it (`queue_run_failed`; nothing for a queue without a row)."""
+        queue's maxAttempts allows, else dead-letter it (`engine_op_queue_run_failed`; nothing for a run of no
+        queue)."""
         from ..ingestion.ids import new_id
         from ..ulid import new_run_id
 
@@ -231,13 +235,13 @@ class Batch:
     def event(self, kind: str, at: datetime, *, state: str | None = None, step_id: str | None = None,
               error_code: str | None = None, message: str | None = None, data: Any = None) -> None:
         L = self.lease
-        self._ops.append(("run_event_append", dict(
+        self._ops.append(("run_event", dict(
             run_id=L.run_id, project=L.project_id, at=at, kind=kind, state=state, step_id=step_id, attempt=None,
             status=None, error_code=error_code, message=message, data=None if data is None else encode_json(data))))
 
     # --- commit -----------------------------------------------------------------------------------------------
     async def commit(self, at: datetime) -> None:
-        """One transaction: the fence, then every collected write in order. Raises LeaseLost when the lease is
+        """One statement: the fence, then every collected write in order. Raises LeaseLost when the lease is
         not ours, E_ILLEGAL_TRANSITION when the state machine refuses the change (nothing is written then)."""
         if not self:
             return
@@ -260,34 +264,38 @@ class Batch:
                                       due_ms=None if due is None else str(int(due.timestamp() * 1000)))
 
     async def _write(self, L: Lease, ops: list, current: str | None, at: datetime) -> None:
-        async with self.store.transaction("engine_commit", session_neutral=True) as conn:
-            state = await conn.fetchval("run_fence", run_id=L.run_id, owner=L.owner, grant=L.grant,
-                                        current_step=current, now=at)
-            if state is None:
-                raise LeaseLost(L.run_id)
-            i = 0
-            while i < len(ops):
-                name, args = ops[i]
-                if name in _UNCHECKED:
-                    # consecutive writes whose result nothing checks (the attempts of several `pass` steps, or
-                    # the starts of parallel branches) go in one pipelined round trip
-                    j = i + 1
-                    while j < len(ops) and ops[j][0] == name:
-                        j += 1
-                    if j - i > 1:
-                        await conn.executemany(name, [a for _, a in ops[i:j]])
-                    else:
-                        await conn.execute(name, **args)
-                    i = j
-                    continue
-                i += 1
-                row = await conn.fetchrow(name, **args)
-                if name == "engine_attempt_finish" and row is None:
-                    raise LeaseLost(f"{L.run_id}: attempt {args['attempt']} of {args['step_id']} is not running "
-                                    f"any more")
-                if name == "run_transition" and row["new_state"] is None:
-                    if row["prev_state"] is None:
-                        raise LeaseLost(L.run_id)
-                    raise illegal(L.run_id, row["prev_state"], args["to"])
-                if name == "run_transition":
-                    state = row["new_state"]
+        try:
+            await self.store.fetchval("engine_commit", run_id=L.run_id, owner=L.owner, grant=L.grant,
+                                      current_step=current, now=at, ops=_encode_ops(ops))
+        except A44Error as err:
+            signal = _SIGNALS.get((err.details or {}).get("sqlstate"))
+            if signal is None:
+                raise
+            raise signal(L, err.__cause__) from None
+
+
+def _encode_ops(ops: list[tuple[str, dict[str, Any]]]) -> str:
+    return json.dumps([{"op": kind, **args} for kind, args in ops], separators=(",", ":"), ensure_ascii=False,
+                      default=_encode_value)
+
+
+def _encode_value(value: Any) -> str:
+    if isinstance(value, datetime):     # full precision: a finish matches its attempt on started_at
+        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).isoformat()
+    raise TypeError(f"{type(value).__name__} is not a journal argument")
+
+
+def _lease_lost(L: Lease, cause: Any) -> Exception:
+    return LeaseLost(L.run_id)
+
+
+def _not_running(L: Lease, cause: Any) -> Exception:
+    return LeaseLost(getattr(cause, "message", None) or L.run_id)
+
+
+def _illegal(L: Lease, cause: Any) -> Exception:
+    return illegal(L.run_id, getattr(cause, "detail", None), getattr(cause, "hint", None) or "?")
+
+
+# the SQLSTATEs an operation of 0018 raises to refuse -> the exception the engine raises (nothing was written)
+_SIGNALS = {"A44LL": _lease_lost, "A44NR": _not_running, "A44IT": _illegal}

@@ -1,8 +1,8 @@
 """The run state machine: which run state may follow which, and which attempt status may follow which.
 
 This table is the contract of docs/states.md. The store-facing SQL enforces it: every run state change goes
-through `run_transition` with the allowed source states of the target (`allowed_from`), and a change the
-table does not allow updates nothing and raises `E_ILLEGAL_TRANSITION`. Tests read `run.state` events back and
+through the `run_transition` operation of `engine_commit` (migration 0018) with the allowed source states of the
+target (`allowed_from`), and a change the table does not allow writes nothing and raises `E_ILLEGAL_TRANSITION`. Tests read `run.state` events back and
 check every logged change against `RUN_TRANSITIONS`.
 """
 

@@ -1,6 +1,6 @@
 """The dead-letter queue's one insert path: an envelope that never became a run (invalid, too old, a redrive that
 failed again) is kept byte for byte under a `dlq_<ULID>` id. Runs that failed are dead-lettered by the queue
-statements (`queue_run_failed`, the max-age sweep) with the same prefix."""
+statements (`engine_op_queue_run_failed` of migration 0018, the max-age sweep) with the same prefix."""
 
 from __future__ import annotations
 

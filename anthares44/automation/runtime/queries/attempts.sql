@@ -1,18 +1,11 @@
 -- Step attempts (§7.4): one row per attempt, written before the attempt runs and finished after.
 
 -- name: attempt_start
--- purpose: insert a running attempt row and log attempt.started, in one statement
-with a as (
-    insert into automation.step_attempts (run_id, step_id, attempt, idempotency_key, status, started_at, epoch,
-                                          kind, project_id, worker_id, lease_grant)
-    values (:run_id, :step_id, :attempt, :key, 'running', :started_at, :epoch, :kind, :project, :worker_id, :lease_grant)
-    returning run_id, step_id, attempt, epoch, kind, project_id, started_at
-)
-insert into automation.run_events (run_id, project_id, at, kind, step_id, attempt, status, data)
-select run_id, project_id, started_at, 'attempt.started', step_id, attempt, 'running',
-       jsonb_build_object('epoch', epoch, 'kind', kind)
-from a
-returning id;
+-- purpose: insert a running attempt row and log attempt.started, in one statement (the engine_op_attempt_start operation of migration 0018)
+select automation.engine_op_attempt_start(jsonb_build_object(
+    'run_id', :run_id::text, 'step_id', :step_id::text, 'attempt', :attempt::integer, 'key', :key::text,
+    'started_at', :started_at::timestamptz, 'epoch', :epoch::integer, 'kind', :kind::text, 'project', :project::text,
+    'worker_id', :worker_id::text, 'lease_grant', :lease_grant::integer));
 
 -- name: attempt_finish
 -- purpose: finish a running attempt (status, error, result or its reference) and log attempt.finished, in one statement

@@ -1,13 +1,11 @@
--- The interpreter's writes and reads (engine/). Every write of a lease holder first passes run_fence in the
--- same transaction, so a worker whose lease was re-granted writes nothing; run state changes go through
--- run_transition, which refuses a transition the state machine (engine/states.py, docs/states.md) does not allow.
+-- The interpreter's writes and reads (engine/). A step transition is one `engine_commit` statement (migration
+-- 0018): the lease fence, then the batch's operations, so a worker whose lease was re-granted writes nothing and a
+-- transition the state machine (engine/states.py, docs/states.md) does not allow writes nothing either.
 
--- name: run_fence
--- purpose: lock the run for this transaction if (:owner, grant :grant) still holds its lease, noting the current step, and defer this transaction's NOTIFYs to the engine (0006); no row = lease lost
-update automation.runs
-set current_step = coalesce(:current_step, current_step), updated_at = :now
-where run_id = :run_id and lease_owner = :owner and lease_grants = :grant
-returning state, set_config('a44.notify', 'deferred', true);
+-- name: engine_commit
+-- purpose: one step transition in one statement: if (:owner, grant :grant) still holds run :run_id's lease, note :current_step, then apply the JSON array :ops of {"op": kind, ...} in order (0018; SQLSTATE A44LL lease lost, A44NR attempt not running, A44IT illegal transition)
+select automation.engine_commit(:run_id::text, :owner::text, :grant::integer, :current_step::text,
+                                :now::timestamptz, :ops::jsonb);
 
 -- name: engine_notify
 -- purpose: after commit, wake `logs --follow` / `run --wait` of runs :run_ids (a44_run_events) and daemons for the earliest due time :due_ms in epoch ms (a44_runs_due), in one statement
@@ -17,67 +15,15 @@ select count(*) from (
     select pg_notify('a44_runs_due', :due_ms::text) where :due_ms::text is not null
 ) n;
 
--- name: run_transition
--- purpose: move a leased run to state :to only from one of :allowed_from (else no row), optionally releasing the lease, and log run.state
-with prev as (
-    select run_id, state from automation.runs
-    where run_id = :run_id and lease_owner = :owner and lease_grants = :grant
-    for update
-), r as (
-    update automation.runs r
-    set state = :to, next_wake_at = :next_wake_at,
-        lease_owner = case when :release then null else r.lease_owner end,
-        lease_deadline = case when :release then null else r.lease_deadline end,
-        failed_step = coalesce(:failed_step, r.failed_step), error_code = coalesce(:error_code, r.error_code),
-        error_message = coalesce(:message, r.error_message), result = coalesce(:result::jsonb, r.result),
-        summary = coalesce(:summary::jsonb, r.summary),
-        finished_at = case when :finished then :now else r.finished_at end, updated_at = :now
-    from prev
-    where r.run_id = prev.run_id and prev.state = any(:allowed_from::text[])
-    returning r.run_id, r.project_id, r.state, r.next_wake_at, prev.state as prev_state
-), ev as (
-    insert into automation.run_events (run_id, project_id, at, kind, state, step_id, error_code, message, data)
-    select run_id, project_id, :now, 'run.state', state, :failed_step, :error_code, :message,
-           jsonb_build_object('from', prev_state, 'next_wake_at', next_wake_at)
-    from r
-    where prev_state <> state
-)
-select (select state from prev) as prev_state, (select state from r) as new_state;
-
--- name: engine_attempt_finish
--- purpose: finish a running attempt (status, error, result or reference, retry due time) and log attempt.finished; no row = not running
-with a as (
-    update automation.step_attempts
-    set status = :status, error_code = :error_code, error_message = :error_message, result = :result::jsonb, result_ref = :result_ref,
-        result_bytes = :result_bytes, finished_at = :finished_at, retry_at = :retry_at
-    where run_id = :run_id and step_id = :step_id and epoch = :epoch and kind = :kind and attempt = :attempt and started_at = :started_at
-      and status = 'running'
-    returning run_id, project_id, step_id, attempt, epoch, kind, status, error_code, error_message,
-              started_at, finished_at, retry_at
-)
-insert into automation.run_events (run_id, project_id, at, kind, step_id, attempt, status, error_code, message, data)
-select run_id, project_id, finished_at, 'attempt.finished', step_id, attempt, status, error_code, error_message,
-       jsonb_build_object('epoch', epoch, 'kind', kind, 'retry_at', retry_at,
-                          'duration_ms', round(extract(epoch from finished_at - started_at) * 1000))
-from a
-returning id;
-
 -- name: engine_attempt_record
--- purpose: insert an attempt already finished: started at :started_at, finished at :finished_at (skipped by `if`, failed by deadline or expression, confirmed by a person, or a `pass` step run on the spot) and log it
-with a as (
-    insert into automation.step_attempts (run_id, step_id, attempt, idempotency_key, status, error_code,
-                                          error_message, result, started_at, finished_at, epoch, kind,
-                                          project_id, worker_id, lease_grant, result_bytes, retry_at, result_ref)
-    values (:run_id, :step_id, :attempt, :key, :status, :error_code, :error_message, :result::jsonb, :started_at, :finished_at, :epoch, :kind, :project, :worker_id, :lease_grant, :result_bytes, :retry_at, :result_ref)
-    returning run_id, step_id, attempt, epoch, kind, project_id, started_at, finished_at, status, error_code,
-              error_message, retry_at
-)
-insert into automation.run_events (run_id, project_id, at, kind, step_id, attempt, status, error_code, message, data)
-select run_id, project_id, finished_at, 'attempt.finished', step_id, attempt, status, error_code, error_message,
-       jsonb_build_object('epoch', epoch, 'kind', kind, 'retry_at', retry_at,
-                          'duration_ms', round(extract(epoch from finished_at - started_at) * 1000))
-from a
-returning id;
+-- purpose: insert an attempt already finished outside a step transition (a person's confirmation) and log it: the engine_op_attempt_record operation of 0013
+select automation.engine_op_attempt_record(jsonb_build_object(
+    'run_id', :run_id::text, 'step_id', :step_id::text, 'attempt', :attempt::integer, 'key', :key::text,
+    'started_at', :started_at::timestamptz, 'epoch', :epoch::integer, 'kind', :kind::text, 'project', :project::text,
+    'worker_id', :worker_id::text, 'lease_grant', :lease_grant::integer, 'status', :status::text,
+    'error_code', :error_code::text, 'error_message', :error_message::text, 'result', :result::text,
+    'result_bytes', :result_bytes::integer, 'retry_at', :retry_at::timestamptz, 'result_ref', :result_ref::text,
+    'finished_at', :finished_at::timestamptz));
 
 -- name: engine_attempts_of_run
 -- purpose: every attempt of a run's epoch, in start order, to rebuild where the run stands
@@ -121,69 +67,6 @@ select run_id, project_id, epoch from r;
 select coalesce(max(attempt), 0)
 from automation.step_attempts
 where run_id = :run_id and step_id = :step_id and epoch = :epoch and kind = 'action';
-
--- name: queue_run_failed
--- purpose: after run :run_id ended `failed` (same transaction): redeliver it as run :new_run_id due at :now (deadline :deadline) while its queue's maxAttempts allows, else send the message to the DLQ as entry :dead_letter_id with its envelope, every delivery's attempts and the last error
-with r as (
-    select r.run_id, r.project_id, r.workflow_id, r.version, r.input, r.idempotency_key, r.trigger_id, r.event_id,
-           r.partition_key, r.queue, r.seq, r.delivery, coalesce(r.origin_run_id, r.run_id) as origin,
-           r.dead_letter_id, r.failed_step, r.error_code, r.error_message, r.created_at,
-           q.max_attempts, q.dead_letter_enabled
-    from automation.runs r
-    join automation.queues q on q.project_id = r.project_id and q.queue_id = r.queue
-    where r.run_id = :run_id and r.state = 'failed'
-), again as (
-    insert into automation.runs (run_id, project_id, workflow_id, version, state, input, idempotency_key, trigger_id,
-                                 event_id, partition_key, queue, next_wake_at, deadline_at, created_at, updated_at,
-                                 seq, delivery, origin_run_id, dead_letter_id)
-    select :new_run_id, project_id, workflow_id, version, 'pending', input, idempotency_key, trigger_id, event_id,
-           partition_key, queue, :now, :deadline, :now, :now, seq, delivery + 1, origin, dead_letter_id
-    from r
-    where delivery < max_attempts
-    returning run_id, project_id, delivery, origin_run_id
-), again_ev as (
-    insert into automation.run_events (run_id, project_id, at, kind, state, data)
-    select run_id, project_id, :now, 'run.created', 'pending',
-           jsonb_build_object('delivery', delivery, 'redelivery_of', :run_id::text, 'origin_run_id', origin_run_id)
-    from again
-), prev as (
-    select d.envelope, d.envelope_bytes, d.history
-    from automation.dead_letters d
-    join r on d.dead_letter_id = r.dead_letter_id
-), hist as (
-    select coalesce(jsonb_agg(jsonb_build_object(
-               'run_id', x.run_id, 'delivery', x.delivery, 'state', x.state, 'failed_step', x.failed_step,
-               'error_code', x.error_code, 'error_message', x.error_message, 'created_at', x.created_at,
-               'started_at', x.started_at, 'finished_at', x.finished_at,
-               'attempts', coalesce((select jsonb_agg(jsonb_build_object(
-                            'step_id', a.step_id, 'attempt', a.attempt, 'kind', a.kind, 'epoch', a.epoch,
-                            'status', a.status, 'error_code', a.error_code, 'error_message', a.error_message,
-                            'started_at', a.started_at, 'finished_at', a.finished_at)
-                            order by a.started_at, a.kind, a.attempt)
-                                     from automation.step_attempts a where a.run_id = x.run_id), '[]'::jsonb))
-               order by x.delivery, x.seq), '[]'::jsonb) as h
-    from r
-    join automation.runs x on x.run_id = r.origin or x.origin_run_id = r.origin
-), dead as (
-    insert into automation.dead_letters (dead_letter_id, project_id, queue, trigger_id, workflow_id, event_id,
-                                         envelope, envelope_bytes, error_code, error_message, attempts, created_at,
-                                         step_id, run_id, version, partition_key, input, history, redrive_of)
-    select :dead_letter_id, r.project_id, r.queue, r.trigger_id, r.workflow_id, r.event_id,
-           coalesce((select envelope from prev),
-                    (select e.envelope from automation.events e where e.event_id = r.event_id),
-                    jsonb_build_object('id', r.origin, 'type', 'run', 'idempotency_key', r.idempotency_key,
-                                       'partition_key', r.partition_key, 'occurred_at', r.created_at,
-                                       'attempt', 1, 'data', r.input, 'trigger_id', r.trigger_id,
-                                       'workflow_id', r.workflow_id)::text),
-           (select envelope_bytes from prev),
-           coalesce(r.error_code, 'E_RUN_FAILED'), r.error_message, r.delivery, :now, r.failed_step, r.run_id,
-           r.version, r.partition_key, r.input,
-           coalesce((select history from prev), '[]'::jsonb) || (select h from hist), r.dead_letter_id
-    from r
-    where r.delivery >= r.max_attempts and r.dead_letter_enabled
-    returning dead_letter_id
-)
-select (select run_id from again) as redelivered, (select dead_letter_id from dead) as dead_letter_id;
 
 -- name: queue_expire_waiting
 -- purpose: §10.3 maxAge: runs still waiting in a queue (never started) longer than its deadLetter.maxAge at :now are cancelled with E_EVENT_TOO_OLD and sent to the DLQ, at most :limit per call

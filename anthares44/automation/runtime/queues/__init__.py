@@ -1,7 +1,8 @@
 """Queues (§10.1, §10.2) and the dead-letter queue (§10.3, §10.4): storing published queue files, the gauges
 (`queue_stats`), raw envelope delivery (`deliver_envelope`, E_ENVELOPE_INVALID), and the DLQ operations
 (`dlq_list`, `dlq_stats`, `dlq_show`, `dlq_redrive`). Limits and ordering are enforced by the claim (runtime/queries/
-leases.sql); redelivery and dead-lettering of failed runs by the interpreter (`queue_run_failed`).
+leases.sql); redelivery and dead-lettering of failed runs by the interpreter (`engine_op_queue_run_failed`,
+migration 0018).
 See docs/queues.md."""
 
 from __future__ import annotations

@@ -1,0 +1,106 @@
+"""A step transition is one statement (migration 0018, engine/journal.py): no BEGIN/COMMIT round trips, one
+`engine_commit` call per transition, and an operation kind is one SQL function the dispatcher finds by name."""
+
+from collections import Counter
+from contextlib import contextmanager
+
+import asyncpg.connection
+import pytest
+
+from anthares44.automation.attempts import Attempt
+from anthares44.automation.errors import A44Error
+from anthares44.automation.runtime.engine.journal import Batch, Lease, LeaseLost
+from tests.runtime.engine_support import Script, engine, node, publish_and_run, run_row, workflow
+from tests.runtime.pg import query
+
+
+@contextmanager
+def statements():
+    """What the driver sends: simple queries (BEGIN, COMMIT, resets) by first word, parameterised statements as
+    `engine_commit` (autocommit or not) or `other`."""
+    seen: Counter[str] = Counter()
+    C = asyncpg.connection.Connection
+    simple, bound = C.execute, C._execute
+
+    async def execute(self, q, *args, timeout=None):
+        if not args:
+            seen[q.split()[0].lower().rstrip(";")] += 1
+        return await simple(self, q, *args, timeout=timeout)
+
+    async def _execute(self, q, args, limit, timeout, **kw):
+        if "automation.engine_commit(" in q:
+            seen["engine_commit in a transaction" if self.is_in_transaction() else "engine_commit"] += 1
+        else:
+            seen["other"] += 1
+        return await bound(self, q, args, limit, timeout, **kw)
+
+    C.execute, C._execute = execute, _execute
+    try:
+        yield seen
+    finally:
+        C.execute, C._execute = simple, bound
+
+
+def test_an_effect_step_transition_is_one_round_trip(store, clock, aio):
+    s = Script()
+    run_id = aio(publish_and_run(store, workflow([node("a"), node("b"), node("c")], [("a", "b"), ("b", "c")])))
+    eng = engine(store, s, clock=clock)
+    with statements() as seen:
+        assert aio(eng.drive()) == {run_id: "succeeded"}
+    assert [c[0] for c in s.calls] == ["a", "b", "c"]
+    # start a; finish a + start b; finish b + start c; finish c + the final transition: four statements
+    assert seen["engine_commit"] == 4 and seen["engine_commit in a transaction"] == 0, seen
+    assert seen["begin"] == seen["commit"] <= 2, seen       # the claim and the run's load; none per transition
+
+
+class MarkingBatch(Batch):
+    """A new operation kind, added the documented way: a Batch method appending ("<kind>", arguments)."""
+
+    def mark(self, note: str, kind: str = "test_mark") -> None:
+        self._ops.append((kind, dict(run_id=self.lease.run_id, note=note)))
+
+
+def test_an_operation_kind_is_one_function_applied_in_order_and_all_or_nothing(store, pg_url, clock, aio):
+    """A refusal anywhere in the batch (an unknown kind, an attempt not running: SQLSTATE A44NR) writes nothing."""
+    query(pg_url, """
+        create function automation.engine_op_test_mark(op jsonb) returns bigint language plpgsql as $$
+        declare ev bigint;
+        begin
+            insert into automation.run_events (run_id, project_id, at, kind, message)
+            select r.run_id, r.project_id, now(), 'test.mark', op ->> 'note'
+            from automation.runs r where r.run_id = op ->> 'run_id'
+            returning id into ev;
+            return ev;
+        end $$""")
+    run_id = aio(publish_and_run(store, workflow([node("a")])))
+    eng = engine(store, clock=clock)
+    (row,) = aio(eng.claim())
+    lease = Lease(run_id, row["project_id"], row["workflow_id"], eng.worker_id, row["lease_grants"], row["epoch"])
+
+    def kinds():
+        return [(e["kind"], e["message"]) for e in aio(store.list_run_events(run_id))
+                if e["kind"] in ("test.mark", "run.alert")]
+
+    b = MarkingBatch(store, lease, eng.worker_id)
+    b.mark("first")
+    b.event("run.alert", clock.now(), message="between")
+    b.mark("second")
+    aio(b.commit(clock.now()))
+    assert kinds() == [("test.mark", "first"), ("run.alert", "between"), ("test.mark", "second")]
+
+    b = MarkingBatch(store, lease, eng.worker_id)
+    b.mark("lost")
+    b.start("a", 1, "action", clock.now())
+    b.mark("nope", kind="no_such_kind")       # no function: the statement fails and writes nothing
+    with pytest.raises(A44Error) as exc:
+        aio(b.commit(clock.now()))
+    assert exc.value.code == "E_DB_SCHEMA", exc.value
+    assert kinds() == [("test.mark", "first"), ("run.alert", "between"), ("test.mark", "second")]
+    assert aio(store.list_attempts(run_id)) == [] and aio(run_row(store, run_id))["state"] == "running"
+
+    b = Batch(store, lease, eng.worker_id)
+    b.event("run.alert", clock.now(), message="lost too")
+    b.finish(Attempt("a", "action", 1, "running", clock.now()), "succeeded", clock.now(), result={"x": 1})
+    with pytest.raises(LeaseLost, match="attempt 1 of a is not running any more"):
+        aio(b.commit(clock.now()))
+    assert kinds() == [("test.mark", "first"), ("run.alert", "between"), ("test.mark", "second")]
