@@ -15,10 +15,10 @@ from tests.notify.receivers import HttpReceiver, SmtpReceiver
 
 PROJECT = "pj_default"
 SECRET = "whsec_" + "ab" * 32
-PAYLOAD = {"title": "wf_invoice_settle failed", "workflow": "wf_invoice_settle", "run_id": "run_01JA",
-           "step": "settle", "partition_key": "inv_8812", "error_code": "E_UPSTREAM_503",
+PAYLOAD = {"title": "[P2] firing: wf_invoice_settle failed", "workflow": "wf_invoice_settle", "run_id": "run_01JA",
+           "failed_step": "settle", "partition_key": "inv_8812", "error_code": "E_UPSTREAM_503",
            "error_message": "upstream answered 503", "attempts": 5,
-           "next_command": "a44 automation replay run_01JA --from-step settle"}
+           "next_action": "a44 automation replay run_01JA --from-step settle"}
 FAST = DeliverySettings(retry_base=timedelta(seconds=2), retry_max=timedelta(seconds=60), max_attempts=4,
                         timeout=timedelta(seconds=2))
 

@@ -1,9 +1,9 @@
 """What each kind of receiver gets for one notification: the signed webhook's JSON document, the Slack-compatible
 `{"text", "blocks"}` summary and the email's subject and text (docs/notifications.md "Payloads").
 
-The alert's payload is passed through whole in the webhook document; the readable summaries read these keys of it
-(each optional): `title`, `workflow`, `run_id`, `step`, `partition_key`, `error_code`, `error_message`,
-`attempts`, `count`, `next_command`.
+The alert's payload (docs/alerts.md "Messages") is passed through whole in the webhook document; the readable
+summaries read these keys of it (each optional): `title`, `workflow`, `run_id`, `failed_step`, `partition_key`,
+`queue`, `dlq_depth`, `error_code`, `error_message`, `attempts`, `count`, `next_action`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 from ...jsonenc import iso
 
-SUMMARY_FIELDS = (("workflow", "Workflow"), ("run_id", "Run"), ("step", "Step"), ("partition_key", "Partition"),
-                  ("attempts", "Attempts"), ("count", "Failures"))
+SUMMARY_FIELDS = (("workflow", "Workflow"), ("run_id", "Run"), ("failed_step", "Step"), ("partition_key", "Partition"),
+                  ("queue", "Queue"), ("dlq_depth", "DLQ depth"), ("attempts", "Attempts"), ("count", "Occurrences"))
 MAX_TEXT = 2900       # a Slack section's text is limited to 3000 characters
 
 
@@ -49,8 +49,12 @@ def document(n: Notification) -> dict:
 
 
 def headline(n: Notification) -> str:
+    """The alert's own title (it says severity, kind and what: `[P2] firing: wf_x run failed: ...`), else one made
+    from the workflow and error code."""
     p = n.payload
-    what = p.get("title") or " ".join(str(x) for x in (p.get("workflow"), p.get("error_code")) if x) or \
+    if p.get("title"):
+        return str(p["title"])
+    what = " ".join(str(x) for x in (p.get("workflow"), p.get("error_code")) if x) or \
         ("channel test" if n.kind == "test" else "alert")
     return f"[{n.severity.upper()}] {n.kind}: {what}"
 
@@ -80,9 +84,9 @@ def slack_body(n: Notification) -> dict:
     error = _error(n)
     if error:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _clip(f"*Error*\n{error}")}})
-    if p.get("next_command"):
+    if p.get("next_action"):
         blocks.append({"type": "section", "text": {"type": "mrkdwn",
-                                                   "text": _clip(f"*Next*\n```{p['next_command']}```")}})
+                                                   "text": _clip(f"*Next*\n```{p['next_action']}```")}})
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"a44 · {n.project} · "
                                                                               f"{n.idempotency_key}"}]})
     text = title + (f" — {error}" if error else "")
@@ -97,8 +101,8 @@ def email_text(n: Notification) -> tuple[str, str]:
     error = _error(n)
     if error:
         lines.append(f"Error: {error}")
-    if p.get("next_command"):
-        lines += ["", "Next:", f"    {p['next_command']}"]
+    if p.get("next_action"):
+        lines += ["", "Next:", f"    {p['next_action']}"]
     lines += ["", f"-- a44 · project {n.project} · notification {n.id} · key {n.idempotency_key}"]
     return headline(n).replace("\n", " ")[:200], "\n".join(lines) + "\n"
 
