@@ -221,8 +221,9 @@ async def create_runs(store: Store, workflow_id: str, n: int, prefix: str, paral
 
 async def truncate(url: str) -> None:
     c = await asyncpg.connect(url)
+    # cascade: every table that references a run (row counts, partitions, trace context...) empties with it
     await c.execute("truncate automation.step_attempts, automation.run_events, automation.idempotency_keys, "
-                    "automation.runs")
+                    "automation.runs cascade")
     await c.close()
 
 
