@@ -93,3 +93,15 @@ def test_the_flusher_folds(store, pg_url, aio):
 
     aio(body())
     assert counts(pg_url) == (0, 3)
+
+
+def test_a_partitions_attempts_count_under_their_step(store, pg_url, aio):
+    for sql in SETUP[:2]:
+        query(pg_url, sql)
+    query(pg_url, """insert into automation.step_attempts (run_id, step_id, attempt, idempotency_key, status,
+                                                           started_at, finished_at, project_id)
+                     values ('run_1', 'fetch[2026-07-04]', 1, 'k', 'succeeded', now(), now(), 'pj_default'),
+                            ('run_1', 'fetch[2026-07-05]', 1, 'k', 'failed', now(), now(), 'pj_default')""")
+    assert set(step_figures(aio, store)) == {("wf_a", "fetch", "succeeded"), ("wf_a", "fetch", "failed")}
+    aio(fold_attempts(store))
+    assert set(step_figures(aio, store)) == {("wf_a", "fetch", "succeeded"), ("wf_a", "fetch", "failed")}

@@ -19,8 +19,8 @@ def add_group(top) -> None:
 
 
 def run(args) -> int:
+    """The script of the whole command line: `main` hands the root parser down as `args._parser`."""
     from .completion import script
-    from .main import build_parser
 
-    write(script(args.shell, build_parser()))
+    write(script(args.shell, args._parser))
     return 0

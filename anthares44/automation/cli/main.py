@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmd_auth.add_group(top)
     cmd_monitor.add_group(top)
     cmd_completion.add_group(top)
+    parser.set_defaults(_parser=parser)    # for verbs about the command line itself (completion)
     return parser
 
 

@@ -22,7 +22,8 @@ begin
         return null;
     end if;
     insert into automation.metric_attempt_deltas (project_id, run_id, step_id, kind, status, retry, seconds)
-    values (new.project_id, new.run_id, new.step_id, new.kind, new.status, new.attempt > 1,
+    -- a partition's attempts (`step[partition]`, migration 0015) count under their step: one series per step
+    values (new.project_id, new.run_id, split_part(new.step_id, '[', 1), new.kind, new.status, new.attempt > 1,
             greatest(extract(epoch from new.finished_at - new.started_at), 0));
     return null;
 end

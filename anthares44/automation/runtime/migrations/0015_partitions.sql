@@ -42,21 +42,6 @@ begin
 end
 $$;
 
--- a partition's attempts count under their step in the metrics (one series per step, not per partition)
-create or replace function automation.metric_attempt_finished() returns trigger
-    language plpgsql
-    as $$
-begin
-    if new.status = 'running' or (tg_op = 'UPDATE' and old.status <> 'running') then
-        return null;
-    end if;
-    insert into automation.metric_attempt_deltas (project_id, run_id, step_id, kind, status, retry, seconds)
-    values (new.project_id, new.run_id, split_part(new.step_id, '[', 1), new.kind, new.status, new.attempt > 1,
-            greatest(extract(epoch from new.finished_at - new.started_at), 0));
-    return null;
-end
-$$;
-
 create table automation.run_partitions (
     run_id        text        not null references automation.runs (run_id) on delete cascade,
     project_id    text        not null,
