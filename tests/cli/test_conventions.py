@@ -148,3 +148,12 @@ def test_db_and_secrets_answer_in_json(tmp_path):
     assert r.stdout.strip() == '{"removed": "sec_x", "file": "%s"}' % (tmp_path / "secrets.json")
     r = a44("automation", "db", "stop", "--format", "json", env=env)
     assert (r.returncode, r.stdout.strip()) == (0, '{"kind": "embedded", "stopped": false}')
+
+
+def test_force_color_colors_piped_lint_output(tmp_path):
+    (tmp_path / "wf.yaml").write_text("name: w\nversion: 1\nsteps:\n  - id: a\n    uses: sql/exec\n    timeout: 5s\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    plain = a44("automation", "lint", "wf.yaml", cwd=tmp_path, env=env)
+    forced = a44("automation", "lint", "wf.yaml", cwd=tmp_path, env={**env, "FORCE_COLOR": "1"})
+    assert "\x1b[" not in plain.stdout and "\x1b[" in forced.stdout
+    assert plain.returncode == forced.returncode == 1

@@ -25,6 +25,10 @@ from anthares44.automation.cli.reporters.terminal import TerminalPolicy, is_tty,
     ("never", False, {}, False, False),
     ("always", False, {}, True, True),
     ("always", False, {"NO_COLOR": "1"}, True, True),   # an explicit flag overrides the variable
+    ("auto", False, {"FORCE_COLOR": "1"}, True, False),  # force-color.org: a piped stream in color, no snippets
+    ("auto", False, {"FORCE_COLOR": "0"}, False, False),
+    ("auto", True, {"FORCE_COLOR": "true", "NO_COLOR": "1", "TERM": "dumb"}, True, True),
+    ("never", False, {"FORCE_COLOR": "1"}, False, False),  # the flag wins
 ])
 def test_policy(mode, tty, env, color, snippets):
     assert TerminalPolicy.decide(mode, tty=tty, env=env) == TerminalPolicy(color=color, snippets=snippets)

@@ -4,6 +4,8 @@ Rules (documented in docs/lint.md):
 - `--color always` forces color and snippets; `--color never` (or `--no-color`) disables color.
 - `--color auto` (default) colors only when the stream is a terminal, `TERM` is not `dumb` and `NO_COLOR` is
   unset or empty (https://no-color.org: a command-line flag overrides the variable, so `always` wins over it).
+  `FORCE_COLOR` set to anything but `0`/`false` colors a piped stream too (https://force-color.org: CI logs that
+  render ANSI); it wins over `NO_COLOR` and `TERM=dumb`, and `--color never` wins over it.
 - Caret snippets follow the terminal, not the color: shown on a TTY (or with `always`), never when the
   output is piped, so CI logs and golden files stay one line per finding.
 """
@@ -47,6 +49,8 @@ class TerminalPolicy:
             return cls(color=True, snippets=True)
         if mode == "never":
             return cls(color=False, snippets=tty)
+        if env.get("FORCE_COLOR", "").strip().lower() not in ("", "0", "false"):
+            return cls(color=True, snippets=tty)
         no_color = bool(env.get("NO_COLOR", ""))
         dumb = env.get("TERM", "") == "dumb"
         return cls(color=tty and not no_color and not dumb, snippets=tty)
