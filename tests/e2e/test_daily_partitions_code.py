@@ -8,21 +8,10 @@ from __future__ import annotations
 import json
 import time
 
-from tests.e2e.support import EXAMPLES, a44 as _a44, e2e_env
+from tests.e2e.support import EXAMPLES, e2e_env
+from tests.e2e.test_daily_partitions import BAD, DAYS, SLOW, _json, a44
 from tests.partitions.support import ThreadedDailyApi
 from tests.runtime.daemon_support import ServeProcess, wait_until
-
-BAD, SLOW = "2026-07-04", "2026-07-19"
-DAYS = [f"2026-07-{d:02d}" for d in range(1, 31)]
-
-
-def a44(*args, env):
-    return _a44("automation", *args, env=env)
-
-
-def _json(proc):
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return json.loads(proc.stdout)
 
 
 def test_code_twin_partial_then_rerun_of_exactly_the_failed_days(pg_url, tmp_path):
