@@ -41,17 +41,23 @@ DAYS = [f"2026-07-{d:02d}" for d in range(1, 9)]
 BAD, FLAKY = "2026-07-03", "2026-07-06"
 
 
+async def _first_visit(store, clock, api, tmp_path, key: str):
+    """Publish the module, start a run over DAYS and drive it once (FLAKY then waits for its retry)."""
+    auto = Automation(store)
+    assert (await auto.publish([str(tmp_path / "daily_code.py")])).ok
+    run_id = (await auto.run("daily-code", {"baseUrl": api.url, "days": DAYS}, key)).run_id
+    eng = engine(store, clock=clock)
+    await eng.drive()
+    return auto, run_id, eng
+
+
 def test_map_items_are_recorded_steps_never_run_twice(store, clock, aio, tmp_path):
     api = ThreadedDailyApi()
     api.reject, api.flaky = {BAD}, {FLAKY}
     (tmp_path / "daily_code.py").write_text(MODULE)
 
     async def body():
-        auto = Automation(store)
-        assert (await auto.publish([str(tmp_path / "daily_code.py")])).ok
-        run_id = (await auto.run("daily-code", {"baseUrl": api.url, "days": DAYS}, "k1")).run_id
-        eng = engine(store, clock=clock)
-        await eng.drive()
+        auto, run_id, eng = await _first_visit(store, clock, api, tmp_path, "k1")
         assert (await store.get_run(run_id))["state"] == "waiting"          # FLAKY waits for its retry
         assert dict(api.calls) == {d: 1 for d in DAYS}
         clock.advance(timedelta(seconds=11))
@@ -73,6 +79,33 @@ def test_map_items_are_recorded_steps_never_run_twice(store, clock, aio, tmp_pat
         assert (run["state"], run["epoch"]) == ("succeeded", 1)
         assert dict(api.calls) == {**{d: 1 for d in DAYS}, FLAKY: 2, BAD: 2}   # exactly the failed item again
         assert run["result"]["loaded"] == DAYS
+        await eng.registry.aclose()
+    try:
+        aio(body())
+    finally:
+        api.close()
+
+
+def test_map_items_are_listed_as_partitions_and_a_person_can_skip_one(store, clock, aio, tmp_path):
+    api = ThreadedDailyApi()
+    api.reject, api.flaky = {BAD}, {FLAKY}
+    (tmp_path / "daily_code.py").write_text(MODULE)
+
+    async def body():
+        auto, run_id, eng = await _first_visit(store, clock, api, tmp_path, "k2")
+        waiting = await auto.partitions(run_id)
+        assert waiting["counts"] == {"success": 6, "failed": 1, "retrying": 1}
+        assert [p["partition"] for p in waiting["partitions"]] == DAYS          # in key order
+        clock.advance(timedelta(seconds=11))
+        await eng.drive()
+        done = await auto.partitions(run_id, state="failed")
+        assert [(p["step_id"], p["partition"], p["attempts"], p["error_code"]) for p in done["partitions"]] == [
+            ("load-day", BAD, 1, "E_UPSTREAM_422")]
+        assert (await auto.partitions(run_id))["counts"] == {"success": 7, "failed": 1}
+        skipped = await auto.skip(run_id, partition=BAD, reason="the source dropped that day", by="ana")
+        assert skipped["state"] == "succeeded"
+        (row,) = (await auto.partitions("daily-code", partition=BAD))["partitions"]
+        assert (row["state"], row["skipped_by"]) == ("skipped", "ana")
         await eng.registry.aclose()
     try:
         aio(body())

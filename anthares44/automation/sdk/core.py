@@ -278,6 +278,7 @@ class Execution:
         self.input = input
         self.position = 0                  # step calls so far in this execution
         self.failed_items: list[tuple[str, str, str]] = []   # (item, code, message) a `partial` map let fail
+        self.item_ordinals: dict[str, int] = {}              # map item step id -> its position in the key list
         self._host = asyncio.Lock()        # map items start and finish one at a time, in a stable order
         self.completed: list[str] = []     # steps that succeeded, in order
         self.compensators: dict[str, Callable] = {}
@@ -408,6 +409,9 @@ class Execution:
             raise ValueError(f"step.map {name!r}: partition keys must be unique")
         outcomes: list[Any] = [None] * len(keys)
         failures: list[BaseException] = []
+
+        for i, key in enumerate(keys):
+            self.item_ordinals[item_id(name, key)] = i
 
         async def one(i: int, key: str):
             try:

@@ -19,12 +19,14 @@ from typing import Any
 from ...attempts import Attempt, latest_finish
 from ...compiler.ir import COMPENSATION_DELAYS_MS
 from ...compiler.row_counts import WHOLE_STEP, linear_ancestors, summary_rows
-from ...errors import E_CODE_WORKFLOW, E_EXPECTATION_FAILED, E_PARTITIONS_FAILED, E_RUN_DEADLINE, A44Error
+from ...errors import (E_CODE_WORKFLOW, E_EXPECTATION_FAILED, E_PARTITIONS_FAILED, E_RUN_DEADLINE, E_STEP_TIMEOUT,
+                      A44Error)
 from ...sdk.core import (Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error,
                          call_user, jsonable)
 from ...redact import redact
 from .interpreter import RunDriver
 from .journal import LeaseLost
+from .progress import split_part
 from .rows import recorded
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
 from .states import COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
@@ -51,6 +53,8 @@ class CodeRunDriver(RunDriver, Host):
         self.b = self._batch()
         self._compensating = self.row["state"] == COMPENSATING
 
+    _execution: Execution | None = None
+
     # --- Host: the execution's durable writes ---------------------------------------------------------------------
     def now(self) -> datetime:
         return self.clock.now()
@@ -73,6 +77,7 @@ class CodeRunDriver(RunDriver, Host):
             await self._commit()
             raise StepFailed(step_id, err.code, err.message)
         a = self.b.start(step_id, attempt, "action", now)
+        self._item_row(step_id, a, None)
         await self._commit()
         self.engine.event("step.started", self.lease.run_id, step=step_id, attempt=attempt)
         return a
@@ -86,9 +91,21 @@ class CodeRunDriver(RunDriver, Host):
             self.step_rows.setdefault(rec.step_id, {})[WHOLE_STEP] = rows
         self.b.finish(rec, status, now, result=redact(result) if result is not None else None, error=error,
                       retry_at=retry_at)
+        self._item_row(rec.step_id, None, rows)
         await self._commit()
         self.engine.event(f"step.{status}", self.lease.run_id, step=rec.step_id, attempt=rec.attempt,
                           code=error.code if error else None)
+
+    def _item_row(self, step_id: str, starting: Attempt | None, rows: dict | None) -> None:
+        """A `step.map` item's row of run_partitions, in the transaction of its attempt (as a YAML partition's),
+        so `partitions` lists it and `runs skip` can skip it."""
+        split = split_part(step_id)
+        if split is None:
+            return
+        actions = list(self.history.log(step_id).actions) + ([starting] if starting is not None else [])
+        ordinal = self._execution.item_ordinals.get(step_id, 0) if self._execution is not None else 0
+        self.b.partition_row(split[0], split[1], ordinal, _item_state(actions[-1]), actions, rows,
+                             self.clock.now())
 
     def expire(self, rec: Attempt) -> None:
         self.b.expire(rec, self.clock.now())
@@ -105,8 +122,8 @@ class CodeRunDriver(RunDriver, Host):
             wf = resolve(self.ir)      # imported once per process
         except A44Error as err:
             return await self._end(FAILED, error=err)
-        x = Execution(wf, self.history, self, run_id=L.run_id, idempotency_key=row["idempotency_key"],
-                      input=row["input"])
+        x = self._execution = Execution(wf, self.history, self, run_id=L.run_id,
+                                        idempotency_key=row["idempotency_key"], input=row["input"])
         try:
             result = await x.run()
         except _Infra as exc:
@@ -204,3 +221,13 @@ class CodeRunDriver(RunDriver, Host):
             self._compensating = True
             self.engine.event("run.compensating", self.lease.run_id, step=step_id, code=err.code)
         return await Saga(self, self.b, plan, step_id).run()
+
+
+def _item_state(last: Attempt) -> str:
+    """A map item's partition state after its latest attempt (docs/partitions.md's states)."""
+    if last.status in ("running", "succeeded", "skipped"):
+        return {"running": "running", "succeeded": "success", "skipped": "skipped"}[last.status]
+    if last.status == "lease_expired" or last.retry_at is not None:
+        return "retrying"
+    return "timeout" if last.status == "timeout" or last.error_code == E_STEP_TIMEOUT else "failed"
+

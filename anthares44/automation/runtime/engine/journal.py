@@ -188,13 +188,17 @@ class Batch:
             rows_in=rows.get("in"), rows_out=rows.get("out"), rows_error=rows.get("error"), now=at)))
 
     def partition(self, pp: "PartProgress", at: datetime) -> None:
-        """Mirror a partition's state into `run_partitions` in the transaction of the attempt it follows."""
-        L, last = self.lease, pp.last
-        first = pp.actions[0] if pp.actions else None
-        rows = _rows(pp.output)
+        """Mirror a YAML fan-out partition's state into `run_partitions` in the transaction of its attempt."""
+        self.partition_row(pp.node.id, pp.partition, pp.ordinal, pp.shown, pp.actions, _rows(pp.output), at)
+
+    def partition_row(self, step_id: str, partition: str, ordinal: int, state: str, actions: list[Attempt],
+                      rows: dict | None, at: datetime) -> None:
+        """A partition's (or a code `step.map` item's) row of `run_partitions`: its state as of `actions`."""
+        L = self.lease
+        first, last = (actions[0], actions[-1]) if actions else (None, None)
         self._ops.append(("partition_state", dict(
-            run_id=L.run_id, project=L.project_id, workflow=L.workflow_id, step_id=pp.node.id,
-            partition=pp.partition, ordinal=pp.ordinal, epoch=L.epoch, state=pp.shown, attempts=len(pp.actions),
+            run_id=L.run_id, project=L.project_id, workflow=L.workflow_id, step_id=step_id,
+            partition=partition, ordinal=ordinal, epoch=L.epoch, state=state, attempts=len(actions),
             error_code=last.error_code if last else None, error_message=last.error_message if last else None,
             rows=None if rows is None else encode_json(rows), worker_id=self.worker_id if last else None,
             started_at=first.started_at if first else None, finished_at=last.finished_at if last else None,
