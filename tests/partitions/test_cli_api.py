@@ -52,12 +52,22 @@ def test_partitions_runs_partial_and_skip_on_the_command_line(partial_run, db, c
     assert code == 1 and "E_SKIP_NOT_ALLOWED" in err
 
 
-def test_rest_api_lists_partitions_with_read_scope_and_skips_with_write(partial_run, pg_url, tmp_path):
+def test_rest_api_lists_partitions_with_read_scope_and_skips_with_write(partial_run, pg_url, tmp_path, monkeypatch,
+                                                                        capsys):
     _api, _eng, run_id = partial_run
     live = LiveServer(pg_url, results_dir=tmp_path / "results")
     try:
         read = live.call(create_token, PROJECT, "reader", ["automation:read"], timedelta(days=1), None).token
         write = live.call(create_token, PROJECT, "oncall", ["automation:write"], timedelta(days=1), None).token
+        # the CLI against the API prints what it prints against the database
+        monkeypatch.setenv("A44_DATABASE_URL", pg_url)
+        local = cli(capsys, "partitions", run_id, "--format", "json")
+        monkeypatch.delenv("A44_DATABASE_URL")
+        monkeypatch.setenv("A44_API_TOKEN", read)
+        monkeypatch.setenv("A44_HOME", str(tmp_path / "home"))
+        remote = cli(capsys, "partitions", run_id, "--format", "json", "--api-url", live.url)
+        assert remote[0] == local[0] == 0 and remote[1] == local[1]
+        monkeypatch.delenv("A44_API_TOKEN")
         status, doc, _ = request(live.port, "GET", f"/v1/automation/partitions/{run_id}?state=timeout", b"",
                                  bearer(read))
         assert status == 200 and [p["partition"] for p in doc["partitions"]] == [SLOW]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from .output import EXIT_OK, add_common_options, json_document, run_api, table, when, write
+from .output import EXIT_OK, add_common_options, add_target_options, json_document, run_api, table, when, write
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -23,6 +23,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--step", metavar="S", help="only the partitions of this step")
     p.add_argument("--limit", type=int, default=1000, metavar="N", help="rows to print (default 1000)")
     add_common_options(p)
+    add_target_options(p)
     return p
 
 
