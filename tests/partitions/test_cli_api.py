@@ -40,6 +40,12 @@ def test_partitions_runs_partial_and_skip_on_the_command_line(partial_run, db, c
     # "was 2026-07-02 processed, when, by which run, with how many rows?" asked of the workflow
     code, out, _ = cli(capsys, "partitions", "daily-load", "--partition", "2026-07-02")
     assert code == 0 and run_id in out and "success" in out and "10/10/0" in out
+    code, out, _ = cli(capsys, "partitions", run_id, "--format", "json")
+    counts = json.loads(out)["counts"]
+    code, out, _ = cli(capsys, "logs", run_id)                # the run's log says how its partitions stand
+    assert code == 0 and ("partitions of load: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
+                          + f" (a44 automation partitions {run_id})\n") in out
+    assert counts["failed"] == counts["timeout"] == 1
     code, out, _ = cli(capsys, "runs", "--state", "partial", "--format", "json")
     assert code == 0 and [r["run_id"] for r in json.loads(out)["runs"]] == [run_id]
     code, out, err = cli(capsys, "partitions", run_id, "--state", "broken")

@@ -65,12 +65,23 @@ async def _logs(auto, args) -> int:
     attempts = await auto.logs(args.run_id)
     if args.format == "json":
         write(json_document({"run": run, "attempts": attempts}))
-    else:
-        write(render_text(run, attempts))
+        return EXIT_OK
+    fanned = any("[" in a["step_id"] for a in attempts)       # a fan-out step's partitions ran: `step[key]`
+    write(render_text(run, attempts, (await auto.partitions(args.run_id))["partitions"] if fanned else ()))
     return EXIT_OK
 
 
-def render_text(run: dict, attempts: list[dict]) -> str:
+def partitions_line(run_id: str, partitions) -> str:
+    """`partitions of load-day: success 28, failed 1, timeout 1 (a44 automation partitions RUN)`, per step."""
+    by_step: dict[str, dict[str, int]] = {}
+    for p in partitions:
+        counts = by_step.setdefault(p["step_id"], {})
+        counts[p["state"]] = counts.get(p["state"], 0) + 1
+    return "".join(f"partitions of {step}: " + ", ".join(f"{k} {n}" for k, n in sorted(c.items()))
+                   + f" (a44 automation partitions {run_id})\n" for step, c in by_step.items())
+
+
+def render_text(run: dict, attempts: list[dict], partitions=()) -> str:
     out = f"{run['run_id']}  {run['workflow_id']} v{run['version']}  {run['state']}"
     if run.get("error_code"):
         out += f"  {run.get('failed_step') or '-'} {run['error_code']}"
@@ -82,6 +93,7 @@ def render_text(run: dict, attempts: list[dict]) -> str:
         order += [s for s in counted if s not in order]
         steps = ", ".join(f"{sid} {rows_text(counted[sid])}" for sid in order)
         out += f"rows in/out/err: {rows_text(run.get('rows'))}  ({steps})\n"
+    out += partitions_line(run["run_id"], partitions)
     if not attempts:
         return out + "(no attempts yet)\n"
     attempts = sorted(attempts, key=lambda a: a.get("epoch") or 0)   # stable: start order within an epoch
