@@ -92,6 +92,7 @@ steps:
     timeout: 500ms
     retry: {{max: {retries}, strategy: fixed, base: 10ms}}
     url: "{base}/day/{{{{ partition }}}}"
+    rows: {{in: "result.json.rows.in", out: "result.json.rows.out", error: "result.json.rows.error"}}
     partitions:
       range: {{from: "input.from", to: "input.to", every: 1d}}
       concurrency: {concurrency}

@@ -123,7 +123,7 @@ class FanOut:
                 return True
             parts = p.plan(node.id, keys)
             for pp in parts:
-                b.partition(pp, now)
+                self.d.note_partition(b, pp, now)
         prefix = node.id + "["
         in_flight = sum(1 for k in busy if k.startswith(prefix))
         changed = False
@@ -141,7 +141,7 @@ class FanOut:
                 continue
             a = b.start(pp.key, pp.next_attempt, "action", now)
             p.add(a)
-            b.partition(pp, now)
+            self.d.note_partition(b, pp, now)
             busy.add(pp.key)
             starts.append((a, pp))
             in_flight += 1

@@ -160,8 +160,7 @@ class RunDriver:
             if a is None or a.status != "running" or sp.node.kind == "sleep":
                 continue
             b.expire(a, now)
-            if sp.partition is not None:
-                b.partition(sp, now)
+            self.note_partition(b, sp, now)
             if sp.node.exclusive:
                 parked = sp
         return parked
@@ -304,7 +303,7 @@ class RunDriver:
             a = b.record(key, attempt, "action", "succeeded", now, result=redact(out.result), finished_at=end)
             self.p.add(a)
             self.p.finished(a)
-            self._noted(b, sp, now)
+            self.note_partition(b, sp, now)
             self.engine.event("step.succeeded", self.lease.run_id, step=key, attempt=attempt)
             return
         err = out.error
@@ -313,14 +312,14 @@ class RunDriver:
         retry_at = end + timedelta(milliseconds=delay) if delay is not None else None
         self.p.add(b.record(key, attempt, "action", out.status, now, error=err, retry_at=retry_at,
                             finished_at=end))
-        self._noted(b, sp, now)
+        self.note_partition(b, sp, now)
         self.engine.event("step.failed", self.lease.run_id, step=key, attempt=attempt, code=err.code,
                           retry_at=retry_at.isoformat() if retry_at else None)
 
-    @staticmethod
-    def _noted(b: Batch, sp: StepProgress, now: datetime) -> None:
+    def note_partition(self, b: Batch, sp: StepProgress, now: datetime) -> None:
+        """A partition's row of run_partitions, with the row counts recorded for it (step_rows: one source)."""
         if sp.partition is not None:
-            b.partition(sp, now)
+            b.partition(sp, now, self.p.rows.get(sp.node.id, {}).get(sp.partition))
 
     async def _attempt(self, a: Attempt, sp: StepProgress) -> Outcome:
         out = await self._invoke(sp, a.attempt)
@@ -345,7 +344,7 @@ class RunDriver:
         if out.status == "succeeded":
             b.finish(a, "succeeded", now, result=redact(out.result))
             self.p.finished(a)
-            self._noted(b, sp, now)
+            self.note_partition(b, sp, now)
             self.engine.event("step.succeeded", self.lease.run_id, step=a.step_id, attempt=a.attempt)
             return
         err = out.error
@@ -354,7 +353,7 @@ class RunDriver:
         delay = retry_delay_ms(sp.node.retry, n, failure, self.engine.rng)
         retry_at = now + timedelta(milliseconds=delay) if delay is not None else None
         b.finish(a, out.status, now, error=err, retry_at=retry_at)
-        self._noted(b, sp, now)
+        self.note_partition(b, sp, now)
         self.engine.event("step.failed", self.lease.run_id, step=a.step_id, attempt=a.attempt, code=err.code,
                           retry_at=retry_at.isoformat() if retry_at else None)
 

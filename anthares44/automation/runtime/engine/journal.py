@@ -44,12 +44,6 @@ def attempt_key(run_id: str, step_id: str, kind: str = "action") -> str:
     return base if kind == "action" else base + ":compensate"
 
 
-def _rows(result: Any) -> dict | None:
-    """A result's `rows` mapping ({in, out, error}), or that of an http result's JSON body."""
-    for holder in (result, result.get("json") if isinstance(result, dict) else None):
-        if isinstance(holder, dict) and isinstance(holder.get("rows"), dict):
-            return holder["rows"]
-    return None
 class LeaseLost(Exception):
     """The run's lease is no longer ours (expired and re-granted, or released): stop touching the run."""
 
@@ -187,9 +181,10 @@ class Batch:
             run_id=self.lease.run_id, step_id=step_id, partition=partition, epoch=self.lease.epoch,
             rows_in=rows.get("in"), rows_out=rows.get("out"), rows_error=rows.get("error"), now=at)))
 
-    def partition(self, pp: "PartProgress", at: datetime) -> None:
-        """Mirror a YAML fan-out partition's state into `run_partitions` in the transaction of its attempt."""
-        self.partition_row(pp.node.id, pp.partition, pp.ordinal, pp.shown, pp.actions, _rows(pp.output), at)
+    def partition(self, pp: "PartProgress", at: datetime, rows: dict | None) -> None:
+        """Mirror a YAML fan-out partition's state into `run_partitions` in the transaction of its attempt, with
+        the row counts recorded for it (the step's `rows:`, docs/rows.md; None when it reports none)."""
+        self.partition_row(pp.node.id, pp.partition, pp.ordinal, pp.shown, pp.actions, rows, at)
 
     def partition_row(self, step_id: str, partition: str, ordinal: int, state: str, actions: list[Attempt],
                       rows: dict | None, at: datetime) -> None:
