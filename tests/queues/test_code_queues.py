@@ -20,14 +20,18 @@ calls = []
 @workflow("always-fails", version=1)
 async def always_fails(ctx, input):
     await step.run("prepare", fn=lambda: {"ok": True})
-    await step.run("charge", fn=_boom)
+    await step.run("charge", fn=_boom, retry={"max": 0, "strategy": "none"})
     return {"never": True}
 
 
 async def _boom():
     calls.append("charge")
-    raise ValueError("card declined")
+    raise ConnectionError("payments gateway unreachable")     # transient: the message is worth delivering again
 '''
+
+DECLINED = ALWAYS_FAILS.replace("always-fails", "declined").replace(
+    'raise ConnectionError("payments gateway unreachable")     # transient: the message is worth delivering again',
+    'raise ValueError("card declined")                          # permanent: delivering it again changes nothing')
 
 SUCCEEDS = '''from anthares44.automation import workflow, step
 
@@ -47,6 +51,20 @@ async def _publish(store, tmp_path, name: str, src: str, queue: Queue) -> str:
     return report.workflows[0].workflow_id
 
 
+def test_a_permanent_failure_is_dead_lettered_at_once(store, clock, aio, tmp_path):
+    async def body():
+        wf = await _publish(store, tmp_path, "declined", DECLINED, Queue(id="q_code", maxAttempts=5))
+        await store.create_run(PROJECT, wf, {"card": "4242"}, "msg-2", queue="q_code")
+        await engine(store, clock=clock).drive()
+        async with store.connection("t") as c:
+            runs = await c.fetch("select state, delivery from automation.runs")
+        assert [(r["state"], r["delivery"]) for r in runs] == [("failed", 1)]      # never delivered again
+        (row,) = await store.fetch("dlq_list", project=PROJECT, queue=None, limit=10)
+        dl = await rq.dlq_show(store, PROJECT, row["dead_letter_id"])
+        assert (dl["error_code"], dl["attempts"]) == ("E_CONNECTOR_FAILED", 1)
+    aio(body())
+
+
 def test_failing_code_run_is_redelivered_then_dead_lettered(store, clock, aio, tmp_path):
     async def body():
         wf = await _publish(store, tmp_path, "always_fails", ALWAYS_FAILS, Queue(id="q_code", maxAttempts=2))
@@ -64,8 +82,8 @@ def test_failing_code_run_is_redelivered_then_dead_lettered(store, clock, aio, t
         rows = await store.fetch("dlq_list", project=PROJECT, queue=None, limit=10)
         assert len(rows) == 1
         dl = await rq.dlq_show(store, PROJECT, rows[0]["dead_letter_id"], with_attempts=True)
-        assert dl["error_code"] == "E_CONNECTOR_FAILED" and dl["attempts"] == 2
-        assert dl["last_error"]["step"] == "charge" and "card declined" in dl["last_error"]["message"]
+        assert dl["error_code"] == "E_NETWORK" and dl["attempts"] == 2
+        assert dl["last_error"]["step"] == "charge" and "unreachable" in dl["last_error"]["message"]
         assert [d["delivery"] for d in dl["history"]] == [1, 2]
         assert [d["run_id"] for d in dl["history"]] == [r["run_id"] for r in runs]
         for d in dl["history"]:

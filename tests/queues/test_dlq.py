@@ -35,18 +35,33 @@ def test_exhausted_max_attempts_goes_to_dlq_with_history_and_exact_envelope(stor
     raw = b'{"id":"evt_1",  "type":"t", "idempotency_key":"k-1", "partition_key":null,\n "occurred_at":"2026-07-19T14:02:11.884Z","attempt":1,"data":{"n":1}}'
     out = aio(rq.deliver_envelope(store, PROJECT, ir.workflow_id, raw))
     assert out["outcome"] == "created"
-    script = Script(plan={"s1": ["perm", "perm"]})
+    script = Script(plan={"s1": ["retry", "retry"]})     # 503 with no retry budget left: worth delivering again
     aio(engine(store, script, clock=clock).drive())
     assert script.called("s1") == 2                       # two deliveries (maxAttempts), one attempt each
     rows = aio(store.fetch("dlq_list", project=PROJECT, queue=None, limit=10))
     assert len(rows) == 1
     dl = aio(rq.dlq_show(store, PROJECT, rows[0]["dead_letter_id"], with_attempts=True))
-    assert dl["error_code"] == "E_UPSTREAM_400" and dl["last_error"]["step"] == "s1" and dl["attempts"] == 2
+    assert dl["error_code"] == "E_UPSTREAM_503" and dl["last_error"]["step"] == "s1" and dl["attempts"] == 2
     assert [d["delivery"] for d in dl["history"]] == [1, 2]
     assert all(d["attempts"][0]["status"] == "failed" for d in dl["history"])
     # the envelope is not kept by deliver_envelope's run (no event row): the synthesized one is used; for the
     # byte-identical round trip see test_invalid_envelope_kept_byte_for_byte and the redrive test below
     assert rq.envelope_bytes(dl) == raw             # byte for byte
+
+
+def test_a_permanent_error_goes_to_the_dlq_at_once(store, aio, clock):
+    """The manual: a permanent error (a 4xx) is not delivered again up to maxAttempts: the same message would
+    fail the same way. It is a dead letter after its first delivery."""
+    ir = _publish(store, aio, queue=Queue(id="q_dl", maxAttempts=5))
+    raw = (b'{"id":"evt_2","type":"t","idempotency_key":"k-2","partition_key":null,'
+           b'"occurred_at":"2026-07-19T14:02:11.884Z","attempt":1,"data":{"n":2}}')
+    assert aio(rq.deliver_envelope(store, PROJECT, ir.workflow_id, raw))["outcome"] == "created"
+    script = Script(plan={"s1": ["perm"]})
+    aio(engine(store, script, clock=clock).drive())
+    assert script.called("s1") == 1
+    (row,) = aio(store.fetch("dlq_list", project=PROJECT, queue=None, limit=10))
+    dl = aio(rq.dlq_show(store, PROJECT, row["dead_letter_id"]))
+    assert (dl["error_code"], dl["attempts"]) == ("E_UPSTREAM_400", 1)
 
 
 def test_invalid_envelope_kept_byte_for_byte(store, aio, clock):

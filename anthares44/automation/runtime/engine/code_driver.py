@@ -183,7 +183,7 @@ class CodeRunDriver(RunDriver, Host):
                           summary=self.summary(), finished=True)
         # queues, as for YAML runs: a failed run is redelivered or dead-lettered in this transaction, and a run
         # of a partition wakes the daemons for its successor (RunDriver.after_terminal, docs/queues.md)
-        self.after_terminal(self.b, now, failed=state == FAILED)
+        self.after_terminal(self.b, now, failed=state == FAILED, error=error)
         await self.b.commit(now)
         self.engine.event(f"run.{state}", self.lease.run_id, code=error.code if error else None)
         return state

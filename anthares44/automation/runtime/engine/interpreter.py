@@ -397,7 +397,7 @@ class RunDriver:
             return await self._saga(b, sp.node.id).run()
         b.transition(FAILED, now, release=True, failed_step=sp.node.id, error=err, summary=self.p.summary(),
                      finished=True)
-        self.after_terminal(b, now, failed=True)
+        self.after_terminal(b, now, failed=True, error=err)
         await b.commit(now)
         self.engine.event("run.failed", self.lease.run_id, step=sp.node.id, code=err.code)
         return FAILED
@@ -406,7 +406,7 @@ class RunDriver:
         """Every step is done but the workflow's `expect:` does not hold: the run fails (nothing to undo: the
         data, not an effect, is wrong)."""
         b.transition(FAILED, now, release=True, error=err, summary=summary, finished=True)
-        self.after_terminal(b, now, failed=True)
+        self.after_terminal(b, now, failed=True, error=err)
         await b.commit(now)
         self.engine.event("run.failed", self.lease.run_id, code=err.code)
         return FAILED
@@ -437,15 +437,16 @@ class RunDriver:
     def latest_finish(self) -> datetime | None:
         return self.p.latest_finish()
 
-    def after_terminal(self, b: Batch, now: datetime, *, failed: bool = False) -> None:
-        """Queues (docs/queues.md): a failed run is redelivered or dead-lettered in the same transaction; a run of a
-        partition wakes the daemons for its successor (promoted by the 0007 trigger)."""
+    def after_terminal(self, b: Batch, now: datetime, *, failed: bool = False, error: A44Error | None = None) -> None:
+        """Queues (docs/queues.md): a failed run is redelivered or dead-lettered in the same transaction (at once
+        when `error` is permanent); a run of a partition wakes the daemons for its successor (0007 trigger)."""
         if self.row["queue"] is None:
             return
         if failed:
             from ..store import RUN_WALL_CLOCK_LIMIT
 
-            b.after_failure(now, now + RUN_WALL_CLOCK_LIMIT)
+            permanent = error is not None and not Failure.of(error).retryable
+            b.after_failure(now, now + RUN_WALL_CLOCK_LIMIT, permanent=permanent)
         elif self.row["partition_key"] is not None:
             b.wake_partition(now)
 

@@ -215,16 +215,18 @@ class Batch:
         if release and next_wake_at is not None:
             self._due = next_wake_at
 
-    def after_failure(self, at: datetime, deadline: datetime) -> None:
+    def after_failure(self, at: datetime, deadline: datetime, *, permanent: bool = False) -> None:
         """The run just ended `failed`: in the same transaction, redeliver the message as a new run while its
         queue's maxAttempts allows, else dead-letter it (`engine_op_queue_run_failed`; nothing for a run of no
-        queue)."""
+        queue). A `permanent` failure (a 4xx, an expectation, a code not marked retryable) is dead-lettered at once:
+        delivering the same message again would fail the same way."""
         from ..ingestion.ids import new_id
         from ..ulid import new_run_id
 
         L = self.lease
         self._ops.append(("queue_run_failed", dict(run_id=L.run_id, new_run_id=new_run_id(at), now=at,
-                                                   deadline=deadline, dead_letter_id=new_id("dlq", at))))
+                                                   deadline=deadline, dead_letter_id=new_id("dlq", at),
+                                                   permanent=permanent)))
         self._due = at if self._due is None or at < self._due else self._due
 
     def wake_partition(self, at: datetime) -> None:

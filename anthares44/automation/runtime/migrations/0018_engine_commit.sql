@@ -198,7 +198,7 @@ declare
 begin
     with x as (
         select * from jsonb_to_record(op) as x(run_id text, new_run_id text, now timestamptz, deadline timestamptz,
-                                               dead_letter_id text)
+                                               dead_letter_id text, permanent boolean)
     ), r as (
         select r.run_id, r.project_id, r.workflow_id, r.version, r.input, r.idempotency_key, r.trigger_id, r.event_id,
                r.partition_key, r.queue, r.seq, r.delivery, coalesce(r.origin_run_id, r.run_id) as origin,
@@ -216,7 +216,7 @@ begin
                r.trigger_id, r.event_id, r.partition_key, r.queue, x.now, x.deadline, x.now, x.now, r.seq,
                r.delivery + 1, r.origin, r.dead_letter_id
         from r, x
-        where r.delivery < r.max_attempts
+        where r.delivery < r.max_attempts and not coalesce(x.permanent, false)
         returning run_id, project_id, delivery, origin_run_id
     ), again_ev as (
         insert into automation.run_events (run_id, project_id, at, kind, state, data)
@@ -257,7 +257,7 @@ begin
                r.version, r.partition_key, r.input,
                coalesce((select history from prev), '[]'::jsonb) || (select h from hist), r.dead_letter_id
         from r, x
-        where r.delivery >= r.max_attempts and r.dead_letter_enabled
+        where (r.delivery >= r.max_attempts or coalesce(x.permanent, false)) and r.dead_letter_enabled
         returning dead_letter_id
     )
     select (select run_id from again), (select dead_letter_id from dead) into redelivered, dead_letter;
