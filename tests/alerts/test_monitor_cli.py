@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from anthares44.automation.cli import main as cli_main
+from tests.cli_support import run_cli
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.runtime.store import Store
 from tests.runtime.pg import query
@@ -33,12 +33,7 @@ def db(pg_url, monkeypatch, aio, tmp_path):
 
 
 def monitor(capsys, *argv):
-    try:
-        code = cli_main.main(["monitor", *argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_cli(capsys, "monitor", *argv)
 
 
 def test_the_manuals_line_as_written(db, capsys, pg_url):

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from anthares44.automation.cli import main as cli_main
+from tests.cli_support import run_cli
 from anthares44.automation.runtime.store import Store
 from tests.runtime.test_api import OTHER, attempt, finish_run, set_running, write_workflow
 
@@ -39,12 +39,7 @@ def sys_store(pg_url, aio, tmp_path):
 
 
 def cli(capsys, *argv):
-    try:
-        code = cli_main.main(["automation", *argv])
-    except SystemExit as exc:  # argparse's usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_cli(capsys, "automation", *argv)
 
 
 @pytest.fixture

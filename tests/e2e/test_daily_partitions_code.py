@@ -6,12 +6,11 @@ listing both; `replay --failed-partitions` calls exactly those two again."""
 from __future__ import annotations
 
 import json
-import time
 
 from tests.e2e.support import EXAMPLES, e2e_env
-from tests.e2e.test_daily_partitions import BAD, DAYS, SLOW, _json, a44
+from tests.e2e.test_daily_partitions import BAD, DAYS, SLOW, _json, a44, rerun_failed
 from tests.partitions.support import ThreadedDailyApi
-from tests.runtime.daemon_support import ServeProcess, wait_until
+from tests.runtime.daemon_support import ServeProcess
 
 
 def test_code_twin_partial_then_rerun_of_exactly_the_failed_days(pg_url, tmp_path):
@@ -32,14 +31,7 @@ def test_code_twin_partial_then_rerun_of_exactly_the_failed_days(pg_url, tmp_pat
         assert all(api.calls[d] == 1 for d in DAYS if d not in (BAD, SLOW))
         assert all(keys == {f"{run_id}:load-day:{d}"} for d, keys in api.keys.items())
 
-        api.hang = set()                                   # the slow export is fixed; the 422 day is not
-        before = dict(api.calls)
-        assert a44("replay", run_id, "--failed-partitions", env=env).returncode == 0
-        wait_until(lambda: _json(a44("runs", "--state", "partial", "--format", "json", env=env))["total"] == 1
-                   and api.calls[SLOW] > before[SLOW], 60, "the rerun to end partial again")
-        time.sleep(0.5)
-        assert {d: api.calls[d] - before.get(d, 0) for d in DAYS if api.calls[d] != before.get(d, 0)} == \
-               {BAD: 1, SLOW: 1}                           # exactly the two failed days ran again
+        assert rerun_failed(api, run_id, env) == {BAD: 1, SLOW: 1}   # exactly the two failed days again
         run = _json(a44("logs", run_id, "--format", "json", env=env))["run"]
         assert (run["state"], run["epoch"]) == ("partial", 1)
     finally:

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from anthares44.automation.cli import main as cli_main
+from tests.cli_support import run_cli
 from anthares44.automation.runtime.ingestion.tokens import create_token
 from tests.ingestion.support import LiveServer, bearer, request
 from tests.partitions.conftest import BAD, SLOW
@@ -16,12 +16,7 @@ from tests.runtime.engine_support import PROJECT
 
 
 def cli(capsys, *argv):
-    try:
-        code = cli_main.main(["automation", *argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_cli(capsys, "automation", *argv)
 
 
 @pytest.fixture
