@@ -22,6 +22,7 @@ COMPENSATION_DELAYS_MS = (5_000, 20_000, 60_000)   # §6.1: 3 attempts, waiting 
 RUN_DEADLINE_MS = 72 * 3600 * 1000
 DEFAULT_QUEUE = "q_default"
 DEFAULT_CONCURRENCY = 100
+DEFAULT_SINCE_MAX = 366        # partitions in one run's plan of a `since: lastSuccess` range
 
 
 class IR(BaseModel):
@@ -69,15 +70,21 @@ class CompensationIR(IR):
     delays_ms: tuple[int, ...] = COMPENSATION_DELAYS_MS
 
 
-class PartitionsIR(IR):
+class PartitionsIR(_Optional):
     """Fan-out of a call node: the partition keys come from `foreach` (a CEL list) or the range `range_from`..
-    `range_to` (CEL, ISO dates or date-times) by `every_ms`; at most `concurrency` partitions run at once."""
+    `range_to` (CEL, ISO dates or date-times) by `every_ms`; at most `concurrency` partitions run at once. With
+    `since` = "last_success" the range starts at what the step has not processed yet (from `initial`), at most
+    `max` keys."""
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("since", "initial", "max")
     foreach: Expr | None
     range_from: Expr | None
     range_to: Expr | None
     every_ms: int | None
     concurrency: int
     on_failure: Literal["partial", "fail", "compensate"]
+    since: Literal["last_success"] | None = None
+    initial: str | None = None
+    max: int | None = None
 
 
 class NodeIR(_Optional):

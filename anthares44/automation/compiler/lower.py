@@ -9,7 +9,7 @@ from typing import Any
 
 from ..diagnostics import Severity
 from .graph import edges
-from .ir import (DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, DEFAULT_QUEUE, DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS,
+from .ir import (DEFAULT_CONCURRENCY, DEFAULT_SINCE_MAX, DEFAULT_LEASE_MS, DEFAULT_QUEUE, DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS,
                  RUN_DEADLINE_MS, CatchUpIR, CompensationIR, ConcurrencyIR, ConnectorRef, DeliverIR, Expr, NodeIR,
                  PartitionsIR, RetryIR, TriggerIR, WorkflowIR, seal)
 from .project import workflow_id
@@ -64,9 +64,18 @@ def _partitions(step, roots: set[str]) -> PartitionsIR | None:
     if p is None:
         return None
     r = p.range
-    return PartitionsIR(foreach=_expr(p.foreach, roots), range_from=_expr(r.from_, roots) if r else None,
-                        range_to=_expr(r.to, roots) if r else None, every_ms=r.every if r else None,
-                        concurrency=p.concurrency, on_failure=step.onPartitionFailure or "fail")
+    from .rules.expressions import RANGE_ROOTS
+
+    return PartitionsIR(foreach=_expr(p.foreach, roots), range_from=_expr(r.from_, RANGE_ROOTS) if r else None,
+                        range_to=_expr(r.to, RANGE_ROOTS) if r else None, every_ms=r.every if r else None,
+                        concurrency=p.concurrency, on_failure=step.onPartitionFailure or "fail",
+                        **_since(r))
+
+
+def _since(r) -> dict:
+    if r is None or r.since is None:
+        return {}
+    return {"since": "last_success", "initial": r.initial, "max": r.max or DEFAULT_SINCE_MAX}
 
 
 def lower_step(i: int, step, project) -> NodeIR:

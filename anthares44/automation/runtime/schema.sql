@@ -168,6 +168,40 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.engine_op_partition_plan(op jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+    x record;
+    taken text;
+begin
+    select * into x from jsonb_to_record(op) as r(run_id text, project text, workflow text, step_id text,
+                                                  source text, keys jsonb, epoch integer, exclusive boolean,
+                                                  "now" timestamptz);
+    if x.exclusive then
+        perform pg_advisory_xact_lock(hashtextextended('a44.partition_plan/' || x.project || '/' || x.workflow
+                                                       || '/' || x.step_id, 0));
+        select p.partition into taken
+        from automation.run_partitions p
+        join automation.runs r on r.run_id = p.run_id
+        where p.project_id = x.project and p.workflow_id = x.workflow and p.step_id = x.step_id
+          and p.run_id <> x.run_id
+          and p.partition in (select jsonb_array_elements_text(x.keys))
+          and (p.state in ('success', 'skipped')
+               or r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled'))
+        limit 1;
+        if taken is not null then
+            raise exception using errcode = 'A44PC',
+                message = format('partition %s of step %s is taken by another run', taken, x.step_id);
+        end if;
+    end if;
+    insert into automation.partition_plans (run_id, step_id, project_id, workflow_id, source, keys, epoch,
+                                            planned_at)
+    values (x.run_id, x.step_id, x.project, x.workflow, x.source, x.keys, x.epoch, x."now")
+    on conflict (run_id, step_id) do nothing;
+end
+$$;
+
 CREATE FUNCTION automation.engine_op_partition_state(op jsonb) RETURNS void
     LANGUAGE sql
     AS $$
@@ -732,6 +766,17 @@ ALTER TABLE automation.notifications ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
     CACHE 1
 );
 
+CREATE TABLE automation.partition_plans (
+    run_id text NOT NULL,
+    step_id text NOT NULL,
+    project_id text NOT NULL,
+    workflow_id text NOT NULL,
+    source text NOT NULL,
+    keys jsonb NOT NULL,
+    epoch integer NOT NULL,
+    planned_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE automation.queues (
     project_id text NOT NULL,
     queue_id text NOT NULL,
@@ -1017,6 +1062,9 @@ ALTER TABLE ONLY automation.notifications
 ALTER TABLE ONLY automation.notifications
     ADD CONSTRAINT notifications_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY automation.partition_plans
+    ADD CONSTRAINT partition_plans_pkey PRIMARY KEY (run_id, step_id);
+
 ALTER TABLE ONLY automation.queues
     ADD CONSTRAINT queues_pkey PRIMARY KEY (project_id, queue_id);
 
@@ -1087,6 +1135,8 @@ CREATE INDEX notifications_due_idx ON automation.notifications USING btree (next
 CREATE INDEX run_events_outcome_idx ON automation.run_events USING btree (id) WHERE ((kind = 'run.state'::text) AND (state = ANY (ARRAY['failed'::text, 'compensation_failed'::text, 'awaiting_confirmation'::text, 'succeeded'::text])));
 
 CREATE INDEX run_events_run_idx ON automation.run_events USING btree (run_id, id);
+
+CREATE INDEX run_partitions_step_idx ON automation.run_partitions USING btree (project_id, workflow_id, step_id, partition);
 
 CREATE INDEX run_partitions_workflow_idx ON automation.run_partitions USING btree (project_id, workflow_id, partition, updated_at DESC);
 
@@ -1159,6 +1209,9 @@ CREATE TRIGGER runs_note_grant BEFORE UPDATE OF lease_grants ON automation.runs 
 CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
 
 CREATE TRIGGER step_attempts_metrics AFTER INSERT OR UPDATE OF status ON automation.step_attempts FOR EACH ROW EXECUTE FUNCTION automation.metric_attempt_finished();
+
+ALTER TABLE ONLY automation.partition_plans
+    ADD CONSTRAINT partition_plans_run_id_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY automation.run_partitions
     ADD CONSTRAINT run_partitions_run_id_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;

@@ -6,7 +6,7 @@ A step's connector parameters are not fields here: they sit on the step (built-i
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictStr
 
@@ -61,12 +61,21 @@ class Rows(Model):
 
 
 class PartitionRange(Model):
-    """Partitions from `from` to `to` inclusive, one every `every` (e.g. one a day)."""
+    """Partitions from `from` (or, with `since: lastSuccess`, from what this step has not yet processed) to `to`
+    inclusive, one every `every` (e.g. one a day)."""
 
-    from_: StrictStr = Field(alias="from")
+    from_: StrictStr | None = Field(None, alias="from")
     """CEL giving the first partition: an ISO date (`'2026-07-01'`) or date-time string, e.g. `input.from`."""
+    since: Literal["lastSuccess"] | None = None
+    """Instead of `from`: start at the earliest partition this step of this workflow has not processed (success or
+    skipped) in any run, from `initial` on; the plan is decided once per run and recorded."""
+    initial: StrictStr | None = None
+    """With `since`: the first partition ever (an ISO date or date-time, not CEL), used while nothing succeeded."""
+    max: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    """With `since`: at most this many partitions in one run's plan (default 366); more is E_PARTITIONS_INVALID."""
     to: StrictStr
-    """CEL giving the last partition (inclusive), same form as `from`."""
+    """CEL giving the last partition (inclusive), same form as `from`; e.g. `run.yesterday` (the day before the
+    run's logical date)."""
     every: Duration
     """The step between partitions, e.g. `1d` or `1h`; whole days give date keys (`2026-07-04`)."""
 

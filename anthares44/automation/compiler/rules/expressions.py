@@ -1,5 +1,5 @@
-"""Expression rules (§5): every `if:`, partition source (`partitions.foreach`, `partitions.range.from/to`) and
-event `filter:` parses and type-checks against its known roots.
+"""Expression rules (§5): every `if:`, partition source (`partitions.foreach`, `partitions.range.from/to`, which
+also see `partitions.last_success`) and event `filter:` parses and type-checks against its known roots.
 
 `if:` sees `input`, `trigger` and `steps` of the steps that certainly finished before it (its transitive
 `needs`, or all earlier steps in a sequential workflow); an event `filter:` sees `data` and the envelope fields.
@@ -12,6 +12,8 @@ from ...diagnostics import Diagnostic, Severity
 from ..graph import predecessors
 
 IF_ROOTS = {"input", "steps", "trigger", "run"}
+# a range's `from` / `to` also see `partitions.last_success`: the last partition this step processed (any run)
+RANGE_ROOTS = IF_ROOTS | {"partitions"}
 FILTER_ROOTS = {"data", "id", "type", "idempotency_key", "partition_key", "occurred_at", "attempt", "trigger_id"}
 
 
@@ -37,7 +39,8 @@ def check(project):
                                                   before[step.id])
             for key, text in _partition_sources(step.partitions):
                     yield from expression_diagnostics(decl.src, decl.path + ("steps", i, "partitions") + key, text,
-                                                      IF_ROOTS, before[step.id], expect_bool=False)
+                                                      RANGE_ROOTS if key[0] == "range" else IF_ROOTS,
+                                                      before[step.id], expect_bool=False)
         for j, trig in enumerate(_inline(wf)):
             if trig.filter is not None:
                 key = ("trigger",) if wf.trigger is not None and j == 0 else ("triggers", j - (wf.trigger is not None))
@@ -53,7 +56,8 @@ def _partition_sources(p):
         return []
     out = [(("foreach",), p.foreach)] if p.foreach else []
     if p.range is not None:
-        out += [(("range", "from"), p.range.from_), (("range", "to"), p.range.to)]
+        out += [(("range", "from"), p.range.from_)] if p.range.from_ is not None else []
+        out += [(("range", "to"), p.range.to)]
     return out
 
 

@@ -11,6 +11,7 @@ A44202 = register("A44202", "sleep step takes no uses, timeout or retry")
 A44203 = register("A44203", "step has neither uses nor sleep")
 A44206 = register("A44206", "partitions needs exactly one of foreach or range")
 A44207 = register("A44207", "onPartitionFailure or partitions where they do not apply")
+A44208 = register("A44208", "a partition range needs exactly one of from or since, and since needs initial")
 
 
 def check(project):
@@ -52,10 +53,42 @@ def _fan_out(src, path, step):
         yield Diagnostic.at(A44206, f"partitions of step {step.id!r} has {what} of 'foreach' and 'range'",
                             src.path, src.span(path + ("partitions",), key=True),
                             hint="give `foreach: <CEL list>` or `range: {from: <CEL>, to: <CEL>, every: 1d}`")
+    if p is not None and p.range is not None:
+        yield from _since(src, path + ("partitions", "range"), step.id, p.range)
     if step.onPartitionFailure is not None and p is None:
         yield Diagnostic.at(A44207, f"step {step.id!r} sets onPartitionFailure but has no partitions", src.path,
                             src.span(path + ("onPartitionFailure",), key=True),
                             hint="add `partitions:` or remove `onPartitionFailure`")
+
+
+def _since(src, path, step_id: str, r):
+    def bad(message: str, key: str, hint: str):
+        return Diagnostic.at(A44208, f"partitions.range of step {step_id!r} {message}", src.path,
+                             src.span(path + (key,), key=True) if key else src.span(path, key=True), hint=hint)
+
+    if (r.from_ is None) == (r.since is None):
+        what = "has both" if r.from_ is not None else "has neither"
+        yield bad(f"{what} of 'from' and 'since'", "", "give `from: <CEL>` or `since: lastSuccess` with `initial:`")
+    elif r.since is None:
+        for key in ("initial", "max"):
+            if getattr(r, key) is not None:
+                yield bad(f"sets {key!r} without 'since'", key, "remove it, or start with `since: lastSuccess`")
+    elif r.initial is None:
+        yield bad("has 'since' but no 'initial'", "since",
+                  "add `initial: \"2026-07-01\"`: the first partition while nothing has succeeded yet")
+    elif not _iso(r.initial):
+        yield bad(f"has initial {r.initial!r}, not an ISO date (2026-07-01) or date-time", "initial",
+                  "write the first partition as an ISO date, e.g. `initial: \"2026-07-01\"`")
+
+
+def _iso(text: str) -> bool:
+    from datetime import date, datetime
+
+    try:
+        (date if len(text) == 10 else datetime).fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _step_data(decl, i) -> dict:

@@ -1,5 +1,5 @@
-"""A fan-out step's partitions: their keys (from a CEL list or a date range, docs/partitions.md) and the driving of
-one step's partitions inside a visit: which partition starts next (at most `concurrency` in flight), and how the
+"""A fan-out step's partitions: their plan (partition_plan.py: computed once, recorded, read back) and the driving
+of one step's partitions inside a visit: which partition starts next (at most `concurrency` in flight), and how the
 step ends once every partition is final (results in partition order; `onPartitionFailure` decides what failed
 partitions mean).
 
@@ -9,78 +9,19 @@ through the same start/finish/retry/lease-expiry path as a step's, under the sam
 
 from __future__ import annotations
 
-import json
-from datetime import date, datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-from ...errors import E_EXPR_EVAL, E_PARTITIONS_FAILED, E_PARTITIONS_INVALID, A44Error
-from .. import evaluation
+from ...errors import E_PARTITIONS_FAILED, E_PARTITIONS_INVALID, A44Error
+from .journal import PlanConflict
+from .partition_plan import Planner, source
 from .progress import PartProgress, StepProgress
 
 if TYPE_CHECKING:
     from .interpreter import RunDriver
     from .journal import Batch
 
-MAX_PARTITIONS = 10_000
-DAY_MS = 86_400_000
-KEY_EVAL_TIMEOUT_S = 10.0
-
-
-def _key(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return str(value)
-
-
-def _moment(text: Any, what: str, step_id: str) -> date | datetime:
-    if not isinstance(text, str):
-        raise A44Error(E_PARTITIONS_INVALID, f"range {what} of step {step_id} gave {type(text).__name__}, not an "
-                                             f"ISO date string", step_id=step_id)
-    try:
-        if len(text) == 10:
-            return date.fromisoformat(text)
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise A44Error(E_PARTITIONS_INVALID, f"range {what} of step {step_id} is {text!r}, not an ISO date "
-                                             f"(2026-07-04) or date-time", step_id=step_id) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
-def range_keys(start: Any, end: Any, every_ms: int, step_id: str) -> list[str]:
-    """Keys from `start` to `end` inclusive, one every `every_ms`: `YYYY-MM-DD` when both ends are dates and the
-    step is whole days, ISO date-times otherwise."""
-    lo, hi = _moment(start, "from", step_id), _moment(end, "to", step_id)
-    dates = not isinstance(lo, datetime) and not isinstance(hi, datetime) and every_ms % DAY_MS == 0
-    if not dates:
-        lo, hi = (m if isinstance(m, datetime) else datetime(m.year, m.month, m.day, tzinfo=timezone.utc)
-                  for m in (lo, hi))
-    step, keys, cur = timedelta(milliseconds=every_ms), [], lo
-    while cur <= hi:
-        if len(keys) == MAX_PARTITIONS:
-            raise A44Error(E_PARTITIONS_INVALID, f"step {step_id} would have more than {MAX_PARTITIONS} "
-                                                 f"partitions", step_id=step_id)
-        keys.append(cur.isoformat())
-        cur += step
-    return keys
-
-
-def list_keys(value: Any, step_id: str) -> list[str]:
-    if not isinstance(value, (list, tuple)):
-        raise A44Error(E_PARTITIONS_INVALID, f"foreach of step {step_id} gave {type(value).__name__}, not a list",
-                       step_id=step_id)
-    keys = [_key(v) for v in value]
-    if len(keys) > MAX_PARTITIONS:
-        raise A44Error(E_PARTITIONS_INVALID, f"step {step_id} has {len(keys)} partitions (at most "
-                                             f"{MAX_PARTITIONS})", step_id=step_id)
-    seen: set[str] = set()
-    for k in keys:
-        if k in seen:
-            raise A44Error(E_PARTITIONS_INVALID, f"foreach of step {step_id} lists partition {k!r} twice",
-                           step_id=step_id, hint="partition keys identify partitions: make them unique")
-        seen.add(k)
-    return keys
+PLAN_TRIES = 5        # a since-last-success plan refused because another run took a key is planned again
 
 
 class FanOut:
@@ -88,26 +29,46 @@ class FanOut:
 
     def __init__(self, driver: "RunDriver"):
         self.d = driver
+        self.planner = Planner(driver)
 
-    async def keys(self, sp: StepProgress) -> list[str]:
-        """The step's partition keys (the CEL sees what an `if:` sees; it is re-evaluated on every visit, so it
-        must depend on the run only: input, earlier steps, trigger)."""
-        node, eng = sp.node, self.d.engine
-        spec = node.partitions
-        scope = self.d.cel_scope(node.id)
-
-        async def ev(expr):
+    async def _plan(self, b: "Batch", sp: StepProgress, now: datetime) -> list[PartProgress] | None:
+        """The step's partitions at its first visit: read back when recorded, else computed and recorded with this
+        transition (a since-last-success plan commits at once, under its workflow step's lock, and is computed
+        again while another run takes one of its keys first). None when planning failed the step."""
+        p, node = self.d.p, sp.node
+        recorded = p.plans.get(node.id)
+        if recorded is not None:
+            parts = p.plan(node.id, recorded)
+            for pp in parts:           # a new epoch (replay) stamps its rows
+                self.d.note_partition(b, pp, now)
+            return parts
+        exclusive = node.partitions.since is not None
+        if exclusive:
+            await b.commit(now)          # what this visit wrote before must not be lost with a refused plan
+        for _ in range(PLAN_TRIES):
             try:
-                return await evaluation.evaluate(eng.program(node, expr), scope, KEY_EVAL_TIMEOUT_S)
-            except A44Error:
-                raise
-            except Exception as exc:  # EvalError and friends: the expression is at fault
-                raise A44Error(E_EXPR_EVAL, f"partitions of step {node.id} ({expr.cel}) failed: {exc}",
-                               step_id=node.id) from None
-
-        if spec.foreach is not None:
-            return list_keys(await ev(spec.foreach), node.id)
-        return range_keys(await ev(spec.range_from), await ev(spec.range_to), spec.every_ms, node.id)
+                keys = await self.planner.keys(node)
+            except A44Error as err:
+                p.add(b.record(node.id, sp.next_attempt, "action", "failed", now, error=err))
+                return None
+            parts = p.plan(node.id, keys)
+            b.plan(node.id, source(node.partitions), keys, exclusive, now)
+            for pp in parts:
+                self.d.note_partition(b, pp, now)
+            if not exclusive:
+                return parts
+            try:
+                await b.commit(now)
+            except PlanConflict:
+                del p.fanout[node.id]
+                continue
+            p.plans[node.id] = keys
+            return parts
+        err = A44Error(E_PARTITIONS_INVALID, f"step {node.id}: other runs kept taking its partitions while it "
+                                             f"planned ({PLAN_TRIES} tries)", step_id=node.id,
+                       hint="runs of this workflow compete for the same partitions: limit its concurrency")
+        p.add(b.record(node.id, sp.next_attempt, "action", "failed", now, error=err))
+        return None
 
     async def advance(self, b: "Batch", sp: StepProgress, now: datetime, dues: list, busy: set[str],
                       starts: list) -> bool:
@@ -116,14 +77,9 @@ class FanOut:
         p, node = self.d.p, sp.node
         parts = p.fanout.get(node.id)
         if parts is None:
-            try:
-                keys = await self.keys(sp)
-            except A44Error as err:
-                p.add(b.record(node.id, sp.next_attempt, "action", "failed", now, error=err))
+            parts = await self._plan(b, sp, now)
+            if parts is None:
                 return True
-            parts = p.plan(node.id, keys)
-            for pp in parts:
-                self.d.note_partition(b, pp, now)
         prefix = node.id + "["
         in_flight = sum(1 for k in busy if k.startswith(prefix))
         changed = False

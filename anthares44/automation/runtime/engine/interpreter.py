@@ -81,7 +81,7 @@ class RunDriver:
     async def _load(self) -> None:
         store, L = self.engine.store, self.lease
         ir = await self.engine.workflow_ir(L.project_id, L.workflow_id, self.row["version"])
-        rows, order, counted = [], [], []
+        rows, order, counted, plans = [], [], [], []
         if L.grant > 1:
             # Only a lease holder writes attempts (a person's confirmation follows a grant too), so a first grant
             # has nothing to read: one round trip and one commit fewer per run.
@@ -90,8 +90,10 @@ class RunDriver:
                 order = [r["step_id"] for r in await conn.fetch("engine_completion_order", run_id=L.run_id,
                                                                 epoch=L.epoch)]
                 counted = await conn.fetch("step_rows_of_run", run_id=L.run_id)
+                if any(n.partitions is not None for n in ir.nodes):
+                    plans = await conn.fetch("partition_plans_of_run", run_id=L.run_id)
         self.p = Progress(ir, [Attempt.from_row(r, store.load_result) for r in rows], order,
-                          row_counts.recorded(counted))
+                          row_counts.recorded(counted), {r["step_id"]: r["keys"] for r in plans})
         # a replayed run (epoch > 0, §13) gets a fresh wall clock: replay wrote its deadline_at from the IR
         self.deadline = self.row["deadline_at"] if L.epoch else \
             min(self.row["deadline_at"], self.row["created_at"] + timedelta(milliseconds=ir.deadline_ms))

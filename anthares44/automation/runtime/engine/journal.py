@@ -48,6 +48,11 @@ class LeaseLost(Exception):
     """The run's lease is no longer ours (expired and re-granted, or released): stop touching the run."""
 
 
+class PlanConflict(Exception):
+    """A since-last-success partition plan took a key another run processed or owns since it was computed:
+    nothing was written; plan again."""
+
+
 @dataclass(frozen=True)
 class Lease:
     run_id: str
@@ -199,6 +204,13 @@ class Batch:
             started_at=first.started_at if first else None, finished_at=last.finished_at if last else None,
             now=at)))
 
+    def plan(self, step_id: str, source: str, keys: list[str], exclusive: bool, at: datetime) -> None:
+        """Record a fan-out step's partition plan (migration 0020); `exclusive` refuses keys of other runs."""
+        L = self.lease
+        self._ops.append(("partition_plan", dict(
+            run_id=L.run_id, project=L.project_id, workflow=L.workflow_id, step_id=step_id, source=source,
+            keys=keys, epoch=L.epoch, exclusive=exclusive, now=at)))
+
     # --- the run ----------------------------------------------------------------------------------------------
     def transition(self, to: str, at: datetime, *, next_wake_at: datetime | None = None, release: bool = False,
                    failed_step: str | None = None, error: A44Error | None = None, result: Any = None,
@@ -294,9 +306,13 @@ def _not_running(L: Lease, cause: Any) -> Exception:
     return LeaseLost(getattr(cause, "message", None) or L.run_id)
 
 
+def _plan_conflict(L: Lease, cause: Any) -> Exception:
+    return PlanConflict(getattr(cause, "message", None) or L.run_id)
+
+
 def _illegal(L: Lease, cause: Any) -> Exception:
     return illegal(L.run_id, getattr(cause, "detail", None), getattr(cause, "hint", None) or "?")
 
 
 # the SQLSTATEs an operation of 0018 raises to refuse -> the exception the engine raises (nothing was written)
-_SIGNALS = {"A44LL": _lease_lost, "A44NR": _not_running, "A44IT": _illegal}
+_SIGNALS = {"A44LL": _lease_lost, "A44NR": _not_running, "A44IT": _illegal, "A44PC": _plan_conflict}

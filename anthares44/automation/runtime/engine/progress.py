@@ -93,8 +93,9 @@ class PartProgress(StepProgress):
 
 class Progress:
     def __init__(self, ir: WorkflowIR, attempts: list[Attempt], completion_order: list[str],
-                 rows: dict[str, dict[str, dict]] | None = None):
+                 rows: dict[str, dict[str, dict]] | None = None, plans: dict[str, list[str]] | None = None):
         self.ir = ir
+        self.plans: dict[str, list[str]] = plans or {}      # step id -> its recorded partition keys (0020)
         self.rows: dict[str, dict[str, dict]] = rows or {}     # step -> partition -> counts (step_rows)
         self._ancestors: dict[str, set[str]] = {}
         self.steps: dict[str, StepProgress] = {n.id: StepProgress(n) for n in ir.nodes}

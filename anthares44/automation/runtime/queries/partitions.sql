@@ -56,3 +56,27 @@ insert into automation.run_events (run_id, project_id, at, kind, state, data)
 select run_id, project_id, :now, 'run.state', 'succeeded', jsonb_build_object('from', 'partial', 'by', :who::text)
 from r
 returning id;
+
+-- name: partition_history
+-- purpose: each partition of step :step of workflow :workflow (project :project) in runs other than :run_id: whether one processed it (success or skipped) and whether an unfinished one owns it
+select p.partition,
+       bool_or(p.state in ('success', 'skipped')) as done,
+       bool_or(r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled')) as owned
+from automation.run_partitions p
+join automation.runs r on r.run_id = p.run_id
+where p.project_id = :project and p.workflow_id = :workflow and p.step_id = :step and p.run_id <> :run_id
+group by p.partition;
+
+-- name: partition_plans_of_run
+-- purpose: the recorded partition plans of run :run_id (one per fan-out step), to read back instead of planning again
+select step_id, source, keys
+from automation.partition_plans
+where run_id = :run_id;
+
+-- name: partition_logical_time
+-- purpose: the occurrence of schedule :trigger (project :project) that started run :run_id, if one did (its logical time)
+select fire_at
+from automation.schedule_occurrences
+where project_id = :project and trigger_id = :trigger and run_id = :run_id
+order by fire_at
+limit 1;
