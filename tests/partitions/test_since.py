@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime, timedelta, timezone
 
+import asyncpg
+
 from anthares44.automation.app.automation import Automation
 from anthares44.automation.app.replay import replay
 from tests.partitions.support import DailyApi, PROJECT, compile_yaml, drive_until_final, partitions_of, publish
@@ -79,4 +81,117 @@ def test_a_failed_day_stays_in_the_next_plans_until_it_is_processed(store, clock
         assert await _plan(store, r4) == ["2026-07-06"]
         assert api.calls["2026-07-02"] == 3 and api.calls["2026-07-01"] == 1
         await eng.registry.aclose()
+    aio(body())
+
+
+def test_a_replay_reads_the_recorded_plan_back_whatever_ran_since(store, clock, aio, serve, tmp_path):
+    """The plan of a run is the run's: a later run processing its failed day, or a new version planning with
+    another `initial`, changes nothing in a replay of it (the recorded keys are used, not re-evaluated)."""
+    api = DailyApi()
+    api.reject = {"2026-07-02"}
+    base = serve(api.app())
+    ir = compile_yaml(tmp_path, since_yaml(base))
+    ir2 = compile_yaml(tmp_path, since_yaml(base, initial="2026-06-20").replace("version: 1", "version: 2"),
+                       name="v2.yaml")
+
+    async def body():
+        await publish(store, ir)
+        eng = engine(store, clock=clock)
+        r1, run = await _run_on(store, clock, eng, ir, datetime(2026, 7, 4, 6, tzinfo=UTC), "d4")
+        assert run["state"] == "partial"
+        api.reject = set()
+        r2, run = await _run_on(store, clock, eng, ir, datetime(2026, 7, 5, 6, tzinfo=UTC), "d5")
+        assert run["state"] == "succeeded" and await _plan(store, r2) == ["2026-07-02", "2026-07-04"]
+        await publish(store, ir2)
+        calls = dict(api.calls)
+        auto = Automation(store)
+        await replay(auto, [r1], from_step="load", to_version=2)
+        run = await drive_until_final(eng, clock, store, r1)
+        assert (run["state"], run["epoch"], run["version"]) == ("succeeded", 1, 2)
+        parts = await partitions_of(store, r1)
+        assert [p["partition"] for p in parts] == ["2026-07-01", "2026-07-02", "2026-07-03"]
+        assert {p["epoch"] for p in parts} == {1}
+        assert {d: api.calls[d] - calls.get(d, 0) for d in api.calls if api.calls[d] > calls.get(d, 0)} == {
+            "2026-07-01": 1, "2026-07-02": 1, "2026-07-03": 1}              # the recorded days, nothing else
+        await eng.registry.aclose()
+    aio(body())
+
+
+def test_more_days_than_max_fails_the_step_with_E_PARTITIONS_INVALID(store, clock, aio, serve, tmp_path):
+    api = DailyApi()
+    ir = compile_yaml(tmp_path, since_yaml(serve(api.app()), max_=5))
+
+    async def body():
+        await publish(store, ir)
+        eng = engine(store, clock=clock)
+        r1, run = await _run_on(store, clock, eng, ir, datetime(2026, 7, 10, 6, tzinfo=UTC), "d10")
+        assert (run["state"], run["error_code"]) == ("failed", "E_PARTITIONS_INVALID")
+        assert "9 partitions" in run["error_message"] and "max 5" in run["error_message"]
+        assert not api.calls
+        await eng.registry.aclose()
+    aio(body())
+
+
+def test_two_runs_planning_at_once_never_take_the_same_day(pg_url, store, clock, aio, serve, tmp_path):
+    """Both runs' first visits compute the same days (each reads the history before either commits): the plan
+    operation's lock and check refuse the second plan, whose run plans again without the first one's days."""
+    api = DailyApi()
+    ir = compile_yaml(tmp_path, since_yaml(serve(api.app())))
+
+    async def body():
+        await publish(store, ir)
+        eng = engine(store, clock=clock)
+        clock.set(datetime(2026, 7, 4, 6, tzinfo=UTC))
+        runs = [(await store.create_run(PROJECT, ir.workflow_id, {}, f"k{i}")).run_id for i in range(2)]
+        # hold the plan lock of (workflow, step) until both planners computed their keys and wait on it
+        holder = await asyncpg.connect(pg_url)
+        tx = holder.transaction()
+        await tx.start()
+        await holder.execute("select pg_advisory_xact_lock(hashtextextended($1, 0))",
+                             f"a44.partition_plan/{PROJECT}/{ir.workflow_id}/load")
+        driving = asyncio.create_task(eng.drive())
+        for _ in range(500):
+            if await holder.fetchval("select count(*) from pg_locks where locktype = 'advisory' and not granted") == 2:
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the two planners never waited on the plan lock")
+        await tx.rollback()
+        await driving
+        await holder.close()
+        for r in runs:
+            await drive_until_final(eng, clock, store, r)
+        assert eng.metrics["partitions.replanned"] == 1          # the second planner's first plan was refused
+        plans = [await _plan(store, r) for r in runs]
+        assert sorted(plans) == [[], ["2026-07-01", "2026-07-02", "2026-07-03"]]
+        assert api.calls == {"2026-07-01": 1, "2026-07-02": 1, "2026-07-03": 1}
+        await eng.registry.aclose()
+    aio(body())
+
+
+def test_a_run_leaves_out_the_days_an_unfinished_run_owns(store, clock, aio, serve, tmp_path):
+    api = DailyApi()
+    api.hang = {"2026-07-02"}
+    ir = compile_yaml(tmp_path, since_yaml(serve(api.app())))
+
+    async def body():
+        await publish(store, ir)
+        first, second = engine(store, clock=clock), engine(store, clock=clock)
+        clock.set(datetime(2026, 7, 4, 6, tzinfo=UTC))
+        r1 = (await store.create_run(PROJECT, ir.workflow_id, {}, "k1")).run_id
+        busy = asyncio.create_task(first.drive())
+        for _ in range(500):                         # until r1 planned its days and is calling 07-02
+            if api.in_flight:
+                break
+            await asyncio.sleep(0.01)
+        clock.set(datetime(2026, 7, 5, 6, tzinfo=UTC))
+        r2 = (await store.create_run(PROJECT, ir.workflow_id, {}, "k2")).run_id
+        await drive_until_final(second, clock, store, r2)
+        assert await _plan(store, r2) == ["2026-07-04"]            # 07-01..07-03 belong to r1
+        await busy
+        api.hang = set()
+        run = await drive_until_final(first, clock, store, r1)
+        assert await _plan(store, r1) == ["2026-07-01", "2026-07-02", "2026-07-03"] and run["state"] == "partial"
+        for eng in (first, second):
+            await eng.registry.aclose()
     aio(body())

@@ -61,6 +61,7 @@ class FanOut:
                 await b.commit(now)
             except PlanConflict:
                 del p.fanout[node.id]
+                self.d.engine.event("partitions.replanned", self.d.lease.run_id, step=node.id)
                 continue
             p.plans[node.id] = keys
             return parts
