@@ -6,6 +6,7 @@ the following runs' plans; two runs of the workflow never take the same day."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import datetime, timedelta, timezone
 
 import asyncpg
@@ -18,17 +19,19 @@ from tests.runtime.engine_support import engine
 UTC = timezone.utc
 
 
-def since_yaml(base: str, *, initial: str = "2026-07-01", max_: int = 31, extra: str = "") -> str:
+def since_yaml(base: str, *, initial: str = "2026-07-01", max_: int = 31, extra: str = "",
+               timeout: str = "500ms", concurrency: int = 4) -> str:
     return f"""\
 name: daily-since
 version: 1
 {extra}steps:
   - id: load
     uses: http
-    timeout: 500ms
+    timeout: {timeout}
     url: "{base}/day/{{{{ partition }}}}"
     partitions:
       range: {{since: lastSuccess, initial: "{initial}", to: "run.yesterday", every: 1d, max: {max_}}}
+      concurrency: {concurrency}
     onPartitionFailure: partial
 """
 
@@ -195,3 +198,53 @@ def test_a_run_leaves_out_the_days_an_unfinished_run_owns(store, clock, aio, ser
         for eng in (first, second):
             await eng.registry.aclose()
     aio(body())
+
+
+def test_a_scheduled_run_plans_to_the_day_before_its_occurrence_in_the_workflow_zone(store, clock, aio, serve,
+                                                                                       tmp_path):
+    """`run.yesterday` is the day before the run's logical date: its schedule occurrence (22:00 on 07-04 in
+    Sao Paulo, 01:00 on 07-05 in UTC), caught up the next afternoon, in the schedule's zone."""
+    from anthares44.automation.runtime.scheduling import Scheduler
+    from tests.scheduling.support import add_trigger
+
+    api = DailyApi()
+    trigger = 'trigger: {cron: "0 22 * * *", tz: America/Sao_Paulo, catchUp: {enabled: true}}\n'
+    ir = compile_yaml(tmp_path, since_yaml(serve(api.app()), extra=trigger))
+
+    async def body():
+        clock.set(datetime(2026, 7, 4, 12, tzinfo=UTC))
+        await publish(store, ir)
+        await add_trigger(store, ir.triggers[0], clock.now())
+        clock.set(datetime(2026, 7, 5, 20, tzinfo=UTC))          # 17:00 on 07-05 there: the 22:00 of 07-04 was missed
+        rep = await Scheduler(store, clock=clock).tick()
+        (run_id,) = rep.runs_created.values()
+        eng = engine(store, clock=clock)
+        run = await drive_until_final(eng, clock, store, run_id)
+        assert run["state"] == "succeeded"
+        assert await _plan(store, run_id) == ["2026-07-01", "2026-07-02", "2026-07-03"]
+        await eng.registry.aclose()
+    aio(body())
+
+
+def test_the_recorded_plan_survives_a_kill_9_between_first_visit_and_completion(pg_url, tmp_path):
+    """Real daemons on the system clock: the lease holder is killed with partitions in flight; the survivor
+    finishes exactly the recorded days (the ones done before the kill are not called again)."""
+    from tests.partitions.crash_support import SlowDays, kill_the_holder_mid_fan_out, setup_run
+    from tests.runtime.pg import query
+
+    far = SlowDays()
+    today = datetime.now(UTC).date()
+    want = [(today - timedelta(days=n)).isoformat() for n in range(6, 0, -1)]
+    ir = compile_yaml(tmp_path, since_yaml(far.url, initial=want[0], timeout="10s", concurrency=2))
+    run_id = asyncio.run(setup_run(pg_url, ir, tmp_path, {}))
+    planned = []
+    holder, _ = kill_the_holder_mid_fan_out(pg_url, tmp_path, far, run_id, done=2, before_kill=lambda: planned.extend(
+        query(pg_url, "select keys from automation.partition_plans where run_id = $1", run_id)))
+    assert [json.loads(r["keys"]) if isinstance(r["keys"], str) else r["keys"] for r in planned] == [want]
+    parts = query(pg_url, "select partition, state from automation.run_partitions where run_id = $1 "
+                          "order by ordinal", run_id)
+    assert [(p["partition"], p["state"]) for p in parts] == [(d, "success") for d in want]
+    assert set(far.calls) == set(want) and all(1 <= far.calls[d] <= 2 for d in want)
+    done_by_holder = query(pg_url, "select step_id from automation.step_attempts where run_id = $1 and "
+                                   "status = 'succeeded' and worker_id = $2 and step_id like 'load[%'", run_id, holder)
+    assert done_by_holder and all(far.calls[r["step_id"][5:-1]] == 1 for r in done_by_holder)
