@@ -31,6 +31,7 @@ from ..durations import parse_duration
 from ..errors import (E_CONNECTOR_FAILED, E_NETWORK, E_NONDETERMINISTIC_REPLAY, E_PARTITIONS_FAILED, E_STEP_TIMEOUT,
                       A44Error)
 from .expectations import StepRows
+from .partition_plans import Partitions
 
 CTX_PREFIX = "ctx."
 DEFAULT_STEP_TIMEOUT = "60s"
@@ -177,6 +178,11 @@ class Host:
         """Record a ctx.now()/ctx.random() value (written with the next commit, before any effect can see it)."""
         raise NotImplementedError
 
+    async def plan(self, plan_id: str, name: str, spec: dict, attempt: int) -> Attempt:
+        """Decide and record (committed) the partition plan `plan_id` of `step.map(name, ...)`: its succeeded
+        attempt holds the keys (sdk/partition_plans.py); raises StepFailed when planning fails."""
+        raise NotImplementedError
+
 
 # --- helpers ------------------------------------------------------------------------------------------------------
 def _iso(value: datetime) -> str:
@@ -239,7 +245,8 @@ def as_error(exc: BaseException, step_id: str, timeout_ms: int) -> tuple[str, A4
 
 # --- the execution ------------------------------------------------------------------------------------------------
 class Context:
-    """`ctx` of a workflow function: run identity, and the deterministic `now()` / `random()`."""
+    """`ctx` of a workflow function: run identity, the deterministic `now()` / `random()`, and `partitions`
+    (`since_last_success`, recorded plans of `step.map` keys)."""
 
     def __init__(self, execution: "Execution", run_id: str, workflow_id: str, idempotency_key: str, input: Any):
         self._x = execution
@@ -247,6 +254,7 @@ class Context:
         self.workflow_id = workflow_id
         self.input = input
         self._run_key = idempotency_key
+        self.partitions = Partitions(execution)
 
     @property
     def idempotency_key(self) -> str:

@@ -55,6 +55,9 @@ class _FixtureHost(Host):
     def record_value(self, key, value):
         self.values[key] = value
 
+    async def plan(self, plan_id, name, spec, attempt):
+        raise _Continues(plan_id)
+
 
 def history_of(doc: dict) -> History:
     return History.of([Attempt(h["step_id"], h.get("kind", "action"), h.get("attempt", 1), h["status"],

@@ -13,19 +13,22 @@ the run fails, nothing is compensated: the code is not the code that made the lo
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
 from ...attempts import Attempt, latest_finish
 from ...compiler.ir import COMPENSATION_DELAYS_MS
 from ...compiler.row_counts import WHOLE_STEP, linear_ancestors, summary_rows
-from ...errors import (E_CODE_WORKFLOW, E_EXPECTATION_FAILED, E_PARTITIONS_FAILED, E_RUN_DEADLINE, E_STEP_TIMEOUT,
-                      A44Error)
+from ...errors import (E_CODE_WORKFLOW, E_EXPECTATION_FAILED, E_PARTITIONS_FAILED, E_PARTITIONS_INVALID,
+                      E_RUN_DEADLINE, E_STEP_TIMEOUT, A44Error)
 from ...sdk.core import (Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error,
                          call_user, jsonable)
 from ...redact import redact
 from .interpreter import RunDriver
-from .journal import LeaseLost
+from .fanout import PLAN_TRIES
+from .journal import LeaseLost, PlanConflict
+from .partition_plan import Planner, since_keys
 from .progress import split_part
 from .rows import recorded
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
@@ -112,6 +115,41 @@ class CodeRunDriver(RunDriver, Host):
 
     def record_value(self, key: str, value: Any) -> None:
         self.b.record(key, 1, "action", "succeeded", self.clock.now(), result=value)
+
+    async def plan(self, plan_id: str, name: str, spec: dict, attempt: int) -> Attempt:
+        """`ctx.partitions.since_last_success`: the keys, recorded as step `plan_id` with the plan of `name` and
+        its pending partition rows in one commit (refused, then computed again, while another run takes a key
+        first: the YAML plan's lock and check, partition_plan.py)."""
+        await self._commit()             # ctx values this visit drew must not be lost with a refused plan
+        planner = Planner(self)
+        for _ in range(PLAN_TRIES):
+            now = self.clock.now()
+            try:
+                day = await planner.logical_day()
+                end = spec["to"] or (day - timedelta(days=1)).isoformat()
+                keys = since_keys(await planner.history(name), spec["initial"], end, spec["every_ms"], spec["max"],
+                                  name)
+            except A44Error as err:
+                self.b.record(plan_id, attempt, "action", "failed", now, error=err)
+                await self._commit()
+                raise StepFailed(plan_id, err.code, err.message) from None
+            a = self.b.record(plan_id, attempt, "action", "succeeded", now, result=keys)
+            self.b.plan(name, json.dumps(spec, sort_keys=True, separators=(",", ":")), keys, True, now)
+            for i, key in enumerate(keys):
+                self.b.partition_row(name, key, i, "pending", [], None, now)
+            try:
+                await self.b.commit(now)
+            except PlanConflict:
+                self.engine.event("partitions.replanned", self.lease.run_id, step=name)
+                continue
+            except (LeaseLost, A44Error) as exc:
+                raise _Infra(exc) from exc
+            return a
+        err = A44Error(E_PARTITIONS_INVALID, f"{name}: other runs kept taking its partitions while it planned",
+                       step_id=plan_id, hint="runs of this workflow compete for the same partitions")
+        self.b.record(plan_id, attempt, "action", "failed", self.clock.now(), error=err)
+        await self._commit()
+        raise StepFailed(plan_id, err.code, err.message)
 
     # --- the visit ----------------------------------------------------------------------------------------------
     async def _visit(self) -> str:

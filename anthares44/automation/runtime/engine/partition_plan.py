@@ -135,20 +135,34 @@ class History:
         return nxt.isoformat() if _instant(nxt) >= first else initial
 
 
-def logical_moment(driver: "RunDriver", fire_at: datetime | None) -> datetime:
+def logical_moment(triggers, row, fire_at: datetime | None) -> datetime:
     """The run's logical time in the time zone of its trigger (else the workflow's first zoned trigger, else
     UTC): the schedule occurrence that started it, else its creation."""
     from ..scheduling.occurrences import zone
 
-    ir, row = driver.p.ir, driver.row
-    zoned = [t for t in ir.triggers if t.tz] if ir.triggers else []
+    zoned = [t for t in triggers or () if t.tz]
     own = [t for t in zoned if t.id == row["trigger_id"]]
     tz = zone((own or zoned)[0].tz) if zoned else timezone.utc
     return (fire_at or row["created_at"]).astimezone(tz)
 
 
+def since_keys(history: History, initial: str, end: Any, every_ms: int, most: int, step_id: str) -> list[str]:
+    """The keys of a since-last-success plan: from `history.start` to `end`, without those processed or owned
+    by other runs; more than `most` is E_PARTITIONS_INVALID."""
+    start = history.start(initial, every_ms)
+    if _instant(_moment(end, "to", step_id)) < _instant(_moment(start, "from", step_id)):
+        return []
+    keys = [k for k in range_keys(start, end, every_ms, step_id) if k not in history.done and k not in history.owned]
+    if len(keys) > most:
+        raise A44Error(E_PARTITIONS_INVALID, f"step {step_id} would plan {len(keys)} partitions from {start} to "
+                                             f"{end}, more than its max {most}", step_id=step_id,
+                       hint="raise the range's `max`, or move `initial` closer")
+    return keys
+
+
 class Planner:
-    """Computes the keys of a fan-out step at its first visit (the caller records them)."""
+    """Computes the keys of a fan-out step (YAML) or a `ctx.partitions.since_last_success` (code) at its first
+    visit; the caller records them."""
 
     def __init__(self, driver: "RunDriver"):
         self.d = driver
@@ -158,8 +172,8 @@ class Planner:
         scope = d.cel_scope(node.id)
         history = None
         if spec.foreach is None:
-            history = await self._history(node.id)
-            day = logical_moment(d, await self._fire_at()).date()
+            history = await self.history(node.id)
+            day = await self.logical_day()
             scope["run"] = {**scope["run"], "date": day.isoformat(),
                             "yesterday": (day - timedelta(days=1)).isoformat()}
             scope["partitions"] = {"last_success": history.last_success}
@@ -177,27 +191,19 @@ class Planner:
             return list_keys(await ev(spec.foreach), node.id)
         if spec.since is None:
             return range_keys(await ev(spec.range_from), await ev(spec.range_to), spec.every_ms, node.id)
-        end = await ev(spec.range_to)
-        start = history.start(spec.initial, spec.every_ms)
-        if _instant(_moment(end, "to", node.id)) < _instant(_moment(start, "from", node.id)):
-            return []
-        keys = [k for k in range_keys(start, end, spec.every_ms, node.id)
-                if k not in history.done and k not in history.owned]
-        if len(keys) > spec.max:
-            raise A44Error(E_PARTITIONS_INVALID, f"step {node.id} would plan {len(keys)} partitions from {start} "
-                                                 f"to {end}, more than its max {spec.max}", step_id=node.id,
-                           hint="raise `max:` of the range, or move `initial:` closer")
-        return keys
+        return since_keys(history, spec.initial, await ev(spec.range_to), spec.every_ms, spec.max, node.id)
 
-    async def _history(self, step_id: str) -> History:
+    async def history(self, step_id: str) -> History:
         L = self.d.lease
         rows = await self.d.engine.store.fetch("partition_history", project=L.project_id, workflow=L.workflow_id,
                                                step=step_id, run_id=L.run_id)
         return History(rows, step_id)
 
-    async def _fire_at(self) -> datetime | None:
+    async def logical_day(self) -> date:
         row, L = self.d.row, self.d.lease
-        if row["trigger_id"] is None:
-            return None
-        return await self.d.engine.store.fetchval("partition_logical_time", project=L.project_id,
-                                                  trigger=row["trigger_id"], run_id=L.run_id)
+        fire_at = None
+        if row["trigger_id"] is not None:
+            fire_at = await self.d.engine.store.fetchval("partition_logical_time", project=L.project_id,
+                                                         trigger=row["trigger_id"], run_id=L.run_id)
+        ir = self.d.p.ir if self.d.p is not None else self.d.ir
+        return logical_moment(ir.triggers, row, fire_at).date()
