@@ -10,6 +10,7 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import asyncpg
+import pytest
 
 from anthares44.automation.app.automation import Automation
 from anthares44.automation.app.replay import replay
@@ -46,44 +47,66 @@ async def _run_on(store, clock, eng, ir, day: datetime, key: str):
     return run_id, await drive_until_final(eng, clock, store, run_id)
 
 
-def test_each_daily_run_plans_the_days_not_processed_yet(store, clock, aio, serve, tmp_path):
+class Days:
+    """Runs of one published since workflow on an engine: `await days.on(4)` starts the run of 2026-07-04 06:00
+    UTC, drives it to its end and gives (its state, its recorded plan); `days.run_id` is its id."""
+
+    def __init__(self, store, clock, ir):
+        self.store, self.clock, self.ir = store, clock, ir
+        self.eng = engine(store, clock=clock)
+        self.run_id = None
+
+    async def on(self, day: int, hour: int = 6) -> tuple[str, list[str]]:
+        self.run_id, run = await _run_on(self.store, self.clock, self.eng, self.ir,
+                                         datetime(2026, 7, day, hour, tzinfo=UTC), f"d{day}-{hour}")
+        return run["state"], await _plan(self.store, self.run_id)
+
+
+@pytest.fixture
+def daily(store, clock, aio, serve, tmp_path):
+    """(the loopback daily API, Days of the since workflow over it)."""
     api = DailyApi()
     ir = compile_yaml(tmp_path, since_yaml(serve(api.app())))
+    aio(publish(store, ir))
+    days = Days(store, clock, ir)
+    yield api, days
+    aio(days.eng.registry.aclose())
+
+
+def test_each_daily_run_plans_the_days_not_processed_yet(aio, daily):
+    api, days = daily
 
     async def body():
-        await publish(store, ir)
-        eng = engine(store, clock=clock)
-        r1, run = await _run_on(store, clock, eng, ir, datetime(2026, 7, 4, 6, tzinfo=UTC), "d4")
-        assert run["state"] == "succeeded"
-        assert await _plan(store, r1) == ["2026-07-01", "2026-07-02", "2026-07-03"]     # initial .. yesterday
-        r2, run = await _run_on(store, clock, eng, ir, datetime(2026, 7, 5, 6, tzinfo=UTC), "d5")
-        assert run["state"] == "succeeded" and await _plan(store, r2) == ["2026-07-04"]    # exactly the new day
-        r3, run = await _run_on(store, clock, eng, ir, datetime(2026, 7, 5, 9, tzinfo=UTC), "d5-again")
-        assert run["state"] == "succeeded" and await _plan(store, r3) == []                # nothing left today
+        assert await days.on(4) == ("succeeded", ["2026-07-01", "2026-07-02", "2026-07-03"])  # initial .. yesterday
+        assert await days.on(5) == ("succeeded", ["2026-07-04"])                              # exactly the new day
+        assert await days.on(5, hour=9) == ("succeeded", [])                                  # nothing left today
         assert api.calls == {"2026-07-01": 1, "2026-07-02": 1, "2026-07-03": 1, "2026-07-04": 1}
-        await eng.registry.aclose()
     aio(body())
 
 
-def test_a_failed_day_stays_in_the_next_plans_until_it_is_processed(store, clock, aio, serve, tmp_path):
-    api = DailyApi()
+def test_a_failed_day_stays_in_the_next_plans_until_it_is_processed(aio, daily):
+    api, days = daily
     api.reject = {"2026-07-02"}
-    ir = compile_yaml(tmp_path, since_yaml(serve(api.app())))
 
     async def body():
-        await publish(store, ir)
-        eng = engine(store, clock=clock)
-        r1, run = await _run_on(store, clock, eng, ir, datetime(2026, 7, 4, 6, tzinfo=UTC), "d4")
-        assert run["state"] == "partial"
-        r2, run = await _run_on(store, clock, eng, ir, datetime(2026, 7, 5, 6, tzinfo=UTC), "d5")
-        assert run["state"] == "partial" and await _plan(store, r2) == ["2026-07-02", "2026-07-04"]
+        assert (await days.on(4))[0] == "partial"
+        assert await days.on(5) == ("partial", ["2026-07-02", "2026-07-04"])
         api.reject = set()                       # the far side is fixed
-        r3, run = await _run_on(store, clock, eng, ir, datetime(2026, 7, 6, 6, tzinfo=UTC), "d6")
-        assert run["state"] == "succeeded" and await _plan(store, r3) == ["2026-07-02", "2026-07-05"]
-        r4, run = await _run_on(store, clock, eng, ir, datetime(2026, 7, 7, 6, tzinfo=UTC), "d7")
-        assert await _plan(store, r4) == ["2026-07-06"]
+        assert await days.on(6) == ("succeeded", ["2026-07-02", "2026-07-05"])
+        assert await days.on(7) == ("succeeded", ["2026-07-06"])
         assert api.calls["2026-07-02"] == 3 and api.calls["2026-07-01"] == 1
-        await eng.registry.aclose()
+    aio(body())
+
+
+def test_a_day_a_person_skipped_is_not_planned_again(store, aio, daily):
+    api, days = daily
+    api.reject = {"2026-07-02"}
+
+    async def body():
+        assert (await days.on(4))[0] == "partial"
+        await Automation(store).skip(days.run_id, partition="2026-07-02", reason="upstream dropped it", by="ana")
+        assert await days.on(5) == ("succeeded", ["2026-07-04"])
+        assert api.calls["2026-07-02"] == 1
     aio(body())
 
 
