@@ -271,3 +271,21 @@ def test_the_recorded_plan_survives_a_kill_9_between_first_visit_and_completion(
     done_by_holder = query(pg_url, "select step_id from automation.step_attempts where run_id = $1 and "
                                    "status = 'succeeded' and worker_id = $2 and step_id like 'load[%'", run_id, holder)
     assert done_by_holder and all(far.calls[r["step_id"][5:-1]] == 1 for r in done_by_holder)
+
+
+def test_a_cel_range_sees_the_last_success_and_the_logical_date(store, clock, aio, serve, tmp_path):
+    """`partitions.last_success` and `run.yesterday` in a plain `from` / `to` range: here, each run also loads
+    the last day it loaded before (a one-day overlap)."""
+    api = DailyApi()
+    text = since_yaml(serve(api.app())).replace(
+        'since: lastSuccess, initial: "2026-07-01", ',
+        "from: \"partitions.last_success == null ? '2026-07-01' : partitions.last_success\", ").replace(
+        ", max: 31", "")
+    days = Days(store, clock, compile_yaml(tmp_path, text))
+
+    async def body():
+        await publish(store, days.ir)
+        assert await days.on(4) == ("succeeded", ["2026-07-01", "2026-07-02", "2026-07-03"])
+        assert await days.on(6) == ("succeeded", ["2026-07-03", "2026-07-04", "2026-07-05"])
+        await days.eng.registry.aclose()
+    aio(body())
