@@ -74,7 +74,8 @@ def test_a_client_given_id_is_kept_and_the_same_id_twice_is_one_event(live, proj
 
 
 @pytest.mark.parametrize("change", [{"data": {"amountCents": 1, "currency": "BRL"}}, {"type": "billing.other"},
-                                    {"idempotency_key": "refund:c:2"}, {"occurred_at": (OCCURRED + timedelta(seconds=1)).isoformat()}],
+                                    {"idempotency_key": "refund:c:2"},
+                                    {"occurred_at": (OCCURRED + timedelta(seconds=1)).isoformat()}],
                          ids=["data", "type", "key", "occurred-at"])
 def test_the_same_id_with_another_envelope_is_refused(live, project, change):
     tok = token(live)

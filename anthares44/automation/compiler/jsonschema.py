@@ -380,7 +380,8 @@ def _compensation_schema(defs: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "title": "Compensation",
         "type": "object",
         "required": ["uses"],
-        "allOf": [_undecided(refs, ["uses"]), _unknown_uses(refs), *_branches(defs, common, ["uses"], {"with": refs["with"]})],
+        "allOf": [_undecided(refs, ["uses"]), _unknown_uses(refs),
+                  *_branches(defs, common, ["uses"], {"with": refs["with"]})],
     }
     _describe(schema, defs["Compensation"]["description"])
     return schema
