@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The main job, end to end on a laptop: the embedded PostgreSQL, the examples published, the interpreter daemon,
 # a run completing, its log, and the idempotency key deduplicating a repeat. With the example payments plugin
-# installed (pip install -e examples/plugins/a44-payments) it also runs the manual's invoice-settle exactly as the
-# manual writes it, against a loopback stand-in of the payments API.
+# installed (pip install -e examples/plugins/a44-payments), against a loopback stand-in of the payments API, it
+# also settles an invoice with the manual's invoice-settle plus the `params:` line it lacks (the main path), then,
+# as a labelled act 2, runs the manual's example exactly as written, which must fail and compensate.
 #
 #   python3 -m venv .venv && . .venv/bin/activate && pip install -e . -e examples/plugins/a44-payments && examples/demo.sh
 #
 # Uses $A44_HOME (default ~/.a44) for the embedded database, or A44_DATABASE_URL if set (then invoice-settle needs
 # A44_APP_DATABASE_URL: the database its SQL runs on, never the control store). Stops everything it
 # started (the daemon, the stand-in, and the embedded server if it was not already running). Exit 0 only when
-# the hello run succeeded (and, with the plugin, invoice-settle ended as the text as written must: see below).
+# the hello run succeeded and, with the plugin, the settled invoice-settle succeeded and act 2 failed and
+# compensated.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")"          # examples/: the manual's paths (./workflows/...) are relative to it
@@ -115,10 +117,14 @@ say "logs $RUN_ID"
 say "the same idempotency key again: no new run"
 "$A44" automation run hello --input '{"name":"Ana"}' --idempotency-key "$KEY"
 
-# --- 5. the manual's invoice-settle, as written ----------------------------------------------------------------
+# --- 5. invoice-settle, settled: the main path ------------------------------------------------------------------
+# The manual's invoice-settle as written cannot succeed (act 2 shows why). The main path runs it with the one line
+# it lacks, as version 4: mark-paid's `$1` gets `params:` (lint warns A44501 without it).
 INVOICE_OK=1
+INV_ID="" ACT2_ID=""
+AS_WRITTEN_PROJECT=pj_demo_as_written    # act 2's own project: one workflow version holds one text per project
 if [ "$PLUGIN" = 1 ]; then
-  say "invoice-settle, the manual's commands as written"
+  say "invoice-settle: the manual's workflow with mark-paid's params: added (version 4)"
   # mark-paid updates `invoices`; the manual assumes the table exists in "the managed Postgres": the application
   # database, where workflow SQL runs (the embedded server's a44_app, or A44_APP_DATABASE_URL)
   APP_URL=$("$A44" automation db url --app)
@@ -136,25 +142,62 @@ async def main(url):
 
 asyncio.run(main(sys.argv[1]))
 EOF
-  echo '$ a44 automation run wf_invoice_settle --input '"'"'{"invoiceId":"inv_8812"}'"'"' --idempotency-key "manual-inv_8812-2026-07-19"'
+  mkdir -p "$WORK/settled/workflows"
+  SETTLED="$WORK/settled/workflows/invoice-settle.yaml"
+  { sed 's/^version: 3$/version: 4/' ./workflows/invoice-settle.yaml; echo '    params: ["{{ input.invoiceId }}"]'; } >"$SETTLED"
+  diff -u --label "examples/workflows/invoice-settle.yaml (the manual)" --label "invoice-settle.yaml (settled)" \
+    ./workflows/invoice-settle.yaml "$SETTLED" || true
+  (cd "$WORK/settled" && "$A44" automation publish ./workflows/invoice-settle.yaml)
+  echo '$ a44 automation run wf_invoice_settle --input '"'"'{"invoiceId":"inv_8812"}'"'"' --idempotency-key "manual-inv_8812-2026-07-19" --wait'
+  set +e
   "$A44" automation run wf_invoice_settle \
     --input '{"invoiceId":"inv_8812"}' \
-    --idempotency-key "manual-inv_8812-2026-07-19" | tee "$WORK/invoice.out"
+    --idempotency-key "manual-inv_8812-2026-07-19" --wait --timeout 60s | tee "$WORK/invoice.out"
+  SETTLED_RC=${PIPESTATUS[0]}
+  set -e
   INV_ID=$(awk 'NR==1 {print $1}' "$WORK/invoice.out")
-  echo "\$ a44 automation logs $INV_ID --follow"
-  timeout 120 "$A44" automation logs "$INV_ID" --follow
   "$A44" automation logs "$INV_ID"
-  # As written, mark-paid's `$1` has no `params:` (lint warns A44501), so PostgreSQL refuses the statement
-  # (E_SQL, permanent) and the saga voids the authorization: the run must end `failed`, not
-  # `compensation_failed`. Add `params: ["{{ input.invoiceId }}"]` to mark-paid (and bump version) to settle it.
-  STATE=$("$A44" automation logs "$INV_ID" --format json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["run"]["state"])')
-  echo "invoice-settle as written ended: $STATE (expected: failed at mark-paid, reserve-funds compensated by payments.void)"
-  [ "$STATE" = failed ] || INVOICE_OK=0
+  [ "$SETTLED_RC" -eq 0 ] || INVOICE_OK=0
+
+  # --- 6. act 2: the manual's example exactly as written, which fails and compensates ------------------------
+  say "act 2: the manual's invoice-settle exactly as written (expected: failed and compensated)"
+  # As written, mark-paid's `$1` has no `params:`, so PostgreSQL refuses the statement (E_SQL, permanent: no
+  # retry) and the saga voids reserve-funds' authorization with payments.void: the run must end `failed` with the
+  # compensation done; `succeeded` or `compensation_failed` would mean the demo no longer shows what it says.
+  "$A44" automation publish --project "$AS_WRITTEN_PROJECT" ./workflows/invoice-settle.yaml
+  echo '$ a44 automation run wf_invoice_settle --input '"'"'{"invoiceId":"inv_8812"}'"'"' --idempotency-key "manual-inv_8812-2026-07-19"'
+  "$A44" automation run wf_invoice_settle --project "$AS_WRITTEN_PROJECT" \
+    --input '{"invoiceId":"inv_8812"}' \
+    --idempotency-key "manual-inv_8812-2026-07-19" | tee "$WORK/as-written.out"
+  ACT2_ID=$(awk 'NR==1 {print $1}' "$WORK/as-written.out")
+  echo "\$ a44 automation logs $ACT2_ID --follow"
+  timeout 120 "$A44" automation logs "$ACT2_ID" --project "$AS_WRITTEN_PROJECT" --follow
+  "$A44" automation logs "$ACT2_ID" --project "$AS_WRITTEN_PROJECT" --format json >"$WORK/as-written.json"
+  ACT2=$("$PY" - "$WORK/as-written.json" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+run = doc["run"]
+voided = any(a["step_id"] == "reserve-funds" and a["kind"] == "compensation" and a["status"] == "compensated"
+             for a in doc["attempts"])
+print(f"{run['state']} at {run.get('failed_step')} ({run.get('error_code')}), "
+      f"reserve-funds {'compensated' if voided else 'NOT compensated'}")
+EOF
+)
+  echo "expected: failed and compensated; got: $ACT2"
+  if [ "$ACT2" = "failed at mark-paid (E_SQL), reserve-funds compensated" ]; then
+    echo "act 2 as expected: the manual's example as written fails at mark-paid and voids the authorization"
+  else
+    echo "act 2 NOT as expected: the as-written example did not fail and compensate" >&2
+    INVOICE_OK=0
+  fi
 fi
 
 say "result"
 if [ "$HELLO_RC" -eq 0 ] && [ "$INVOICE_OK" = 1 ]; then
   echo "demo OK: run $RUN_ID succeeded"
+  if [ "$PLUGIN" = 1 ]; then
+    echo "demo OK: invoice-settle run $INV_ID succeeded; act 2 run $ACT2_ID failed and compensated, as expected"
+  fi
 else
   echo "demo FAILED: hello exit $HELLO_RC, invoice-settle ok=$INVOICE_OK" >&2
   exit 1

@@ -182,6 +182,8 @@ E_UNSUPPORTED_MEDIA_TYPE = _code("E_UNSUPPORTED_MEDIA_TYPE", False, "only Conten
 E_HEADER_DUPLICATED = _code("E_HEADER_DUPLICATED", False, "a header that must appear once appeared twice", http=400)
 E_TRIGGER_NOT_FOUND = _code("E_TRIGGER_NOT_FOUND", False, "no active trigger has that id in that project", http=404)
 E_EVENT_NOT_FOUND = _code("E_EVENT_NOT_FOUND", False, "no event has that id", http=404)
+E_EVENT_ID_CONFLICT = _code("E_EVENT_ID_CONFLICT", False, "that event id was published with another envelope",
+                            http=409)
 E_SECRET_ALREADY_SHOWN = _code("E_SECRET_ALREADY_SHOWN", False,
                                "a webhook secret is shown once; rotate it to get a new one", http=409)
 E_TOKEN_INVALID = _code("E_TOKEN_INVALID", False, "the API token is missing, unknown, expired or revoked", http=401)

@@ -267,3 +267,14 @@ def test_duration_defaults_are_written_as_users_write_them():
     assert breaker["window"]["default"] == "1m" and breaker["openFor"]["default"] == "30s"
     validator = jsonschema.Draft7Validator(breaker["window"])
     assert validator.is_valid(breaker["window"]["default"])
+
+
+def test_any_schema_tells_every_kind_lint_knows():
+    from anthares44.automation.compiler.documents import KINDS
+
+    assert set(gen._KIND_DEFINITIONS) == set(KINDS)
+    # the kind's own error, not the union's: a connector typo is not judged as a trigger
+    bad = load(SEED_CONNECTOR)
+    bad[0]["netwrok"] = bad[0].pop("network")
+    top = [e.message for e in jsonschema.Draft7Validator(committed("any")).iter_errors(bad)]
+    assert any("'netwrok' was unexpected" in m for m in top), top

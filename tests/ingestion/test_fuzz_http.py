@@ -63,7 +63,10 @@ def _send(live, method: str, target: str, headers: list[tuple[str, str]], payloa
     status, answer = raw_request(live.port, data)
     assert 0 < status < 500, (status, data[:300], answer[:300])
     if status >= 400:
-        assert live.counts() == before, (status, data[:300])
+        # the one refusal that writes: an event envelope that cannot be deserialized is kept as a dead letter
+        kept = b'"dead_letter_id"' in answer and b'"E_ENVELOPE_INVALID"' in answer
+        expected = {**before, "dead_letters": before["dead_letters"] + 1} if kept else before
+        assert live.counts() == expected, (status, data[:300])
     return status
 
 

@@ -30,11 +30,19 @@ class Ingestion:
 
     # --- bus (§8) -----------------------------------------------------------------------------------------------
     async def publish_event(self, type: str, data: Any, idempotency_key: str, *, partition_key: str | None = None,
-                            occurred_at: str | datetime | None = None, parent: Parent | None = None):
+                            occurred_at: str | datetime | None = None, parent: Parent | None = None,
+                            event_id: str | None = None):
         from ..runtime.ingestion.bus import publish_event
 
         return await publish_event(self.store, self.project, type, data, idempotency_key,
-                                   partition_key=partition_key, occurred_at=occurred_at, parent=parent)
+                                   partition_key=partition_key, occurred_at=occurred_at, parent=parent,
+                                   event_id=event_id)
+
+    async def publish_raw(self, body: bytes, *, header_key: str | None = None, parent: Parent | None = None):
+        """The envelope as received (the HTTP entry): kept as a dead letter when it cannot be deserialized."""
+        from ..runtime.ingestion.bus import publish_raw
+
+        return await publish_raw(self.store, self.project, body, header_key=header_key, parent=parent)
 
     async def events(self, type: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
         from ..runtime.ingestion.bus import list_events

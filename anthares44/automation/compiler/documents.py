@@ -48,6 +48,37 @@ class Decl:
     data: Any
 
 
+@dataclass(frozen=True)
+class Clue:
+    """One sign of a kind in an object's shape: every key of `keys` is present and, when `field` is set, that
+    field is a string in `one_of` or starting with `prefix`. Data, so the editor schema (compiler/jsonschema.py)
+    discriminates the kinds by the same signs as lint."""
+
+    keys: tuple[str, ...] = ()
+    field: str | None = None
+    one_of: tuple[str, ...] = ()
+    prefix: str | None = None
+
+    def seen_in(self, data: dict) -> bool:
+        if not all(key in data for key in self.keys):
+            return False
+        if self.field is None:
+            return True
+        value = data.get(self.field)  # `type: [..]` is a shape error of the model, not a kind
+        return isinstance(value, str) and (value in self.one_of if self.one_of else value.startswith(self.prefix))
+
+
+# By precedence: the first kind with a clue present wins (an explicit `kind:` before all of them).
+SHAPES: tuple[tuple[str, tuple[Clue, ...]], ...] = (
+    ("workflow", (Clue(("steps",)), Clue(("name", "version")))),
+    ("trigger", (Clue(field="type", one_of=tuple(TRIGGER_MODELS)), Clue(("cron",)), Clue(("event",)),
+                 Clue(("workflow",)))),
+    ("connector", (Clue(field="type", one_of=tuple(DECLARABLE_TYPES)), Clue(("baseUrl",)),
+                   Clue(field="id", prefix="con_"))),
+    ("queue", (Clue(("maxConcurrency",)), Clue(("ordering",)), Clue(field="id", prefix="q_"))),
+)
+
+
 def classify(data: Any) -> str | None:
     """The kind of one object by its shape, or None."""
     if not isinstance(data, dict):
@@ -55,17 +86,7 @@ def classify(data: Any) -> str | None:
     explicit = data.get("kind")
     if isinstance(explicit, str) and explicit in _KIND_ALIASES:
         return _KIND_ALIASES[explicit]
-    if "steps" in data or ("name" in data and "version" in data):
-        return "workflow"
-    typ = data.get("type")
-    typ = typ if isinstance(typ, str) else None  # `type: [..]` is a shape error of the model, not a kind
-    if typ in TRIGGER_MODELS or "cron" in data or "event" in data or "workflow" in data:
-        return "trigger"
-    if typ in DECLARABLE_TYPES or "baseUrl" in data or str(data.get("id", "")).startswith("con_"):
-        return "connector"
-    if "maxConcurrency" in data or "ordering" in data or str(data.get("id", "")).startswith("q_"):
-        return "queue"
-    return None
+    return next((kind for kind, clues in SHAPES if any(clue.seen_in(data) for clue in clues)), None)
 
 
 def declarations(src: SourceFile) -> list[Decl]:

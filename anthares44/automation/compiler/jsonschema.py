@@ -9,7 +9,9 @@ which validates best as draft-07 and ignores pydantic's `discriminator`:
   `{allOf: [{$ref}], description: ...}`; every `description` gets a `markdownDescription` twin for VS Code;
 - steps dispatch on `uses` with draft-07 `if`/`then`: each branch is a closed object holding the common step
   fields plus that connector's own parameters, so completion offers the right keys per `uses` and a key that
-  belongs to no branch (a typo, `url:` on `sql/execute`) is flagged; `timeout` is required outside sleep steps;
+  belongs to no branch (a typo, `url:` on `sql/execute`) is flagged; `timeout` is required outside sleep steps.
+  The step object lists no `properties` of its own (editors would offer them next to the branch's): every key
+  is offered only until `uses` or `sleep` decides the branch;
 - triggers dispatch on `type` the same way.
 
 Output is deterministic (sorted keys, two-space indent, trailing newline) so a test can compare the committed
@@ -20,9 +22,11 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from .documents import SHAPES, Clue
 from .models import BUILTIN_PARAMS, CHANNEL_MODELS, TRIGGER_MODELS, AlertRule, ConnectorDecl, Queue, Workflow
 from .models.connectors import DECLARABLE_TYPES
 from .models.types import DURATION_PATTERN, format_duration
@@ -39,6 +43,10 @@ FORBIDDEN_KEYWORDS = frozenset({
     "prefixItems", "unevaluatedProperties", "unevaluatedItems", "dependentRequired", "dependentSchemas",
     "minContains", "maxContains", "discriminator",
 })
+
+# The definition judging each file kind (documents.KINDS).
+_KIND_DEFINITIONS = {"workflow": "Workflow", "trigger": "Trigger", "connector": "ConnectorDecl", "queue": "Queue",
+                     "alert": "AlertRule", "channel": "Channel"}
 
 # Step fields by step form; the rest of a step's keys are its connector's parameters (§3.7).
 STEP_COMMON = ("id", "uses", "timeout", "retry", "compensate", "if", "needs", "exclusive", "rows", "expect",
@@ -175,6 +183,8 @@ def _definitions() -> dict[str, dict[str, Any]]:
     defs["Trigger"] = _trigger_schema(defs)
     defs["Channel"] = {"anyOf": [{"$ref": REF + m.__name__} for m in CHANNEL_MODELS.values()]}
     _describe(defs["Channel"], "A notification channel, by `type`.")
+    defs["AnyObject"] = _by_shape(in_list=False)
+    defs["AnyEntry"] = _by_shape(in_list=True)
     return defs
 
 
@@ -190,9 +200,34 @@ def _file_bodies() -> dict[str, dict[str, Any]]:
         "alerts": {"anyOf": one_or_list("AlertRule")},
         "channels": {"anyOf": one_or_list("Channel")},
     }
-    bodies["any"] = {"anyOf": [{"$ref": REF + "Workflow"}, *one_or_list("Trigger"), *one_or_list("ConnectorDecl"),
-                               *one_or_list("Queue"), *one_or_list("AlertRule"), *one_or_list("Channel")]}
+    bodies["any"] = {"if": {"type": "array"},
+                     "then": {"type": "array", "minItems": 1, "items": {"$ref": REF + "AnyEntry"}},
+                     "else": {"$ref": REF + "AnyObject"}}
     return bodies
+
+
+def _by_shape(in_list: bool) -> dict[str, Any]:
+    """One object of any kind, judged by the schema of the kind its shape tells (`documents.SHAPES`, as lint
+    does): a typo in a queue gets the queue's error, not the union's best guess. `if`/`then`/`else` chain,
+    an explicit `kind:` first; an object no sign identifies is judged by the union of the kinds."""
+    targets = {kind: {"$ref": REF + name} for kind, name in _KIND_DEFINITIONS.items()}
+    if in_list:
+        targets["workflow"] = {"not": {}}
+        _describe(targets["workflow"], "A workflow is alone in its file: remove the leading `-`.")
+    node: dict[str, Any] = {"anyOf": [target for kind, target in targets.items() if kind != "workflow" or not in_list]}
+    rules = [({"required": ["kind"], "properties": {"kind": {"const": kind}}}, kind) for kind in _KIND_DEFINITIONS]
+    rules += [({"anyOf": [_clue_schema(clue) for clue in clues]}, kind) for kind, clues in SHAPES]
+    for condition, kind in reversed(rules):
+        node = {"if": condition, "then": targets[kind], "else": node}
+    return node
+
+
+def _clue_schema(clue: Clue) -> dict[str, Any]:
+    schema: dict[str, Any] = {"required": [*clue.keys, *([clue.field] if clue.field else [])]}
+    if clue.field:
+        value = {"enum": list(clue.one_of)} if clue.one_of else {"pattern": "^" + re.escape(clue.prefix or "")}
+        schema["properties"] = {clue.field: {"type": "string", **value}}
+    return schema
 
 
 def _reachable(body: dict[str, Any], defs: dict[str, dict[str, Any]]) -> set[str]:
@@ -294,6 +329,20 @@ def _shared_fields(defs, owner: str, fields: dict[str, Any]) -> dict[str, Any]:
     return refs
 
 
+def _undecided(refs: dict[str, Any], deciders: list[str]) -> dict[str, Any]:
+    """Every key, offered only while none of `deciders` is written. Editors complete the keys of each schema
+    that applies; were these the object's own `properties`, a step with `uses: http` would still be offered
+    `sleep:` and `with:`, which its branch then rejects (and hover would show a field's help twice)."""
+    return {"if": {"not": {"anyOf": [{"required": [key]} for key in deciders]}},
+            "then": {"properties": refs}}
+
+
+def _unknown_uses(refs: dict[str, Any]) -> dict[str, Any]:
+    """A `uses` no branch takes (`sql/exec`) is judged as a connector name, so the error says what it may be."""
+    return {"if": {"required": ["uses"], "not": {"properties": {"uses": {"anyOf": [c for _, c in _uses_forms()]}}}},
+            "then": {"properties": {"uses": refs["uses"]}}}
+
+
 def _step_schema(defs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     fields = copy.deepcopy(defs["Step"]["properties"])
     fields["uses"] = _uses_schema(fields["uses"]["description"])
@@ -312,11 +361,10 @@ def _step_schema(defs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     schema = {
         "title": "Step",
         "type": "object",
-        # every key an editor may offer before `uses` is typed; the branches below close the object
-        "properties": refs,
         "required": ["id"],
         "anyOf": [{"required": ["uses"]}, {"required": ["sleep"]}],
-        "allOf": [sleep_branch, *_branches(defs, common, ["id", "uses", "timeout"], {"with": refs["with"]})],
+        "allOf": [_undecided(refs, ["uses", "sleep"]), _unknown_uses(refs), sleep_branch,
+                  *_branches(defs, common, ["id", "uses", "timeout"], {"with": refs["with"]})],
     }
     _describe(schema, defs["Step"]["description"] + " Connector parameters sit on the step (built-ins, declared "
                       "connectors) or under `with:` (plugins).")
@@ -331,9 +379,9 @@ def _compensation_schema(defs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     schema = {
         "title": "Compensation",
         "type": "object",
-        "properties": refs,
         "required": ["uses"],
-        "allOf": _branches(defs, common, ["uses"], {"with": refs["with"]}),
+        "allOf": [_undecided(refs, ["uses"]), _unknown_uses(refs),
+                  *_branches(defs, common, ["uses"], {"with": refs["with"]})],
     }
     _describe(schema, defs["Compensation"]["description"])
     return schema

@@ -71,6 +71,7 @@ def document() -> dict:
                 "RunRequest": {"type": "object", "required": ["workflow", "idempotency_key"], "properties": {
                     "workflow": {"type": "string"}, "input": {}, "idempotency_key": {"type": "string"}}},
                 "EventRequest": {"type": "object", "required": ["type", "data", "idempotency_key"], "properties": {
+                    "id": {"type": "string", "pattern": "^evt_[0-9A-Za-z_-]{1,120}$"},
                     "type": {"type": "string"}, "data": {}, "idempotency_key": {"type": "string"},
                     "partition_key": {"type": "string"},
                     "occurred_at": {"type": "string", "format": "date-time"}}},
@@ -156,7 +157,7 @@ def document() -> dict:
                              "schema": {"$ref": "#/components/schemas/EventRequest"}}}},
                          "responses": {"202": _resp("created", {"$ref": "#/components/schemas/EventResult"}),
                                        "200": _resp("deduplicated", {"$ref": "#/components/schemas/EventResult"}),
-                                       **_errors(400, 401, 403, 408, 413)}},
+                                       **_errors(400, 401, 403, 408, 409, 413)}},
                 "get": {"summary": "list events", "security": auth,
                         "parameters": [_param(n) for n in ("type", "limit", "offset")],
                         "responses": {"200": _resp("{events: [...]}"), **_errors(400, 401, 403)}}},

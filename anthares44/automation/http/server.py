@@ -317,12 +317,17 @@ async def api_logs_query(request: web.Request) -> web.Response:
 
 
 async def api_events_publish(request: web.Request) -> web.Response:
-    doc = _obj(await read_json(request))
-    key = doc.get("idempotency_key", request.headers.get("A44-Idempotency-Key"))
-    result = await ingestion_for(request).publish_event(doc.get("type"), doc.get("data"), key,
-                                                        partition_key=doc.get("partition_key"),
-                                                        occurred_at=doc.get("occurred_at"),
-                                                        parent=incoming_parent(request))
+    """The body is the envelope as received: one that cannot be deserialized is kept as a dead letter, whose id
+    the 400 answer gives."""
+    raw = await read_body(request, MAX_API_BODY, request.app[LIMITS_KEY].body_timeout)
+    try:
+        result = await ingestion_for(request).publish_raw(raw, header_key=request.headers.get("A44-Idempotency-Key"),
+                                                          parent=incoming_parent(request))
+    except A44Error as exc:
+        if "dead_letter_id" not in exc.details:
+            raise
+        return json_response({"error": {**exc.to_dict(), "dead_letter_id": exc.details["dead_letter_id"]}},
+                             http_status(exc.code))
     return json_response(result.to_dict(), result.status)
 
 

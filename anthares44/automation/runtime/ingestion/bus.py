@@ -11,12 +11,17 @@ Per subscribed trigger (active `event` triggers whose `event` equals the type), 
    the idempotency key `{trigger_id}:{event idempotency key}`: one event delivered twice is one run per trigger.
 
 The event key itself is deduplicated per project for 24 h (§8.2): a repeat returns the original event and its
-deliveries and writes nothing.
+deliveries and writes nothing. A client may give the envelope's `id`: it is kept, and the same id again is the
+same event (answered as a repeat) when the envelope is the same, refused with `E_EVENT_ID_CONFLICT` when not.
+
+`publish_raw` takes the HTTP entry's body as received: an envelope that cannot be deserialized is kept byte for
+byte as a dead letter of the project's default queue (§10.3) and refused with `E_ENVELOPE_INVALID` naming it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -24,7 +29,9 @@ from typing import Any
 
 from ...jsonenc import iso
 from ...tracing import Parent
-from ...errors import E_ENVELOPE_INVALID, E_EVENT_NOT_FOUND, E_EVENT_TOO_OLD, E_IDEMPOTENCY_KEY_REQUIRED, A44Error
+from ...compiler.ir import DEFAULT_QUEUE
+from ...errors import (E_ENVELOPE_INVALID, E_EVENT_ID_CONFLICT, E_EVENT_NOT_FOUND, E_EVENT_TOO_OLD,
+                       E_IDEMPOTENCY_KEY_REQUIRED, A44Error)
 from .. import evaluation
 from ..results import encode_json
 from ..store import IDEMPOTENCY_WINDOW
@@ -33,10 +40,11 @@ from .ids import new_event_id
 from .metrics import COUNTERS
 from .runs import create_run_in, render_key, workflow_partition_key
 from .trace_parent import record_parent
-from .webhooks import _check_strings
+from .webhooks import _check_strings, parse_json
 
 MAX_KEY_LEN = 256
 MAX_TYPE_LEN = 200
+EVENT_ID = re.compile(r"evt_[0-9A-Za-z_-]{1,120}")
 
 
 @dataclass
@@ -109,23 +117,69 @@ def validate(type: Any, data: Any, idempotency_key: Any, partition_key: Any, occ
     return when.astimezone(timezone.utc)
 
 
+async def publish_raw(store, project: str, body: bytes, *, header_key: str | None = None,
+                      parent: Parent | None = None) -> EventResult:
+    """Publish the envelope `body` (JSON bytes as received; `header_key` stands in for a missing
+    `idempotency_key`). One that cannot be deserialized becomes a dead letter holding `body` exactly, and
+    A44Error(E_ENVELOPE_INVALID) with `details["dead_letter_id"]` is raised."""
+    try:
+        doc = parse_json(body)
+    except ValueError as exc:
+        raise await _dead_letter_body(store, project, body, _invalid(f"the envelope is not JSON: {exc}")) from None
+    if not isinstance(doc, dict):
+        raise await _dead_letter_body(store, project, body, _invalid("the envelope must be a JSON object"))
+    try:
+        return await publish_event(store, project, doc.get("type"), doc.get("data"),
+                                   doc.get("idempotency_key", header_key), partition_key=doc.get("partition_key"),
+                                   occurred_at=doc.get("occurred_at"), parent=parent, event_id=doc.get("id"))
+    except A44Error as err:
+        if err.code != E_ENVELOPE_INVALID:  # raised by validation only, before anything is written
+            raise
+        raise await _dead_letter_body(store, project, body, err) from None
+
+
+async def _dead_letter_body(store, project: str, body: bytes, err: A44Error) -> A44Error:
+    now = store.clock.now()
+    async with store.transaction("event_dead_letter") as conn:
+        dl_id = await dead_letter(conn, project, DEFAULT_QUEUE, None, None, body, err, now)
+    return A44Error(E_ENVELOPE_INVALID, f"{err.message}; kept as dead letter {dl_id}",
+                    hint=f"`a44 automation dlq show {dl_id}` shows it as received",
+                    details={"dead_letter_id": dl_id})
+
+
 async def publish_event(store, project: str, type: str, data: Any, idempotency_key: str, *,
                         partition_key: str | None = None, occurred_at: str | datetime | None = None,
-                        parent: Parent | None = None) -> EventResult:
+                        parent: Parent | None = None, event_id: str | None = None) -> EventResult:
     """Publish one event: every subscriber gets its run (or its dead letter / filter record) in one transaction.
-    `parent` (the request's `traceparent`) is the parent of the traces of the runs it creates."""
+    `parent` (the request's `traceparent`) is the parent of the traces of the runs it creates; `event_id` is
+    the client's envelope id (else a new `evt_<ULID>`)."""
     if isinstance(occurred_at, datetime):
         occurred_at = iso(occurred_at)
+    if event_id is not None and (not isinstance(event_id, str) or not EVENT_ID.fullmatch(event_id)):
+        raise _invalid("`id` must be `evt_` followed by 1..120 letters, digits, `_` or `-`")
     when = validate(type, data, idempotency_key, partition_key, occurred_at)
     now = store.clock.now()
-    when = when or now
-    event_id = new_event_id(now)
+    given_when, when = when, when or now
+    given_id, event_id = event_id, event_id or new_event_id(now)
     env = {"id": event_id, "type": type, "idempotency_key": idempotency_key, "partition_key": partition_key,
            "occurred_at": iso(when), "attempt": 1, "data": data}
     envelope = encode_json(env)
     subscribers = await store.fetch("triggers_for_event", project=project, type=type)
     await record_parent(store, project, [f"{sub['trigger_id']}:{idempotency_key}" for sub in subscribers], parent, now)
     async with store.transaction("event_publish") as conn:
+        if given_id is not None:
+            await conn.fetchval("event_id_lock", event_id=given_id)  # a concurrent twin waits, then sees this one
+            held = await conn.fetchrow("event_by_id", event_id=given_id)
+            if held is not None:
+                same = _same_envelope(held, project, type, data, idempotency_key, partition_key, given_when)
+                if not same:
+                    raise A44Error(E_EVENT_ID_CONFLICT, f"event {given_id} was already published with another "
+                                                        "envelope", hint="give a new event a new id; repeat an "
+                                                                         "event with exactly the same envelope")
+                deliveries = [dict(r) for r in await conn.fetch("event_deliveries_list", event_id=given_id)]
+                COUNTERS.inc("events_published_total", outcome="deduplicated")
+                return EventResult(given_id, False, max(0.0, (now - held["received_at"]).total_seconds()),
+                                   type, idempotency_key, [_delivery_doc(d) for d in deliveries])
         claimed = await conn.fetchval("event_key_claim", project=project, key=idempotency_key, event_id=event_id,
                                       now=now, window=IDEMPOTENCY_WINDOW)
         if claimed is None:
@@ -143,6 +197,15 @@ async def publish_event(store, project: str, type: str, data: Any, idempotency_k
             deliveries.append(await _deliver(conn, project, sub, env, envelope, now, when))
     COUNTERS.inc("events_published_total", outcome="created")
     return EventResult(event_id, True, 0.0, type, idempotency_key, deliveries)
+
+
+def _same_envelope(held, project: str, type: str, data: Any, key: str, partition_key: str | None,
+                   when: datetime | None) -> bool:
+    """Is the stored event the one described (`when` compared only when the client gave `occurred_at`)?"""
+    stored = json.loads(held["envelope"])
+    return (held["project_id"] == project and held["type"] == type and held["idempotency_key"] == key
+            and held["partition_key"] == partition_key and stored.get("data") == json.loads(encode_json(data))
+            and (when is None or held["occurred_at"] == when))
 
 
 def _delivery_doc(d: dict) -> dict:

@@ -88,6 +88,15 @@ insert into automation.events (event_id, project_id, type, idempotency_key, part
                                occurred_at, received_at, envelope)
 values (:event_id, :project, :type, :idempotency_key, :partition_key, :trigger_id, :source, :occurred_at, :now, :envelope);
 
+-- name: event_id_lock
+-- purpose: serialise publishers of one client-given event id until commit (transaction advisory lock)
+select pg_advisory_xact_lock(hashtextextended('a44.automation.event_id:' || :event_id, 0));
+
+-- name: event_by_id
+-- purpose: the event stored under an id in any project (ids are unique across projects), to settle a client-given id
+select event_id, project_id, type, idempotency_key, partition_key, occurred_at, received_at, envelope
+from automation.events where event_id = :event_id;
+
 -- name: event_get
 -- purpose: one event envelope of a project
 select event_id, project_id, type, idempotency_key, partition_key, trigger_id, source, occurred_at, received_at,
