@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -27,32 +24,18 @@ from ..app.serve import HttpLimits, HttpSettings, is_loopback
 from .metrics import CONTENT_TYPE_LATEST, flush_loop, render_metrics
 from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_body, until_gone
 from .params import PARAMS_KEY, check, params
+from .context import (ARCHIVE_KEY, AUTOS_KEY, LIMITS_KEY, MAX_API_BODY, PRINCIPAL_KEY, SETTINGS_KEY,
+                      STORE_KEY,  # noqa: F401
+                      automation_for, error_response, json_response, read_json, uploaded)
+from .routing import register_all, route, scope_of
+from .models import events as ev, runs as rm
 
 log = logging.getLogger("a44.http")
 
-STORE_KEY = web.AppKey("store", object)
-AUTOS_KEY = web.AppKey("autos", dict)
-ARCHIVE_KEY = web.AppKey("log_archive_dir", object)
-LIMITS_KEY = web.AppKey("limits", HttpLimits)
-PRINCIPAL_KEY = web.RequestKey("principal", object) if hasattr(web, "RequestKey") else "principal"
-MAX_API_BODY = 8 * 1024 * 1024
 _A44_HEADERS = ("A44-Signature", "A44-Timestamp", "A44-Idempotency-Key", "Content-Type")
 
 # webhook_rejected_total{reason} of the refusals the webhook endpoint shares with the REST API
 _WEBHOOK_REASONS = {E_BODY_TOO_LARGE: "body_too_large", E_REQUEST_TIMEOUT: "body_timeout"}
-
-
-def json_response(doc: Any, status: int = 200, headers: dict | None = None) -> web.Response:
-    return web.Response(text=to_json(doc, indent=None), status=status, content_type="application/json",
-                        headers=headers)
-
-
-def error_response(status: int, code: str, message: str, hint: str | None = None,
-                   headers: dict | None = None) -> web.Response:
-    err = {"code": code, "message": message}
-    if hint:
-        err["hint"] = hint
-    return json_response({"error": err}, status, headers)
 
 
 def a44_error_response(request: web.Request, exc: A44Error) -> web.Response:
@@ -157,10 +140,6 @@ def _answer(result: gateway.WebhookResult) -> web.Response:
 
 
 # --- REST API --------------------------------------------------------------------------------------------------
-def scope_for(request: web.Request) -> str:
-    return "automation:read" if request.method in ("GET", "HEAD") else "automation:write"
-
-
 @web.middleware
 async def api_auth(request: web.Request, handler):
     path = request.path
@@ -169,7 +148,8 @@ async def api_auth(request: web.Request, handler):
         return await handler(request)
     try:
         principal = await gateway.authenticate(request.app[STORE_KEY], request.headers.get("Authorization"),
-                                             request.remote, scope_for(request))
+                                             request.remote,
+                                             scope_of(request.match_info.handler, request.method))
     except AuthError as exc:
         return _auth_refusal(exc)
     asked = request.headers.get("A44-Project")  # the CLI's remote mode says which project it means
@@ -187,27 +167,8 @@ def _auth_refusal(exc: AuthError) -> web.Response:
     return error_response(exc.status, exc.code, exc.message, headers=headers)
 
 
-def automation_for(request: web.Request):
-    from ..app.automation import Automation
-
-    project = request[PRINCIPAL_KEY].project_id
-    autos = request.app[AUTOS_KEY]
-    if project not in autos:
-        where = request.app[ARCHIVE_KEY]
-        autos[project] = Automation(request.app[STORE_KEY], project, archive_dir=Path(where) if where else None)
-    return autos[project]
-
-
 def ingestion_for(request: web.Request) -> Ingestion:
     return Ingestion(automation_for(request))
-
-
-async def read_json(request: web.Request) -> Any:
-    raw = await read_body(request, MAX_API_BODY, request.app[LIMITS_KEY].body_timeout)
-    try:
-        return gateway.parse_json(raw) if raw else {}
-    except ValueError as exc:
-        raise A44Error(E_INVALID_ARGUMENT, f"the body is not valid JSON: {exc}") from None
 
 
 def _obj(doc: Any) -> dict:
@@ -216,6 +177,8 @@ def _obj(doc: Any) -> dict:
     return doc
 
 
+@route("POST", "/v1/automation/publish", "compile and publish workflow and trigger files (as `publish`)",
+       body=rm.PublishRequest, answers={200: rm.PublishReport, 422: rm.PublishReport}, errors=(408, 413))
 async def api_publish(request: web.Request) -> web.Response:
     """Body: {"files": {"relative/path.yaml": "<yaml text>", ...}}; answer: the PublishReport (as publish --format json)."""
     doc = _obj(await read_json(request))
@@ -224,25 +187,18 @@ async def api_publish(request: web.Request) -> web.Response:
                                                            for k, v in files.items()):
         raise A44Error(E_INVALID_ARGUMENT, "`files` must map relative paths to YAML texts")
     auto = automation_for(request)
-    with tempfile.TemporaryDirectory(prefix="a44-publish-") as tmp:
-        root = Path(tmp)
-        for rel, text in files.items():
-            target = (root / rel).resolve()
-            if root.resolve() not in target.parents:
-                raise A44Error(E_INVALID_ARGUMENT, f"{rel!r} is not a relative path inside the project")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+    with uploaded(files) as (root, rel):
         report = await auto.publish([str(root)])
         doc = report.to_dict()
-
-    def rel(f):  # paths as the client sent them, never the server's temporary directory
-        return os.path.relpath(f, str(root)) if isinstance(f, str) and f.startswith(str(root)) else f
     doc["files"] = [rel(f) for f in doc["files"]]
     for item in doc["diagnostics"] + doc["workflows"]:
         item["file"] = rel(item.get("file"))
     return json_response(doc, 200 if report.ok else 422)
 
 
+@route("POST", "/v1/automation/runs", "start a run (idempotency key mandatory); 202 created, 200 deduplicated",
+       body=rm.RunRequest, answers={202: rm.RunHandle, 200: rm.RunHandle}, headers=("A44-Idempotency-Key",),
+       errors=(404, 408, 413))
 async def api_run(request: web.Request) -> web.Response:
     doc = _obj(await read_json(request))
     key = doc.get("idempotency_key") or request.headers.get("A44-Idempotency-Key")
@@ -255,6 +211,8 @@ async def api_run(request: web.Request) -> web.Response:
     return json_response(handle.to_dict(), 202 if handle.created else 200)
 
 
+@route("GET", "/v1/automation/runs", "list runs (as `runs --format json`)", answers={200: rm.RunPage},
+       query=("state", "workflow", "step", "since", "limit", "offset"))
 async def api_runs(request: web.Request) -> web.Response:
     q = params(request)
     page = await automation_for(request).runs(state=q.get("state"), workflow=q.get("workflow"), step=q.get("step"),
@@ -263,10 +221,14 @@ async def api_runs(request: web.Request) -> web.Response:
     return json_response(page.to_dict())
 
 
+@route("GET", "/v1/automation/runs/{run_id}", "one run", answers={200: rm.Run}, errors=(404,))
 async def api_run_get(request: web.Request) -> web.Response:
     return json_response(await automation_for(request).get_run(params(request)["run_id"]))
 
 
+@route("GET", "/v1/automation/runs/{run_id}/logs", "attempts of a run; with ?follow=true or Accept: "
+       "text/event-stream, server-sent events until the run ends (resume with Last-Event-ID)",
+       answers={200: rm.RunLogs}, query=("follow", "after"), headers=("Last-Event-ID",), errors=(404,))
 async def api_logs(request: web.Request) -> web.StreamResponse:
     auto, q = automation_for(request), params(request)
     run_id = q["run_id"]
@@ -288,6 +250,9 @@ async def api_logs(request: web.Request) -> web.StreamResponse:
     return resp
 
 
+@route("GET", "/v1/automation/partitions/{target}", "partitions of a run (run_...) or of a workflow's runs, "
+       "newest run first (as `partitions --format json`)", answers={200: rm.Partitions},
+       query=("state", "partition", "step", "limit"), errors=(404,))
 async def api_partitions(request: web.Request) -> web.Response:
     q = params(request)
     return json_response(await automation_for(request).partitions(
@@ -295,6 +260,9 @@ async def api_partitions(request: web.Request) -> web.Response:
         limit=min(q.get("limit", 1000), 10_000)))
 
 
+@route("POST", "/v1/automation/runs/{run_id}/skip", "skip a failed partition (or step) of a partial or failed "
+       "run, recording the token's name and the reason (as `runs skip`)", body=rm.SkipRequest,
+       answers={200: rm.SkipResult}, errors=(404, 409))
 async def api_skip(request: web.Request) -> web.Response:
     """A person (the calling token's name is recorded as who) skips a failed partition or step."""
     doc = _obj(await read_json(request))
@@ -307,6 +275,10 @@ async def api_skip(request: web.Request) -> web.Response:
                                                             by=by))
 
 
+@route("GET", "/v1/automation/logs", "attempts of every run of the project, newest first, filtered (as "
+       "`logs query --format json`); a truncated answer has `next`, passed back as `cursor`",
+       answers={200: rm.LogPage}, query=("error_code", "step", "workflow", "partition_key", "since", "until",
+                                          "limit", "cursor", "archive"), errors=(501,), tag="logs")
 async def api_logs_query(request: web.Request) -> web.Response:
     q = params(request)
     page = await automation_for(request).query_logs(
@@ -316,6 +288,9 @@ async def api_logs_query(request: web.Request) -> web.Response:
     return json_response(page.to_dict())
 
 
+@route("POST", "/v1/automation/events", "publish an event on the bus; 202 created, 200 deduplicated (24 h)",
+       body=ev.EventRequest, answers={202: ev.EventResult, 200: ev.EventResult},
+       headers=("A44-Idempotency-Key",), errors=(408, 413), tag="events")
 async def api_events_publish(request: web.Request) -> web.Response:
     doc = _obj(await read_json(request))
     key = doc.get("idempotency_key", request.headers.get("A44-Idempotency-Key"))
@@ -326,16 +301,22 @@ async def api_events_publish(request: web.Request) -> web.Response:
     return json_response(result.to_dict(), result.status)
 
 
+@route("GET", "/v1/automation/events", "list events", answers={200: ev.EventList},
+       query=("type", "limit", "offset"), tag="events")
 async def api_events_list(request: web.Request) -> web.Response:
     q = params(request)
     events = await ingestion_for(request).events(q.get("type"), min(q.get("limit", 50), 1000), q.get("offset", 0))
     return json_response({"events": events})
 
 
+@route("GET", "/v1/automation/events/{event_id}", "one event: envelope and deliveries",
+       answers={200: ev.Event}, errors=(404,), tag="events")
 async def api_event_get(request: web.Request) -> web.Response:
     return json_response(await ingestion_for(request).event(params(request)["event_id"]))
 
 
+@route("GET", "/v1/automation/whoami", "the calling token (never the token itself)",
+       answers={200: rm.Principal}, tag="admin")
 async def api_whoami(request: web.Request) -> web.Response:
     """The calling token (never the token itself): what `a44 auth status` shows."""
     p = request[PRINCIPAL_KEY]
@@ -371,27 +352,18 @@ async def health(request: web.Request) -> web.Response:
     return json_response({"ok": True})
 
 
-def build_app(store, limits: HttpLimits | None = None, log_archive_dir: str | None = None) -> web.Application:
+def build_app(store, limits: HttpLimits | None = None, log_archive_dir: str | None = None,
+              settings=None) -> web.Application:
     app = web.Application(middlewares=[guard, api_auth], client_max_size=MAX_API_BODY)
     app[STORE_KEY] = store
     app[ARCHIVE_KEY] = log_archive_dir
     app[LIMITS_KEY] = limits or HttpLimits()
+    app[SETTINGS_KEY] = settings
     app[STOPPING_KEY] = asyncio.Event()
     app[AUTOS_KEY] = {}
     r = app.router
     r.add_get("/v1/automation/openapi.json", openapi)
-    r.add_get("/v1/automation/whoami", api_whoami)
-    r.add_post("/v1/automation/publish", api_publish)
-    r.add_post("/v1/automation/runs", api_run)
-    r.add_get("/v1/automation/runs", api_runs)
-    r.add_get("/v1/automation/runs/{run_id}", api_run_get)
-    r.add_get("/v1/automation/runs/{run_id}/logs", api_logs)
-    r.add_post("/v1/automation/runs/{run_id}/skip", api_skip)
-    r.add_get("/v1/automation/partitions/{target}", api_partitions)
-    r.add_get("/v1/automation/logs", api_logs_query)
-    r.add_post("/v1/automation/events", api_events_publish)
-    r.add_get("/v1/automation/events", api_events_list)
-    r.add_get("/v1/automation/events/{event_id}", api_event_get)
+    register_all(r)
     r.add_get("/metrics", metrics)
     r.add_get("/healthz", health)
     r.add_route("*", "/v1/{project}/{trigger}", webhook)
@@ -420,7 +392,7 @@ class HttpServer:
 
     async def start(self) -> "HttpServer":
         limits = self.settings.limits
-        app = build_app(self.store, limits, self.settings.log_archive_dir)
+        app = build_app(self.store, limits, self.settings.log_archive_dir, self.settings.settings)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      **handler_args(limits))
         await self._runner.setup()
