@@ -71,13 +71,16 @@ async def api_connectors(request: web.Request) -> web.Response:
 
 
 @route("GET", "/v1/automation/metrics", "the samples of GET /metrics as JSON, read from the database (as `metrics "
-       "--format json`); name: a prefix", answers={200: am.Metrics}, query=("name",), tag="admin")
+       "--format json`), of the token's project and of no project; name: a prefix", answers={200: am.Metrics},
+       query=("name",), tag="admin")
 async def api_metrics(request: web.Request) -> web.Response:
     from ...app.metrics import as_rows, collect
 
-    prefix = params(request).get("name")
+    prefix, project = params(request).get("name"), _project(request)
     rows = as_rows(await collect(request.app[STORE_KEY]))
-    return json_response({"metrics": [r for r in rows if not prefix or r["name"].startswith(prefix)]})
+    # another project's queue and workflow names are not this token's to read
+    return json_response({"metrics": [r for r in rows if (not prefix or r["name"].startswith(prefix))
+                                      and r["labels"].get("project", project) == project]})
 
 
 @route("POST", "/v1/automation/schedules/preview", "the firings of the schedule triggers of uploaded files over a "

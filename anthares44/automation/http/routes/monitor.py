@@ -35,8 +35,7 @@ async def api_rule_put(request: web.Request) -> web.Response:
     b = await read_model(request, mm.AlertRuleRequest)
     return json_response(await _alerts(request).create(
         params(request)["name"], metric=b.metric, condition=b.condition, filter=b.filter, severity=b.severity,
-        notify=b.notify, escalate_to=b.escalate_to, suppress_window=b.suppress_window, update_every=b.update_every,
-        origin="api"))
+        notify=b.notify, escalate_to=b.escalate_to, suppress_window=b.suppress_window, update_every=b.update_every))
 
 
 @route("GET", "/v1/automation/alert-rules/{name}", "one alert rule (as `monitor alert show`)",
