@@ -15,7 +15,7 @@ from pydantic.json_schema import models_json_schema
 from ..jsonenc import to_json
 from . import params as p
 from .models.common import Error
-from .routing import ADMIN, READ, ROUTES, WRITE
+from .routing import ADMIN, READ, WRITE, table
 
 _REF = "#/components/schemas/{model}"
 _ERR = {"$ref": "#/components/schemas/Error"}
@@ -54,7 +54,7 @@ def _json(schema: dict | None, description: str) -> dict:
 def _components() -> tuple[dict, dict]:
     """(model -> its $ref, the schemas): requests as validated, answers as written."""
     pairs = {(Error, "serialization")}
-    for r in ROUTES:
+    for r in table():
         if r.body is not None:
             pairs.add((r.body, "validation"))
         pairs.update((m, "serialization") for m in r.answers.values() if not isinstance(m, str))
@@ -100,7 +100,7 @@ def document() -> dict:
     paths: dict = {"/v1/automation/openapi.json": {"get": {
         "operationId": "openapi", "tags": ["meta"], "summary": "this document (no token)", "security": [],
         "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}}}}}
-    for r in ROUTES:
+    for r in table():
         paths.setdefault(r.path, {})[r.method.lower()] = _operation(r, refs)
     paths["/v1/{project}/{trigger}"] = _webhook(refs)
     return {
@@ -125,9 +125,6 @@ def document() -> dict:
 
 
 def main() -> int:
-    from . import routes  # noqa: F401 - declares every route
-    from . import server  # noqa: F401 - the first routes are declared there
-
     sys.stdout.write(to_json(document()) + "\n")
     return 0
 

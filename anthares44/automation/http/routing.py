@@ -50,10 +50,15 @@ def scope_of(handler: Callable, method: str) -> str:
     return r.scope if r is not None else (READ if method in ("GET", "HEAD") else WRITE)
 
 
-def register_all(router) -> None:
-    from . import routes  # noqa: F401 - importing the route modules declares their routes
+def table() -> list[Route]:
+    """Every declared route: importing the modules that declare them fills ROUTES."""
+    from . import routes, server  # noqa: F401
 
-    for r in ROUTES:
+    return ROUTES
+
+
+def register_all(router) -> None:
+    for r in table():
         if r.method == "GET":
             router.add_get(r.path, r.handler)   # and HEAD, as aiohttp does
         else:
