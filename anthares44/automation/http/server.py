@@ -26,7 +26,7 @@ from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_bod
 from .params import PARAMS_KEY, check, params
 from .context import (ARCHIVE_KEY, AUTOS_KEY, LIMITS_KEY, MAX_API_BODY, PRINCIPAL_KEY, SETTINGS_KEY,
                       STORE_KEY,  # noqa: F401
-                      automation_for, error_response, json_response, read_json, uploaded)
+                      automation_for, error_response, json_response, read_json, read_model, uploaded)
 from .routing import register_all, route, scope_of
 from .models import events as ev, runs as rm
 
@@ -265,14 +265,10 @@ async def api_partitions(request: web.Request) -> web.Response:
        answers={200: rm.SkipResult}, errors=(404, 409))
 async def api_skip(request: web.Request) -> web.Response:
     """A person (the calling token's name is recorded as who) skips a failed partition or step."""
-    doc = _obj(await read_json(request))
-    for key in ("partition", "step", "reason"):
-        if doc.get(key) is not None and not isinstance(doc[key], str):
-            raise A44Error(E_INVALID_ARGUMENT, f"`{key}` must be a string")
-    by = f"token:{request[PRINCIPAL_KEY].name}"
-    return json_response(await automation_for(request).skip(params(request)["run_id"], partition=doc.get("partition"),
-                                                            step=doc.get("step"), reason=doc.get("reason") or "",
-                                                            by=by))
+    b = await read_model(request, rm.SkipRequest)
+    return json_response(await automation_for(request).skip(params(request)["run_id"], partition=b.partition,
+                                                            step=b.step, reason=b.reason,
+                                                            by=f"token:{request[PRINCIPAL_KEY].name}"))
 
 
 @route("GET", "/v1/automation/logs", "attempts of every run of the project, newest first, filtered (as "

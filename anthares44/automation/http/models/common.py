@@ -12,6 +12,8 @@ from ..params import ID_PATTERN, MAX_ID_LEN
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LEN, pattern=f"^{ID_PATTERN.pattern}$")]
 # free text stored in the database: no NUL (PostgreSQL text cannot hold it), bounded
 Text = Annotated[str, Field(max_length=10_000, pattern=r"^[^\x00]*$")]
+NonBlank = Annotated[str, Field(min_length=1, max_length=10_000, pattern=r"^[^\x00]*\S[^\x00]*$",
+                                description="text with at least one non-blank character")]
 Age = Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[^\x00]*$",
                            description="an age: 250ms, 60s, 15m, 48h, 7d")]
 

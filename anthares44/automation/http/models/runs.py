@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .common import Age, Body, Doc, Id, Text
+from .common import Age, Body, Doc, Id, NonBlank, Text
 
 
 class PublishRequest(Body):
@@ -54,7 +54,7 @@ class RunLogs(Doc):
 
 
 class SkipRequest(Body):
-    reason: Text
+    reason: NonBlank = Field(description="why, recorded in the log")
     partition: Text | None = None
     step: Id | None = None
 
