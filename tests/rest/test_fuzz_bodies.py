@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anthares44.automation.http.routing import table
+from anthares44.automation.http.openapi import ROUTES as DECLARED
 from tests.ingestion.support import LiveServer, bearer, request
 
 from .support import publish_project, tokens_of
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-ROUTES = [r for r in table() if r.path != "/v1/automation/channels/{name}/test" and r.method != "GET"]
+ROUTES = [r for r in DECLARED if r.path != "/v1/automation/channels/{name}/test" and r.method != "GET"]
 LOOPBACK = "http://127.0.0.1:9/x"
 
 scalar = st.one_of(st.none(), st.booleans(), st.integers(-2 ** 70, 2 ** 70), st.floats(allow_nan=False),

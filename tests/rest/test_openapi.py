@@ -12,7 +12,7 @@ from openapi_spec_validator import validate
 
 from anthares44.automation.http import build_app
 from anthares44.automation.http.openapi import document
-from anthares44.automation.http.routing import ROUTES
+from anthares44.automation.http.openapi import ROUTES
 
 COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 REGENERATE = "python -m anthares44.automation.http.openapi > docs/openapi.json"

@@ -1,5 +1,6 @@
 """`RemoteAutomation`: the methods of `Automation` the CLI verbs call (publish, run, wait, get_run, runs, logs,
-follow, resolve, skip, partitions; events through `ingestion()`, the other services through `service()`), over a daemon's REST API `/v1/automation` (docs/api.md) with
+follow, resolve, skip, partitions; events through `ingestion()`; the other services: remote_services.py), over a
+daemon's REST API `/v1/automation` (docs/api.md) with
 `Authorization: Bearer <token>`, returning the same objects, so the CLI prints the same views and JSON.
 
     async with RemoteAutomation("http://host:8044", token, "pj_checkout_prod") as auto:
@@ -353,16 +354,9 @@ class RemoteAutomation:
         _, doc = await self._call("GET", "/whoami")
         return timestamps(doc)
 
-    # --- events, and the services of remote_services.py -------------------------------------------------------
+    # --- events --------------------------------------------------------------------------------------------
     def ingestion(self) -> "RemoteIngestion":
         return RemoteIngestion(self)
-
-    def service(self, name: str):
-        """The remote twin of an app service: queues, alerts, notifications, admin (remote_services.py)."""
-        from . import remote_services as rs
-
-        return {"queues": rs.RemoteQueues, "alerts": rs.RemoteAlerts, "notifications": rs.RemoteNotifications,
-                "admin": rs.RemoteAdmin}[name](self)
 
 
 class RemoteIngestion:

@@ -1,6 +1,6 @@
 """The app services the CLI's operating verbs call (Queues, replay, resolve, Alerts, Notifications, tokens,
 webhook secrets, metrics, connectors), over a daemon's REST API: the same methods and return values as the local
-ones, so `--remote` prints what the local path prints. `RemoteAutomation` (remote.py) hands them out."""
+ones, so `--remote` prints what the local path prints. `twin(auto, "queues")` hands one out."""
 
 from __future__ import annotations
 
@@ -173,3 +173,9 @@ class RemoteAdmin:
     async def connectors(self) -> list[dict]:
         _, doc = await self.auto._call("GET", "/connectors")
         return doc["connectors"]
+
+
+def twin(auto: RemoteAutomation, name: str):
+    """The remote twin of an app service: queues, alerts, notifications, admin."""
+    return {"queues": RemoteQueues, "alerts": RemoteAlerts, "notifications": RemoteNotifications,
+            "admin": RemoteAdmin}[name](auto)

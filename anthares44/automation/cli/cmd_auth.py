@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .output import (EXIT_OK, EXIT_USAGE, ArgParser, add_target_options, exit_code, json_document, print_error,
-                     settings_of, usage_error, write)
+from .output import (ArgParser, EXIT_OK, EXIT_USAGE, add_target_options, exit_code, json_document, print_error,
+                     remote_admin, settings_of, usage_error, write)
 
 
 def add_group(top) -> None:
@@ -131,7 +131,7 @@ def _token_create(args) -> int:
         return _new_token(args, tok.to_dict())
 
     async def remote(auto, args):
-        return _new_token(args, await auto.service("admin").create_token(args.name, args.scope, args.expires,
+        return _new_token(args, await remote_admin(auto).create_token(args.name, args.scope, args.expires,
                                                                          args.allow_cidr))
     return _with_store(body, args, remote)
 
@@ -155,7 +155,7 @@ def _token_list(args) -> int:
         return _tokens(args, await list_tokens(store, project))
 
     async def remote(auto, args):
-        return _tokens(args, await auto.service("admin").tokens())
+        return _tokens(args, await remote_admin(auto).tokens())
     return _with_store(body, args, remote)
 
 
@@ -180,7 +180,7 @@ def _token_revoke(args) -> int:
         return EXIT_OK
 
     async def remote(auto, args):
-        await auto.service("admin").revoke_token(args.token_id)
+        await remote_admin(auto).revoke_token(args.token_id)
         write(f"{args.token_id} revoked\n")
         return EXIT_OK
     return _with_store(body, args, remote)

@@ -12,7 +12,8 @@ import argparse
 import json
 import sys
 
-from .output import EXIT_OK, FORMATS, add_target_options, exit_code, goes_remote, print_error, run_api, table
+from .output import (EXIT_OK, FORMATS, add_target_options, exit_code, goes_remote, print_error, remote_admin, run_api,
+                     table)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _remote(auto, args) -> int:
-    return _print(args, await auto.service("admin").connectors())
+    return _print(args, await remote_admin(auto).connectors())
 
 
 def _print(args: argparse.Namespace, rows: list[dict]) -> int:

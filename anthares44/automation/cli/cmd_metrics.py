@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from .output import EXIT_OK, add_target_options, json_document, run_api, table, write
+from .output import EXIT_OK, add_target_options, json_document, remote_admin, run_api, table, write
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -28,7 +28,7 @@ async def _metrics(auto, args) -> int:
     from ..app.metrics import as_rows, collect
 
     if getattr(auto, "remote", False):
-        rows = await auto.service("admin").metrics(args.name)
+        rows = await remote_admin(auto).metrics(args.name)
     else:
         rows = [r for r in as_rows(await collect(auto.store)) if not args.name or r["name"].startswith(args.name)]
     if args.format == "json":

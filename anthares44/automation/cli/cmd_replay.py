@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import argparse
 
-from .output import EXIT_OK, ProgressBar, add_common_options, add_target_options, json_document, run_api, write
+from .output import (EXIT_OK, ProgressBar, add_common_options, add_target_options, json_document, remote_admin,
+                     run_api, write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -62,7 +63,7 @@ async def _replay(auto, args) -> int:
 
     from ..app.replay import replay
 
-    run = auto.service("admin").replay if getattr(auto, "remote", False) else partial(replay, auto)
+    run = remote_admin(auto).replay if getattr(auto, "remote", False) else partial(replay, auto)
     doc = await run(args.run_ids, state=args.state, step=args.step, since=args.since, workflow=args.workflow,
                     from_step=args.from_step, from_time=args.from_time,
                     failed_partitions=args.failed_partitions, to_version=args.to_version, dry_run=args.dry_run,

@@ -15,8 +15,8 @@ import argparse
 import sys
 import time
 
-from .output import (EXIT_ERROR, EXIT_OK, add_common_options, add_target_options, json_document, run_api, settings_of, usage_error,
-                     write)
+from .output import (EXIT_ERROR, EXIT_OK, add_common_options, add_target_options, json_document, remote_admin,
+                     run_api, settings_of, usage_error, write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -69,7 +69,7 @@ async def _secret(auto, args) -> int:
     from ..runtime.ingestion.triggers import reveal_secret
 
     if getattr(auto, "remote", False):
-        secret = await auto.service("admin").webhook_secret(args.trigger)
+        secret = await remote_admin(auto).webhook_secret(args.trigger)
     else:
         secret = await reveal_secret(auto.store, auto.project, args.trigger)
     if args.format == "json":
@@ -84,7 +84,7 @@ async def _rotate(auto, args) -> int:
     from ..runtime.ingestion.triggers import rotate_secret
 
     if getattr(auto, "remote", False):
-        out = await auto.service("admin").rotate_webhook_secret(args.trigger)
+        out = await remote_admin(auto).rotate_webhook_secret(args.trigger)
     else:
         out = await rotate_secret(auto.store, auto.project, args.trigger)
     if args.format == "json":

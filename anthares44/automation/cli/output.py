@@ -180,7 +180,18 @@ def remote_unsupported(verb: str):
 
 def service(auto, name: str, local: Callable[[], Any]):
     """The app service `local()` (Queues(auto), Alerts(auto)...), or its REST twin when `auto` is remote."""
-    return auto.service(name) if getattr(auto, "remote", False) else local()
+    if getattr(auto, "remote", False):
+        from ..app.remote_services import twin
+
+        return twin(auto, name)
+    return local()
+
+
+def remote_admin(auto):
+    """The daemon's tokens, webhook secrets, metrics, connectors and replay, for a remote `auto`."""
+    from ..app.remote_services import twin
+
+    return twin(auto, "admin")
 
 
 async def warn_without_daemon(auto) -> None:

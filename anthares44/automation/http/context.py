@@ -16,6 +16,7 @@ from ..app import gateway
 from ..app.serve import HttpLimits
 from ..errors import E_INVALID_ARGUMENT, A44Error
 from ..jsonenc import to_json
+from ..tracing import Parent, parse_traceparent
 from .limits import read_body
 
 STORE_KEY = web.AppKey("store", object)
@@ -78,6 +79,19 @@ async def read_model(request: web.Request, model: type[M]) -> M:
     return validated(model, doc)
 
 
+def json_object(doc: Any) -> dict:
+    if not isinstance(doc, dict):
+        raise A44Error(E_INVALID_ARGUMENT, "the body must be a JSON object")
+    return doc
+
+
+def incoming_parent(request: web.Request) -> Parent | None:
+    """The W3C trace context the client sent: the parent of the trace of the run the request creates (an invalid
+    or repeated header is ignored, as W3C asks)."""
+    values = request.headers.getall("traceparent", [])
+    return parse_traceparent(values[0], request.headers.get("tracestate")) if len(values) == 1 else None
+
+
 def validated(model: type[M], doc: Any) -> M:
     if not isinstance(doc, dict):
         raise A44Error(E_INVALID_ARGUMENT, "the body must be a JSON object")
@@ -90,6 +104,11 @@ def validated(model: type[M], doc: Any) -> M:
                        hint=f"see components.schemas.{model.__name__} in GET /v1/automation/openapi.json") from None
 
 
+def _bad_name(rel: str, exc: Exception) -> A44Error:
+    # strerror, not str(exc): that names the server's temporary directory
+    return A44Error(E_INVALID_ARGUMENT, f"{rel!r} cannot be a file name: {getattr(exc, 'strerror', None) or exc}")
+
+
 @contextlib.contextmanager
 def uploaded(files: dict[str, str]) -> Iterator[tuple[Path, Callable[[Any], Any]]]:
     """The uploaded `files` (relative path -> text) written under a temporary directory, and the function that
@@ -100,14 +119,14 @@ def uploaded(files: dict[str, str]) -> Iterator[tuple[Path, Callable[[Any], Any]
             try:
                 target = (root / rel).resolve()
             except (OSError, ValueError) as exc:
-                raise A44Error(E_INVALID_ARGUMENT, f"{rel!r} cannot be a file name: {getattr(exc, 'strerror', None) or exc}") from None
+                raise _bad_name(rel, exc) from None
             if root.resolve() not in target.parents:
                 raise A44Error(E_INVALID_ARGUMENT, f"{rel!r} is not a relative path inside the project")
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
             except (OSError, ValueError) as exc:   # a NUL, a name too long, a path through a file
-                raise A44Error(E_INVALID_ARGUMENT, f"{rel!r} cannot be a file name: {getattr(exc, 'strerror', None) or exc}") from None
+                raise _bad_name(rel, exc) from None
 
         def rel(f):
             return os.path.relpath(f, str(root)) if isinstance(f, str) and f.startswith(str(root)) else f

@@ -50,15 +50,8 @@ def scope_of(handler: Callable, method: str) -> str:
     return r.scope if r is not None else (READ if method in ("GET", "HEAD") else WRITE)
 
 
-def table() -> list[Route]:
-    """Every declared route: importing the modules that declare them fills ROUTES."""
-    from . import routes, server  # noqa: F401
-
-    return ROUTES
-
-
-def register_all(router) -> None:
-    for r in table():
+def register_all(router, routes: list[Route]) -> None:
+    for r in routes:
         if r.method == "GET":
             router.add_get(r.path, r.handler)   # and HEAD, as aiohttp does
         else:

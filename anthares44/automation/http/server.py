@@ -1,5 +1,6 @@
-"""The aiohttp application: webhook endpoint, REST API `/v1/automation`, OpenAPI, metrics (docs/api.md,
-docs/webhooks.md, docs/events.md)."""
+"""The aiohttp application: the middlewares (parameters checked, errors in our shape, API tokens and their
+scopes), the webhook endpoint, `/metrics`, `/healthz`, the OpenAPI document, and the REST API `/v1/automation`
+whose routes http/routes/ declares (docs/api.md, docs/webhooks.md, docs/events.md)."""
 
 from __future__ import annotations
 
@@ -7,28 +8,23 @@ import asyncio
 import logging
 import secrets
 import time
-from typing import Any
 
 from aiohttp import web
 
-from ..jsonenc import to_json
-from ..tracing import Parent, parse_traceparent
 from ..errors import (E_BAD_REQUEST, E_BODY_TOO_LARGE, E_DB_UNAVAILABLE, E_FORBIDDEN, E_HEADER_DUPLICATED, E_HTTP_BIND,
-                      E_INTERNAL, E_INVALID_ARGUMENT, E_METHOD_NOT_ALLOWED, E_NOT_FOUND, E_REQUEST_TIMEOUT,
-                      E_TRIGGER_NOT_FOUND, E_UNSUPPORTED_MEDIA_TYPE, A44Error, http_status)
+                      E_INTERNAL, E_METHOD_NOT_ALLOWED, E_NOT_FOUND, E_REQUEST_TIMEOUT, E_TRIGGER_NOT_FOUND,
+                      E_UNSUPPORTED_MEDIA_TYPE, A44Error, http_status)
 from ..app import gateway
 from ..app import metrics as app_metrics
-from ..app.ingestion import Ingestion
 from ..app.gateway import MAX_WEBHOOK_BODY, AuthError, Rejection, count, refuse_webhook
 from ..app.serve import HttpLimits, HttpSettings, is_loopback
 from .metrics import CONTENT_TYPE_LATEST, flush_loop, render_metrics
-from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_body, until_gone
+from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_body
 from .params import PARAMS_KEY, check, params
-from .context import (ARCHIVE_KEY, AUTOS_KEY, LIMITS_KEY, MAX_API_BODY, PRINCIPAL_KEY, SETTINGS_KEY,
-                      STORE_KEY,  # noqa: F401
-                      automation_for, error_response, json_response, read_json, read_model, uploaded)
-from .routing import register_all, route, scope_of
-from .models import events as ev, runs as rm
+from .context import (ARCHIVE_KEY, AUTOS_KEY, LIMITS_KEY, MAX_API_BODY, PRINCIPAL_KEY, SETTINGS_KEY, STORE_KEY,
+                      error_response, incoming_parent, json_response)
+from .routing import ROUTES, register_all, scope_of
+from . import routes  # noqa: F401 - declares every REST route in ROUTES
 
 log = logging.getLogger("a44.http")
 
@@ -126,13 +122,6 @@ async def _webhook(request: web.Request) -> web.StreamResponse:
         parent=incoming_parent(request)))
 
 
-def incoming_parent(request: web.Request) -> Parent | None:
-    """The W3C trace context the client sent: the parent of the trace of the run the request creates (an invalid
-    or repeated header is ignored, as W3C asks)."""
-    values = request.headers.getall("traceparent", [])
-    return parse_traceparent(values[0], request.headers.get("tracestate")) if len(values) == 1 else None
-
-
 def _answer(result: gateway.WebhookResult) -> web.Response:
     return json_response({"run_id": result.run_id}, result.status,
                          {"A44-Idempotency-Key-Age": f"{result.key_age_seconds:.3f}",
@@ -165,159 +154,6 @@ def _auth_refusal(exc: AuthError) -> web.Response:
     count("api_rejected_total", reason=exc.reason)
     headers = {"WWW-Authenticate": 'Bearer realm="a44"'} if exc.status == 401 else None
     return error_response(exc.status, exc.code, exc.message, headers=headers)
-
-
-def ingestion_for(request: web.Request) -> Ingestion:
-    return Ingestion(automation_for(request))
-
-
-def _obj(doc: Any) -> dict:
-    if not isinstance(doc, dict):
-        raise A44Error(E_INVALID_ARGUMENT, "the body must be a JSON object")
-    return doc
-
-
-@route("POST", "/v1/automation/publish", "compile and publish workflow and trigger files (as `publish`)",
-       body=rm.PublishRequest, answers={200: rm.PublishReport, 422: rm.PublishReport}, errors=(408, 413))
-async def api_publish(request: web.Request) -> web.Response:
-    """Body: {"files": {"relative/path.yaml": "<yaml text>", ...}}; answer: the PublishReport (as publish --format json)."""
-    doc = _obj(await read_json(request))
-    files = doc.get("files")
-    if not isinstance(files, dict) or not files or not all(isinstance(k, str) and isinstance(v, str)
-                                                           for k, v in files.items()):
-        raise A44Error(E_INVALID_ARGUMENT, "`files` must map relative paths to YAML texts")
-    auto = automation_for(request)
-    with uploaded(files) as (root, rel):
-        report = await auto.publish([str(root)])
-        doc = report.to_dict()
-    doc["files"] = [rel(f) for f in doc["files"]]
-    for item in doc["diagnostics"] + doc["workflows"]:
-        item["file"] = rel(item.get("file"))
-    return json_response(doc, 200 if report.ok else 422)
-
-
-@route("POST", "/v1/automation/runs", "start a run (idempotency key mandatory); 202 created, 200 deduplicated",
-       body=rm.RunRequest, answers={202: rm.RunHandle, 200: rm.RunHandle}, headers=("A44-Idempotency-Key",),
-       errors=(404, 408, 413))
-async def api_run(request: web.Request) -> web.Response:
-    doc = _obj(await read_json(request))
-    key = doc.get("idempotency_key") or request.headers.get("A44-Idempotency-Key")
-    workflow = doc.get("workflow")
-    if not isinstance(workflow, str):
-        raise A44Error(E_INVALID_ARGUMENT, "`workflow` (string) is required")
-    if key is not None and not isinstance(key, str):
-        raise A44Error(E_INVALID_ARGUMENT, "`idempotency_key` must be a string")
-    handle = await automation_for(request).run(workflow, doc.get("input"), key, parent=incoming_parent(request))
-    return json_response(handle.to_dict(), 202 if handle.created else 200)
-
-
-@route("GET", "/v1/automation/runs", "list runs (as `runs --format json`)", answers={200: rm.RunPage},
-       query=("state", "workflow", "step", "since", "limit", "offset"))
-async def api_runs(request: web.Request) -> web.Response:
-    q = params(request)
-    page = await automation_for(request).runs(state=q.get("state"), workflow=q.get("workflow"), step=q.get("step"),
-                                              since=q.get("since"), limit=min(q.get("limit", 50), 1000),
-                                              offset=q.get("offset", 0))
-    return json_response(page.to_dict())
-
-
-@route("GET", "/v1/automation/runs/{run_id}", "one run", answers={200: rm.Run}, errors=(404,))
-async def api_run_get(request: web.Request) -> web.Response:
-    return json_response(await automation_for(request).get_run(params(request)["run_id"]))
-
-
-@route("GET", "/v1/automation/runs/{run_id}/logs", "attempts of a run; with ?follow=true or Accept: "
-       "text/event-stream, server-sent events until the run ends (resume with Last-Event-ID)",
-       answers={200: rm.RunLogs}, query=("follow", "after"), headers=("Last-Event-ID",), errors=(404,))
-async def api_logs(request: web.Request) -> web.StreamResponse:
-    auto, q = automation_for(request), params(request)
-    run_id = q["run_id"]
-    if not (q.get("follow") or "text/event-stream" in request.headers.get("Accept", "")):
-        run = await auto.get_run(run_id)
-        return json_response({"run": run, "attempts": await auto.logs(run_id)})
-    after = q.get("Last-Event-ID", q.get("after", 0))   # both checked before the stream starts
-    await auto.get_run(run_id)  # 404 before the stream starts
-    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await resp.prepare(request)
-    try:
-        async for event in until_gone(request, auto.follow(run_id, after)):
-            payload = to_json(event, indent=None)
-            await resp.write(f"id: {event['id']}\nevent: {event['kind']}\ndata: {payload}\n\n".encode())
-        await resp.write(b"event: end\ndata: {}\n\n")
-        await resp.write_eof()
-    except (ClientGone, ConnectionError):
-        pass   # the client left or the server is stopping: the stream just ends (it resumes with Last-Event-ID)
-    return resp
-
-
-@route("GET", "/v1/automation/partitions/{target}", "partitions of a run (run_...) or of a workflow's runs, "
-       "newest run first (as `partitions --format json`)", answers={200: rm.Partitions},
-       query=("state", "partition", "step", "limit"), errors=(404,))
-async def api_partitions(request: web.Request) -> web.Response:
-    q = params(request)
-    return json_response(await automation_for(request).partitions(
-        q["target"], state=q.get("state"), partition=q.get("partition"), step=q.get("step"),
-        limit=min(q.get("limit", 1000), 10_000)))
-
-
-@route("POST", "/v1/automation/runs/{run_id}/skip", "skip a failed partition (or step) of a partial or failed "
-       "run, recording the token's name and the reason (as `runs skip`)", body=rm.SkipRequest,
-       answers={200: rm.SkipResult}, errors=(404, 409))
-async def api_skip(request: web.Request) -> web.Response:
-    """A person (the calling token's name is recorded as who) skips a failed partition or step."""
-    b = await read_model(request, rm.SkipRequest)
-    return json_response(await automation_for(request).skip(params(request)["run_id"], partition=b.partition,
-                                                            step=b.step, reason=b.reason,
-                                                            by=f"token:{request[PRINCIPAL_KEY].name}"))
-
-
-@route("GET", "/v1/automation/logs", "attempts of every run of the project, newest first, filtered (as "
-       "`logs query --format json`); a truncated answer has `next`, passed back as `cursor`",
-       answers={200: rm.LogPage}, query=("error_code", "step", "workflow", "partition_key", "since", "until",
-                                          "limit", "cursor", "archive"), errors=(501,), tag="logs")
-async def api_logs_query(request: web.Request) -> web.Response:
-    q = params(request)
-    page = await automation_for(request).query_logs(
-        error_code=q.get("error_code"), step=q.get("step"), workflow=q.get("workflow"),
-        partition_key=q.get("partition_key"), since=q.get("since"), until=q.get("until"),
-        limit=q.get("limit", 100), after=q.get("cursor"), archive=q.get("archive", False))
-    return json_response(page.to_dict())
-
-
-@route("POST", "/v1/automation/events", "publish an event on the bus; 202 created, 200 deduplicated (24 h)",
-       body=ev.EventRequest, answers={202: ev.EventResult, 200: ev.EventResult},
-       headers=("A44-Idempotency-Key",), errors=(408, 413), tag="events")
-async def api_events_publish(request: web.Request) -> web.Response:
-    doc = _obj(await read_json(request))
-    key = doc.get("idempotency_key", request.headers.get("A44-Idempotency-Key"))
-    result = await ingestion_for(request).publish_event(doc.get("type"), doc.get("data"), key,
-                                                        partition_key=doc.get("partition_key"),
-                                                        occurred_at=doc.get("occurred_at"),
-                                                        parent=incoming_parent(request))
-    return json_response(result.to_dict(), result.status)
-
-
-@route("GET", "/v1/automation/events", "list events", answers={200: ev.EventList},
-       query=("type", "limit", "offset"), tag="events")
-async def api_events_list(request: web.Request) -> web.Response:
-    q = params(request)
-    events = await ingestion_for(request).events(q.get("type"), min(q.get("limit", 50), 1000), q.get("offset", 0))
-    return json_response({"events": events})
-
-
-@route("GET", "/v1/automation/events/{event_id}", "one event: envelope and deliveries",
-       answers={200: ev.Event}, errors=(404,), tag="events")
-async def api_event_get(request: web.Request) -> web.Response:
-    return json_response(await ingestion_for(request).event(params(request)["event_id"]))
-
-
-@route("GET", "/v1/automation/whoami", "the calling token (never the token itself)",
-       answers={200: rm.Principal}, tag="admin")
-async def api_whoami(request: web.Request) -> web.Response:
-    """The calling token (never the token itself): what `a44 auth status` shows."""
-    p = request[PRINCIPAL_KEY]
-    return json_response({"token_id": p.token_id, "name": p.name, "project_id": p.project_id,
-                          "scopes": sorted(p.scopes), "expires_at": p.expires_at})
 
 
 async def openapi(request: web.Request) -> web.Response:
@@ -359,7 +195,7 @@ def build_app(store, limits: HttpLimits | None = None, log_archive_dir: str | No
     app[AUTOS_KEY] = {}
     r = app.router
     r.add_get("/v1/automation/openapi.json", openapi)
-    register_all(r)
+    register_all(r, ROUTES)
     r.add_get("/metrics", metrics)
     r.add_get("/healthz", health)
     r.add_route("*", "/v1/{project}/{trigger}", webhook)

@@ -63,3 +63,11 @@ class SchedulePreviewRequest(Body):
 
 class SchedulePreview(Doc):
     triggers: list[dict]
+
+
+class Principal(Doc):
+    token_id: str
+    name: str
+    project_id: str
+    scopes: list[str]
+    expires_at: str | None

@@ -43,7 +43,7 @@ class Run(Doc):
     created_at: str
 
 
-class RunPage(Doc):
+class Runs(Doc):
     total: int
     runs: list[Run]
 
@@ -107,11 +107,3 @@ class LogPage(Doc):
     truncated: bool
     next: str | None
     rows: list[dict]
-
-
-class Principal(Doc):
-    token_id: str
-    name: str
-    project_id: str
-    scopes: list[str]
-    expires_at: str | None

@@ -1,4 +1,4 @@
-"""The REST endpoints by area, each module declaring its routes with `routing.route` (server.py holds the first
-ones: publish, runs, logs, events, whoami)."""
+"""The REST endpoints by area, each module declaring its routes with `routing.route`; importing this package
+declares them all (server.py registers them, openapi.py documents them)."""
 
-from . import admin, monitor, operations  # noqa: F401
+from . import admin, events, monitor, operations, runs  # noqa: F401
