@@ -149,3 +149,19 @@ def test_bodies_are_validated_before_anything_runs(api):
         assert "hint" in doc["error"] or path == "/runs/run_x/resolve"
     s, doc = api("POST", "/replay", raw=b"{not json", as_="write")
     assert s == 400 and doc["error"]["code"] == "E_INVALID_ARGUMENT"
+
+
+def test_every_route_refuses_a_token_below_its_scope(api):
+    """From the route table: each route answers 403 to the scope just below its own, before anything runs."""
+    from anthares44.automation.http.openapi import ROUTES
+
+    below = {"automation:write": "read", "automation:admin": "write"}
+    checked = 0
+    for r in ROUTES:
+        if r.scope in below:
+            path = r.path.removeprefix("/v1/automation").replace("{notification_id}", "1")
+            path = path.replace("{", "").replace("}", "")          # any id: the scope is checked first
+            s, doc = api(r.method, path, {}, as_=below[r.scope])
+            assert s == 403 and doc["error"]["code"] == "E_FORBIDDEN" and r.scope in doc["error"]["message"], r
+            checked += 1
+    assert checked >= 19

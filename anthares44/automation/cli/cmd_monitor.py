@@ -87,15 +87,11 @@ def _body(fn):
 
 
 def _alerts_api(auto, args):
-    from ..app.alerts import Alerts
-    from .cmd_serve import alert_interval
+    from ..app.alerts import Alerts, sampling_interval
     from .output import settings_of
 
-    try:
-        seconds = alert_interval(settings_of(args).alert_interval)
-    except ValueError:
-        seconds = None
-    return service(auto, "alerts", lambda: Alerts(auto, **({"interval_s": seconds} if seconds else {})))
+    seconds = sampling_interval(settings_of(args).alert_interval)
+    return service(auto, "alerts", lambda: Alerts(auto, interval_s=seconds))
 
 
 def _rule_line(r: dict) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ...app.alerts import Alerts
+from ...app.alerts import Alerts, sampling_interval
 from ...app.notifications import Notifications
 from ..context import automation_for, json_response, read_model, settings_for
 from ..models import common as cm
@@ -16,7 +16,8 @@ from ..routing import READ, route
 
 
 def _alerts(request: web.Request) -> Alerts:
-    return Alerts(automation_for(request))
+    # a test reads the samples at the interval this daemon takes them (A44_ALERT_INTERVAL), as the CLI does
+    return Alerts(automation_for(request), interval_s=sampling_interval(settings_for(request).alert_interval))
 
 
 def _notifications(request: web.Request) -> Notifications:
