@@ -65,7 +65,7 @@ E_NONDETERMINISTIC_REPLAY = _code("E_NONDETERMINISTIC_REPLAY", False,
                                   "the code workflow's step sequence differs from the recorded one")
 E_RUN_DEADLINE = _code("E_RUN_DEADLINE", False, "the run exceeded its 72 h wall-clock limit")
 E_ILLEGAL_TRANSITION = _code("E_ILLEGAL_TRANSITION", False,
-                              "the run state machine does not allow that transition (docs/states.md)")
+                              "the run state machine does not allow that transition (docs/states.md)", http=409)
 E_CONFIRMED_FAILED = _code("E_CONFIRMED_FAILED", False,
                            "a person confirmed that an interrupted exclusive step failed")
 

@@ -19,6 +19,27 @@ from ..runtime.alerts.evaluator import DEFAULT_INTERVAL_S, evaluate_rule
 ALERT_STATES = ("firing", "resolved")
 
 
+def alert_interval(text: str | None) -> float | None:
+    """A44_ALERT_INTERVAL in seconds (default 15); `off`: None (this daemon never evaluates alerts)."""
+    from ..durations import parse_duration
+
+    if text is not None and text.strip().lower() == "off":
+        return None
+    seconds = parse_duration(text).total_seconds() if text else 15.0
+    if seconds < 1:
+        raise ValueError(f"A44_ALERT_INTERVAL={text!r}: the alert interval must be at least 1s (or off)")
+    return seconds
+
+
+def sampling_interval(text: str | None) -> float:
+    """The interval `Alerts.test` assumes the samples were taken at: A44_ALERT_INTERVAL's, else the default (also
+    when it is `off` or unreadable: `serve` refuses those, a test still has an answer)."""
+    try:
+        return alert_interval(text) or DEFAULT_INTERVAL_S
+    except ValueError:
+        return DEFAULT_INTERVAL_S
+
+
 class Alerts:
     def __init__(self, auto, *, interval_s: float = DEFAULT_INTERVAL_S):
         self.store, self.project, self.interval_s = auto.store, auto.project, interval_s

@@ -1,5 +1,6 @@
 """`RemoteAutomation`: the methods of `Automation` the CLI verbs call (publish, run, wait, get_run, runs, logs,
-follow; events through `ingestion()`), over a daemon's REST API `/v1/automation` (docs/api.md) with
+follow, resolve, skip, partitions; events through `ingestion()`; the other services: remote_services.py), over a
+daemon's REST API `/v1/automation` (docs/api.md) with
 `Authorization: Bearer <token>`, returning the same objects, so the CLI prints the same views and JSON.
 
     async with RemoteAutomation("http://host:8044", token, "pj_checkout_prod") as auto:
@@ -332,8 +333,9 @@ class RemoteAutomation:
                 yield timestamps(event["data"])
 
     async def resolve(self, run_id: str, step_id: str, outcome: str, *, by: str | None = None) -> dict:
-        raise A44Error(E_REMOTE_UNSUPPORTED, "`runs resolve` is not part of the REST API yet",
-                       hint="run it on the daemon's host with --local (or A44_DATABASE_URL)")
+        # the daemon records the calling token's name as who decided (`by` is local only)
+        _, doc = await self._call("POST", f"/runs/{_seg(run_id)}/resolve", body={"step": step_id, "outcome": outcome})
+        return timestamps(doc)
 
     async def partitions(self, target: str, *, state: str | None = None, partition: str | None = None,
                          step: str | None = None, limit: int = 1000) -> dict:

@@ -49,6 +49,7 @@ class HttpSettings:
     webhook_flushers: int | None = None
     webhook_cache_ttl: float | None = None
     log_archive_dir: str | None = None         # where `GET /v1/automation/logs?archive=true` reads (paths.py)
+    settings: object | None = None             # settings.Settings the edge read: secrets, delivery (channels)
 
     @classmethod
     def from_settings(cls, settings, **values) -> "HttpSettings":
@@ -58,7 +59,8 @@ class HttpSettings:
 
         return cls(webhook_max_batch=settings.webhook_max_batch, webhook_flushers=settings.webhook_flushers,
                    webhook_cache_ttl=settings.webhook_cache_ttl,
-                   log_archive_dir=str(log_archive_root(settings.home, settings.log_archive_dir)), **values)
+                   log_archive_dir=str(log_archive_root(settings.home, settings.log_archive_dir)),
+                   settings=settings, **values)
 
     def tune(self, store) -> None:
         from .gateway import tune_webhooks

@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .output import (EXIT_OK, EXIT_USAGE, ArgParser, exit_code, json_document, print_error, settings_of, usage_error,
-                     write)
+from .output import (ArgParser, EXIT_OK, EXIT_USAGE, add_target_options, exit_code, json_document, print_error,
+                     remote_admin, settings_of, usage_error, write)
 
 
 def add_group(top) -> None:
@@ -31,18 +31,21 @@ def add_group(top) -> None:
     create = tverbs.add_parser("create", help="create a token (shown once)")
     create.add_argument("--name", required=True)
     create.add_argument("--scope", action="append", required=True, metavar="SCOPE",
-                        help="automation:read or automation:write (repeatable)")
+                        help="automation:read, automation:write or automation:admin (repeatable)")
     create.add_argument("--expires", default="30d", metavar="DURATION", help="e.g. 30d, 12h, or never (default 30d)")
     create.add_argument("--allow-cidr", action="append", default=[], metavar="CIDR",
                         help="only accept the token from this network (repeatable)")
     _common(create)
+    add_target_options(create)
     create.set_defaults(_run=_token_create)
     lst = tverbs.add_parser("list", help="list the project's tokens (never the token itself)")
     _common(lst)
+    add_target_options(lst)
     lst.set_defaults(_run=_token_list)
     rev = tverbs.add_parser("revoke", help="revoke a token")
     rev.add_argument("token_id", metavar="TOKEN_ID")
     _common(rev)
+    add_target_options(rev)
     rev.set_defaults(_run=_token_revoke)
 
     login = verbs.add_parser("login", help="store a token in $A44_HOME/credentials (mode 0600)")
@@ -71,11 +74,22 @@ def _common(p) -> None:
     p.add_argument("--format", "-f", choices=("text", "json"), default="text")
 
 
-def _with_store(body, args) -> int:
+def _with_store(body, args, remote=None) -> int:
+    """`body(store, project, args)` on the local database; with `remote` (a run_api body), the token verbs go to
+    the daemon when the target is remote (an automation:admin token)."""
     import asyncio
 
     from ..app.automation import resolve_project
     from ..errors import A44Error
+    from .output import goes_remote, run_api
+
+    if remote is not None:
+        try:
+            if goes_remote(args):
+                return run_api(remote, args)
+        except A44Error as exc:
+            print_error(exc)
+            return exit_code(exc)
 
     async def main():
         from ..runtime.database import resolve_url
@@ -114,32 +128,47 @@ def _token_create(args) -> int:
         from ..runtime.ingestion.tokens import create_token
 
         tok = await create_token(store, project, args.name, args.scope, expires, args.allow_cidr)
-        if args.format == "json":
-            write(json_document(tok.to_dict()))
-        else:
-            exp = tok.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ") if tok.expires_at else "never"
-            write(f"{tok.token}\n")
-            print(f"token {tok.token_id} ({', '.join(tok.scopes)}) for {project}, expires {exp}"
-                  + (f", from {', '.join(tok.allow_cidrs)}" if tok.allow_cidrs else "")
-                  + "; shown once: store it now", file=sys.stderr)
-        return EXIT_OK
-    return _with_store(body, args)
+        return _new_token(args, tok.to_dict())
+
+    async def remote(auto, args):
+        return _new_token(args, await remote_admin(auto).create_token(args.name, args.scope, args.expires,
+                                                                         args.allow_cidr))
+    return _with_store(body, args, remote)
+
+
+def _new_token(args, tok: dict) -> int:
+    if args.format == "json":
+        write(json_document(tok))
+    else:
+        exp = tok["expires_at"].strftime("%Y-%m-%dT%H:%M:%SZ") if tok["expires_at"] else "never"
+        write(f"{tok['token']}\n")
+        print(f"token {tok['token_id']} ({', '.join(tok['scopes'])}) for {tok['project_id']}, expires {exp}"
+              + (f", from {', '.join(tok['allow_cidrs'])}" if tok["allow_cidrs"] else "")
+              + "; shown once: store it now", file=sys.stderr)
+    return EXIT_OK
 
 
 def _token_list(args) -> int:
     async def body(store, project, args):
         from ..runtime.ingestion.tokens import list_tokens
-        from .output import table, when
 
-        rows = await list_tokens(store, project)
-        if args.format == "json":
-            write(json_document({"tokens": rows}))
-        else:
-            write(table(("id", "name", "scopes", "cidrs", "expires", "revoked"),
-                        [(r["token_id"], r["name"], ",".join(r["scopes"]), ",".join(r["allow_cidrs"]) or "-",
-                          when(r["expires_at"]), when(r["revoked_at"])) for r in rows]))
-        return EXIT_OK
-    return _with_store(body, args)
+        return _tokens(args, await list_tokens(store, project))
+
+    async def remote(auto, args):
+        return _tokens(args, await remote_admin(auto).tokens())
+    return _with_store(body, args, remote)
+
+
+def _tokens(args, rows: list[dict]) -> int:
+    from .output import table, when
+
+    if args.format == "json":
+        write(json_document({"tokens": rows}))
+    else:
+        write(table(("id", "name", "scopes", "cidrs", "expires", "revoked"),
+                    [(r["token_id"], r["name"], ",".join(r["scopes"]), ",".join(r["allow_cidrs"]) or "-",
+                      when(r["expires_at"]), when(r["revoked_at"])) for r in rows]))
+    return EXIT_OK
 
 
 def _token_revoke(args) -> int:
@@ -149,7 +178,12 @@ def _token_revoke(args) -> int:
         await revoke_token(store, project, args.token_id)
         write(f"{args.token_id} revoked\n")
         return EXIT_OK
-    return _with_store(body, args)
+
+    async def remote(auto, args):
+        await remote_admin(auto).revoke_token(args.token_id)
+        write(f"{args.token_id} revoked\n")
+        return EXIT_OK
+    return _with_store(body, args, remote)
 
 
 def _home(args):

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import argparse
 
-from .output import EXIT_ERROR, EXIT_OK, ArgParser, add_common_options, json_document, run_api, \
-    settings_of, table, when, write
+from .output import (EXIT_ERROR, EXIT_OK, ArgParser, add_common_options, add_target_options, json_document, run_api,
+                     service, settings_of, table, when, write)
 
 NOTIFICATION_COLUMNS = ("id", "channel", "kind", "severity", "state", "attempts", "created", "last_error")
 
@@ -41,6 +41,7 @@ def add_verbs(verbs) -> None:
     create.add_argument("--smtp-username-ref", metavar="SECRET", help="email: the login's user name (sec_...)")
     create.add_argument("--smtp-password-ref", metavar="SECRET", help="email: the login's password (sec_...)")
     add_common_options(create)
+    add_target_options(create)
     create.set_defaults(_run=_run_channel)
     for verb, help_ in (("list", "the project's channels"), ("show", "one channel"), ("rm", "remove a channel"),
                         ("test", "send a test message now and print what happened")):
@@ -51,6 +52,7 @@ def add_verbs(verbs) -> None:
             p.add_argument("--timeout", default="30s", metavar="DURATION",
                            help="how long to wait when a daemon sends it (default 30s)")
         add_common_options(p)
+        add_target_options(p)
         p.set_defaults(_run=_run_channel)
 
     notes = verbs.add_parser("notifications", help="notifications: what was sent, what waits, what failed",
@@ -58,6 +60,7 @@ def add_verbs(verbs) -> None:
     notes.add_argument("--state", metavar="STATE", help="pending, delivered or failed")
     notes.add_argument("--limit", type=int, default=100, help="at most N, newest first (default 100)")
     add_common_options(notes)
+    add_target_options(notes)
     notes.set_defaults(_run=_run_notifications, notifications_verb=None)
     nverbs = notes.add_subparsers(dest="notifications_verb", metavar="VERB", parser_class=ArgParser)
     for verb, help_ in (("show", "one notification, with its payload"),
@@ -65,6 +68,7 @@ def add_verbs(verbs) -> None:
         p = nverbs.add_parser(verb, help=help_)
         p.add_argument("notification_id", metavar="ID", type=int)
         add_common_options(p)
+        add_target_options(p)
         p.set_defaults(_run=_run_notifications)
 
 
@@ -94,7 +98,7 @@ def _run_notifications(args) -> int:
 def _service(auto, args):
     from ..app.notifications import Notifications
 
-    return Notifications(auto, settings_of(args))
+    return service(auto, "notifications", lambda: Notifications(auto, settings_of(args)))
 
 
 async def _channel(auto, args) -> int:

@@ -12,7 +12,8 @@ import argparse
 import json
 import sys
 
-from .output import EXIT_OK, FORMATS, table
+from .output import (EXIT_OK, FORMATS, add_target_options, exit_code, goes_remote, print_error, remote_admin, run_api,
+                     table)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -21,29 +22,30 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="connectors_verb", metavar="VERB", required=True)
     ls = verbs.add_parser("list", help="built-in and plugin connectors")
     ls.add_argument("--format", "-f", choices=FORMATS, default="text", help="output format (default: text)")
+    ls.add_argument("--project", metavar="P", help="with --remote: the project of the stored login")
+    add_target_options(ls)
     return parser
 
 
-def installed() -> list[dict]:
-    from ..stdlib_connectors.registry import _BUILTINS, ConnectorRegistry
-    from ..compiler.models.params import BUILTIN_PARAMS
-
-    reg = ConnectorRegistry()
-    out = []
-    for d in reg.list_installed():
-        d = dict(d)
-        if d["source"] == "builtin":
-            d["value"] = _BUILTINS[d["uses"]]
-            model = BUILTIN_PARAMS.get(d["uses"])
-            d["source"] = "builtin (anthares44-automation)"
-            if model is not None:
-                d["params"] = sorted(f.alias or n for n, f in model.model_fields.items())
-        out.append(d)
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
-    rows = installed()
+    from ..app.connectors import installed
+    from ..errors import A44Error
+
+    try:
+        remote = goes_remote(args)
+    except A44Error as exc:
+        print_error(exc)
+        return exit_code(exc)
+    if remote:   # the daemon's installation, not this one
+        return run_api(_remote, args)
+    return _print(args, installed())
+
+
+async def _remote(auto, args) -> int:
+    return _print(args, await remote_admin(auto).connectors())
+
+
+def _print(args: argparse.Namespace, rows: list[dict]) -> int:
     if args.format == "json":
         json.dump(rows, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -19,8 +19,8 @@ import argparse
 import sys
 
 from ..errors import E_DLQ_FILTER, E_INVALID_ARGUMENT
-from .output import (EXIT_OK, EXIT_USAGE, ProgressBar, add_common_options, json_document, run_api, table, when,
-                     write)
+from .output import (EXIT_OK, EXIT_USAGE, ProgressBar, add_common_options, add_target_options, json_document, run_api,
+                     service, table, when, write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -31,14 +31,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     ls.add_argument("queue", metavar="Q", nargs="?")
     ls.add_argument("--limit", type=int, default=50)
     add_common_options(ls)
+    add_target_options(ls)
     s = sub.add_parser("stats", help="dead letters of a queue by error code")
     s.add_argument("queue", metavar="Q")
     s.add_argument("--since", metavar="AGE", help="only those dead-lettered within AGE (24h, 7d)")
     add_common_options(s)
+    add_target_options(s)
     sh = sub.add_parser("show", help="one dead letter: envelope, last error, attempts")
     sh.add_argument("dead_letter_id", metavar="ID")
     sh.add_argument("--with-attempts", action="store_true", help="every delivery and its step attempts")
     add_common_options(sh)
+    add_target_options(sh)
     r = sub.add_parser("redrive", help="re-enqueue dead letters of a queue")
     r.add_argument("queue", metavar="Q")
     r.add_argument("--filter", metavar="CEL", help="CEL over the DLQ row, e.g. \"error_code == 'E_UPSTREAM_503'\"")
@@ -46,6 +49,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--max", type=int, metavar="N", help="at most N entries")
     r.add_argument("--dry-run", action="store_true", help="count and list what would be redriven; change nothing")
     add_common_options(r)
+    add_target_options(r)
     return p
 
 
@@ -58,7 +62,7 @@ async def _dlq(auto, args) -> int:
     from ..errors import A44Error
     from .output import print_error
 
-    q = Queues(auto)
+    q = service(auto, "queues", lambda: Queues(auto))
     try:
         if args.dlq_cmd == "list":
             rows = await q.dlq_list(args.queue, limit=args.limit)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from .output import EXIT_OK, json_document, run_api, table, write
+from .output import EXIT_OK, add_target_options, json_document, remote_admin, run_api, table, write
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -16,6 +16,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="output format (default: table; text is the same table)")
     p.add_argument("--name", metavar="PREFIX", help="only the samples whose name starts with PREFIX")
     p.set_defaults(project=None)
+    add_target_options(p)
     return p
 
 
@@ -26,7 +27,10 @@ def run(args: argparse.Namespace) -> int:
 async def _metrics(auto, args) -> int:
     from ..app.metrics import as_rows, collect
 
-    rows = [r for r in as_rows(await collect(auto.store)) if not args.name or r["name"].startswith(args.name)]
+    if getattr(auto, "remote", False):
+        rows = await remote_admin(auto).metrics(args.name)
+    else:
+        rows = [r for r in as_rows(await collect(auto.store)) if not args.name or r["name"].startswith(args.name)]
     if args.format == "json":
         write(json_document({"metrics": rows}))
         return EXIT_OK

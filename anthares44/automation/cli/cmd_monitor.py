@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import argparse
 
-from .output import (EXIT_OK, ArgParser, add_common_options, json_document, run_api, table, when, write)
+from .output import (EXIT_OK, ArgParser, add_common_options, add_target_options, json_document, run_api, service, table,
+                     when, write)
 
 
 def add_group(top) -> None:
@@ -54,12 +55,14 @@ def add_group(top) -> None:
         if verb != "list":
             p.add_argument("name", metavar="NAME")
         add_common_options(p)
+        add_target_options(p)
         p.set_defaults(_run=_body(fn))
 
     alerts = verbs.add_parser("alerts", help="firing and resolved alerts with their history")
     alerts.add_argument("--state", choices=("firing", "resolved"))
     alerts.add_argument("--limit", type=int, default=50)
     add_common_options(alerts)
+    add_target_options(alerts)
     alerts.set_defaults(_run=_body(_alerts))
 
 
@@ -74,6 +77,7 @@ def _routing(p, default_severity: str = "p3") -> None:
     p.add_argument("--update-every", type=int, metavar="N",
                    help="one update message every N occurrences within the window (default 10)")
     add_common_options(p)
+    add_target_options(p)
 
 
 def _body(fn):
@@ -83,15 +87,11 @@ def _body(fn):
 
 
 def _alerts_api(auto, args):
-    from ..app.alerts import Alerts
-    from .cmd_serve import alert_interval
+    from ..app.alerts import Alerts, sampling_interval
     from .output import settings_of
 
-    try:
-        seconds = alert_interval(settings_of(args).alert_interval)
-    except ValueError:
-        seconds = None
-    return Alerts(auto, **({"interval_s": seconds} if seconds else {}))
+    seconds = sampling_interval(settings_of(args).alert_interval)
+    return service(auto, "alerts", lambda: Alerts(auto, interval_s=seconds))
 
 
 def _rule_line(r: dict) -> str:

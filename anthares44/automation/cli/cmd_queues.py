@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .output import EXIT_OK, add_common_options, json_document, run_api, table, write
+from .output import EXIT_OK, add_common_options, add_target_options, json_document, run_api, service, table, write
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -14,6 +14,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="queues_cmd", metavar="CMD", required=True)
     s = sub.add_parser("stats", help="one line per queue")
     add_common_options(s)
+    add_target_options(s)
     return p
 
 
@@ -24,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 async def _queues(auto, args) -> int:
     from ..app.queues import Queues
 
-    rows = await Queues(auto).stats()
+    rows = await service(auto, "queues", lambda: Queues(auto)).stats()
     if args.format == "json":
         write(json_document({"queues": rows}))
         return EXIT_OK

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import argparse
 
-from .output import EXIT_OK, ProgressBar, add_common_options, json_document, run_api, write
+from .output import (EXIT_OK, ProgressBar, add_common_options, add_target_options, json_document, remote_admin,
+                     run_api, write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -49,6 +50,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--request-id", metavar="ID", help="override the request id derived from the command "
                    "(a new id replays runs this command already replayed)")
     add_common_options(p)
+    add_target_options(p)
     return p
 
 
@@ -57,14 +59,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _replay(auto, args) -> int:
+    from functools import partial
+
     from ..app.replay import replay
 
-    doc = await replay(auto, args.run_ids, state=args.state, step=args.step, since=args.since,
-                       workflow=args.workflow, from_step=args.from_step, from_time=args.from_time,
-                       failed_partitions=args.failed_partitions,
-                       to_version=args.to_version, dry_run=args.dry_run, rate=args.rate,
-                       concurrency=args.concurrency, request_id=args.request_id,
-                       progress=ProgressBar("replaying"))
+    run = remote_admin(auto).replay if getattr(auto, "remote", False) else partial(replay, auto)
+    doc = await run(args.run_ids, state=args.state, step=args.step, since=args.since, workflow=args.workflow,
+                    from_step=args.from_step, from_time=args.from_time,
+                    failed_partitions=args.failed_partitions, to_version=args.to_version, dry_run=args.dry_run,
+                    rate=args.rate, concurrency=args.concurrency, request_id=args.request_id,
+                    progress=ProgressBar("replaying"))
     if args.dry_run or args.format == "json":
         write(json_document(doc))
         return EXIT_OK

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from .output import usage_error
+from .output import add_target_options, usage_error
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -31,6 +31,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     oc.add_argument("--database-url", help="PostgreSQL URL (default A44_DATABASE_URL, else the embedded server)")
     oc.add_argument("--limit", type=int, default=200)
     oc.add_argument("--format", choices=("text", "json"), default="text")
+    add_target_options(oc)
     return p
 
 
@@ -82,7 +83,15 @@ def _occurrences(args) -> int:
     from ..runtime.store import Store
     from ..settings import DEFAULT_PROJECT
 
+    from .output import goes_remote, remote_unsupported
+
     project = args.project or settings_of(args).project or DEFAULT_PROJECT
+    try:
+        if not args.database_url and goes_remote(args):
+            raise remote_unsupported("schedule occurrences")
+    except A44Error as exc:
+        print_error(exc)
+        return exit_code(exc)
 
     async def main():
         store = await Store.connect(args.database_url or resolve_url(settings_of(args), start=True))

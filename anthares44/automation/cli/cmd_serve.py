@@ -42,6 +42,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from ..durations import parse_duration
+    from ..app.alerts import alert_interval
     from ..app.serve import ServeSettings
     from ..runtime.engine import WorkerSettings
     from ..runtime.notify.delivery import DeliverySettings
@@ -59,15 +60,3 @@ def run(args) -> int:
         return usage_error(str(exc))
     return serve_http(ServeSettings(worker=worker, http=http if args.http_port is not None else None,
                                     env=settings_of(args), notify=notify, alert_interval_s=alerts), args)
-
-
-def alert_interval(text: str | None) -> float | None:
-    """A44_ALERT_INTERVAL in seconds (default 15); `off`: None (this daemon never evaluates alerts)."""
-    from ..durations import parse_duration
-
-    if text is not None and text.strip().lower() == "off":
-        return None
-    seconds = parse_duration(text).total_seconds() if text else 15.0
-    if seconds < 1:
-        raise ValueError(f"A44_ALERT_INTERVAL={text!r}: the alert interval must be at least 1s (or off)")
-    return seconds

@@ -15,8 +15,8 @@ import argparse
 import sys
 import time
 
-from .output import (EXIT_ERROR, EXIT_OK, add_common_options, json_document, run_api, settings_of, usage_error,
-                     write)
+from .output import (EXIT_ERROR, EXIT_OK, add_common_options, add_target_options, json_document, remote_admin,
+                     run_api, settings_of, usage_error, write)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -27,9 +27,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     s = verbs.add_parser("secret", help="show a webhook trigger's secret (once)")
     s.add_argument("trigger", metavar="TRIGGER")
     add_common_options(s)
+    add_target_options(s)
     r = verbs.add_parser("rotate", help="add a new secret; the old one stays valid 48 h more")
     r.add_argument("trigger", metavar="TRIGGER")
     add_common_options(r)
+    add_target_options(r)
     for name, help_ in (("sign", "print valid signature headers for a body"),
                         ("send", "sign and POST a body, printing the dedupe decision")):
         q = verbs.add_parser(name, help=help_)
@@ -42,8 +44,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
             q.add_argument("--url", default=None, help="server base URL (default $A44_API_URL or "
                                                        "http://127.0.0.1:8044)")
         add_common_options(q)
+        add_target_options(q)
     lst = verbs.add_parser("list", help="webhook triggers and their URLs")
     add_common_options(lst)
+    add_target_options(lst)
     return p
 
 
@@ -57,13 +61,17 @@ def run(args) -> int:
     if args.webhook_verb == "send" and args.repeat < 1:
         return usage_error("--repeat must be at least 1")
     return run_api({"secret": _secret, "rotate": _rotate, "sign": _sign, "send": _send,
-                    "list": _list}[args.webhook_verb], args, migrate=True)
+                    "list": _list}[args.webhook_verb], args, migrate=True,
+                   local_only=None if args.webhook_verb in ("secret", "rotate") else f"webhook {args.webhook_verb}")
 
 
 async def _secret(auto, args) -> int:
     from ..runtime.ingestion.triggers import reveal_secret
 
-    secret = await reveal_secret(auto.store, auto.project, args.trigger)
+    if getattr(auto, "remote", False):
+        secret = await remote_admin(auto).webhook_secret(args.trigger)
+    else:
+        secret = await reveal_secret(auto.store, auto.project, args.trigger)
     if args.format == "json":
         write(json_document({"trigger_id": args.trigger, "secret": secret}))
     else:
@@ -75,7 +83,10 @@ async def _secret(auto, args) -> int:
 async def _rotate(auto, args) -> int:
     from ..runtime.ingestion.triggers import rotate_secret
 
-    out = await rotate_secret(auto.store, auto.project, args.trigger)
+    if getattr(auto, "remote", False):
+        out = await remote_admin(auto).rotate_webhook_secret(args.trigger)
+    else:
+        out = await rotate_secret(auto.store, auto.project, args.trigger)
     if args.format == "json":
         write(json_document(out))
     else:

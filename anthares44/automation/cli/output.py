@@ -118,8 +118,11 @@ def usage_error(message: str, hint: str | None = None) -> int:
     return EXIT_USAGE
 
 
-def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, migrate: bool = False) -> int:
-    """Connect an `Automation` for `args.project`, run `body(auto, args)`, close, and map errors to exit codes."""
+def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, migrate: bool = False,
+            local_only: str | None = None) -> int:
+    """Connect an `Automation` for `args.project` (or a `RemoteAutomation` when the target is remote), run
+    `body(auto, args)`, close, and map errors to exit codes. `local_only`: the name of a verb the REST API does
+    not offer, refused with E_REMOTE_UNSUPPORTED when the target is remote rather than run on the local database."""
     import asyncio
 
     from ..api import Automation
@@ -147,6 +150,8 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
 
             target = select_target(settings_of(args), args.project, remote=args.api_url or args.remote or None,
                                    local=args.local)
+            if target.remote and local_only:
+                raise remote_unsupported(local_only)
             if args.verbose or (target.implicit and (target.remote or sys.stderr.isatty())):
                 # where a verb goes when nothing on its command line said: always when a stored login
                 # redirects it, on a terminal when it is the local default
@@ -155,6 +160,38 @@ def run_api(body: Callable[..., Awaitable[int]], args: argparse.Namespace, *, mi
     except A44Error as exc:
         print_error(exc)
         return exit_code(exc)
+
+
+def goes_remote(args: argparse.Namespace) -> bool:
+    """Whether a verb that also runs without a database (connectors, auth token) is aimed at a remote daemon:
+    the rule of run_api, checked before anything local starts. Raises the A44Error of a bad choice."""
+    from ..app.credentials import select_target
+
+    return select_target(settings_of(args), args.project, remote=args.api_url or args.remote or None,
+                         local=args.local).remote
+
+
+def remote_unsupported(verb: str):
+    from ..errors import E_REMOTE_UNSUPPORTED, A44Error
+
+    return A44Error(E_REMOTE_UNSUPPORTED, f"`{verb}` has no REST endpoint: it cannot run against a remote daemon",
+                    hint="run it on the daemon's host with --local (or A44_DATABASE_URL), where the database is")
+
+
+def service(auto, name: str, local: Callable[[], Any]):
+    """The app service `local()` (Queues(auto), Alerts(auto)...), or its REST twin when `auto` is remote."""
+    if getattr(auto, "remote", False):
+        from ..app.remote_services import twin
+
+        return twin(auto, name)
+    return local()
+
+
+def remote_admin(auto):
+    """The daemon's tokens, webhook secrets, metrics, connectors and replay, for a remote `auto`."""
+    from ..app.remote_services import twin
+
+    return twin(auto, "admin")
 
 
 async def warn_without_daemon(auto) -> None:

@@ -1,10 +1,24 @@
-"""The OpenAPI 3.1 document served at `GET /v1/automation/openapi.json`. Parameter schemas come from params.py,
-the rules the server applies."""
+"""The OpenAPI 3.1 document served at `GET /v1/automation/openapi.json` and committed as schemas/openapi.json,
+generated from the route table (routing.py) and the pydantic models of http/models/: paths, methods, parameters
+(their schemas are the rules params.py applies), bodies, answers, error answers and the security schemes.
+
+    python -m anthares44.automation.http.openapi > schemas/openapi.json
+"""
 
 from __future__ import annotations
 
-from . import params as p
+import re
+import sys
 
+from pydantic.json_schema import models_json_schema
+
+from ..jsonenc import to_json
+from . import params as p
+from .models.common import Error
+from . import routes  # noqa: F401 - declares every route
+from .routing import ADMIN, READ, ROUTES, WRITE
+
+_REF = "#/components/schemas/{model}"
 _ERR = {"$ref": "#/components/schemas/Error"}
 _SCHEMAS = {p.ident: {"type": "string", "pattern": f"^{p.ID_PATTERN.pattern}$", "maxLength": p.MAX_ID_LEN},
             p.text: {"type": "string", "minLength": 1, "maxLength": p.MAX_TEXT_LEN},
@@ -13,172 +27,108 @@ _SCHEMAS = {p.ident: {"type": "string", "pattern": f"^{p.ID_PATTERN.pattern}$", 
             p.flag: {"type": "boolean"},
             p.cursor: {"type": "string", "pattern": "^[A-Za-z0-9_-]+$", "maxLength": 4 * p.MAX_ID_LEN,
                        "description": "the `next` cursor of the previous page"}}
+_STATUS = {400: "bad request: a parameter (E_BAD_REQUEST) or the body (E_INVALID_ARGUMENT) is refused",
+           401: "missing, unknown, expired or revoked token (E_TOKEN_INVALID)",
+           403: "the token's scope, project or allowed networks refuse it (E_FORBIDDEN)",
+           404: "not found", 405: "method not allowed", 408: "E_REQUEST_TIMEOUT: the body did not arrive in time",
+           409: "conflict with the current state", 413: "E_BODY_TOO_LARGE", 415: "not application/json",
+           422: "refused (compile errors)", 501: "not available on this server"}
+_SCOPE_TEXT = {READ: "automation:read (or write, or admin)", WRITE: "automation:write (or admin)",
+               ADMIN: "automation:admin"}
 
 
 def _param(name: str, where: str = "query") -> dict:
     table = {"query": p.QUERY, "path": p.PATH, "header": p.HEADERS}[where]
-    out = {"name": name, "in": where, "schema": _SCHEMAS[table[name]]}
+    out = {"name": name, "in": where, "schema": _SCHEMAS[table.get(name, p.text)]}
     if where == "path":
         out["required"] = True
     return out
 
 
-def _resp(desc: str, schema: dict | None = None) -> dict:
-    out: dict = {"description": desc}
+def _json(schema: dict | None, description: str) -> dict:
+    out: dict = {"description": description}
     if schema is not None:
         out["content"] = {"application/json": {"schema": schema}}
     return out
 
 
-def _errors(*codes: int) -> dict:
-    names = {400: "bad request", 401: "missing, unknown, expired or revoked token", 403: "scope or address refused",
-             404: "not found", 409: "version conflict", 413: "body too large", 415: "not application/json",
-             408: "E_REQUEST_TIMEOUT (the body did not arrive in time) or, on a webhook, E_TIMESTAMP_SKEW",
-             422: "refused (compile errors / template)", 405: "method not allowed"}
-    return {str(c): _resp(names[c], _ERR) for c in codes}
+def _components() -> tuple[dict, dict]:
+    """(model -> its $ref, the schemas): requests as validated, answers as written."""
+    pairs = {(Error, "serialization")}
+    for r in ROUTES:
+        if r.body is not None:
+            pairs.add((r.body, "validation"))
+        pairs.update((m, "serialization") for m in r.answers.values() if not isinstance(m, str))
+    refs, doc = models_json_schema(sorted(pairs, key=lambda x: (x[0].__name__, x[1])), ref_template=_REF)
+    return {model: ref for (model, _), ref in refs.items()}, doc.get("$defs", {})
+
+
+def _operation(r, refs: dict) -> dict:
+    op: dict = {"operationId": r.handler.__name__.removeprefix("api_"), "summary": r.summary, "tags": [r.tag],
+                "security": [{"bearer": []}], "x-a44-scope": r.scope,
+                "description": f"Scope: {_SCOPE_TEXT[r.scope]}."}
+    params = [_param(n, "path") for n in re.findall(r"{(\w+)}", r.path)]
+    params += [_param(n) for n in r.query] + [_param(n, "header") for n in r.headers]
+    if params:
+        op["parameters"] = params
+    if r.body is not None:
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": refs[r.body]}}}
+    responses = {str(status): _json(refs[m], m.__doc__.strip().splitlines()[0] if m.__doc__ else m.__name__)
+                 if not isinstance(m, str) else {"description": m} for status, m in sorted(r.answers.items())}
+    responses.update({str(c): _json(_ERR, _STATUS[c]) for c in r.errors})
+    op["responses"] = responses
+    return op
+
+
+def _webhook(refs: dict) -> dict:
+    run_id = {"type": "object", "required": ["run_id"], "properties": {"run_id": {"type": "string"}}}
+    return {"post": {
+        "operationId": "webhook", "tags": ["webhooks"],
+        "summary": "signed webhook (docs/webhooks.md); the body (any JSON, at most 1 MB) becomes the run input",
+        "security": [{"webhookSignature": []}],
+        "parameters": [_param("project", "path"), _param("trigger", "path"),
+                       {"name": "A44-Timestamp", "in": "header", "required": True, "schema": {"type": "string"}},
+                       {"name": "A44-Signature", "in": "header", "required": True, "schema": {"type": "string"}},
+                       {"name": "A44-Idempotency-Key", "in": "header", "schema": {"type": "string"}}],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {}}}},
+        "responses": {"202": _json(run_id, "run created"), "200": _json(run_id, "deduplicated: the original run"),
+                      "401": _json(_ERR, "missing or bad signature"),
+                      **{str(c): _json(_ERR, _STATUS[c]) for c in (400, 404, 405, 408, 413, 415)}}}}
 
 
 def document() -> dict:
-    auth = [{"bearer": []}]
+    refs, schemas = _components()
+    paths: dict = {"/v1/automation/openapi.json": {"get": {
+        "operationId": "openapi", "tags": ["meta"], "summary": "this document (no token)", "security": [],
+        "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}}}}}
+    for r in ROUTES:
+        paths.setdefault(r.path, {})[r.method.lower()] = _operation(r, refs)
+    paths["/v1/{project}/{trigger}"] = _webhook(refs)
     return {
         "openapi": "3.1.0",
         "info": {"title": "a44 automation", "version": "1",
                  "description": "REST API of a44 automation (docs/api.md) and signed webhooks (docs/webhooks.md). "
-                                "Payloads are those of the CLI's --format json."},
+                                "Answers are those of the CLI's --format json; errors are "
+                                "{\"error\": {code, message, hint}} (docs/errors.md)."},
         "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                                           "description": "a44_pat_... token (`a44 auth token create`); scopes "
-                                                          "automation:read (GET) and automation:write (POST)"},
-                                "webhookSignature": {"type": "apiKey", "in": "header", "name": "A44-Signature",
-                                                     "description": "hex HMAC-SHA256 of A44-Timestamp + '.' + raw "
-                                                                    "body, keyed by the trigger's secret"}},
-            "schemas": {
-                "Error": {"type": "object", "required": ["error"], "properties": {"error": {
-                    "type": "object", "required": ["code", "message"],
-                    "properties": {"code": {"type": "string"}, "message": {"type": "string"},
-                                   "hint": {"type": "string"}}}}},
-                "RunId": {"type": "object", "required": ["run_id"], "properties": {"run_id": {"type": "string"}}},
-                "Run": {"type": "object", "properties": {k: {} for k in (
-                    "run_id", "project_id", "workflow_id", "version", "state", "current_step", "failed_step",
-                    "error_code", "error_message", "idempotency_key", "trigger_id", "partition_key", "queue",
-                    "epoch", "created_at", "started_at", "finished_at", "duration_ms", "rows", "input", "result",
-                    "summary")}},
-                "RunHandle": {"type": "object", "properties": {k: {} for k in (
-                    "run_id", "created", "key_age_seconds", "workflow_id", "version", "timed_out", "run")}},
-                "RunPage": {"type": "object", "properties": {"total": {"type": "integer"},
-                                                             "runs": {"type": "array",
-                                                                      "items": {"$ref": "#/components/schemas/Run"}}}},
-                "RunRequest": {"type": "object", "required": ["workflow", "idempotency_key"], "properties": {
-                    "workflow": {"type": "string"}, "input": {}, "idempotency_key": {"type": "string"}}},
-                "EventRequest": {"type": "object", "required": ["type", "data", "idempotency_key"], "properties": {
-                    "id": {"type": "string", "pattern": "^evt_[0-9A-Za-z_-]{1,120}$"},
-                    "type": {"type": "string"}, "data": {}, "idempotency_key": {"type": "string"},
-                    "partition_key": {"type": "string"},
-                    "occurred_at": {"type": "string", "format": "date-time"}}},
-                "EventResult": {"type": "object", "properties": {
-                    "event_id": {"type": "string"}, "created": {"type": "boolean"},
-                    "key_age_seconds": {"type": "number"}, "type": {"type": "string"},
-                    "idempotency_key": {"type": "string"},
-                    "deliveries": {"type": "array", "items": {"type": "object", "properties": {
-                        "trigger_id": {"type": "string"},
-                        "outcome": {"enum": ["created", "deduplicated", "filtered", "dropped", "dead_lettered"]},
-                        "run_id": {"type": ["string", "null"]}}}}}},
-                "Partitions": {"type": "object", "properties": {
-                    "target": {"type": "string"}, "counts": {"type": "object"},
-                    "partitions": {"type": "array", "items": {"type": "object", "properties": {k: {} for k in (
-                        "run_id", "workflow_id", "step_id", "partition", "state", "attempts", "rows", "error_code",
-                        "error_message", "worker_id", "skipped_by", "skip_reason", "epoch", "started_at",
-                        "finished_at", "updated_at", "run_state")}}}}},
-                "SkipRequest": {"type": "object", "required": ["reason"], "properties": {
-                    "partition": {"type": "string"}, "step": {"type": "string"}, "reason": {"type": "string"}}},
-                "PublishRequest": {"type": "object", "required": ["files"], "properties": {
-                    "files": {"type": "object", "additionalProperties": {"type": "string"},
-                              "description": "relative path -> YAML text"}}},
-            }},
-        "paths": {
-            "/v1/automation/publish": {"post": {
-                "summary": "compile and publish workflow and trigger files (as `a44 automation publish`)",
-                "security": auth, "requestBody": {"required": True, "content": {"application/json": {
-                    "schema": {"$ref": "#/components/schemas/PublishRequest"}}}},
-                "responses": {"200": _resp("PublishReport (publish --format json)"), **_errors(400, 401, 403, 408, 413, 422)}}},
-            "/v1/automation/runs": {
-                "post": {"summary": "start a run (idempotency key mandatory); 202 created, 200 deduplicated",
-                         "security": auth, "requestBody": {"required": True, "content": {"application/json": {
-                             "schema": {"$ref": "#/components/schemas/RunRequest"}}}},
-                         "responses": {"202": _resp("created", {"$ref": "#/components/schemas/RunHandle"}),
-                                       "200": _resp("deduplicated", {"$ref": "#/components/schemas/RunHandle"}),
-                                       **_errors(400, 401, 403, 404, 408, 413)}},
-                "get": {"summary": "list runs (as `a44 automation runs --format json`)", "security": auth,
-                        "parameters": [_param(n) for n in ("state", "workflow", "step", "since", "limit", "offset")],
-                        "responses": {"200": _resp("RunPage", {"$ref": "#/components/schemas/RunPage"}),
-                                      **_errors(400, 401, 403)}}},
-            "/v1/automation/runs/{run_id}": {"get": {
-                "summary": "one run", "security": auth,
-                "parameters": [_param("run_id", "path")],
-                "responses": {"200": _resp("Run", {"$ref": "#/components/schemas/Run"}),
-                              **_errors(400, 401, 403, 404)}}},
-            "/v1/automation/runs/{run_id}/logs": {"get": {
-                "summary": "attempts of a run; with ?follow=true or Accept: text/event-stream, server-sent events "
-                           "until the run ends (resume with Last-Event-ID)",
-                "security": auth,
-                "parameters": [_param("run_id", "path"), _param("follow"), _param("after"),
-                               _param("Last-Event-ID", "header")],
-                "responses": {"200": {"description": "{run, attempts} or text/event-stream",
-                                      "content": {"application/json": {}, "text/event-stream": {}}},
-                              **_errors(400, 401, 403, 404)}}},
-            "/v1/automation/runs/{run_id}/skip": {"post": {
-                "summary": "skip a failed partition (or step) of a partial or failed run, recording the token's name "
-                           "and the reason (as `a44 automation runs skip`)", "security": auth,
-                "parameters": [_param("run_id", "path")],
-                "requestBody": {"required": True, "content": {"application/json": {
-                    "schema": {"$ref": "#/components/schemas/SkipRequest"}}}},
-                "responses": {"200": _resp("Skip", {"type": "object"}), **_errors(400, 401, 403, 404, 409)}}},
-            "/v1/automation/partitions/{target}": {"get": {
-                "summary": "partitions of a run (run_...) or of a workflow's runs, newest run first (as "
-                           "`a44 automation partitions --format json`)", "security": auth,
-                "parameters": [_param("target", "path"),
-                               *[_param(n) for n in ("state", "partition", "step", "limit")]],
-                "responses": {"200": _resp("Partitions", {"$ref": "#/components/schemas/Partitions"}),
-                              **_errors(400, 401, 403, 404)}}},
-            "/v1/automation/logs": {"get": {
-                "summary": "attempts of every run of the project, newest first, filtered (as `a44 automation logs "
-                           "query --format json`): at most 10,000 rows per answer (limit, default 100); a "
-                           "truncated answer has `next`, passed back as `cursor`; archive=true reads the Parquet "
-                           "archive",
-                "security": auth,
-                "parameters": [_param(n) for n in ("error_code", "step", "workflow", "partition_key", "since",
-                                                   "until", "limit", "cursor", "archive")],
-                "responses": {"200": _resp("LogPage: {source, count, limit, truncated, next, rows}",
-                                           {"type": "object", "required": ["rows", "truncated", "next"]}),
-                              **_errors(400, 401, 403)}}},
-            "/v1/automation/events": {
-                "post": {"summary": "publish an event on the bus; 202 created, 200 deduplicated (24 h)",
-                         "security": auth, "requestBody": {"required": True, "content": {"application/json": {
-                             "schema": {"$ref": "#/components/schemas/EventRequest"}}}},
-                         "responses": {"202": _resp("created", {"$ref": "#/components/schemas/EventResult"}),
-                                       "200": _resp("deduplicated", {"$ref": "#/components/schemas/EventResult"}),
-                                       **_errors(400, 401, 403, 408, 409, 413)}},
-                "get": {"summary": "list events", "security": auth,
-                        "parameters": [_param(n) for n in ("type", "limit", "offset")],
-                        "responses": {"200": _resp("{events: [...]}"), **_errors(400, 401, 403)}}},
-            "/v1/automation/whoami": {"get": {
-                "summary": "the calling token: token_id, name, project_id, scopes, expires_at (never the token)",
-                "security": auth, "responses": {"200": _resp("Principal"), **_errors(401, 403)}}},
-            "/v1/automation/events/{event_id}": {"get": {
-                "summary": "one event: envelope and deliveries", "security": auth,
-                "parameters": [_param("event_id", "path")],
-                "responses": {"200": _resp("event"), **_errors(400, 401, 403, 404)}}},
-            "/v1/{project}/{trigger}": {"post": {
-                "summary": "signed webhook (§9); the body (any JSON, at most 1 MB) becomes the run input",
-                "security": [{"webhookSignature": []}],
-                "parameters": [
-                    _param("project", "path"), _param("trigger", "path"),
-                    {"name": "A44-Timestamp", "in": "header", "required": True, "schema": {"type": "string"}},
-                    {"name": "A44-Signature", "in": "header", "required": True, "schema": {"type": "string"}},
-                    {"name": "A44-Idempotency-Key", "in": "header", "schema": {"type": "string"}}],
-                "requestBody": {"required": True, "content": {"application/json": {"schema": {}}}},
-                "responses": {"202": _resp("run created", {"$ref": "#/components/schemas/RunId"}),
-                              "200": _resp("deduplicated: the original run", {"$ref": "#/components/schemas/RunId"}),
-                              "401": _resp("missing or bad signature", _ERR), **_errors(400, 404, 405, 408, 413, 415)}}},
-        },
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer",
+                           "description": "a44_pat_... token (`a44 auth token create`); scopes automation:read "
+                                          "(GET), automation:write (the rest), automation:admin (tokens, webhook "
+                                          "secrets); admin implies write, write implies read. Each operation's "
+                                          "x-a44-scope names the one it needs"},
+                "webhookSignature": {"type": "apiKey", "in": "header", "name": "A44-Signature",
+                                     "description": "hex HMAC-SHA256 of A44-Timestamp + '.' + raw body, keyed by "
+                                                    "the trigger's secret"}},
+            "schemas": dict(sorted(schemas.items()))},
+        "paths": dict(sorted(paths.items())),
     }
+
+
+def main() -> int:
+    sys.stdout.write(to_json(document()) + "\n")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -70,11 +70,14 @@ def flag(name: str, raw: str) -> bool:
 
 
 Parser = Callable[[str, str], Any]
-PATH: dict[str, Parser] = {"project": ident, "trigger": ident, "run_id": ident, "event_id": ident, "target": ident}
+PATH: dict[str, Parser] = {"project": ident, "trigger": ident, "run_id": ident, "event_id": ident, "target": ident,
+                           "queue": ident, "dead_letter_id": ident, "token_id": ident, "name": ident,
+                           "notification_id": count}
 QUERY: dict[str, Parser] = {"state": ident, "workflow": ident, "step": ident, "since": age, "type": text,
                             "limit": count, "offset": count, "after": count, "follow": flag,
                             "partition": text, "error_code": ident, "partition_key": text, "until": age,
-                            "cursor": cursor, "archive": flag}
+                            "cursor": cursor, "archive": flag, "queue": ident, "with_attempts": flag,
+                            "name": text, "timeout": age}
 HEADERS: dict[str, Parser] = {"Last-Event-ID": count}
 
 

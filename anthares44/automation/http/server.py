@@ -1,58 +1,37 @@
-"""The aiohttp application: webhook endpoint, REST API `/v1/automation`, OpenAPI, metrics (docs/api.md,
-docs/webhooks.md, docs/events.md)."""
+"""The aiohttp application: the middlewares (parameters checked, errors in our shape, API tokens and their
+scopes), the webhook endpoint, `/metrics`, `/healthz`, the OpenAPI document, and the REST API `/v1/automation`
+whose routes http/routes/ declares (docs/api.md, docs/webhooks.md, docs/events.md)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
-import tempfile
 import time
-from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
-from ..jsonenc import to_json
-from ..tracing import Parent, parse_traceparent
 from ..errors import (E_BAD_REQUEST, E_BODY_TOO_LARGE, E_DB_UNAVAILABLE, E_FORBIDDEN, E_HEADER_DUPLICATED, E_HTTP_BIND,
-                      E_INTERNAL, E_INVALID_ARGUMENT, E_METHOD_NOT_ALLOWED, E_NOT_FOUND, E_REQUEST_TIMEOUT,
-                      E_TRIGGER_NOT_FOUND, E_UNSUPPORTED_MEDIA_TYPE, A44Error, http_status)
+                      E_INTERNAL, E_METHOD_NOT_ALLOWED, E_NOT_FOUND, E_REQUEST_TIMEOUT, E_TRIGGER_NOT_FOUND,
+                      E_UNSUPPORTED_MEDIA_TYPE, A44Error, http_status)
 from ..app import gateway
 from ..app import metrics as app_metrics
-from ..app.ingestion import Ingestion
 from ..app.gateway import MAX_WEBHOOK_BODY, AuthError, Rejection, count, refuse_webhook
 from ..app.serve import HttpLimits, HttpSettings, is_loopback
 from .metrics import CONTENT_TYPE_LATEST, flush_loop, render_metrics
-from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_body, until_gone
+from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_body
 from .params import PARAMS_KEY, check, params
+from .context import (ARCHIVE_KEY, AUTOS_KEY, LIMITS_KEY, MAX_API_BODY, PRINCIPAL_KEY, SETTINGS_KEY, STORE_KEY,
+                      error_response, incoming_parent, json_response)
+from .routing import ROUTES, register_all, scope_of
+from . import routes  # noqa: F401 - declares every REST route in ROUTES
 
 log = logging.getLogger("a44.http")
 
-STORE_KEY = web.AppKey("store", object)
-AUTOS_KEY = web.AppKey("autos", dict)
-ARCHIVE_KEY = web.AppKey("log_archive_dir", object)
-LIMITS_KEY = web.AppKey("limits", HttpLimits)
-PRINCIPAL_KEY = web.RequestKey("principal", object) if hasattr(web, "RequestKey") else "principal"
-MAX_API_BODY = 8 * 1024 * 1024
 _A44_HEADERS = ("A44-Signature", "A44-Timestamp", "A44-Idempotency-Key", "Content-Type")
 
 # webhook_rejected_total{reason} of the refusals the webhook endpoint shares with the REST API
 _WEBHOOK_REASONS = {E_BODY_TOO_LARGE: "body_too_large", E_REQUEST_TIMEOUT: "body_timeout"}
-
-
-def json_response(doc: Any, status: int = 200, headers: dict | None = None) -> web.Response:
-    return web.Response(text=to_json(doc, indent=None), status=status, content_type="application/json",
-                        headers=headers)
-
-
-def error_response(status: int, code: str, message: str, hint: str | None = None,
-                   headers: dict | None = None) -> web.Response:
-    err = {"code": code, "message": message}
-    if hint:
-        err["hint"] = hint
-    return json_response({"error": err}, status, headers)
 
 
 def a44_error_response(request: web.Request, exc: A44Error) -> web.Response:
@@ -143,13 +122,6 @@ async def _webhook(request: web.Request) -> web.StreamResponse:
         parent=incoming_parent(request)))
 
 
-def incoming_parent(request: web.Request) -> Parent | None:
-    """The W3C trace context the client sent: the parent of the trace of the run the request creates (an invalid
-    or repeated header is ignored, as W3C asks)."""
-    values = request.headers.getall("traceparent", [])
-    return parse_traceparent(values[0], request.headers.get("tracestate")) if len(values) == 1 else None
-
-
 def _answer(result: gateway.WebhookResult) -> web.Response:
     return json_response({"run_id": result.run_id}, result.status,
                          {"A44-Idempotency-Key-Age": f"{result.key_age_seconds:.3f}",
@@ -157,10 +129,6 @@ def _answer(result: gateway.WebhookResult) -> web.Response:
 
 
 # --- REST API --------------------------------------------------------------------------------------------------
-def scope_for(request: web.Request) -> str:
-    return "automation:read" if request.method in ("GET", "HEAD") else "automation:write"
-
-
 @web.middleware
 async def api_auth(request: web.Request, handler):
     path = request.path
@@ -169,7 +137,8 @@ async def api_auth(request: web.Request, handler):
         return await handler(request)
     try:
         principal = await gateway.authenticate(request.app[STORE_KEY], request.headers.get("Authorization"),
-                                             request.remote, scope_for(request))
+                                             request.remote,
+                                             scope_of(request.match_info.handler, request.method))
     except AuthError as exc:
         return _auth_refusal(exc)
     asked = request.headers.get("A44-Project")  # the CLI's remote mode says which project it means
@@ -185,167 +154,6 @@ def _auth_refusal(exc: AuthError) -> web.Response:
     count("api_rejected_total", reason=exc.reason)
     headers = {"WWW-Authenticate": 'Bearer realm="a44"'} if exc.status == 401 else None
     return error_response(exc.status, exc.code, exc.message, headers=headers)
-
-
-def automation_for(request: web.Request):
-    from ..app.automation import Automation
-
-    project = request[PRINCIPAL_KEY].project_id
-    autos = request.app[AUTOS_KEY]
-    if project not in autos:
-        where = request.app[ARCHIVE_KEY]
-        autos[project] = Automation(request.app[STORE_KEY], project, archive_dir=Path(where) if where else None)
-    return autos[project]
-
-
-def ingestion_for(request: web.Request) -> Ingestion:
-    return Ingestion(automation_for(request))
-
-
-async def read_json(request: web.Request) -> Any:
-    raw = await read_body(request, MAX_API_BODY, request.app[LIMITS_KEY].body_timeout)
-    try:
-        return gateway.parse_json(raw) if raw else {}
-    except ValueError as exc:
-        raise A44Error(E_INVALID_ARGUMENT, f"the body is not valid JSON: {exc}") from None
-
-
-def _obj(doc: Any) -> dict:
-    if not isinstance(doc, dict):
-        raise A44Error(E_INVALID_ARGUMENT, "the body must be a JSON object")
-    return doc
-
-
-async def api_publish(request: web.Request) -> web.Response:
-    """Body: {"files": {"relative/path.yaml": "<yaml text>", ...}}; answer: the PublishReport (as publish --format json)."""
-    doc = _obj(await read_json(request))
-    files = doc.get("files")
-    if not isinstance(files, dict) or not files or not all(isinstance(k, str) and isinstance(v, str)
-                                                           for k, v in files.items()):
-        raise A44Error(E_INVALID_ARGUMENT, "`files` must map relative paths to YAML texts")
-    auto = automation_for(request)
-    with tempfile.TemporaryDirectory(prefix="a44-publish-") as tmp:
-        root = Path(tmp)
-        for rel, text in files.items():
-            target = (root / rel).resolve()
-            if root.resolve() not in target.parents:
-                raise A44Error(E_INVALID_ARGUMENT, f"{rel!r} is not a relative path inside the project")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        report = await auto.publish([str(root)])
-        doc = report.to_dict()
-
-    def rel(f):  # paths as the client sent them, never the server's temporary directory
-        return os.path.relpath(f, str(root)) if isinstance(f, str) and f.startswith(str(root)) else f
-    doc["files"] = [rel(f) for f in doc["files"]]
-    for item in doc["diagnostics"] + doc["workflows"]:
-        item["file"] = rel(item.get("file"))
-    return json_response(doc, 200 if report.ok else 422)
-
-
-async def api_run(request: web.Request) -> web.Response:
-    doc = _obj(await read_json(request))
-    key = doc.get("idempotency_key") or request.headers.get("A44-Idempotency-Key")
-    workflow = doc.get("workflow")
-    if not isinstance(workflow, str):
-        raise A44Error(E_INVALID_ARGUMENT, "`workflow` (string) is required")
-    if key is not None and not isinstance(key, str):
-        raise A44Error(E_INVALID_ARGUMENT, "`idempotency_key` must be a string")
-    handle = await automation_for(request).run(workflow, doc.get("input"), key, parent=incoming_parent(request))
-    return json_response(handle.to_dict(), 202 if handle.created else 200)
-
-
-async def api_runs(request: web.Request) -> web.Response:
-    q = params(request)
-    page = await automation_for(request).runs(state=q.get("state"), workflow=q.get("workflow"), step=q.get("step"),
-                                              since=q.get("since"), limit=min(q.get("limit", 50), 1000),
-                                              offset=q.get("offset", 0))
-    return json_response(page.to_dict())
-
-
-async def api_run_get(request: web.Request) -> web.Response:
-    return json_response(await automation_for(request).get_run(params(request)["run_id"]))
-
-
-async def api_logs(request: web.Request) -> web.StreamResponse:
-    auto, q = automation_for(request), params(request)
-    run_id = q["run_id"]
-    if not (q.get("follow") or "text/event-stream" in request.headers.get("Accept", "")):
-        run = await auto.get_run(run_id)
-        return json_response({"run": run, "attempts": await auto.logs(run_id)})
-    after = q.get("Last-Event-ID", q.get("after", 0))   # both checked before the stream starts
-    await auto.get_run(run_id)  # 404 before the stream starts
-    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await resp.prepare(request)
-    try:
-        async for event in until_gone(request, auto.follow(run_id, after)):
-            payload = to_json(event, indent=None)
-            await resp.write(f"id: {event['id']}\nevent: {event['kind']}\ndata: {payload}\n\n".encode())
-        await resp.write(b"event: end\ndata: {}\n\n")
-        await resp.write_eof()
-    except (ClientGone, ConnectionError):
-        pass   # the client left or the server is stopping: the stream just ends (it resumes with Last-Event-ID)
-    return resp
-
-
-async def api_partitions(request: web.Request) -> web.Response:
-    q = params(request)
-    return json_response(await automation_for(request).partitions(
-        q["target"], state=q.get("state"), partition=q.get("partition"), step=q.get("step"),
-        limit=min(q.get("limit", 1000), 10_000)))
-
-
-async def api_skip(request: web.Request) -> web.Response:
-    """A person (the calling token's name is recorded as who) skips a failed partition or step."""
-    doc = _obj(await read_json(request))
-    for key in ("partition", "step", "reason"):
-        if doc.get(key) is not None and not isinstance(doc[key], str):
-            raise A44Error(E_INVALID_ARGUMENT, f"`{key}` must be a string")
-    by = f"token:{request[PRINCIPAL_KEY].name}"
-    return json_response(await automation_for(request).skip(params(request)["run_id"], partition=doc.get("partition"),
-                                                            step=doc.get("step"), reason=doc.get("reason") or "",
-                                                            by=by))
-
-
-async def api_logs_query(request: web.Request) -> web.Response:
-    q = params(request)
-    page = await automation_for(request).query_logs(
-        error_code=q.get("error_code"), step=q.get("step"), workflow=q.get("workflow"),
-        partition_key=q.get("partition_key"), since=q.get("since"), until=q.get("until"),
-        limit=q.get("limit", 100), after=q.get("cursor"), archive=q.get("archive", False))
-    return json_response(page.to_dict())
-
-
-async def api_events_publish(request: web.Request) -> web.Response:
-    """The body is the envelope as received: one that cannot be deserialized is kept as a dead letter, whose id
-    the 400 answer gives."""
-    raw = await read_body(request, MAX_API_BODY, request.app[LIMITS_KEY].body_timeout)
-    try:
-        result = await ingestion_for(request).publish_raw(raw, header_key=request.headers.get("A44-Idempotency-Key"),
-                                                          parent=incoming_parent(request))
-    except A44Error as exc:
-        if "dead_letter_id" not in exc.details:
-            raise
-        return json_response({"error": {**exc.to_dict(), "dead_letter_id": exc.details["dead_letter_id"]}},
-                             http_status(exc.code))
-    return json_response(result.to_dict(), result.status)
-
-
-async def api_events_list(request: web.Request) -> web.Response:
-    q = params(request)
-    events = await ingestion_for(request).events(q.get("type"), min(q.get("limit", 50), 1000), q.get("offset", 0))
-    return json_response({"events": events})
-
-
-async def api_event_get(request: web.Request) -> web.Response:
-    return json_response(await ingestion_for(request).event(params(request)["event_id"]))
-
-
-async def api_whoami(request: web.Request) -> web.Response:
-    """The calling token (never the token itself): what `a44 auth status` shows."""
-    p = request[PRINCIPAL_KEY]
-    return json_response({"token_id": p.token_id, "name": p.name, "project_id": p.project_id,
-                          "scopes": sorted(p.scopes), "expires_at": p.expires_at})
 
 
 async def openapi(request: web.Request) -> web.Response:
@@ -376,27 +184,18 @@ async def health(request: web.Request) -> web.Response:
     return json_response({"ok": True})
 
 
-def build_app(store, limits: HttpLimits | None = None, log_archive_dir: str | None = None) -> web.Application:
+def build_app(store, limits: HttpLimits | None = None, log_archive_dir: str | None = None,
+              settings=None) -> web.Application:
     app = web.Application(middlewares=[guard, api_auth], client_max_size=MAX_API_BODY)
     app[STORE_KEY] = store
     app[ARCHIVE_KEY] = log_archive_dir
     app[LIMITS_KEY] = limits or HttpLimits()
+    app[SETTINGS_KEY] = settings
     app[STOPPING_KEY] = asyncio.Event()
     app[AUTOS_KEY] = {}
     r = app.router
     r.add_get("/v1/automation/openapi.json", openapi)
-    r.add_get("/v1/automation/whoami", api_whoami)
-    r.add_post("/v1/automation/publish", api_publish)
-    r.add_post("/v1/automation/runs", api_run)
-    r.add_get("/v1/automation/runs", api_runs)
-    r.add_get("/v1/automation/runs/{run_id}", api_run_get)
-    r.add_get("/v1/automation/runs/{run_id}/logs", api_logs)
-    r.add_post("/v1/automation/runs/{run_id}/skip", api_skip)
-    r.add_get("/v1/automation/partitions/{target}", api_partitions)
-    r.add_get("/v1/automation/logs", api_logs_query)
-    r.add_post("/v1/automation/events", api_events_publish)
-    r.add_get("/v1/automation/events", api_events_list)
-    r.add_get("/v1/automation/events/{event_id}", api_event_get)
+    register_all(r, ROUTES)
     r.add_get("/metrics", metrics)
     r.add_get("/healthz", health)
     r.add_route("*", "/v1/{project}/{trigger}", webhook)
@@ -425,7 +224,7 @@ class HttpServer:
 
     async def start(self) -> "HttpServer":
         limits = self.settings.limits
-        app = build_app(self.store, limits, self.settings.log_archive_dir)
+        app = build_app(self.store, limits, self.settings.log_archive_dir, self.settings.settings)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      **handler_args(limits))
         await self._runner.setup()

@@ -1,5 +1,6 @@
 """API tokens (§17): `a44_pat_` + 43 url-safe characters (32 random bytes), stored as sha256 only, bound to one
-project, scoped (`automation:read`, `automation:write`; write implies read), expiring, optionally limited to
+project, scoped (`automation:read`, `automation:write`, `automation:admin`: tokens and webhook secrets over the API;
+admin implies write, write implies read), expiring, optionally limited to
 CIDRs. `check_token` decides 401 (missing, unknown, expired, revoked) versus 403 (scope, address)."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from datetime import datetime, timedelta
 from ...errors import E_FORBIDDEN, E_INVALID_ARGUMENT, E_TOKEN_INVALID, E_TOKEN_NOT_FOUND, A44Error, http_status
 from .ids import new_id
 
-SCOPES = ("automation:read", "automation:write")
+SCOPES = ("automation:read", "automation:write", "automation:admin")
+_IMPLIED = {"automation:admin": {"automation:write", "automation:read"}, "automation:write": {"automation:read"}}
 TOKEN_PREFIX = "a44_pat_"
 
 
@@ -45,7 +47,7 @@ class Principal:
     expires_at: datetime | None = None
 
     def allows(self, scope: str) -> bool:
-        return scope in self.scopes or (scope == "automation:read" and "automation:write" in self.scopes)
+        return scope in self.scopes or any(scope in _IMPLIED.get(s, ()) for s in self.scopes)
 
 
 class AuthError(Exception):

@@ -1,0 +1,109 @@
+"""Runs: start, list, read, logs, skip, resolve, replay, partitions, publish, log queries, whoami."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .common import Age, Body, Doc, Id, NonBlank, Text
+
+
+class PublishRequest(Body):
+    files: dict[str, str] = Field(description="relative path -> YAML text", min_length=1)
+
+
+class PublishReport(Doc):
+    project: str
+    ok: bool
+    files: list[str]
+    diagnostics: list[dict]
+    workflows: list[dict]
+
+
+class RunRequest(Body):
+    workflow: str
+    input: Any = None
+    idempotency_key: str | None = Field(None, description="or the A44-Idempotency-Key header; one is required")
+
+
+class RunHandle(Doc):
+    run_id: str
+    created: bool
+    key_age_seconds: float
+    workflow_id: str
+    version: int
+
+
+class Run(Doc):
+    run_id: str
+    workflow_id: str
+    version: int
+    state: str
+    created_at: str
+
+
+class Runs(Doc):
+    total: int
+    runs: list[Run]
+
+
+class RunLogs(Doc):
+    run: Run
+    attempts: list[dict]
+
+
+class SkipRequest(Body):
+    reason: NonBlank = Field(description="why, recorded in the log")
+    partition: Text | None = None
+    step: Id | None = None
+
+
+class SkipResult(Doc):
+    run_id: str
+    step_id: str
+    partition: str | None
+    skipped_by: str
+    reason: str
+    state: str
+
+
+class ResolveRequest(Body):
+    step: Id = Field(description="the exclusive step awaiting confirmation")
+    outcome: Literal["succeeded", "failed", "retry"]
+
+
+class ReplayRequest(Body):
+    run_ids: list[Id] = Field(default_factory=list, max_length=10_000, description="or select with the filters")
+    state: Id | None = None
+    step: Id | None = None
+    since: Age | None = None
+    workflow: Id | None = None
+    from_step: Id | None = None
+    from_time: Age | None = Field(None, description="ISO 8601 instant or an age (2h)")
+    failed_partitions: bool = False
+    to_version: int | None = Field(None, ge=1, le=2 ** 31 - 1)
+    dry_run: bool = False
+    rate: Age | None = Field(None, description="hand runs over at most this fast: 10/s, 600/min")
+    concurrency: int = Field(16, ge=1, le=100_000, description="daemon concurrency the estimate assumes")
+    request_id: Id | None = Field(None, description="default: derived from the selection and the cut")
+
+
+class ReplayResult(Doc):
+    matched: int
+    warnings: list[str]
+
+
+class Partitions(Doc):
+    target: str
+    counts: dict
+    partitions: list[dict]
+
+
+class LogPage(Doc):
+    source: str
+    count: int
+    limit: int
+    truncated: bool
+    next: str | None
+    rows: list[dict]

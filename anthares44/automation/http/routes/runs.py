@@ -1,0 +1,123 @@
+"""Runs over REST: publish, start, list, read, logs (JSON or server-sent events), partitions, skip, log queries.
+Each handler is the CLI verb's `Automation` call."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ...errors import E_INVALID_ARGUMENT, A44Error
+from ...jsonenc import to_json
+from ..context import (PRINCIPAL_KEY, automation_for, incoming_parent, json_object, json_response, read_json,
+                       read_model, uploaded)
+from ..limits import ClientGone, until_gone
+from ..models import runs as rm
+from ..params import params
+from ..routing import route
+
+
+@route("POST", "/v1/automation/publish", "compile and publish workflow and trigger files (as `publish`)",
+       body=rm.PublishRequest, answers={200: rm.PublishReport, 422: rm.PublishReport}, errors=(408, 413))
+async def api_publish(request: web.Request) -> web.Response:
+    """Body: {"files": {"relative/path.yaml": "<yaml text>", ...}}; answer: the PublishReport (as publish --format
+    json)."""
+    doc = json_object(await read_json(request))
+    files = doc.get("files")
+    if not isinstance(files, dict) or not files or not all(isinstance(k, str) and isinstance(v, str)
+                                                           for k, v in files.items()):
+        raise A44Error(E_INVALID_ARGUMENT, "`files` must map relative paths to YAML texts")
+    auto = automation_for(request)
+    with uploaded(files) as (root, rel):
+        report = await auto.publish([str(root)])
+        doc = report.to_dict()
+    doc["files"] = [rel(f) for f in doc["files"]]
+    for item in doc["diagnostics"] + doc["workflows"]:
+        item["file"] = rel(item.get("file"))
+    return json_response(doc, 200 if report.ok else 422)
+
+
+@route("POST", "/v1/automation/runs", "start a run (idempotency key mandatory); 202 created, 200 deduplicated",
+       body=rm.RunRequest, answers={202: rm.RunHandle, 200: rm.RunHandle}, headers=("A44-Idempotency-Key",),
+       errors=(404, 408, 413))
+async def api_run(request: web.Request) -> web.Response:
+    doc = json_object(await read_json(request))
+    key = doc.get("idempotency_key") or request.headers.get("A44-Idempotency-Key")
+    workflow = doc.get("workflow")
+    if not isinstance(workflow, str):
+        raise A44Error(E_INVALID_ARGUMENT, "`workflow` (string) is required")
+    if key is not None and not isinstance(key, str):
+        raise A44Error(E_INVALID_ARGUMENT, "`idempotency_key` must be a string")
+    handle = await automation_for(request).run(workflow, doc.get("input"), key, parent=incoming_parent(request))
+    return json_response(handle.to_dict(), 202 if handle.created else 200)
+
+
+@route("GET", "/v1/automation/runs", "list runs (as `runs --format json`)", answers={200: rm.Runs},
+       query=("state", "workflow", "step", "since", "limit", "offset"))
+async def api_runs(request: web.Request) -> web.Response:
+    q = params(request)
+    page = await automation_for(request).runs(state=q.get("state"), workflow=q.get("workflow"), step=q.get("step"),
+                                              since=q.get("since"), limit=min(q.get("limit", 50), 1000),
+                                              offset=q.get("offset", 0))
+    return json_response(page.to_dict())
+
+
+@route("GET", "/v1/automation/runs/{run_id}", "one run", answers={200: rm.Run}, errors=(404,))
+async def api_run_get(request: web.Request) -> web.Response:
+    return json_response(await automation_for(request).get_run(params(request)["run_id"]))
+
+
+@route("GET", "/v1/automation/runs/{run_id}/logs", "attempts of a run; with ?follow=true or Accept: "
+       "text/event-stream, server-sent events until the run ends (resume with Last-Event-ID)",
+       answers={200: rm.RunLogs}, query=("follow", "after"), headers=("Last-Event-ID",), errors=(404,))
+async def api_logs(request: web.Request) -> web.StreamResponse:
+    auto, q = automation_for(request), params(request)
+    run_id = q["run_id"]
+    if not (q.get("follow") or "text/event-stream" in request.headers.get("Accept", "")):
+        run = await auto.get_run(run_id)
+        return json_response({"run": run, "attempts": await auto.logs(run_id)})
+    after = q.get("Last-Event-ID", q.get("after", 0))   # both checked before the stream starts
+    await auto.get_run(run_id)  # 404 before the stream starts
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await resp.prepare(request)
+    try:
+        async for event in until_gone(request, auto.follow(run_id, after)):
+            payload = to_json(event, indent=None)
+            await resp.write(f"id: {event['id']}\nevent: {event['kind']}\ndata: {payload}\n\n".encode())
+        await resp.write(b"event: end\ndata: {}\n\n")
+        await resp.write_eof()
+    except (ClientGone, ConnectionError):
+        pass   # the client left or the server is stopping: the stream just ends (it resumes with Last-Event-ID)
+    return resp
+
+
+@route("GET", "/v1/automation/partitions/{target}", "partitions of a run (run_...) or of a workflow's runs, "
+       "newest run first (as `partitions --format json`)", answers={200: rm.Partitions},
+       query=("state", "partition", "step", "limit"), errors=(404,))
+async def api_partitions(request: web.Request) -> web.Response:
+    q = params(request)
+    return json_response(await automation_for(request).partitions(
+        q["target"], state=q.get("state"), partition=q.get("partition"), step=q.get("step"),
+        limit=min(q.get("limit", 1000), 10_000)))
+
+
+@route("POST", "/v1/automation/runs/{run_id}/skip", "skip a failed partition (or step) of a partial or failed "
+       "run, recording the token's name and the reason (as `runs skip`)", body=rm.SkipRequest,
+       answers={200: rm.SkipResult}, errors=(404, 409))
+async def api_skip(request: web.Request) -> web.Response:
+    """A person (the calling token's name is recorded as who) skips a failed partition or step."""
+    b = await read_model(request, rm.SkipRequest)
+    return json_response(await automation_for(request).skip(params(request)["run_id"], partition=b.partition,
+                                                            step=b.step, reason=b.reason,
+                                                            by=f"token:{request[PRINCIPAL_KEY].name}"))
+
+
+@route("GET", "/v1/automation/logs", "attempts of every run of the project, newest first, filtered (as "
+       "`logs query --format json`); a truncated answer has `next`, passed back as `cursor`",
+       answers={200: rm.LogPage}, query=("error_code", "step", "workflow", "partition_key", "since", "until",
+                                          "limit", "cursor", "archive"), errors=(501,), tag="logs")
+async def api_logs_query(request: web.Request) -> web.Response:
+    q = params(request)
+    page = await automation_for(request).query_logs(
+        error_code=q.get("error_code"), step=q.get("step"), workflow=q.get("workflow"),
+        partition_key=q.get("partition_key"), since=q.get("since"), until=q.get("until"),
+        limit=q.get("limit", 100), after=q.get("cursor"), archive=q.get("archive", False))
+    return json_response(page.to_dict())

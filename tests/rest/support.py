@@ -1,0 +1,47 @@
+"""A live REST server on 127.0.0.1 over the test database with the ingestion tests' project published, tokens of
+each scope, and a JSON client that names the token it sends."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from anthares44.automation.app.automation import Automation
+from anthares44.automation.runtime.ingestion.tokens import create_token
+from tests.ingestion.support import P, LiveServer, bearer, request, write_project
+
+
+class Api:
+    def __init__(self, live: LiveServer, tokens: dict[str, str]):
+        self.live, self.tokens = live, tokens
+
+    def __call__(self, method: str, path: str, body=None, *, as_: str = "admin", raw: bytes | None = None):
+        data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
+        status, doc, _ = request(self.live.port, method, "/v1/automation" + path, data, bearer(self.tokens[as_]))
+        return status, doc
+
+
+def tokens_of(live: LiveServer) -> dict[str, str]:
+    return {s: live.call(create_token, P, f"t-{s}", [f"automation:{s}"], timedelta(days=1)).token
+            for s in ("read", "write", "admin")}
+
+
+def publish_project(live: LiveServer, root) -> None:
+    async def publish(store):
+        auto = Automation(store, P)
+        return await auto.publish(write_project(root))
+    assert live.call(publish).ok
+
+
+@pytest.fixture
+def api(pg_url, tmp_path):
+    live = LiveServer(pg_url, results_dir=tmp_path / "results")
+    try:
+        publish_project(live, tmp_path / "proj")
+        yield Api(live, tokens_of(live))
+        log = live.log_text()
+        assert "Traceback" not in log and "E_INTERNAL" not in log, log[-4000:]
+    finally:
+        live.close()
