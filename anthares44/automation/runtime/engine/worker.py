@@ -30,6 +30,7 @@ from ..secrets import SecretSource
 from ..store import Store
 from .code_driver import CodeRunDriver
 from .interpreter import RunDriver
+from .committer import Committer, synchronous_commit
 from .journal import Lease, Notifier
 
 log = logging.getLogger("a44.engine")
@@ -77,6 +78,8 @@ class Engine:
         self._programs: dict[int, Any] = {}
         self._inline: dict[int, bool] = {}
         self.notifier = Notifier(store)     # NOTIFYs of step transactions, sent after commit (journal.py)
+        # step transitions of all runs ready at once commit as one statement (committer.py)
+        self.committer = Committer(store, synchronous_commit=synchronous_commit(settings))
         self._ir_lock = asyncio.Lock()
 
     # --- shared caches ----------------------------------------------------------------------------------------
