@@ -215,6 +215,10 @@ E_QUEUE_NOT_FOUND = _code("E_QUEUE_NOT_FOUND", False, "no published queue has th
 E_DLQ_NOT_FOUND = _code("E_DLQ_NOT_FOUND", False, "no dead letter has that id", http=404)
 E_DLQ_FILTER = _code("E_DLQ_FILTER", False, "the --filter expression does not compile", http=400, exit=EXIT_USAGE)
 
+# The engine's settings (docs/runtime.md)
+E_SYNCHRONOUS_COMMIT = _code("E_SYNCHRONOUS_COMMIT", False, "A44_SYNCHRONOUS_COMMIT is neither `on` nor `off`",
+                             exit=EXIT_USAGE)
+
 # Observability (§16)
 E_OTEL_UNAVAILABLE = _code("E_OTEL_UNAVAILABLE", False,
                            "the OTEL_* variables ask for traces the process cannot export (SDK not installed, "

@@ -42,6 +42,9 @@ VARIABLES: tuple[Variable, ...] = (
                                            "host:pid:random)"),
     Variable("A44_CONCURRENCY", "concurrency", "`serve`: runs in flight in one daemon (default 16)", int),
     Variable("A44_LEASE_TIMEOUT", "lease_timeout", "`serve`: the lease per run, a duration (default 30s)"),
+    Variable("A44_SYNCHRONOUS_COMMIT", "synchronous_commit",
+             "`serve`: `off` commits step transitions without waiting for their WAL flush: a crash of PostgreSQL "
+             "(not of a44) may lose the last few hundred ms of transitions (default `on`, docs/runtime.md)"),
     Variable("A44_WEBHOOK_MAX_BATCH", "webhook_max_batch",
              "webhook writes grouped into one commit at most (default 128, docs/webhooks.md)", int),
     Variable("A44_WEBHOOK_FLUSHERS", "webhook_flushers", "webhook write batches in flight at most (default 2)", int),
@@ -88,6 +91,7 @@ class Settings:
     worker_id: str | None = None
     concurrency: int | None = None
     lease_timeout: str | None = None
+    synchronous_commit: str | None = None
     webhook_max_batch: int | None = None
     webhook_flushers: int | None = None
     webhook_cache_ttl: float | None = None

@@ -160,13 +160,16 @@ def test_more_days_than_max_fails_the_step_with_E_PARTITIONS_INVALID(store, cloc
 
 def test_two_runs_planning_at_once_never_take_the_same_day(pg_url, store, clock, aio, serve, tmp_path):
     """Both runs' first visits compute the same days (each reads the history before either commits): the plan
-    operation's lock and check refuse the second plan, whose run plans again without the first one's days."""
+    operation's lock and check refuse the second plan, whose run plans again without the first one's days. Two
+    daemons (engines of one run each): within one engine both plans would go in one group-commit statement, where
+    the second one sees the first and waits on no lock."""
     api = DailyApi()
     ir = compile_yaml(tmp_path, since_yaml(serve(api.app())))
 
     async def body():
         await publish(store, ir)
-        eng = engine(store, clock=clock)
+        eng = engine(store, clock=clock, worker_id="w1", concurrency=1)
+        other = engine(store, clock=clock, worker_id="w2", concurrency=1)
         clock.set(datetime(2026, 7, 4, 6, tzinfo=UTC))
         runs = [(await store.create_run(PROJECT, ir.workflow_id, {}, f"k{i}")).run_id for i in range(2)]
         # hold the plan lock of (workflow, step) until both planners computed their keys and wait on it
@@ -175,7 +178,7 @@ def test_two_runs_planning_at_once_never_take_the_same_day(pg_url, store, clock,
         await tx.start()
         await holder.execute("select pg_advisory_xact_lock(hashtextextended($1, 0))",
                              f"a44.partition_plan/{PROJECT}/{ir.workflow_id}/load")
-        driving = asyncio.create_task(eng.drive())
+        driving = asyncio.gather(eng.drive(), other.drive())
         for _ in range(500):
             if await holder.fetchval("select count(*) from pg_locks where locktype = 'advisory' and not granted") == 2:
                 break
@@ -187,11 +190,12 @@ def test_two_runs_planning_at_once_never_take_the_same_day(pg_url, store, clock,
         await holder.close()
         for r in runs:
             await drive_until_final(eng, clock, store, r)
-        assert eng.metrics["partitions.replanned"] == 1          # the second planner's first plan was refused
+        assert eng.metrics["partitions.replanned"] + other.metrics["partitions.replanned"] == 1         # the second planner's first plan was refused
         plans = [await _plan(store, r) for r in runs]
         assert sorted(plans) == [[], ["2026-07-01", "2026-07-02", "2026-07-03"]]
         assert api.calls == {"2026-07-01": 1, "2026-07-02": 1, "2026-07-03": 1}
         await eng.registry.aclose()
+        await other.registry.aclose()
     aio(body())
 
 

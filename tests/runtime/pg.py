@@ -169,4 +169,4 @@ def store(pg_url, clock, aio, tmp_path) -> Store:
     s = aio(Store.connect(pg_url, clock=clock, results_dir=tmp_path / "results"))
     aio(s.ensure_partitions())  # partitions for the ManualClock's months, as the daemon does at start
     yield s
-    aio(s.close())
+    aio(s.close(timeout=30))   # bounded: a test that timed out may leave a connection waiting on a lock

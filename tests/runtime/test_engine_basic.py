@@ -141,8 +141,9 @@ def test_commits_per_run(pg_url, clock, aio, tmp_path):
     print(f"\n3-step pass runs, one claim for {n}: pg_stat xact_commit delta {per_run:.2f} per run "
           f"(includes statement preparation on fresh pool connections); engine transactions {engine_tx:.2f} per run "
           f"{dict(opened)}")
-    # one transaction per run (pass steps are written once, with the final transition), the claim shared by
-    # the batch, the IR read, and the deferred NOTIFY statements (batched, at most one per run)
-    assert opened["engine_commit"] == n
+    # at most one transaction per run (pass steps are written once, with the final transition; runs finishing
+    # together share one group commit), the claim shared by the batch, the IR read, and the deferred NOTIFY
+    # statements (batched, at most one per run)
+    assert opened["engine_commit"] == 0 and 1 <= opened["engine_commit_many"] <= n
     assert engine_tx <= 2.2
     assert per_run <= 3.5

@@ -17,7 +17,7 @@ from tests.runtime.pg import query
 @contextmanager
 def statements():
     """What the driver sends: simple queries (BEGIN, COMMIT, resets) by first word, parameterised statements as
-    `engine_commit` (autocommit or not) or `other`."""
+    `engine_commit` (autocommit or not; one run's or a group's, `engine_commit_many`) or `other`."""
     seen: Counter[str] = Counter()
     C = asyncpg.connection.Connection
     simple, bound = C.execute, C._execute
@@ -28,7 +28,7 @@ def statements():
         return await simple(self, q, *args, timeout=timeout)
 
     async def _execute(self, q, args, limit, timeout, **kw):
-        if "automation.engine_commit(" in q:
+        if "automation.engine_commit(" in q or "automation.engine_commit_many(" in q:
             seen["engine_commit in a transaction" if self.is_in_transaction() else "engine_commit"] += 1
         else:
             seen["other"] += 1

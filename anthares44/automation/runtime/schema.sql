@@ -96,6 +96,36 @@ begin
 end
 $_$;
 
+CREATE FUNCTION automation.engine_commit_many(p_batches jsonb, p_synchronous_commit text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+    b jsonb;
+    outcomes jsonb[] := '{}';
+    code text;
+    msg text;
+    det text;
+    hnt text;
+begin
+    if p_synchronous_commit is not null then
+        perform set_config('synchronous_commit', p_synchronous_commit, true);
+    end if;
+    for b in select value from jsonb_array_elements(p_batches) loop
+        begin
+            perform automation.engine_commit(b ->> 'run_id', b ->> 'owner', (b ->> 'grant')::integer,
+                                             b ->> 'current_step', (b ->> 'now')::timestamptz, b -> 'ops');
+            outcomes := array_append(outcomes, null::jsonb);
+        exception when others then
+            get stacked diagnostics code = returned_sqlstate, msg = message_text, det = pg_exception_detail,
+                                    hnt = pg_exception_hint;
+            outcomes := array_append(outcomes, jsonb_build_object('sqlstate', code, 'message', msg, 'detail', det,
+                                                                  'hint', hnt));
+        end;
+    end loop;
+    return to_jsonb(outcomes);
+end
+$$;
+
 CREATE FUNCTION automation.engine_op_attempt_finish(op jsonb) RETURNS bigint
     LANGUAGE plpgsql
     AS $$

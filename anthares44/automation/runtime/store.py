@@ -10,6 +10,7 @@ unknown argument name is a `TypeError` naming the query, raised before anything 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import weakref
@@ -240,8 +241,13 @@ class Store:
         when released."""
         return self._pool
 
-    async def close(self) -> None:
-        await self._pool.close()
+    async def close(self, timeout: float | None = None) -> None:
+        """Close the pool once its connections are released; past `timeout` seconds, terminate them (a connection
+        stuck in a lock wait would otherwise hold the close forever)."""
+        try:
+            await asyncio.wait_for(self._pool.close(), timeout)
+        except asyncio.TimeoutError:
+            self._pool.terminate()
 
     async def __aenter__(self) -> "Store":
         return self

@@ -34,6 +34,7 @@ from ..outage import OUTAGE
 from ..store import Store
 from . import heartbeat
 from .journal import Lease
+from .committer import synchronous_commit
 from .worker import DEFAULT_LEASE, Engine, default_worker_id
 
 log = logging.getLogger("a44.daemon")
@@ -82,6 +83,7 @@ class WorkerSettings:
             raise ValueError("concurrency must be at least 1")
         if s.lease_timeout < timedelta(milliseconds=300):
             raise ValueError("the lease timeout must be at least 300ms")
+        synchronous_commit(settings)     # a bad A44_SYNCHRONOUS_COMMIT stops `serve` before it connects
         return s
 
 

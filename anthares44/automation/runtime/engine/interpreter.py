@@ -117,7 +117,8 @@ class RunDriver:
                 return
 
     def _batch(self) -> Batch:
-        return Batch(self.engine.store, self.lease, self.engine.worker_id, self.engine.notifier, self.spans)
+        return Batch(self.engine.store, self.lease, self.engine.worker_id, self.engine.notifier, self.spans,
+                     self.engine.committer)
 
     # --- one visit --------------------------------------------------------------------------------------------
     async def _visit(self) -> str:

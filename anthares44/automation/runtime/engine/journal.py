@@ -1,14 +1,16 @@
-"""The interpreter's writes: one `Batch` per step transition, committed as ONE statement.
+"""The interpreter's writes: one `Batch` per step transition, committed as ONE statement, grouped with the
+transitions of other runs ready at the same moment.
 
 A batch collects what a transition writes (finish attempt N, start attempt N+1 of the next steps, skip steps,
-change the run's state, append an alert) and sends it as one `engine_commit` call (migration 0018): the
-function first passes the lease fence (a worker whose lease was re-granted writes nothing and gets `LeaseLost`),
-then applies the operations in order. The call is an autocommit statement, so the transition is one round trip
-and one commit, all or nothing (docs/runtime.md, "Performance").
+change the run's state, append an alert) and sends it as one `engine_commit` (migration 0018): the function first
+passes the lease fence (a worker whose lease was re-granted writes nothing and gets `LeaseLost`), then applies the
+operations in order, all or nothing. In an engine the batch goes through its `Committer` (committer.py), which
+sends the transitions of all runs waiting at that moment as one `engine_commit_many` statement (0021), each run's
+transition still all or nothing; without one (a `Batch` built alone), `write_alone` sends the statement directly.
 
 Adding an operation kind: write `automation.engine_op_<kind>(op jsonb)` in a new migration (it reads its
 arguments from `op` by name with `jsonb_to_record`, like the others in 0018, and raises A44LL / A44NR / A44IT, or
-its own code mapped in `_SIGNALS`, to refuse), then a `Batch` method that appends `("<kind>", {arguments})` to
+its own code mapped in `SIGNALS`, to refuse), then a `Batch` method that appends `("<kind>", {arguments})` to
 `self._ops`. Arguments are JSON: datetimes travel as ISO 8601 with microseconds, JSON documents as text. Nothing
 else changes: `engine_commit` calls the function by name.
 """
@@ -20,7 +22,7 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...attempts import Attempt
 from ...errors import E_LEASE_EXPIRED, A44Error
@@ -42,6 +44,12 @@ def attempt_key(run_id: str, step_id: str, kind: str = "action") -> str:
     split = split_part(step_id)
     base = f"{run_id}:{step_id}" if split is None else f"{run_id}:{split[0]}:{split[1]}"
     return base if kind == "action" else base + ":compensate"
+
+
+class Commits(Protocol):
+    """Where a batch's statement goes (committer.Committer: grouped with other runs' transitions)."""
+
+    async def commit(self, lease: "Lease", ops: str, current: str | None, at: datetime) -> None: ...
 
 
 class LeaseLost(Exception):
@@ -111,8 +119,9 @@ class Notifier:
 
 class Batch:
     def __init__(self, store: Store, lease: Lease, worker_id: str, notifier: Notifier | None = None,
-                 spans: "VisitSpans | None" = None):
+                 spans: "VisitSpans | None" = None, committer: Commits | None = None):
         self.store = store
+        self.committer = committer
         self.spans = spans
         self.lease = lease
         self.worker_id = worker_id
@@ -277,22 +286,30 @@ class Batch:
                                       due_ms=None if due is None else str(int(due.timestamp() * 1000)))
 
     async def _write(self, L: Lease, ops: list, current: str | None, at: datetime) -> None:
-        try:
-            await self.store.fetchval("engine_commit", run_id=L.run_id, owner=L.owner, grant=L.grant,
-                                      current_step=current, now=at, ops=_encode_ops(ops))
-        except A44Error as err:
-            signal = _SIGNALS.get((err.details or {}).get("sqlstate"))
-            if signal is None:
-                raise
-            raise signal(L, err.__cause__) from None
+        if self.committer is not None:
+            await self.committer.commit(L, encode_ops(ops), current, at)
+        else:
+            await write_alone(self.store, L, encode_ops(ops), current, at)
 
 
-def _encode_ops(ops: list[tuple[str, dict[str, Any]]]) -> str:
+async def write_alone(store: Store, L: Lease, ops: str, current: str | None, at: datetime) -> None:
+    """One run's transition as its own `engine_commit` statement; a refusal raises the engine's exception."""
+    try:
+        await store.fetchval("engine_commit", run_id=L.run_id, owner=L.owner, grant=L.grant, current_step=current,
+                             now=at, ops=ops)
+    except A44Error as err:
+        signal = SIGNALS.get((err.details or {}).get("sqlstate"))
+        if signal is None:
+            raise
+        raise signal(L, err.__cause__) from None
+
+
+def encode_ops(ops: list[tuple[str, dict[str, Any]]]) -> str:
     return json.dumps([{"op": kind, **args} for kind, args in ops], separators=(",", ":"), ensure_ascii=False,
-                      default=_encode_value)
+                      default=encode_value)
 
 
-def _encode_value(value: Any) -> str:
+def encode_value(value: Any) -> str:
     if isinstance(value, datetime):     # full precision: a finish matches its attempt on started_at
         return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).isoformat()
     raise TypeError(f"{type(value).__name__} is not a journal argument")
@@ -314,5 +331,6 @@ def _illegal(L: Lease, cause: Any) -> Exception:
     return illegal(L.run_id, getattr(cause, "detail", None), getattr(cause, "hint", None) or "?")
 
 
-# the SQLSTATEs an operation of 0018 raises to refuse -> the exception the engine raises (nothing was written)
-_SIGNALS = {"A44LL": _lease_lost, "A44NR": _not_running, "A44IT": _illegal, "A44PC": _plan_conflict}
+# the SQLSTATEs an operation of 0018/0020 raises to refuse -> the exception the engine raises (nothing was written);
+# the second argument carries the error's message, detail and hint (asyncpg's error, or a group's outcome)
+SIGNALS = {"A44LL": _lease_lost, "A44NR": _not_running, "A44IT": _illegal, "A44PC": _plan_conflict}

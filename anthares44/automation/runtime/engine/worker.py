@@ -30,6 +30,7 @@ from ..secrets import SecretSource
 from ..store import Store
 from .code_driver import CodeRunDriver
 from .interpreter import RunDriver
+from .committer import Committer, synchronous_commit
 from .journal import Lease, Notifier
 
 log = logging.getLogger("a44.engine")
@@ -52,7 +53,7 @@ class Engine:
     def __init__(self, store: Store, registry: ConnectorRegistry | None = None, *, worker_id: str | None = None,
                  lease: timedelta = DEFAULT_LEASE, clock: Clock | None = None, rng: random.Random | None = None,
                  concurrency: int = 16, services: dict[str, Any] | None = None, app_db: Any = None,
-                 settings: Settings | None = None, tracer: Tracer | None = None):
+                 settings: Settings | None = None, tracer: Tracer | None = None, group_commit: bool = True):
         self.store = store
         settings = settings if settings is not None else Settings()   # what the edge read: the a44 home, keys
         self.tracer = tracer       # None: no spans, nothing done per attempt (tracing.from_environment)
@@ -77,6 +78,9 @@ class Engine:
         self._programs: dict[int, Any] = {}
         self._inline: dict[int, bool] = {}
         self.notifier = Notifier(store)     # NOTIFYs of step transactions, sent after commit (journal.py)
+        # step transitions of all runs ready at once commit as one statement (committer.py); without group commit
+        # (bench/bench_group_commit.py compares) each transition is its own statement
+        self.committer = Committer(store, synchronous_commit=synchronous_commit(settings)) if group_commit else None
         self._ir_lock = asyncio.Lock()
 
     # --- shared caches ----------------------------------------------------------------------------------------

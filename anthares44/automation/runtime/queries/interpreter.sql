@@ -7,6 +7,10 @@
 select automation.engine_commit(:run_id::text, :owner::text, :grant::integer, :current_step::text,
                                 :now::timestamptz, :ops::jsonb);
 
+-- name: engine_commit_many
+-- purpose: group commit: the transitions of several runs in one transaction, each all or nothing (0020); :batches is a JSON array of {run_id, owner, grant, current_step, now, ops}, :synchronous_commit this transaction's setting (null: the server's); returns per batch null (applied) or its {sqlstate, message, detail, hint}
+select automation.engine_commit_many(:batches::jsonb, :synchronous_commit::text);
+
 -- name: engine_notify
 -- purpose: after commit, wake `logs --follow` / `run --wait` of runs :run_ids (a44_run_events) and daemons for the earliest due time :due_ms in epoch ms (a44_runs_due), in one statement
 select count(*) from (
