@@ -12,6 +12,8 @@ from collections import Counter
 from contextlib import contextmanager
 from datetime import timedelta
 
+import asyncpg.connection
+
 
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.compiler.ir import ConcurrencyIR, seal, to_json
@@ -183,3 +185,52 @@ def test_one_run_at_a_time_costs_four_round_trips_and_nothing_due_is_missed(pg_u
     assert sum(counted.values()) <= 4 * n + 4, counted
     assert took["retry"] >= 0.2 and took["sleep"] >= 0.4, took
     assert all(t < 2.0 for t in took.values()), took
+
+
+def test_the_daemon_warms_its_pool_before_serving(pg_url, aio, tmp_path):
+    """Once start() returns (readiness), every pooled connection is open and has prepared the hot path's
+    statements: the first runs neither connect nor prepare."""
+    prepared: Counter[str] = Counter()
+
+    async def scenario():
+        st = await Store.connect(pg_url, clock=SystemClock(), results_dir=tmp_path / "d", min_size=1, max_size=5)
+        daemon = Daemon(WorkerSettings(database_url=pg_url, worker_id="warm", concurrency=4, schedules=False),
+                        store=st)
+        admin = await Store.connect(pg_url, clock=SystemClock(), results_dir=tmp_path / "a", max_size=2)
+        ir = workflow([node("a", uses="pass", params={"output": 1})], name="warm")
+        await admin.publish_version(PROJECT, ir.workflow_id, ir.version, ir.sha256, to_json(ir))
+        try:
+            await daemon.start()
+            sizes = st.pool.get_size(), st.pool.get_idle_size()
+            C = asyncpg.connection.Connection
+            original = C._get_statement
+
+            async def get_statement(self, query, timeout, **kw):
+                before = len(self._stmt_cache)
+                got = await original(self, query, timeout, **kw)
+                if len(self._stmt_cache) != before:
+                    prepared[query] += 1
+                return got
+
+            C._get_statement = get_statement
+            try:
+                serving = asyncio.create_task(daemon.serve())
+                await asyncio.sleep(0.3)
+                for i in range(4):
+                    rid = (await admin.create_run(PROJECT, ir.workflow_id, {}, f"w{i}")).run_id
+                    while (await admin.get_run(rid))["state"] != "succeeded":
+                        await asyncio.sleep(0.01)
+                daemon.request_stop()
+                await serving
+            finally:
+                C._get_statement = original
+        finally:
+            await st.close()
+            await admin.close()
+        return sizes
+
+    sizes = aio(scenario())
+    assert sizes == (5, 5)
+    hot = [q for q in prepared if any(k in q for k in ("automation.lease_claim(", "automation.engine_commit(",
+                                                       "pg_notify(", "min(next_wake_at)"))]
+    assert not hot, hot
