@@ -1,24 +1,26 @@
-"""Runtime benchmark (issue 3, "Speed and memory"). Not a test: it prints figures.
+"""Runtime benchmark (issues 3 and 16). Not a test: it prints figures, ending with issue 16's table.
 
     .venv/bin/python bench/bench_runtime.py                  # product defaults (fsync on, synchronous_commit on)
-    .venv/bin/python bench/bench_runtime.py --repeat 5 --also-non-durable
+    .venv/bin/python bench/bench_runtime.py --daemons 2      # the throughput figures with two daemons
     .venv/bin/python bench/bench_runtime.py --quick          # smaller numbers, a smoke run
 
 It starts its own embedded PostgreSQL (`EmbeddedServer`, temp dir, same settings as `a44 automation db start`:
-durable = fsync, synchronous_commit and full_page_writes at PostgreSQL's defaults, i.e. on), and in the same run
-measures:
-  (a) the physical limit: raw single-row INSERTs/s from asyncpg (one connection, autocommit; N connections in
-      parallel), and "insert, then update" per step on one connection (the issue's reference shape);
-  (b) runs/s and steps/s of a 3-step `pass` workflow, 2,000 runs created at once while the daemon is paused
-      (SIGSTOP), then driven by ONE real `a44 automation serve` subprocess (SIGCONT .. last finished_at);
-  (c) p50/p99 latency from `create_run` to completion, one run at a time, with that daemon idle;
-  (d) the daemon's peak RSS (VmHWM) during (b);
-  (e) RSS of a fresh daemon before / after parking 10,000 runs in a 1-hour `sleep`, and after wake/claim cycles
-      (each cycle makes every sleeping run due now: the daemon re-grants it, rebuilds it from the log and
-      parks it again);
-  (f) commits per run: pg_stat_database.xact_commit delta over (b), minus the benchmark's own polls, / runs;
-      round trips per run counted in-process (bench/runtime_roundtrips.py).
-Figures of each repeat are printed; the summary quotes medians.
+durable = fsync, synchronous_commit and full_page_writes at PostgreSQL's defaults, i.e. on) and the far side of
+the HTTP workflow (bench/runtime_far_side.py, a loopback aiohttp server in its own process). Each repeat measures,
+interleaved (the summary quotes medians over repeats):
+  (a) the physical limit: raw single-row INSERTs/s from asyncpg (one connection, autocommit; --limit-conns in
+      parallel), and "insert, then update" per step on one connection;
+  (b) for each 3-step workflow (`pass`, an HTTP POST per step, an INSERT per step with `sql/execute`) and each
+      --daemons count: runs/s of --runs runs created while the daemons are paused (SIGSTOP), then driven by them
+      (`a44 automation serve` subprocesses, SIGCONT .. last finished_at); CPU per run of the daemons and of
+      PostgreSQL (/proc); commits per run (pg_stat_database.xact_commit delta, minus the bench's own polls);
+  (c) for `pass` and HTTP, one run at a time on a fresh daemon counting its round trips (bench/runtime_daemon.py):
+      the first 20 runs after it said it serves (warm-up), then --latency-runs, idle in between: client-observed
+      p50/p99 from `create_run` to seeing the terminal state via LISTEN, and recorded finished_at - created_at;
+  (d) if DBOS is installed (`pip install dbos`, not a dependency), the same three workflows on DBOS against the
+      same server, its system database a database of its own (bench/runtime_dbos.py).
+Then once: the RSS of a daemon with --parked runs parked in a 1-hour `sleep` and after wake cycles, and round
+trips per run counted in-process (bench/runtime_roundtrips.py).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from anthares44.automation.runtime.embedded import EmbeddedServer, free_port  # noqa: E402
 from anthares44.automation.runtime.store import Store  # noqa: E402
 from proc_cpu import pg_cpu_s  # noqa: E402
+from runtime_far_side import FarSide  # noqa: E402
+from runtime_limits import insert_then_update, raw_inserts  # noqa: E402
 
 A44 = str(Path(sys.executable).parent / "a44")
 PROJECT = "pj_default"
@@ -93,42 +97,6 @@ def median(xs):
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
-# --- (a) the physical limit -------------------------------------------------------------------------------------
-async def raw_inserts(url: str, conns: int, seconds: float) -> float:
-    setup = await asyncpg.connect(url)
-    await setup.execute("create table if not exists bench_raw (id bigserial primary key, v text not null)")
-    await setup.close()
-    cs = [await asyncpg.connect(url) for _ in range(conns)]
-    stop = time.perf_counter() + seconds
-    counts = [0] * conns
-
-    async def loop(i, c):
-        while time.perf_counter() < stop:
-            await c.execute("insert into bench_raw (v) values ($1)", "x")
-            counts[i] += 1
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(loop(i, c) for i, c in enumerate(cs)))
-    dt = time.perf_counter() - t0
-    for c in cs:
-        await c.close()
-    return sum(counts) / dt
-
-
-async def insert_then_update(url: str, seconds: float) -> float:
-    """The issue's reference shape: per step, INSERT its row (running), then UPDATE it (done): 2 commits/step."""
-    c = await asyncpg.connect(url)
-    await c.execute("create table if not exists bench_steps (id bigserial primary key, status text, result jsonb)")
-    n, stop, t0 = 0, time.perf_counter() + seconds, time.perf_counter()
-    while time.perf_counter() < stop:
-        i = await c.fetchval("insert into bench_steps (status) values ('running') returning id")
-        await c.execute("update bench_steps set status = 'succeeded', result = '{}' where id = $1", i)
-        n += 1
-    dt = time.perf_counter() - t0
-    await c.close()
-    return n / dt
 
 
 # --- the daemon subprocess --------------------------------------------------------------------------------------
@@ -439,19 +407,6 @@ def start_server(root: Path, durable: bool) -> tuple[EmbeddedServer, str]:
           f"fsync={settings.get('fsync')} synchronous_commit={settings.get('synchronous_commit')} "
           f"full_page_writes={settings.get('full_page_writes')} wal_sync_method={settings.get('wal_sync_method')}")
     return server, f"postgresql://postgres@127.0.0.1:{port}/a44"
-
-
-class FarSide:
-    """The HTTP workflow's far side, bench/runtime_far_side.py, in a process of its own."""
-
-    def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "runtime_far_side.py")],
-                                     stdout=subprocess.PIPE, text=True)
-        self.port = int(self.proc.stdout.readline())
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(10)
 
 
 def dbos_side(url: str, far: FarSide, workflow: str, runs: int, latency_runs: int) -> dict | None:

@@ -6,6 +6,7 @@ neither the daemon's nor PostgreSQL's; it prints its port on stdout when it list
 """
 
 import asyncio
+import subprocess
 import sys
 
 from aiohttp import web
@@ -25,6 +26,19 @@ async def main() -> None:
     await site.start()
     print(site._server.sockets[0].getsockname()[1], flush=True)
     await asyncio.Event().wait()
+
+
+class FarSide:
+    """The HTTP workflow's far side, bench/runtime_far_side.py, in a process of its own."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, __file__],
+                                     stdout=subprocess.PIPE, text=True)
+        self.port = int(self.proc.stdout.readline())
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
 
 
 if __name__ == "__main__":

@@ -150,6 +150,7 @@ class Daemon:
             n = await warmup.warm(self.store, self.settings.worker_id, self.store.pool.get_max_size(),
                                   self.engine.clock.now())
             log.debug("warmed %d connection(s)", n)
+            warmup.warm_connectors(self.engine.registry)
         except A44Error as exc:     # only a head start: the runs pay for it themselves
             log.info("warm-up: %s", exc)
 
