@@ -216,11 +216,9 @@ class Daemon:
                 if engine.clock.now() - last_partitions > PARTITIONS_EVERY:
                     await self.store.ensure_partitions()
                     last_partitions = engine.clock.now()
-                if quiet:
-                    pass
-                elif backlog and self._active:    # a finishing run wakes the loop; no need to ask when
+                if not quiet and backlog and self._active:  # a finishing run wakes the loop; no need to ask when
                     timeout = s.lease_timeout.total_seconds()
-                else:
+                elif not quiet:
                     timeout = await self._until_next_due(claimed, free)
                     # a claim that was not full and nothing due left: the next driver to finish need not claim
                     quiet = not backlog and free >= refill and not self._hinted and not self._due_left
