@@ -65,8 +65,8 @@ def summary(res: dict, args, daemon_cmd: str = "a44") -> None:
             cells = []
             for d in args.daemons:
                 x = _med(reps, f"tp_{wf}_{d}", "runs_s")
-                cells.append(f"{_fmt(x)} ({_fmt(x / base, '.2f')}x), CPU {_fmt(_med(reps, f'tp_{wf}_{d}', 'daemon_cpu_ms_per_run'), '.2f')}"
-                             f" + {_fmt(_med(reps, f'tp_{wf}_{d}', 'pg_cpu_ms_per_run'), '.2f')} ms")
+                cpu_d, cpu_p = (_med(reps, f"tp_{wf}_{d}", k) for k in ("daemon_cpu_ms_per_run", "pg_cpu_ms_per_run"))
+                cells.append(f"{_fmt(x)} ({_fmt(x / base, '.2f')}x), CPU {_fmt(cpu_d, '.2f')} + {_fmt(cpu_p, '.2f')} ms")
             print(f"| {wf} | " + " | ".join(cells) + " |")
     print(f"\nphysical limit, same run: raw single-row INSERT/s {limit1:,.0f} (1 connection), {limitn:,.0f} "
           f"({args.limit_conns} connections); insert-then-update steps/s {iu:,.0f} (1 connection)")

@@ -16,7 +16,6 @@ else changes: `engine_commit` calls the function by name.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from dataclasses import dataclass
@@ -74,7 +73,8 @@ class Notifier:
         self._due: datetime | None = None
         self._task: asyncio.Task | None = None
         self._last = float("-inf")
-        self._hurry = asyncio.Event()
+        self._hurry = False                         # a terminal state is pending: do not wait out the interval
+        self._nap: asyncio.Future | None = None     # the interval being waited out (bound to no loop in advance)
 
     def add(self, run_ids, due: datetime | None = None, *, at_once: bool = False) -> None:
         """Queue notifications; `at_once` (a run's terminal state: `run --wait` is waiting) skips what is left of
@@ -83,7 +83,9 @@ class Notifier:
         if due is not None and (self._due is None or due < self._due):
             self._due = due
         if at_once:
-            self._hurry.set()
+            self._hurry = True
+            if self._nap is not None and not self._nap.done():
+                self._nap.set_result(None)
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._flush())
 
@@ -93,10 +95,15 @@ class Notifier:
         loop = asyncio.get_running_loop()
         while self._runs or self._due is not None:
             wait = self._last + self.MIN_INTERVAL_S - loop.time()
-            if wait > 0 and not self._hurry.is_set():
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._hurry.wait(), wait)
-            self._hurry.clear()
+            if wait > 0 and not self._hurry:
+                self._nap = nap = loop.create_future()
+                timer = loop.call_later(wait, lambda: nap.done() or nap.set_result(None))
+                try:
+                    await nap
+                finally:
+                    timer.cancel()
+                    self._nap = None
+            self._hurry = False
             self._last = loop.time()
             runs, due = list(self._runs), self._due
             self._runs, self._due = set(), None
