@@ -1,30 +1,35 @@
-"""Runtime benchmark (issue 3, "Speed and memory"). Not a test: it prints figures.
+"""Runtime benchmark (issues 3 and 16). Not a test: it prints figures, ending with issue 16's table.
 
     .venv/bin/python bench/bench_runtime.py                  # product defaults (fsync on, synchronous_commit on)
-    .venv/bin/python bench/bench_runtime.py --repeat 5 --also-non-durable
+    .venv/bin/python bench/bench_runtime.py --daemons 2      # the throughput figures with two daemons
     .venv/bin/python bench/bench_runtime.py --quick          # smaller numbers, a smoke run
 
 It starts its own embedded PostgreSQL (`EmbeddedServer`, temp dir, same settings as `a44 automation db start`:
-durable = fsync, synchronous_commit and full_page_writes at PostgreSQL's defaults, i.e. on), and in the same run
-measures:
-  (a) the physical limit: raw single-row INSERTs/s from asyncpg (one connection, autocommit; N connections in
-      parallel), and "insert, then update" per step on one connection (the issue's reference shape);
-  (b) runs/s and steps/s of a 3-step `pass` workflow, 2,000 runs created at once while the daemon is paused
-      (SIGSTOP), then driven by ONE real `a44 automation serve` subprocess (SIGCONT .. last finished_at);
-  (c) p50/p99 latency from `create_run` to completion, one run at a time, with that daemon idle;
-  (d) the daemon's peak RSS (VmHWM) during (b);
-  (e) RSS of a fresh daemon before / after parking 10,000 runs in a 1-hour `sleep`, and after wake/claim cycles
-      (each cycle makes every sleeping run due now: the daemon re-grants it, rebuilds it from the log and
-      parks it again);
-  (f) commits per run: pg_stat_database.xact_commit delta over (b), minus the benchmark's own polls, / runs;
-      round trips per run counted in-process (bench/runtime_roundtrips.py).
-Figures of each repeat are printed; the summary quotes medians.
+durable = fsync, synchronous_commit and full_page_writes at PostgreSQL's defaults, i.e. on) and the far side of
+the HTTP workflow (bench/runtime_far_side.py, a loopback aiohttp server in its own process). Each repeat measures,
+interleaved (the summary quotes medians over repeats):
+  (a) the physical limit: raw single-row INSERTs/s from asyncpg (one connection, autocommit; --limit-conns in
+      parallel), and "insert, then update" per step on one connection;
+  (b) for each 3-step workflow (`pass`, an HTTP POST per step, an INSERT per step with `sql/execute`) and each
+      --daemons count: runs/s of --runs runs created while the daemons are paused (SIGSTOP), then driven by them
+      (`a44 automation serve` subprocesses, SIGCONT .. last finished_at); CPU per run of the daemons and of
+      PostgreSQL (/proc); commits per run (pg_stat_database.xact_commit delta, minus the bench's own polls);
+  (c) for `pass` and HTTP, one run at a time on a fresh daemon counting its round trips (bench/runtime_daemon.py):
+      the first 20 runs after it said it serves (warm-up), then --latency-runs, idle in between: client-observed
+      p50/p99 from `create_run` to seeing the terminal state via LISTEN, and recorded finished_at - created_at;
+  (d) if DBOS is installed (`pip install dbos`, not a dependency), the same three workflows on DBOS against the
+      same server, its system database a database of its own (bench/runtime_dbos.py).
+Then once: the RSS of a daemon with --parked runs parked in a 1-hour `sleep` and after wake cycles, and round
+trips per run counted in-process (bench/runtime_roundtrips.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
+import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -43,15 +48,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from anthares44.automation.runtime.embedded import EmbeddedServer, free_port  # noqa: E402
 from anthares44.automation.runtime.store import Store  # noqa: E402
+from proc_cpu import pg_cpu_s  # noqa: E402
+from runtime_far_side import FarSide  # noqa: E402
+from runtime_limits import insert_then_update, raw_inserts  # noqa: E402
 
 A44 = str(Path(sys.executable).parent / "a44")
 PROJECT = "pj_default"
-REFERENCE = {  # issue 3, same 2-core machine, same embedded PostgreSQL
-    "dbos_runs_s": 200, "dbos_steps_s": 600, "dbos_async_runs_s": 100, "dbos_commits_per_run": 7,
-    "dbos_round_trips_per_run": 37, "dbos_latency_ms": 6, "asyncpg_insert_update_steps_s": 5700,
-}
-TARGET = {"runs_s": 500, "steps_s": 1500, "p50_ms": 10, "rss_mb": 150}
-
 PASS_WF = """
 name: bench-pass
 version: 1
@@ -72,11 +74,20 @@ SQL_WF = """
 name: bench-sql
 version: 1
 steps:
-  - { id: s1, uses: sql/execute, timeout: 5s, query: "select $1::int as n", params: [1] }
-  - { id: s2, uses: sql/execute, timeout: 5s, query: "select $1::int as n", params: [2] }
-  - { id: s3, uses: sql/execute, timeout: 5s, query: "select $1::int as n", params: [3] }
+  - { id: s1, uses: sql/execute, timeout: 5s, query: "insert into bench_effects (n) values ($1)", params: [1] }
+  - { id: s2, uses: sql/execute, timeout: 5s, query: "insert into bench_effects (n) values ($1)", params: [2] }
+  - { id: s3, uses: sql/execute, timeout: 5s, query: "insert into bench_effects (n) values ($1)", params: [3] }
+"""
+HTTP_WF = """
+name: bench-http
+version: 1
+steps:
+  - { id: s1, uses: http, timeout: 5s, method: POST, url: "http://127.0.0.1:PORT/step/s1", json: { n: 1 } }
+  - { id: s2, uses: http, timeout: 5s, method: POST, url: "http://127.0.0.1:PORT/step/s2", json: { n: 2 } }
+  - { id: s3, uses: http, timeout: 5s, method: POST, url: "http://127.0.0.1:PORT/step/s3", json: { n: 3 } }
 """
 TERMINAL = ("succeeded", "failed", "compensation_failed", "cancelled")
+WORKFLOWS = {"pass": "wf_bench_pass", "http": "wf_bench_http", "sql": "wf_bench_sql"}   # the issue's three
 
 
 def median(xs):
@@ -88,50 +99,19 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-# --- (a) the physical limit -------------------------------------------------------------------------------------
-async def raw_inserts(url: str, conns: int, seconds: float) -> float:
-    setup = await asyncpg.connect(url)
-    await setup.execute("create table if not exists bench_raw (id bigserial primary key, v text not null)")
-    await setup.close()
-    cs = [await asyncpg.connect(url) for _ in range(conns)]
-    stop = time.perf_counter() + seconds
-    counts = [0] * conns
-
-    async def loop(i, c):
-        while time.perf_counter() < stop:
-            await c.execute("insert into bench_raw (v) values ($1)", "x")
-            counts[i] += 1
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(loop(i, c) for i, c in enumerate(cs)))
-    dt = time.perf_counter() - t0
-    for c in cs:
-        await c.close()
-    return sum(counts) / dt
-
-
-async def insert_then_update(url: str, seconds: float) -> float:
-    """The issue's reference shape: per step, INSERT its row (running), then UPDATE it (done): 2 commits/step."""
-    c = await asyncpg.connect(url)
-    await c.execute("create table if not exists bench_steps (id bigserial primary key, status text, result jsonb)")
-    n, stop, t0 = 0, time.perf_counter() + seconds, time.perf_counter()
-    while time.perf_counter() < stop:
-        i = await c.fetchval("insert into bench_steps (status) values ('running') returning id")
-        await c.execute("update bench_steps set status = 'succeeded', result = '{}' where id = $1", i)
-        n += 1
-    dt = time.perf_counter() - t0
-    await c.close()
-    return n / dt
-
-
 # --- the daemon subprocess --------------------------------------------------------------------------------------
 class DaemonProc:
-    def __init__(self, url: str, home: Path, concurrency: int, extra: list[str] | None = None):
+    """One daemon subprocess; `count`: bench/runtime_daemon.py counting its round trips once it serves
+    (`round_trips()` after `stop()`)."""
+
+    def __init__(self, url: str, home: Path, concurrency: int, extra: list[str] | None = None, count: bool = False):
         self.log = home / f"daemon-{time.monotonic_ns()}.log"
         env = {**os.environ, "A44_HOME": str(home), "A44_DATABASE_URL": url, "A44_APP_DATABASE_URL": app_url_of(url)}
         cmd = [A44, "automation", "serve", "--database-url", url, "--concurrency", str(concurrency)]
-        if DAEMON_CMD[0] == "module":
+        if DAEMON_CMD[0] == "module" or count:
             cmd = [sys.executable, str(ROOT / "bench" / "runtime_daemon.py"), url, str(concurrency)]
+        if count:
+            env["A44_BENCH_COUNT"] = "1"
         self.proc = subprocess.Popen([*cmd, *(extra or [])],
                                      stdout=subprocess.DEVNULL, stderr=open(self.log, "w"), env=env)
         deadline = time.monotonic() + 60
@@ -152,6 +132,13 @@ class DaemonProc:
         f = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
+    def round_trips(self) -> dict:
+        """What the daemon counted while serving (printed at exit), {} if it did not count."""
+        for line in self.log.read_text().splitlines():
+            if line.startswith("COUNTS "):
+                return ast.literal_eval(line[len("COUNTS "):])
+        return {}
+
     def pause(self):
         self.proc.send_signal(signal.SIGSTOP)
 
@@ -163,24 +150,6 @@ class DaemonProc:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.send_signal(signal.SIGTERM)
             self.proc.wait(60)
-
-
-def pg_cpu_s(postmaster: int) -> float:
-    """CPU seconds of the PostgreSQL server: its live processes plus what exited children left in cutime/cstime."""
-    tck, total = os.sysconf("SC_CLK_TCK"), 0.0
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            f = (d / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid, ppid = int(d.name), int(f[1])
-        if pid == postmaster:
-            total += (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / tck
-        elif ppid == postmaster:
-            total += (int(f[11]) + int(f[12])) / tck
-    return total
 
 
 POSTMASTER = [0]
@@ -228,7 +197,7 @@ async def truncate(url: str) -> None:
 
 
 # --- (c) latency ------------------------------------------------------------------------------------------------
-async def latency(url: str, store: Store, n: int) -> tuple[list[float], list[float]]:
+async def latency(url: str, store: Store, n: int, workflow: str = "wf_bench_pass") -> tuple[list[float], list[float]]:
     """Client-observed (create_run .. the bench sees the terminal state via LISTEN) and recorded
     (runs.finished_at - runs.created_at) latencies in ms, one run at a time."""
     listen = await asyncpg.connect(url)
@@ -247,7 +216,7 @@ async def latency(url: str, store: Store, n: int) -> tuple[list[float], list[flo
         key = f"lat-{time.monotonic_ns()}-{i}"
         ev = asyncio.Event()
         t0 = time.perf_counter()
-        run_id = (await store.create_run(PROJECT, "wf_bench_pass", {"i": i}, key)).run_id
+        run_id = (await store.create_run(PROJECT, workflow, {"i": i}, key)).run_id
         waiting[run_id] = ev
         while True:
             row = await check.fetchrow("select state, finished_at - created_at as d from automation.runs "
@@ -269,23 +238,40 @@ async def latency(url: str, store: Store, n: int) -> tuple[list[float], list[flo
 
 
 # --- (b) throughput ---------------------------------------------------------------------------------------------
-async def throughput(url: str, home: Path, n: int, concurrency: int, latency_n: int,
-                     workflow: str = "wf_bench_pass") -> dict:
+FIRST = 20      # the first runs after a daemon announced readiness, apart (warm-up, issue 16)
+
+
+async def one_at_a_time(url: str, home: Path, n: int, concurrency: int, workflow: str = "wf_bench_pass") -> dict:
+    """(c) on a fresh daemon that counts its round trips: the first FIRST runs right after it said it serves
+    (p99: warm-up), then n one at a time, idle in between."""
+    await truncate(url)
+    store = await Store.connect(url, min_size=2, max_size=8, results_dir=home / "results")
+    d = DaemonProc(url, home, concurrency, count=True)
+    try:
+        first, _ = await latency(url, store, FIRST, workflow)
+        await asyncio.sleep(0.5)
+        obs, rec = await latency(url, store, n, workflow)
+    finally:
+        d.stop()
+        await store.close()
+    counts = d.round_trips()
+    runs = FIRST + n
+    return dict(lat_p50=pct(obs, 50), lat_p99=pct(obs, 99), lat_rec_p50=pct(rec, 50), lat_rec_p99=pct(rec, 99),
+                first_p99=pct(first, 99), first_max=max(first),
+                rt_per_run=counts.get("round_trips", float("nan")) / runs,
+                rt_detail={k: round(v / runs, 2) for k, v in sorted(counts.items())})
+
+
+async def throughput(url: str, home: Path, n: int, concurrency: int, workflow: str = "wf_bench_pass",
+                     daemons: int = 1) -> dict:
+    """(b) n runs created while `daemons` daemons are paused (SIGSTOP), then driven by them."""
     await truncate(url)
     out: dict = {}
     store = await Store.connect(url, min_size=2, max_size=8, results_dir=home / "results")
-    if latency_n:
-        d = DaemonProc(url, home, concurrency)
-        try:
-            await asyncio.sleep(0.5)
-            obs, rec = await latency(url, store, latency_n)
-            out.update(lat_p50=pct(obs, 50), lat_p99=pct(obs, 99), lat_rec_p50=pct(rec, 50), lat_rec_p99=pct(rec, 99))
-        finally:
-            d.stop()
-    # a fresh daemon for the throughput, so that no counter of the latency phase is flushed into its delta
-    d = DaemonProc(url, home, concurrency)
+    ds = [DaemonProc(url, home, concurrency) for _ in range(daemons)]
     try:
-        d.pause()
+        for d in ds:
+            d.pause()
         t_create = time.perf_counter()
         await create_runs(store, workflow, n, f"tp-{time.monotonic_ns()}")
         out["create_s"] = n / (time.perf_counter() - t_create)
@@ -293,13 +279,14 @@ async def throughput(url: str, home: Path, n: int, concurrency: int, latency_n: 
         x0 = await settled_commits(url)
         poll = await asyncpg.connect(url)
         polls = 0
-        cpu0, pg0 = d.cpu_s(), pg_cpu_s(POSTMASTER[0])
+        cpu0, pg0 = sum(d.cpu_s() for d in ds), pg_cpu_s(POSTMASTER[0])
         t0 = time.time()
-        d.resume()
+        for d in ds:
+            d.resume()
         rss_peak = 0.0
         while True:
             await asyncio.sleep(0.05)
-            rss_peak = max(rss_peak, d.status("VmRSS"))
+            rss_peak = max(rss_peak, ds[0].status("VmRSS"))
             left = await poll.fetchval("select count(*) from automation.runs where workflow_id = $1 "
                                        "and state not in ('succeeded', 'failed', 'compensation_failed', 'cancelled')",
                                        workflow)
@@ -314,17 +301,19 @@ async def throughput(url: str, home: Path, n: int, concurrency: int, latency_n: 
         bad = await poll.fetchval("select count(*) from automation.runs where state <> 'succeeded'")
         polls += 2
         await poll.close()
-        out["daemon_cpu_ms_per_run"] = (d.cpu_s() - cpu0) * 1000 / n
+        out["daemon_cpu_ms_per_run"] = (sum(d.cpu_s() for d in ds) - cpu0) * 1000 / n
         out["pg_cpu_ms_per_run"] = (pg_cpu_s(POSTMASTER[0]) - pg0) * 1000 / n
-        out["hwm_mb"] = d.status("VmHWM")
+        out["hwm_mb"] = ds[0].status("VmHWM")
         out["rss_peak_mb"] = rss_peak
-        d.stop()
+        for d in ds:
+            d.stop()
         x1 = await settled_commits(url)
         elapsed = float(last) - t0
         out.update(runs_s=n / elapsed, steps_s=3 * n / elapsed, elapsed_s=elapsed, failed=bad,
                    commits_per_run=(x1 - x0 - polls - 2) / n)
     finally:
-        d.stop()
+        for d in ds:
+            d.stop()
     return out
 
 
@@ -384,6 +373,9 @@ async def prepare(url: str, home: Path, files: dict[str, str] | None = None) -> 
     if report.errors:
         raise SystemExit(f"publish failed: {[d.to_dict() for d in report.diagnostics]}")
     await store.close()
+    app = await asyncpg.connect(app_url_of(url))        # where the sql workflow's INSERTs land
+    await app.execute("create table if not exists bench_effects (id bigserial primary key, n integer not null)")
+    await app.close()
 
 
 def app_url_of(url: str) -> str:
@@ -403,6 +395,7 @@ def start_server(root: Path, durable: bool) -> tuple[EmbeddedServer, str]:
         await c.execute("create database a44")
         await c.execute("create role a44_app login")
         await c.execute("create database a44_app owner a44_app")
+        await c.execute("create database dbos_bench")     # DBOS's system database, when it is compared
         settings = {r["name"]: r["setting"] for r in await c.fetch(
             "select name, setting from pg_settings where name in ('fsync', 'synchronous_commit', "
             "'full_page_writes', 'server_version', 'shared_buffers', 'wal_sync_method')")}
@@ -416,35 +409,62 @@ def start_server(root: Path, durable: bool) -> tuple[EmbeddedServer, str]:
     return server, f"postgresql://postgres@127.0.0.1:{port}/a44"
 
 
+def dbos_side(url: str, far: FarSide, workflow: str, runs: int, latency_runs: int) -> dict | None:
+    """The same workflow on DBOS (bench/runtime_dbos.py, its own system database), None if DBOS is absent."""
+    if importlib.util.find_spec("dbos") is None:
+        return None
+    sys_url = url.rsplit("/", 1)[0] + "/dbos_bench"
+    x0 = asyncio.run(settled_commits(sys_url))
+    got = subprocess.run([sys.executable, str(ROOT / "bench" / "runtime_dbos.py"), sys_url, app_url_of(url),
+                          str(far.port), workflow, str(runs), str(latency_runs), str(POSTMASTER[0])],
+                         capture_output=True, text=True, timeout=900)
+    if got.returncode:
+        print(f"# DBOS {workflow} failed: {got.stderr[-1500:]}", flush=True)
+        return None
+    out = json.loads(got.stdout.strip().splitlines()[-1])
+    # the whole process: launch, its warm-up run, the RUNS and the latency runs
+    out["commits_per_run"] = (asyncio.run(settled_commits(sys_url)) - x0 - 2) / (runs + latency_runs + 1)
+    return out
+
+
 def bench(durable: bool, args) -> dict:
     root = Path(tempfile.mkdtemp(prefix="a44-bench-"))
     home = root / "home"
     home.mkdir()
     server, url = start_server(root / "pg", durable)
+    far = FarSide()
     res: dict = {"durable": durable, "reps": []}
     try:
-        asyncio.run(prepare(url, home))
-        for r in range(args.repeat):
-            limit1 = asyncio.run(raw_inserts(url, 1, args.limit_seconds))
-            limitn = asyncio.run(raw_inserts(url, args.limit_conns, args.limit_seconds))
-            iu = asyncio.run(insert_then_update(url, args.limit_seconds))
-            tp = asyncio.run(throughput(url, home, args.runs, args.concurrency, args.latency_runs))
-            rep = {"limit1": limit1, "limitn": limitn, "insert_update": iu, **tp}
+        asyncio.run(prepare(url, home, {"bench-pass.yaml": PASS_WF, "bench-sleep.yaml": SLEEP_WF,
+                                        "bench-sql.yaml": SQL_WF,
+                                        "bench-http.yaml": HTTP_WF.replace("PORT", str(far.port))}))
+        for r in range(args.repeat):       # every figure once per repeat: interleaved, medians over repeats
+            rep = {"limit1": asyncio.run(raw_inserts(url, 1, args.limit_seconds)),
+                   "limitn": asyncio.run(raw_inserts(url, args.limit_conns, args.limit_seconds)),
+                   "insert_update": asyncio.run(insert_then_update(url, args.limit_seconds))}
+            print(f"  rep {r + 1}: raw INSERT/s 1 conn {rep['limit1']:,.0f}, {args.limit_conns} conns "
+                  f"{rep['limitn']:,.0f}; insert+update steps/s {rep['insert_update']:,.0f}", flush=True)
+            for wf in args.workflows:
+                for d in args.daemons:
+                    tp = asyncio.run(throughput(url, home, args.runs, args.concurrency, WORKFLOWS[wf], d))
+                    rep[f"tp_{wf}_{d}"] = tp
+                    print(f"    a44 {wf} x{d} daemon(s): runs/s {tp['runs_s']:,.0f} ({tp['elapsed_s']:.2f}s, not "
+                          f"succeeded {tp['failed']}) | commits/run {tp['commits_per_run']:.2f} | CPU ms/run daemon "
+                          f"{tp['daemon_cpu_ms_per_run']:.2f} PostgreSQL {tp['pg_cpu_ms_per_run']:.2f} | HWM "
+                          f"{tp['hwm_mb']:.0f} MB", flush=True)
+                if wf in args.latency_workflows and args.latency_runs:
+                    lat = asyncio.run(one_at_a_time(url, home, args.latency_runs, args.concurrency, WORKFLOWS[wf]))
+                    rep[f"lat_{wf}"] = lat
+                    print(f"    a44 {wf} one at a time: p50 {lat['lat_p50']:.1f} p99 {lat['lat_p99']:.1f} ms "
+                          f"(recorded {lat['lat_rec_p50']:.1f} / {lat['lat_rec_p99']:.1f}); first {FIRST} after "
+                          f"readiness p99 {lat['first_p99']:.1f} max {lat['first_max']:.1f} ms; daemon round trips "
+                          f"per run {lat['rt_per_run']:.2f} {lat['rt_detail']}", flush=True)
+                if args.dbos:
+                    dq = dbos_side(url, far, wf, args.runs, args.latency_runs if wf in args.latency_workflows else 0)
+                    if dq is not None:
+                        rep[f"dbos_{wf}"] = dq
+                        print(f"    DBOS {wf}: {', '.join(f'{k} {v:.2f}' for k, v in dq.items())}", flush=True)
             res["reps"].append(rep)
-            print(f"  rep {r + 1}: raw INSERT/s 1 conn {limit1:,.0f}, {args.limit_conns} conns {limitn:,.0f}; "
-                  f"insert+update steps/s {iu:,.0f} | runs/s {tp['runs_s']:,.0f} steps/s {tp['steps_s']:,.0f} "
-                  f"({tp['elapsed_s']:.2f}s, not succeeded {tp['failed']}) | latency p50 {tp.get('lat_p50', 0):.1f} "
-                  f"p99 {tp.get('lat_p99', 0):.1f} ms (recorded p50 {tp.get('lat_rec_p50', 0):.1f}) | "
-                  f"HWM {tp['hwm_mb']:.0f} MB | commits/run {tp['commits_per_run']:.2f} | "
-                  f"create_run/s {tp['create_s']:,.0f} | daemon CPU {tp['daemon_cpu_ms_per_run']:.2f} ms/run "
-                  f"({tp['daemon_cpu_ms_per_run'] * tp['runs_s'] / 1000:.0%} of a core), PostgreSQL CPU "
-                  f"{tp['pg_cpu_ms_per_run']:.2f} ms/run ({tp['pg_cpu_ms_per_run'] * tp['runs_s'] / 1000:.0%})", flush=True)
-        if args.sql_runs:
-            res["sql"] = asyncio.run(throughput(url, home, args.sql_runs, args.concurrency, 0, "wf_bench_sql"))
-            q = res["sql"]
-            print(f"  3-step sql/execute (`select $1`, steps with an effect): runs/s {q['runs_s']:,.0f} steps/s "
-                  f"{q['steps_s']:,.0f} | commits/run {q['commits_per_run']:.2f} | HWM {q['hwm_mb']:.0f} MB | "
-                  f"not succeeded {q['failed']}", flush=True)
         if args.parked:
             res["parked"] = asyncio.run(parked(url, home, args.parked, args.concurrency, args.cycles))
             p = res["parked"]
@@ -456,101 +476,54 @@ def bench(durable: bool, args) -> dict:
 
             res["rt"] = asyncio.run(count_round_trips(url, home, args.round_trips))
             print(f"  in-process counts over {args.round_trips} runs: {res['rt']}", flush=True)
-            res["rt_effect"] = asyncio.run(count_round_trips(url, home, args.runs, effect=True))
-            print(f"  in-process, steps with an effect (pass not inlined), {args.runs} runs: {res['rt_effect']}",
-                  flush=True)
+            res["rt_effect"] = asyncio.run(count_round_trips(url, home, args.round_trips, effect=True))
+            print(f"  in-process, steps with an effect (pass not inlined), {args.round_trips} runs: "
+                  f"{res['rt_effect']}", flush=True)
     finally:
+        far.stop()
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
     return res
 
 
-def summary(res: dict, args) -> None:
-    reps = res["reps"]
-    m = {k: median([r[k] for r in reps]) for k in reps[0] if isinstance(reps[0][k], (int, float))}
-    label = "product defaults (fsync on, synchronous_commit on)" if res["durable"] else \
-        "durable=False (fsync off, synchronous_commit off) - comparison only"
-    print(f"\n## {label}: medians of {len(reps)} repeats; daemon = one "
-          f"{'`a44 automation serve`' if DAEMON_CMD[0] == 'a44' else 'bench/runtime_daemon.py (Daemon.serve)'} "
-          f"subprocess, --concurrency {args.concurrency}")
-    rows = [
-        ("raw INSERT/s, 1 connection (limit)", f"{m['limit1']:,.0f}", "", ""),
-        (f"raw INSERT/s, {args.limit_conns} connections (limit)", f"{m['limitn']:,.0f}", "", ""),
-        ("insert-then-update steps/s, 1 connection", f"{m['insert_update']:,.0f}",
-         f"{REFERENCE['asyncpg_insert_update_steps_s']:,}", ""),
-        ("runs/s (3-step pass, 2,000 at once)", f"{m['runs_s']:,.0f}",
-         f"DBOS {REFERENCE['dbos_runs_s']}", f">= {TARGET['runs_s']}"),
-        ("steps/s", f"{m['steps_s']:,.0f}", f"DBOS {REFERENCE['dbos_steps_s']}", f">= {TARGET['steps_s']}"),
-        ("commits/run (pg_stat_database)", f"{m['commits_per_run']:.2f}", f"DBOS {REFERENCE['dbos_commits_per_run']}",
-         "few"),
-        ("latency p50 / p99 ms, idle (client-observed)", f"{m['lat_p50']:.1f} / {m['lat_p99']:.1f}",
-         f"DBOS {REFERENCE['dbos_latency_ms']}", f"p50 < {TARGET['p50_ms']}"),
-        ("latency p50 / p99 ms, recorded finished-created", f"{m['lat_rec_p50']:.1f} / {m['lat_rec_p99']:.1f}", "", ""),
-        ("CPU ms per run during the 2,000: daemon / PostgreSQL",
-         f"{m['daemon_cpu_ms_per_run']:.2f} / {m['pg_cpu_ms_per_run']:.2f}", "", ""),
-        ("daemon peak RSS MB (VmHWM) during the 2,000", f"{m['hwm_mb']:.0f}", "", f"< {TARGET['rss_mb']}"),
-    ]
-    if "parked" in res:
-        p = res["parked"]
-        rows.append((f"RSS MB: idle / {args.parked:,} parked / after {args.cycles} wake cycles",
-                     f"{p['rss_before']:.0f} / {p['rss_parked']:.0f} / {' '.join(f'{x:.0f}' for x in p['rss_cycles'])}",
-                     "", "no growth"))
-    if "rt" in res:
-        rows.append(("round trips / transactions per run (in-process count)",
-                     f"{res['rt']['round_trips_per_run']:.2f} / {res['rt']['transactions_per_run']:.2f}",
-                     f"DBOS {REFERENCE['dbos_round_trips_per_run']} / {REFERENCE['dbos_commits_per_run']}", ""))
-    if "sql" in res:
-        q = res["sql"]
-        rows.append(("3-step sql/execute `select $1` (effect path, daemon): runs/s, steps/s, commits/run",
-                     f"{q['runs_s']:,.0f}, {q['steps_s']:,.0f}, {q['commits_per_run']:.2f}", "", ""))
-    if "rt_effect" in res:
-        e = res["rt_effect"]
-        rows.append(("steps with an effect (in-process Engine, 2,000 runs): runs/s, steps/s",
-                     f"{e['runs_s']:,.0f}, {3 * e['runs_s']:,.0f}", "", ""))
-        rows.append(("steps with an effect: round trips / transactions per run",
-                     f"{e['round_trips_per_run']:.2f} / {e['transactions_per_run']:.2f}", "", ""))
-    w = max(len(r[0]) for r in rows)
-    print(f"| {'figure':<{w}} | ours | reference | target |\n|{'-' * (w + 2)}|---|---|---|")
-    for r in rows:
-        print(f"| {r[0]:<{w}} | {r[1]} | {r[2]} | {r[3]} |")
-    print(f"ratios: runs/s / DBOS = {m['runs_s'] / REFERENCE['dbos_runs_s']:.2f}x; steps/s / raw 1-conn INSERT/s = "
-          f"{m['steps_s'] / m['limit1']:.2f}; steps/s / raw {args.limit_conns}-conn INSERT/s = "
-          f"{m['steps_s'] / m['limitn']:.2f}; commits/s / raw {args.limit_conns}-conn INSERT/s = "
-          f"{m['runs_s'] * m['commits_per_run'] / m['limitn']:.2f}; steps/s / insert+update = "
-          f"{m['steps_s'] / m['insert_update']:.2f}")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=2000)
-    ap.add_argument("--latency-runs", type=int, default=200)
+    ap.add_argument("--runs", type=int, default=2000, help="runs per throughput measurement")
+    ap.add_argument("--latency-runs", type=int, default=200, help="runs one at a time (after the first 20)")
     ap.add_argument("--parked", type=int, default=10_000)
     ap.add_argument("--cycles", type=int, default=3)
-    ap.add_argument("--concurrency", type=int, default=64, help="the daemon's --concurrency (runs in flight)")
+    ap.add_argument("--concurrency", type=int, default=64, help="each daemon's --concurrency (runs in flight)")
+    ap.add_argument("--daemons", default="1,2,4",
+                    help="daemons on the one PostgreSQL for the throughput figures: N or a list, e.g. 1,2,4")
+    ap.add_argument("--workflows", default="pass,http,sql", help="of pass, http, sql")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--limit-seconds", type=float, default=2.0)
-    ap.add_argument("--limit-conns", type=int, default=8)
+    ap.add_argument("--limit-conns", type=int, default=16)
     ap.add_argument("--round-trips", type=int, default=200, help="runs for the in-process round-trip count (0: skip)")
-    ap.add_argument("--sql-runs", type=int, default=2000,
-                    help="runs of a 3-step sql/execute workflow through the daemon (steps with an effect; 0: skip)")
+    ap.add_argument("--no-dbos", dest="dbos", action="store_false", help="skip DBOS even if it is installed")
     ap.add_argument("--also-non-durable", action="store_true", help="repeat everything with durable=False")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--daemon", choices=("a44", "module"), default="a44",
                     help="a44: `a44 automation serve`; module: bench/runtime_daemon.py (the same Daemon, used "
                          "automatically when the a44 entry point does not start)")
     args = ap.parse_args()
+    args.daemons = [int(x) for x in str(args.daemons).split(",")]
+    args.workflows = [w for w in args.workflows.split(",") if w]
+    args.latency_workflows = ("pass", "http")
     DAEMON_CMD[0] = args.daemon
     if args.daemon == "a44" and subprocess.run([A44, "automation", "serve", "--help"], capture_output=True).returncode:
         print("# `a44 automation serve --help` fails in this tree; using bench/runtime_daemon.py (same Daemon)")
         DAEMON_CMD[0] = "module"
     if args.quick:
         args.runs, args.latency_runs, args.parked, args.repeat, args.limit_seconds = 500, 50, 1000, 1, 1.0
-        args.sql_runs = 500
+        args.round_trips = 100
     results = [bench(True, args)]
     if args.also_non_durable:
         results.append(bench(False, args))
+    from runtime_table import summary
+
     for res in results:
-        summary(res, args)
+        summary(res, args, daemon_cmd=DAEMON_CMD[0])
 
 
 if __name__ == "__main__":

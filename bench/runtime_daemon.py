@@ -27,6 +27,7 @@ async def main(url: str, concurrency: int) -> None:
     if os.environ.get("A44_BENCH_COUNT"):      # print round trips / transactions at exit (runtime_roundtrips)
         from runtime_roundtrips import counting
 
+        await daemon.start()                    # counted from readiness on: not the migration and warm-up
         with counting() as counts:
             await daemon.serve()
         print("COUNTS", dict(counts), file=sys.stderr, flush=True)
@@ -38,4 +39,5 @@ if __name__ == "__main__":
     handler = logging.StreamHandler(sys.stderr)
     logging.getLogger("a44").addHandler(handler)
     logging.getLogger("a44").setLevel(logging.WARNING)
+    logging.getLogger("a44.lifecycle").setLevel(logging.INFO)      # "serving ...": what the bench waits for
     asyncio.run(main(sys.argv[1], int(sys.argv[2])))

@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import defaultdict
+from contextlib import contextmanager
 from datetime import timedelta
 
 import asyncpg
+import asyncpg.connection
 
 from anthares44.automation.compiler.ir import (CompensationIR, ConcurrencyIR, ConnectorRef, Expr, NodeIR, RetryIR,
                                                WorkflowIR, seal, to_json)
@@ -151,3 +153,26 @@ def count_transactions(store) -> "Counter[str]":
 
     store.connection = counted
     return counts
+
+
+@contextmanager
+def watch_statements(note):
+    """While inside, `note(conn, label)` for every round trip asyncpg sends: a simple query (BEGIN, COMMIT, a
+    pool reset) labelled by its first word, a parameterised statement by its SQL text."""
+    C = asyncpg.connection.Connection
+    simple, bound = C.execute, C._execute
+
+    async def execute(self, q, *args, timeout=None):
+        if not args:
+            note(self, q.split()[0].lower().rstrip(";"))
+        return await simple(self, q, *args, timeout=timeout)
+
+    async def _execute(self, q, args, limit, timeout, **kw):
+        note(self, q)
+        return await bound(self, q, args, limit, timeout, **kw)
+
+    C.execute, C._execute = execute, _execute
+    try:
+        yield
+    finally:
+        C.execute, C._execute = simple, bound

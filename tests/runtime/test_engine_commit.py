@@ -4,13 +4,13 @@
 from collections import Counter
 from contextlib import contextmanager
 
-import asyncpg.connection
 import pytest
 
 from anthares44.automation.attempts import Attempt
 from anthares44.automation.errors import A44Error
 from anthares44.automation.runtime.engine.journal import Batch, Lease, LeaseLost
-from tests.runtime.engine_support import Script, engine, node, publish_and_run, run_row, workflow
+from tests.runtime.engine_support import (Script, engine, node, publish_and_run, run_row, watch_statements,
+                                          workflow)
 from tests.runtime.pg import query
 
 
@@ -19,26 +19,17 @@ def statements():
     """What the driver sends: simple queries (BEGIN, COMMIT, resets) by first word, parameterised statements as
     `engine_commit` (autocommit or not; one run's or a group's, `engine_commit_many`) or `other`."""
     seen: Counter[str] = Counter()
-    C = asyncpg.connection.Connection
-    simple, bound = C.execute, C._execute
 
-    async def execute(self, q, *args, timeout=None):
-        if not args:
-            seen[q.split()[0].lower().rstrip(";")] += 1
-        return await simple(self, q, *args, timeout=timeout)
-
-    async def _execute(self, q, args, limit, timeout, **kw):
-        if "automation.engine_commit(" in q or "automation.engine_commit_many(" in q:
-            seen["engine_commit in a transaction" if self.is_in_transaction() else "engine_commit"] += 1
+    def note(conn, q):
+        if " " not in q:
+            seen[q] += 1
+        elif "automation.engine_commit(" in q or "automation.engine_commit_many(" in q:
+            seen["engine_commit in a transaction" if conn.is_in_transaction() else "engine_commit"] += 1
         else:
             seen["other"] += 1
-        return await bound(self, q, args, limit, timeout, **kw)
 
-    C.execute, C._execute = execute, _execute
-    try:
+    with watch_statements(note):
         yield seen
-    finally:
-        C.execute, C._execute = simple, bound
 
 
 def test_an_effect_step_transition_is_one_round_trip(store, clock, aio):

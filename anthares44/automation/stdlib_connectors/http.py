@@ -91,6 +91,11 @@ class HttpConnector:
     async def aclose(self) -> None:
         await self._own.aclose()
 
+    def warm(self) -> None:
+        """Make the client session on the running loop now (a daemon's warm-up): importing aiohttp and the TLS
+        context its connector builds cost the first request ~0.1-0.5 s otherwise."""
+        self._own.get()
+
     # -- one request ----------------------------------------------------------------------------------------------
     async def _route(self, p: HttpParams, decl: dict[str, Any], ctx: StepContext) -> tuple[Any, dict[str, Any], Any]:
         """(session, extra request kwargs, route) of this request: the default route for `http`."""

@@ -32,7 +32,7 @@ from ...stdlib_connectors.registry import ConnectorRegistry
 from ..migrations import log_migrated as migrated
 from ..outage import OUTAGE
 from ..store import Store
-from . import heartbeat
+from . import heartbeat, warmup
 from .journal import Lease
 from .committer import synchronous_commit
 from .worker import DEFAULT_LEASE, Engine, default_worker_id
@@ -102,6 +102,11 @@ class Daemon:
         self._wake = asyncio.Event()
         self._active: dict[asyncio.Task, object] = {}
         self._timers: list[asyncio.TimerHandle] = []
+        # something may have become due that the last claim did not see: a NOTIFY, a timer, a failed or skipped
+        # claim. A driver finishing alone is no such hint when nothing due was left behind (see _loop)
+        self._hinted = True
+        self._next_due: float | None = None     # loop time of the earliest due run the last check found
+        self._due_left = True                   # that check found runs due now that no claim took
 
     @property
     def store(self) -> Store:
@@ -135,9 +140,21 @@ class Daemon:
         self.engine = Engine(self._store, self._registry, worker_id=s.worker_id, lease=s.lease_timeout,
                              clock=self._clock or self._store.clock, rng=self._rng, concurrency=s.concurrency,
                              app_db=AppDatabase(app_url), settings=s.env, tracer=tracer)
+        await self._warm()
         await self._beat()
         lifecycle.info("serving worker=%s lease=%ss concurrency=%d workflow-sql=%s", s.worker_id,
                     s.lease_timeout.total_seconds(), s.concurrency, redact_url(app_url) if app_url else "none")
+
+    async def _warm(self) -> None:
+        """Open the pool's connections and run the hot statements once on each before announcing readiness, so
+        the first runs do not pay for connects, prepares and first plans (warmup.py)."""
+        try:
+            n = await warmup.warm(self.store, self.settings.worker_id, self.store.pool.get_max_size(),
+                                  self.engine.clock.now())
+            log.debug("warmed %d connection(s)", n)
+            warmup.warm_connectors(self.engine.registry)
+        except A44Error as exc:     # only a head start: the runs pay for it themselves
+            log.info("warm-up: %s", exc)
 
     def _app_database_url(self) -> str | None:
         from ..database import resolve_app_url
@@ -169,15 +186,22 @@ class Daemon:
         last_partitions = last_expiry = engine.clock.now()
         failures = 0
         backlog = False     # the last claim came back full: more runs are probably due
+        quiet = False       # the last claim was not full and left nothing due behind
         while not self._stop.is_set():
             self._wake.clear()
+            hinted, self._hinted = self._hinted, False
+            quiet = quiet and not hinted and not backlog
             claimed = 0
             free = s.concurrency - len(self._active)
             # with a backlog, refill by a quarter of the slots at a time instead of one claim per finished run
             # (fewer claim statements and commits per run, docs/runtime.md); when idle, claim at once
             refill = max(1, min(s.concurrency, s.claim_batch) // 4) if backlog else 1
             try:
-                if free >= refill:
+                if quiet:
+                    # only a driver finished: nothing became due since the last claim took everything that was
+                    # (a run created or released, a slot freed for a limited queue, notifies or was due then)
+                    timeout = self._until_known_due()
+                elif free >= refill:
                     asked = min(free, s.claim_batch)
                     rows = await engine.claim(asked)
                     claimed = len(rows)
@@ -194,10 +218,12 @@ class Daemon:
                 if engine.clock.now() - last_partitions > PARTITIONS_EVERY:
                     await self.store.ensure_partitions()
                     last_partitions = engine.clock.now()
-                if backlog and self._active:    # a finishing run wakes the loop; no need to ask when
+                if not quiet and backlog and self._active:  # a finishing run wakes the loop; no need to ask when
                     timeout = s.lease_timeout.total_seconds()
-                else:
+                elif not quiet:
                     timeout = await self._until_next_due(claimed, free)
+                    # a claim that was not full and nothing due left: the next driver to finish need not claim
+                    quiet = not backlog and free >= refill and not self._hinted and not self._due_left
                 failures = 0
                 OUTAGE.ok(self.store.url)
             except A44Error as exc:
@@ -205,24 +231,38 @@ class Daemon:
                 # line when it goes and one when it is back (runtime/outage.py), not one per retry
                 failures += 1
                 timeout = reconnect_delay(failures)
+                self._hinted, quiet = True, False
                 if not OUTAGE.failed(self.store.url, "claim", exc):
                     log.debug("claim loop: %s; retrying in %.1fs", exc, timeout)
-            with contextlib.suppress(asyncio.TimeoutError):
+            try:
                 await asyncio.wait_for(self._wake.wait(), timeout)
+            except asyncio.TimeoutError:
+                self._hinted = True     # the earliest due time (or the cap) has come
 
     async def _until_next_due(self, claimed: int, free: int) -> float:
         """Seconds until the earliest next_wake_at (capped by the lease timeout); a floor when due runs exist
         but were all locked by other daemons, so a contended claim does not spin."""
         cap = self.settings.lease_timeout.total_seconds()
+        self._next_due, self._due_left = None, True
         if free <= 0:
             return cap
         due: datetime | None = await self.store.fetchval("lease_next_due")
+        self._due_left = False
         if due is None:
             return cap
         wait = (due - self.engine.clock.now()).total_seconds()
         if wait <= 0:
+            self._due_left = True
             return 0.05 if claimed == 0 else 0.0
+        self._next_due = asyncio.get_running_loop().time() + wait
         return min(wait, cap)
+
+    def _until_known_due(self) -> float:
+        """Seconds left until the due time the last `lease_next_due` found (capped by the lease timeout)."""
+        cap = self.settings.lease_timeout.total_seconds()
+        if self._next_due is None:
+            return cap
+        return max(0.0, min(self._next_due - asyncio.get_running_loop().time(), cap))
 
     async def _beat(self) -> None:
         try:
@@ -240,6 +280,11 @@ class Daemon:
         self._active.pop(task, None)
         self._wake.set()
 
+    def _hint(self) -> None:
+        """Something may be due now (a NOTIFY or a timer): the loop claims."""
+        self._hinted = True
+        self._wake.set()
+
     async def _listen(self) -> None:
         """Hold a connection LISTENing on a44_runs_due; re-LISTEN after the database comes back."""
         loop = asyncio.get_running_loop()
@@ -248,11 +293,11 @@ class Daemon:
             try:
                 due = datetime.fromtimestamp(int(payload) / 1000, tz=timezone.utc)
             except ValueError:
-                self._wake.set()
+                self._hint()
                 return
             delay = (due - self.engine.clock.now()).total_seconds()
             if delay <= 0:
-                self._wake.set()
+                self._hint()
             else:
                 # one timer, the earliest: once woken the loop asks the database for the next due time anyway,
                 # so a timer per payload (thousands of runs parked in a sleep) would only hold memory
@@ -263,14 +308,14 @@ class Daemon:
                     return
                 for t in armed:
                     t.cancel()
-                self._timers = [loop.call_later(delay, self._wake.set)]
+                self._timers = [loop.call_later(delay, self._hint)]
 
         while True:
             try:
                 async with self.store.connection("listen") as conn:
                     await conn.add_listener(NOTIFY_CHANNEL, on_notify)
                     try:
-                        self._wake.set()     # something may have become due while we were not listening
+                        self._hint()         # something may have become due while we were not listening
                         while not conn.is_closed():
                             await asyncio.sleep(1.0)
                     finally:                 # back to the pool without a listener (asyncpg warns otherwise)

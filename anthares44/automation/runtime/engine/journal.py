@@ -86,11 +86,19 @@ class Notifier:
         self._due: datetime | None = None
         self._task: asyncio.Task | None = None
         self._last = float("-inf")
+        self._hurry = False                         # a terminal state is pending: do not wait out the interval
+        self._nap: asyncio.Future | None = None     # the interval being waited out (bound to no loop in advance)
 
-    def add(self, run_ids, due: datetime | None = None) -> None:
+    def add(self, run_ids, due: datetime | None = None, *, at_once: bool = False) -> None:
+        """Queue notifications; `at_once` (a run's terminal state: `run --wait` is waiting) skips what is left of
+        the interval, so the statement leaves as soon as the one in flight, if any, is done."""
         self._runs.update(run_ids)
         if due is not None and (self._due is None or due < self._due):
             self._due = due
+        if at_once:
+            self._hurry = True
+            if self._nap is not None and not self._nap.done():
+                self._nap.set_result(None)
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._flush())
 
@@ -100,8 +108,15 @@ class Notifier:
         loop = asyncio.get_running_loop()
         while self._runs or self._due is not None:
             wait = self._last + self.MIN_INTERVAL_S - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
+            if wait > 0 and not self._hurry:
+                self._nap = nap = loop.create_future()
+                timer = loop.call_later(wait, lambda: nap.done() or nap.set_result(None))
+                try:
+                    await nap
+                finally:
+                    timer.cancel()
+                    self._nap = None
+            self._hurry = False
             self._last = loop.time()
             runs, due = list(self._runs), self._due
             self._runs, self._due = set(), None
@@ -129,6 +144,7 @@ class Batch:
         self._due: datetime | None = None
         self._ops: list[tuple[str, dict[str, Any]]] = []
         self.current_step: str | None = None
+        self._final = False         # the batch ends the run: its notification is not held (Notifier.add)
 
     def __bool__(self) -> bool:
         return bool(self._ops) or self.current_step is not None
@@ -231,6 +247,7 @@ class Batch:
             next_wake_at=next_wake_at, release=release, failed_step=failed_step, error_code=code, message=message,
             result=None if result is None else encode_json(result),
             summary=None if summary is None else encode_json(summary), finished=finished, now=at)))
+        self._final = self._final or finished
         if finished and self.spans is not None:
             self.spans.run_ended(to, at, code, message)
         if release and next_wake_at is not None:
@@ -271,6 +288,7 @@ class Batch:
         ops, self._ops = self._ops, []
         current, self.current_step = self.current_step, None
         due, self._due = self._due, None
+        final, self._final = self._final, False
         try:
             await self._write(L, ops, current, at)
         except BaseException:
@@ -280,7 +298,7 @@ class Batch:
         if self.spans is not None:
             self.spans.committed()
         if self.notifier is not None:
-            self.notifier.add((L.run_id,), due)
+            self.notifier.add((L.run_id,), due, at_once=final)
         else:   # no engine to defer to: notify now (the triggers stayed silent for this transaction)
             await self.store.fetchval("engine_notify", run_ids=[L.run_id],
                                       due_ms=None if due is None else str(int(due.timestamp() * 1000)))

@@ -126,12 +126,10 @@ class Engine:
     async def claim(self, limit: int | None = None) -> list:
         """Grant up to `limit` due runs to this worker (FOR UPDATE SKIP LOCKED: daemons never get the same run)."""
         now = self.clock.now()
-        # one claim at a time across daemons (advisory lock, then the claim in a fresh snapshot): the slots a
-        # queue / workflow has in use are counted with every earlier grant committed (docs/queues.md)
-        async with self.store.transaction("lease_claim", session_neutral=True) as conn:
-            await conn.execute("lease_claim_lock")
-            rows = await conn.fetch("lease_claim", worker_id=self.worker_id, now=now, limit=limit or self.concurrency,
-                                    lease=self.lease, park_until=now + PARK_RECHECK)
+        # one statement (0022): the advisory lock serialising claims of every daemon, then the claim in a fresh
+        # snapshot, so the slots a queue / workflow has in use count every earlier grant (docs/queues.md)
+        rows = await self.store.fetch("lease_claim", worker_id=self.worker_id, now=now, limit=limit or self.concurrency,
+                                      lease=self.lease, park_until=now + PARK_RECHECK)
         # the claim's run.state events are not notified on their own (0006): the visit's first commit, which
         # follows at once, notifies the run
         for r in rows:
