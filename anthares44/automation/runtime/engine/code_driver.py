@@ -220,7 +220,7 @@ class CodeRunDriver(RunDriver, Host):
             self.b.transition(COMPENSATING, self.clock.now(), failed_step=step_id, error=err)
             self._compensating = True
             self.engine.event("run.compensating", self.lease.run_id, step=step_id, code=err.code)
-        return await Saga(self, self.b, plan, step_id).run()
+        return await Saga(self, self.b, plan, step_id, err).run()
 
 
 def _item_state(last: Attempt) -> str:

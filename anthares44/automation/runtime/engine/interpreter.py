@@ -394,7 +394,7 @@ class RunDriver:
         if self.p.compensation_plan():
             b.transition(COMPENSATING, now, failed_step=sp.node.id, error=err)
             self.engine.event("run.compensating", self.lease.run_id, step=sp.node.id, code=err.code)
-            return await self._saga(b, sp.node.id).run()
+            return await self._saga(b, sp.node.id, err).run()
         b.transition(FAILED, now, release=True, failed_step=sp.node.id, error=err, summary=self.p.summary(),
                      finished=True)
         self.after_terminal(b, now, failed=True, error=err)
@@ -412,8 +412,8 @@ class RunDriver:
         return FAILED
 
     # --- the saga's way back (§6.1) ---------------------------------------------------------------------------
-    def _saga(self, b: Batch, failed_step: str | None) -> Saga:
-        return Saga(self, b, [self._undo(sp) for sp in self.p.compensation_plan()], failed_step)
+    def _saga(self, b: Batch, failed_step: str | None, error: A44Error | None = None) -> Saga:
+        return Saga(self, b, [self._undo(sp) for sp in self.p.compensation_plan()], failed_step, error)
 
     def _undo(self, sp: StepProgress) -> Undo:
         node, comp = sp.node, sp.node.compensate

@@ -40,11 +40,17 @@ class Undo:
 
 
 class Saga:
-    def __init__(self, driver: "RunDriver", batch: Batch, plan: list[Undo], failed_step: str | None):
+    def __init__(self, driver: "RunDriver", batch: Batch, plan: list[Undo], failed_step: str | None,
+                 error: A44Error | None = None):
         self.d = driver
         self.b = batch
         self.plan = plan
         self.failed_step = failed_step
+        # what failed the run: its queue redelivers a transient failure and dead-letters a permanent one at once,
+        # compensated or not; a later visit finds it in the run row (the transition to compensating wrote it)
+        row = driver.row
+        self.error = error if error is not None or not row["error_code"] else \
+            A44Error(row["error_code"], row["error_message"] or "", step_id=row["failed_step"])
 
     def _due(self, u: Undo, last: Attempt | None, k: int, now: datetime) -> datetime:
         if last is not None and last.status == "lease_expired":
@@ -61,7 +67,7 @@ class Saga:
             u = next((u for u in self.plan if not u.log.compensated), None)
             if u is None:
                 b.transition(FAILED, now, release=True, summary=d.summary(), finished=True)
-                d.after_terminal(b, now, failed=True)
+                d.after_terminal(b, now, failed=True, error=self.error)
                 await b.commit(now)
                 d.engine.event("run.failed", L.run_id, compensated=True)
                 return FAILED
