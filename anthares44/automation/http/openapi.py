@@ -90,6 +90,13 @@ def document() -> dict:
                         "finished_at", "updated_at", "run_state")}}}}},
                 "SkipRequest": {"type": "object", "required": ["reason"], "properties": {
                     "partition": {"type": "string"}, "step": {"type": "string"}, "reason": {"type": "string"}}},
+                "CancelRequest": {"type": "object", "properties": {
+                    "reason": {"type": "string"}, "compensate": {"type": "boolean", "default": False}}},
+                "Cancel": {"type": "object", "properties": {
+                    "run_id": {"type": "string"},
+                    "outcome": {"type": "string", "enum": ["cancelled", "requested", "already_cancelled"]},
+                    "state": {"type": "string"}, "previous_state": {"type": "string"}, "by": {"type": "string"},
+                    "reason": {"type": ["string", "null"]}, "compensate": {"type": "boolean"}}},
                 "PublishRequest": {"type": "object", "required": ["files"], "properties": {
                     "files": {"type": "object", "additionalProperties": {"type": "string"},
                               "description": "relative path -> YAML text"}}},
@@ -132,6 +139,14 @@ def document() -> dict:
                 "requestBody": {"required": True, "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/SkipRequest"}}}},
                 "responses": {"200": _resp("Skip", {"type": "object"}), **_errors(400, 401, 403, 404, 409)}}},
+            "/v1/automation/runs/{run_id}/cancel": {"post": {
+                "summary": "cancel a run, recording the token's name and the reason: at once when no worker holds "
+                           "it, else at the holder's next safe point (as `a44 automation runs cancel`)",
+                "security": auth, "parameters": [_param("run_id", "path")],
+                "requestBody": {"required": False, "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/CancelRequest"}}}},
+                "responses": {"200": _resp("Cancel", {"$ref": "#/components/schemas/Cancel"}),
+                              **_errors(400, 401, 403, 404, 409)}}},
             "/v1/automation/partitions/{target}": {"get": {
                 "summary": "partitions of a run (run_...) or of a workflow's runs, newest run first (as "
                            "`a44 automation partitions --format json`)", "security": auth,

@@ -307,6 +307,18 @@ async def api_skip(request: web.Request) -> web.Response:
                                                             by=by))
 
 
+async def api_cancel(request: web.Request) -> web.Response:
+    """A person (the calling token's name is recorded as who) cancels a run, optionally compensating."""
+    doc = _obj(await read_json(request))
+    if doc.get("reason") is not None and not isinstance(doc["reason"], str):
+        raise A44Error(E_INVALID_ARGUMENT, "`reason` must be a string")
+    if not isinstance(doc.get("compensate", False), bool):
+        raise A44Error(E_INVALID_ARGUMENT, "`compensate` must be true or false")
+    return json_response(await automation_for(request).cancel(
+        params(request)["run_id"], by=f"token:{request[PRINCIPAL_KEY].name}", reason=doc.get("reason"),
+        compensate=doc.get("compensate", False)))
+
+
 async def api_logs_query(request: web.Request) -> web.Response:
     q = params(request)
     page = await automation_for(request).query_logs(
@@ -387,6 +399,7 @@ def build_app(store, limits: HttpLimits | None = None, log_archive_dir: str | No
     r.add_get("/v1/automation/runs/{run_id}", api_run_get)
     r.add_get("/v1/automation/runs/{run_id}/logs", api_logs)
     r.add_post("/v1/automation/runs/{run_id}/skip", api_skip)
+    r.add_post("/v1/automation/runs/{run_id}/cancel", api_cancel)
     r.add_get("/v1/automation/partitions/{target}", api_partitions)
     r.add_get("/v1/automation/logs", api_logs_query)
     r.add_post("/v1/automation/events", api_events_publish)

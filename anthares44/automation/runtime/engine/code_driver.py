@@ -19,8 +19,8 @@ from typing import Any
 from ...attempts import Attempt, latest_finish
 from ...compiler.ir import COMPENSATION_DELAYS_MS
 from ...compiler.row_counts import WHOLE_STEP, linear_ancestors, summary_rows
-from ...errors import (E_CODE_WORKFLOW, E_EXPECTATION_FAILED, E_PARTITIONS_FAILED, E_RUN_DEADLINE, E_STEP_TIMEOUT,
-                      A44Error)
+from ...errors import (E_CODE_WORKFLOW, E_EXPECTATION_FAILED, E_PARTITIONS_FAILED, E_RUN_CANCELLED, E_RUN_DEADLINE,
+                      E_STEP_TIMEOUT, A44Error)
 from ...sdk.core import (Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error,
                          call_user, jsonable)
 from ...redact import redact
@@ -29,7 +29,7 @@ from .journal import LeaseLost
 from .progress import split_part
 from .rows import recorded
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
-from .states import COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
+from .states import CANCELLED, COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
 
 
 class _Infra(BaseException):
@@ -38,6 +38,10 @@ class _Infra(BaseException):
     def __init__(self, inner: BaseException):
         super().__init__(inner)
         self.inner = inner
+
+
+class _CancelRun(Exception):
+    """A person cancelled the run: the visit stops before the next step and the run ends `cancelled`."""
 
 
 class CodeRunDriver(RunDriver, Host):
@@ -69,6 +73,8 @@ class CodeRunDriver(RunDriver, Host):
             raise _Infra(exc) from exc
 
     async def start(self, step_id: str, attempt: int) -> Attempt:
+        if self.cancel_asked and await self._cancel_request():
+            raise _Infra(_CancelRun())       # a safe point: the step has not started
         now = self.clock.now()
         if now >= self.deadline:     # §3.1: past the wall-clock limit the next step fails for good
             err = A44Error(E_RUN_DEADLINE, f"the run passed its wall-clock limit ({self.deadline.isoformat()}) "
@@ -127,8 +133,12 @@ class CodeRunDriver(RunDriver, Host):
         try:
             result = await x.run()
         except _Infra as exc:
+            if isinstance(exc.inner, _CancelRun):
+                return await self._cancelled(x)
             raise exc.inner
         except Suspend as s:
+            if self.cancel_asked and await self._cancel_request():
+                return await self._cancelled(x)     # instead of a wait: recorded steps replayed, nothing new ran
             state = WAITING if s.state == "waiting" else SLEEPING
             now = self.clock.now()
             self.b.transition(state, now, next_wake_at=min(s.due, self.deadline), release=True)
@@ -187,6 +197,20 @@ class CodeRunDriver(RunDriver, Host):
         await self.b.commit(now)
         self.engine.event(f"run.{state}", self.lease.run_id, code=error.code if error else None)
         return state
+
+    async def _cancelled(self, x: Execution) -> str:
+        """End the run `cancelled` (cancels.py), compensating its completed steps first when asked."""
+        err = A44Error(E_RUN_CANCELLED, self._cancel_message or "cancelled")
+        now = self.clock.now()
+        for log in self.history.steps.values():      # a sleep in progress ends with the run
+            if log.last is not None and log.last.status == "running":
+                self.b.finish(log.last, "cancelled", now, error=err)
+        plan = [self._undo(x, s) for s in reversed(x.completed) if s in x.compensators]
+        if self._cancel_compensate and plan:
+            self.b.transition(COMPENSATING, self.clock.now(), error=err)
+            self._compensating = True
+            return await Saga(self, self.b, plan, None, err).run()
+        return await self._end(CANCELLED, error=err)
 
     # --- the saga's way back (§6.1, §6.2) -------------------------------------------------------------------------
     def latest_finish(self) -> datetime | None:

@@ -39,6 +39,7 @@ from .worker import DEFAULT_LEASE, Engine, default_worker_id
 log = logging.getLogger("a44.daemon")
 lifecycle = logging.getLogger("a44.lifecycle")     # started, migrated, listening, stopped: shown by a default serve
 NOTIFY_CHANNEL = "a44_runs_due"
+CANCEL_CHANNEL = "a44_run_cancel"      # a person asked to cancel the run named by the payload (migration 0020)
 PARTITIONS_EVERY = timedelta(hours=24)
 EXPIRE_EVERY = timedelta(seconds=1)    # queue deadLetter.maxAge sweep (docs/queues.md)
 POOL_MAX = 16                  # connections of a daemon pool unless WorkerSettings.pool_size says otherwise
@@ -263,10 +264,14 @@ class Daemon:
                     t.cancel()
                 self._timers = [loop.call_later(delay, self._wake.set)]
 
+        def on_cancel(conn, pid, channel, payload):
+            self.engine.cancel_requested(payload)
+
         while True:
             try:
                 async with self.store.connection("listen") as conn:
                     await conn.add_listener(NOTIFY_CHANNEL, on_notify)
+                    await conn.add_listener(CANCEL_CHANNEL, on_cancel)
                     try:
                         self._wake.set()     # something may have become due while we were not listening
                         while not conn.is_closed():
@@ -275,6 +280,7 @@ class Daemon:
                         if not conn.is_closed():
                             with contextlib.suppress(Exception):
                                 await conn.remove_listener(NOTIFY_CHANNEL, on_notify)
+                                await conn.remove_listener(CANCEL_CHANNEL, on_cancel)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the database went away; the claim loop reports it

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ...attempts import Attempt, counts_against_budget
-from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_RUN_DEADLINE, A44Error
+from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_RUN_CANCELLED, E_RUN_DEADLINE, A44Error
 from .. import evaluation
 from ...redact import redact
 from . import rows as row_counts
@@ -26,7 +26,7 @@ from .progress import Progress, StepProgress
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
 from .spans import VisitSpans
 from .fanout import FanOut, failure
-from .states import AWAITING_CONFIRMATION, COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
+from .states import AWAITING_CONFIRMATION, CANCELLED, COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
 
 if TYPE_CHECKING:
     from .worker import Engine
@@ -49,6 +49,11 @@ class RunDriver:
         self._ended = 0
         self.spans = None          # VisitSpans when the engine traces (spans.py)
         self.fan = FanOut(self)
+        # a person asked to cancel the run (cancels.py): found on the claimed row, or told by the daemon
+        self.cancel_asked = row["error_code"] == E_RUN_CANCELLED
+        self._cancel_wake = asyncio.Event()
+        self._cancel_message: str | None = None
+        self._cancel_compensate = False
 
     # --- entry ------------------------------------------------------------------------------------------------
     async def drive(self) -> str:
@@ -117,6 +122,53 @@ class RunDriver:
     def _batch(self) -> Batch:
         return Batch(self.engine.store, self.lease, self.engine.worker_id, self.engine.notifier, self.spans)
 
+    # --- cancel -----------------------------------------------------------------------------------------------
+    def cancel_now(self) -> None:
+        """The daemon heard that this run is to be cancelled: stop at the next safe point (the visit's loop)."""
+        self.cancel_asked = True
+        self._cancel_wake.set()
+
+    async def _cancel_request(self) -> bool:
+        """Read who asked and whether to compensate; False when no request is on the run (nothing to do)."""
+        if self._cancel_message is None:
+            req = await self.engine.store.fetchrow("run_cancel_request", run_id=self.lease.run_id)
+            if req is None:
+                self.cancel_asked = False
+                return False
+            self._cancel_message, self._cancel_compensate = req["error_message"], bool(req["cancel_compensate"])
+        return True
+
+    def _stop_calls(self) -> None:
+        """Cancel the in-flight connector calls, except an exclusive step's: its effect may be committed on the
+        far side, so its result is awaited and recorded before the run stops."""
+        for t, (_, sp) in self._inflight.items():
+            if not sp.node.exclusive:
+                t.cancel()
+
+    def _end_cancelled(self, b: Batch, a: Attempt, sp: StepProgress, now: datetime) -> None:
+        b.finish(a, "cancelled", now, error=A44Error(E_RUN_CANCELLED, self._cancel_message or "cancelled",
+                                                      step_id=a.step_id))
+        self.note_partition(b, sp, now)
+        self.engine.event("step.cancelled", self.lease.run_id, step=a.step_id, attempt=a.attempt)
+
+    async def _cancel(self, b: Batch, now: datetime) -> str:
+        """Nothing is in flight any more: attempts still `running` (a sleep) end `cancelled`; then the run ends
+        `cancelled`, or first compensates its completed steps when the request says so."""
+        for sp in (*self.p.steps.values(), *self.p.parts.values()):
+            if sp.last is not None and sp.last.status == "running":
+                self._end_cancelled(b, sp.last, sp, now)
+        err = A44Error(E_RUN_CANCELLED, self._cancel_message or "cancelled")
+        b.current_step = None
+        if self._cancel_compensate and self.p.compensation_plan():
+            b.transition(COMPENSATING, now, error=err)
+            self.engine.event("run.compensating", self.lease.run_id, code=err.code)
+            return await self._saga(b, None, err).run()
+        b.transition(CANCELLED, now, release=True, error=err, summary=self.p.summary(), finished=True)
+        self.after_terminal(b, now)     # never redelivered nor dead-lettered; wakes its partition's next run
+        await b.commit(now)
+        self.engine.event("run.cancelled", self.lease.run_id)
+        return CANCELLED
+
     # --- one visit --------------------------------------------------------------------------------------------
     async def _visit(self) -> str:
         b = self._batch()
@@ -129,6 +181,12 @@ class RunDriver:
             return await self._saga(b, failed.node.id if failed else None).run()
         while True:
             now = self.clock.now()
+            if self.cancel_asked and await self._cancel_request():
+                if not self._inflight:
+                    return await self._cancel(b, now)
+                self._stop_calls()
+                await self._await_completions(b, [])
+                continue
             if self.engine.stopping and not self._inflight:
                 await b.commit(now)
                 await self.engine.release(self.lease)
@@ -333,11 +391,24 @@ class RunDriver:
         timeout = None
         if dues:
             timeout = max(0.0, (min(d for d, _ in dues) - self.clock.now()).total_seconds())
-        done, _ = await asyncio.wait(self._inflight, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        waits = set(self._inflight)
+        woken = None if self.cancel_asked else asyncio.ensure_future(self._cancel_wake.wait())
+        if woken is not None:      # a cancel request ends the wait too
+            waits.add(woken)
+        try:
+            done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if woken is not None:
+                woken.cancel()
+        done.discard(woken)
         now = self.clock.now()
-        for t in sorted(done, key=lambda t: t.result().seq):
+        stopped = [t for t in done if t.cancelled()]
+        for t in sorted(set(done) - set(stopped), key=lambda t: t.result().seq):
             a, sp = self._inflight.pop(t)
             self._record(b, a, sp, t.result(), now)
+        for t in stopped:           # cancelled by _stop_calls: the call was dropped before it answered
+            a, sp = self._inflight.pop(t)
+            self._end_cancelled(b, a, sp, now)
 
     def _record(self, b: Batch, a: Attempt, sp: StepProgress, out: Outcome, now: datetime) -> None:
         self._note_rows(b, sp, out, now)
