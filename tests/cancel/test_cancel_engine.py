@@ -54,6 +54,9 @@ def test_a_pending_run_is_cancelled_at_once_and_a_second_cancel_says_so(store, a
     code, out, _ = cli(capsys, "runs", "--state", "cancelled", "--format", "json")
     assert [r["run_id"] for r in json.loads(out)["runs"]] == [run_id]
     assert len(_events(store, aio, run_id, "run.cancel_requested")) == 1
+    code, out, _ = cli(capsys, "metrics", "--name", "automation_runs", "--format", "json")
+    assert code == 0 and [(m["labels"]["state"], m["value"]) for m in json.loads(out)["metrics"]] == \
+        [("cancelled", 1)]                                  # runs by state count it
 
 
 def test_a_finished_run_refuses_and_an_unknown_run_is_not_found(store, aio, clock, db, capsys):
