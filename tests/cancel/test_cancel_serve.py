@@ -154,6 +154,12 @@ def test_rest_cancel_needs_a_write_token(pg_url, tmp_path):
         wait_until(lambda: _state(pg_url, run_id) == "cancelled", 20, "the run to end cancelled")
         status, doc, _ = request(port, "POST", path, body, bearer(tokens["automation:write"]))
         assert status == 200 and doc["outcome"] == "already_cancelled"
+        env = {**os.environ, "A44_HOME": str(tmp_path / "remote"), "A44_API_TOKEN": tokens["automation:write"],
+               "A44_API_URL": f"http://127.0.0.1:{port}"}
+        env.pop("A44_DATABASE_URL", None)
+        p = subprocess.run([A44, "automation", "runs", "cancel", run_id], env=env, capture_output=True, text=True,
+                           timeout=60)     # the CLI's remote mode
+        assert p.returncode == 0 and "was already cancelled" in p.stdout, p.stderr
         status, doc, _ = request(port, "POST", f"/v1/automation/runs/run_nope/cancel", b"{}",
                                  bearer(tokens["automation:write"]))
         assert status == 404 and doc["error"]["code"] == "E_RUN_NOT_FOUND"

@@ -8,6 +8,9 @@ frees), or a timer to the earliest `next_wake_at` (a retry, a sleep, or a lease 
 have died), capped by the lease timeout. No busy polling. Several daemons share one database: claims use
 FOR UPDATE SKIP LOCKED.
 
+A NOTIFY on channel `a44_run_cancel` (a person cancelled the run it names, runtime/engine/cancels.py) goes to
+the engine, whose driver of that run stops at its next safe point.
+
 Shutdown (`request_stop`, SIGTERM/SIGINT in the CLI): stop claiming, let in-flight steps finish and be recorded
 for up to `grace`, release every lease (the run is due again at once for another daemon), exit.
 """
