@@ -19,8 +19,8 @@ from typing import Any
 from ...attempts import Attempt, latest_finish
 from ...compiler.ir import COMPENSATION_DELAYS_MS
 from ...compiler.row_counts import WHOLE_STEP, linear_ancestors, summary_rows
-from ...errors import (E_CODE_WORKFLOW, E_EXPECTATION_FAILED, E_PARTITIONS_FAILED, E_RUN_CANCELLED, E_RUN_DEADLINE,
-                      E_STEP_TIMEOUT, A44Error)
+from ...errors import (E_CODE_WORKFLOW, E_EXPECTATION_FAILED, E_PARTITIONS_FAILED, E_RUN_DEADLINE, E_STEP_TIMEOUT,
+                      A44Error)
 from ...sdk.core import (Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error,
                          call_user, jsonable)
 from ...redact import redact
@@ -73,7 +73,7 @@ class CodeRunDriver(RunDriver, Host):
             raise _Infra(exc) from exc
 
     async def start(self, step_id: str, attempt: int) -> Attempt:
-        if self.cancel_asked and await self._cancel_request():
+        if await self.cancel.load(self.engine.store, self.lease.run_id):
             raise _Infra(_CancelRun())       # a safe point: the step has not started
         now = self.clock.now()
         if now >= self.deadline:     # §3.1: past the wall-clock limit the next step fails for good
@@ -137,7 +137,7 @@ class CodeRunDriver(RunDriver, Host):
                 return await self._cancelled(x)
             raise exc.inner
         except Suspend as s:
-            if self.cancel_asked and await self._cancel_request():
+            if await self.cancel.load(self.engine.store, self.lease.run_id):
                 return await self._cancelled(x)     # instead of a wait: recorded steps replayed, nothing new ran
             state = WAITING if s.state == "waiting" else SLEEPING
             now = self.clock.now()
@@ -200,13 +200,13 @@ class CodeRunDriver(RunDriver, Host):
 
     async def _cancelled(self, x: Execution) -> str:
         """End the run `cancelled` (cancels.py), compensating its completed steps first when asked."""
-        err = A44Error(E_RUN_CANCELLED, self._cancel_message or "cancelled")
+        err = self.cancel.error()
         now = self.clock.now()
         for log in self.history.steps.values():      # a sleep in progress ends with the run
             if log.last is not None and log.last.status == "running":
                 self.b.finish(log.last, "cancelled", now, error=err)
         plan = [self._undo(x, s) for s in reversed(x.completed) if s in x.compensators]
-        if self._cancel_compensate and plan:
+        if self.cancel.compensate and plan:
             self.b.transition(COMPENSATING, self.clock.now(), error=err)
             self._compensating = True
             return await Saga(self, self.b, plan, None, err).run()

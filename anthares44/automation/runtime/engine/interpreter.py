@@ -20,6 +20,7 @@ from ...redact import redact
 from . import rows as row_counts
 from ..render import make_scope
 from .invoke import Call, Outcome, invoke
+from .cancel_request import CancelRequest
 from .journal import Batch, Lease, LeaseLost, attempt_key
 from ...compiler.retry_policy import Failure, retry_delay_ms
 from .progress import Progress, StepProgress
@@ -49,11 +50,7 @@ class RunDriver:
         self._ended = 0
         self.spans = None          # VisitSpans when the engine traces (spans.py)
         self.fan = FanOut(self)
-        # a person asked to cancel the run (cancels.py): found on the claimed row, or told by the daemon
-        self.cancel_asked = row["error_code"] == E_RUN_CANCELLED
-        self._cancel_wake = asyncio.Event()
-        self._cancel_message: str | None = None
-        self._cancel_compensate = False
+        self.cancel = CancelRequest(row["error_code"] == E_RUN_CANCELLED)    # a person's (cancels.py)
 
     # --- entry ------------------------------------------------------------------------------------------------
     async def drive(self) -> str:
@@ -78,6 +75,7 @@ class RunDriver:
             raise
         finally:
             renewer.cancel()
+            self.cancel.close()
             for t in self._inflight:
                 t.cancel()
             if self._inflight:
@@ -123,21 +121,6 @@ class RunDriver:
         return Batch(self.engine.store, self.lease, self.engine.worker_id, self.engine.notifier, self.spans)
 
     # --- cancel -----------------------------------------------------------------------------------------------
-    def cancel_now(self) -> None:
-        """The daemon heard that this run is to be cancelled: stop at the next safe point (the visit's loop)."""
-        self.cancel_asked = True
-        self._cancel_wake.set()
-
-    async def _cancel_request(self) -> bool:
-        """Read who asked and whether to compensate; False when no request is on the run (nothing to do)."""
-        if self._cancel_message is None:
-            req = await self.engine.store.fetchrow("run_cancel_request", run_id=self.lease.run_id)
-            if req is None:
-                self.cancel_asked = False
-                return False
-            self._cancel_message, self._cancel_compensate = req["error_message"], bool(req["cancel_compensate"])
-        return True
-
     def _stop_calls(self) -> None:
         """Cancel the in-flight connector calls, except an exclusive step's: its effect may be committed on the
         far side, so its result is awaited and recorded before the run stops."""
@@ -146,8 +129,7 @@ class RunDriver:
                 t.cancel()
 
     def _end_cancelled(self, b: Batch, a: Attempt, sp: StepProgress, now: datetime) -> None:
-        b.finish(a, "cancelled", now, error=A44Error(E_RUN_CANCELLED, self._cancel_message or "cancelled",
-                                                      step_id=a.step_id))
+        b.finish(a, "cancelled", now, error=self.cancel.error(a.step_id))
         self.note_partition(b, sp, now)
         self.engine.event("step.cancelled", self.lease.run_id, step=a.step_id, attempt=a.attempt)
 
@@ -157,9 +139,9 @@ class RunDriver:
         for sp in (*self.p.steps.values(), *self.p.parts.values()):
             if sp.last is not None and sp.last.status == "running":
                 self._end_cancelled(b, sp.last, sp, now)
-        err = A44Error(E_RUN_CANCELLED, self._cancel_message or "cancelled")
+        err = self.cancel.error()
         b.current_step = None
-        if self._cancel_compensate and self.p.compensation_plan():
+        if self.cancel.compensate and self.p.compensation_plan():
             b.transition(COMPENSATING, now, error=err)
             self.engine.event("run.compensating", self.lease.run_id, code=err.code)
             return await self._saga(b, None, err).run()
@@ -181,7 +163,7 @@ class RunDriver:
             return await self._saga(b, failed.node.id if failed else None).run()
         while True:
             now = self.clock.now()
-            if self.cancel_asked and await self._cancel_request():
+            if await self.cancel.load(self.engine.store, self.lease.run_id):
                 if not self._inflight:
                     return await self._cancel(b, now)
                 self._stop_calls()
@@ -392,14 +374,10 @@ class RunDriver:
         if dues:
             timeout = max(0.0, (min(d for d, _ in dues) - self.clock.now()).total_seconds())
         waits = set(self._inflight)
-        woken = None if self.cancel_asked else asyncio.ensure_future(self._cancel_wake.wait())
-        if woken is not None:      # a cancel request ends the wait too
+        woken = self.cancel.waiter()       # a cancel request ends the wait too
+        if woken is not None:
             waits.add(woken)
-        try:
-            done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if woken is not None:
-                woken.cancel()
+        done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         done.discard(woken)
         now = self.clock.now()
         stopped = [t for t in done if t.cancelled()]

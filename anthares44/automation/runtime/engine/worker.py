@@ -167,9 +167,9 @@ class Engine:
             driver = self.drivers[run_id] = kind(self, row)
             if run_id in self._cancel_soon:
                 self._cancel_soon.discard(run_id)
-                driver.cancel_now()
+                driver.cancel.ask()
             outcome = await driver.drive()
-            if driver.cancel_asked and outcome not in TERMINAL_RUN_STATES:
+            if driver.cancel.asked and outcome not in TERMINAL_RUN_STATES:
                 # the visit released the run (a wait, a park) as the request came in: no worker holds it now
                 await self._settle_cancel(run_id)
             return outcome
@@ -195,7 +195,7 @@ class Engine:
         safe point; a run this engine does not drive is settled in case its holder just let it go."""
         driver = self.drivers.get(run_id)
         if driver is not None:
-            driver.cancel_now()
+            driver.cancel.ask()
             return
         task = asyncio.get_running_loop().create_task(self._settle_cancel(run_id))
         self._settles.add(task)
@@ -212,7 +212,7 @@ class Engine:
         elif row["outcome"] == "requested" and row["lease_owner"] == self.worker_id:
             driver = self.drivers.get(run_id)
             if driver is not None:
-                driver.cancel_now()
+                driver.cancel.ask()
             else:                   # claimed by us, its driver not started yet
                 self._cancel_soon.add(run_id)
 
