@@ -144,3 +144,26 @@ def test_a_cancelled_queue_run_is_neither_redelivered_nor_dead_lettered(store, a
         async with store.connection("t") as c:
             return [r[0] for r in await c.fetch("select state from automation.runs")]
     assert aio(states()) == ["cancelled"]                   # no second delivery
+
+
+def test_an_exclusive_steps_call_is_not_cancelled_its_result_is_recorded_first(store, aio, clock):
+    """An exclusive step's effect may be committed on the far side: the cancel waits for its answer, records it,
+    then stops the run (nothing after it runs)."""
+    run_id = aio(publish_and_run(store, workflow([node("pay", exclusive=True), node("after")])))
+    script = Script(plan={"pay": ["block:answer"]})
+    eng = engine(store, script, clock=clock)
+
+    async def go():
+        visit = asyncio.create_task(eng.run_once())
+        while script.called("pay") == 0:
+            await asyncio.sleep(0.01)
+        await cancel(store, PROJECT, run_id, by="ana")
+        eng.cancel_requested(run_id)
+        await asyncio.sleep(0.2)
+        assert not visit.done()                  # still waiting for the far side's answer
+        script.events["answer"].set()
+        return await asyncio.wait_for(visit, 10)
+
+    assert aio(go()) == {run_id: "cancelled"}
+    assert aio(attempts(store, run_id)) == [("pay", "action", 1, "succeeded", None)]
+    assert script.called("after") == 0
