@@ -35,6 +35,17 @@ def _events(store, aio, run_id, kind):
     return [e for e in aio(store.list_run_events(run_id)) if e["kind"] == kind]
 
 
+async def _cancel_mid_call(store, eng, script, run_id, step, **kw):
+    """Start a visit, cancel the run once `step`'s call is in flight, tell the engine as the daemon would on
+    NOTIFY a44_run_cancel. Returns (the visit's task, the cancel's answer)."""
+    visit = asyncio.create_task(eng.run_once())
+    while script.called(step) == 0:
+        await asyncio.sleep(0.01)
+    out = await cancel(store, PROJECT, run_id, by="ana", **kw)
+    eng.cancel_requested(run_id)
+    return visit, out
+
+
 def test_a_pending_run_is_cancelled_at_once_and_a_second_cancel_says_so(store, aio, db, capsys):
     run_id = aio(publish_and_run(store, workflow([node("a")])))
     code, out, err = cli(capsys, "runs", "cancel", run_id, "--reason", "wrong input", "--by", "ana",
@@ -88,12 +99,8 @@ def test_a_running_run_stops_at_the_next_safe_point_with_its_call_cancelled(stor
     eng = engine(store, script, clock=clock)
 
     async def go():
-        visit = asyncio.create_task(eng.run_once())
-        while script.called("b") == 0:
-            await asyncio.sleep(0.01)
-        out = await cancel(store, PROJECT, run_id, by="ana", reason="stop")
+        visit, out = await _cancel_mid_call(store, eng, script, run_id, "b", reason="stop")
         assert (out["outcome"], out["state"]) == ("requested", "running")
-        eng.cancel_requested(run_id)                         # what the daemon does on NOTIFY a44_run_cancel
         return await asyncio.wait_for(visit, 10)
 
     assert aio(go()) == {run_id: "cancelled"}
@@ -110,12 +117,8 @@ def test_compensate_undoes_the_completed_steps_then_the_run_ends_cancelled(store
     eng = engine(store, script, undo, clock=clock)
 
     async def go():
-        visit = asyncio.create_task(eng.run_once())
-        while script.called("c") == 0:
-            await asyncio.sleep(0.01)
-        out = await cancel(store, PROJECT, run_id, by="ana", compensate=True)
+        visit, out = await _cancel_mid_call(store, eng, script, run_id, "c", compensate=True)
         assert out["outcome"] == "requested"
-        eng.cancel_requested(run_id)
         return await asyncio.wait_for(visit, 10)
 
     assert aio(go()) == {run_id: "compensating"}            # the first compensation waits 5 s, durably
@@ -154,11 +157,7 @@ def test_an_exclusive_steps_call_is_not_cancelled_its_result_is_recorded_first(s
     eng = engine(store, script, clock=clock)
 
     async def go():
-        visit = asyncio.create_task(eng.run_once())
-        while script.called("pay") == 0:
-            await asyncio.sleep(0.01)
-        await cancel(store, PROJECT, run_id, by="ana")
-        eng.cancel_requested(run_id)
+        visit, _ = await _cancel_mid_call(store, eng, script, run_id, "pay")
         await asyncio.sleep(0.2)
         assert not visit.done()                  # still waiting for the far side's answer
         script.events["answer"].set()
