@@ -60,6 +60,8 @@ def test_a_pending_run_is_cancelled_at_once_and_a_second_cancel_says_so(store, a
     assert asked["data"] == {"by": "ana", "reason": "wrong input", "compensate": False}
     assert aio(state_changes(store, run_id)) == [("pending", "cancelled")]
     assert not _events(store, aio, run_id, "alert")        # a cancel is not a failure
+    code, out, _ = cli(capsys, "logs", run_id)
+    assert code == 0 and out.splitlines()[1] == "cancelled by ana: wrong input"     # who and why
     code, out, _ = cli(capsys, "runs", "cancel", run_id)
     assert code == 0 and out == f"{run_id} was already cancelled\n"
     code, out, _ = cli(capsys, "runs", "--state", "cancelled", "--format", "json")
