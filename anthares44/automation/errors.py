@@ -68,6 +68,9 @@ E_ILLEGAL_TRANSITION = _code("E_ILLEGAL_TRANSITION", False,
                               "the run state machine does not allow that transition (docs/states.md)", http=409)
 E_CONFIRMED_FAILED = _code("E_CONFIRMED_FAILED", False,
                            "a person confirmed that an interrupted exclusive step failed")
+E_RUN_CANCELLED = _code("E_RUN_CANCELLED", False, "a person cancelled the run (who and why are in its log)")
+E_CANCEL_NOT_ALLOWED = _code("E_CANCEL_NOT_ALLOWED", False,
+                             "the run is finished, or compensating after a failure: it cannot be cancelled", http=409)
 
 # Expressions at run time (§5): evaluation errors are values inside CEL; this is the code a step gets when
 # an `if` expression ends in an error.

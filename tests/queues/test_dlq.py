@@ -145,3 +145,32 @@ def test_redrive_rate_max_once_and_failing_again(store, aio, clock):
     q = next(s for s in stats if s["queue"] == "q_dl")
     assert q["dlq_depth"] == 8 and q["ordering"] == "none"
     del again
+
+
+def _publish_compensating(store, aio, queue: Queue):
+    """s0 (compensated by `undo`) -> s1: a failure of s1 compensates s0 before the run fails."""
+    aio(rq.store_queues(store, PROJECT, [queue]))
+    ir = workflow([node("s0", compensate="script"), node("s1")], name="dlsaga")
+    ir = seal(ir.model_copy(update={"queue": queue.id}))
+    aio(store.publish_version(PROJECT, ir.workflow_id, ir.version, ir.sha256, to_json(ir)))
+    return ir
+
+
+@pytest.mark.parametrize("outcome, deliveries", [("perm", 1), ("retry", 3)])
+def test_a_compensated_failure_follows_max_attempts_like_any_failure(store, aio, clock, outcome, deliveries):
+    """A run that compensated before failing is a failed run for its queue: a transient error is delivered again
+    up to maxAttempts, a permanent one is a dead letter after its first delivery, as without compensation."""
+    ir = _publish_compensating(store, aio, Queue(id="q_saga", maxAttempts=3))
+    raw = (b'{"id":"evt_s","type":"t","idempotency_key":"k-s","partition_key":null,'
+           b'"occurred_at":"2026-07-19T14:02:11.884Z","attempt":1,"data":{"n":3}}')
+    assert aio(rq.deliver_envelope(store, PROJECT, ir.workflow_id, raw))["outcome"] == "created"
+    script = Script(plan={"s1": [outcome] * 3})
+    eng = engine(store, script, clock=clock)
+    for _ in range(6):          # compensation waits are durable: step the clock past each
+        aio(eng.drive())
+        clock.advance(timedelta(minutes=2))
+    assert script.called("s1") == deliveries
+    assert sum(1 for c in script.calls if c[1] == "compensation") == deliveries
+    (row,) = aio(store.fetch("dlq_list", project=PROJECT, queue=None, limit=10))
+    dl = aio(rq.dlq_show(store, PROJECT, row["dead_letter_id"]))
+    assert dl["attempts"] == deliveries

@@ -17,7 +17,8 @@ from tests.cli_support import run_cli
 REMOTE = {
     "automation publish": ["{wf}"], "automation run": ["wf_x", "-k", "k1"], "automation runs": [],
     "automation runs resolve": ["run_x", "--step", "s", "--outcome", "succeeded"],
-    "automation runs skip": ["run_x", "--reason", "r"], "automation logs": ["run_x"],
+    "automation runs skip": ["run_x", "--reason", "r"], "automation runs cancel": ["run_x", "--reason", "r"],
+    "automation logs": ["run_x"],
     "automation partitions": ["run_x"], "automation replay": ["run_x", "--from-step", "s", "--dry-run"],
     "automation events publish": ["--type", "t", "--data", "{}", "--idempotency-key", "k"],
     "automation events list": [], "automation events show": ["evt_x"],

@@ -136,9 +136,9 @@ def test_one_run_at_a_time_costs_four_round_trips_and_nothing_due_is_missed(pg_u
         serving = asyncio.create_task(daemon.serve())
         try:
             probe = await asyncpg.connect(pg_url)
-            try:        # LISTENing (its first wake-up, and the claim it makes, before counting starts)
+            try:        # LISTENing on both channels (runs_due, then run_cancel), its first claim made
                 while not await probe.fetchval("select count(*) from pg_stat_activity where datname = "
-                                               "current_database() and query like 'LISTEN%a44_runs_due%'"):
+                                               "current_database() and query like 'LISTEN%a44_run%'"):
                     await asyncio.sleep(0.02)
             finally:
                 await probe.close()

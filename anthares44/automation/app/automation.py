@@ -300,6 +300,15 @@ class Automation:
         from ..runtime.engine.skips import skip
 
         return await skip(self.store, self.project, run_id, reason=reason, by=by, partition=partition, step=step)
+
+    async def cancel(self, run_id: str, *, by: str, reason: str | None = None, compensate: bool = False) -> dict:
+        """A person cancels a run, saying who and why: at once when no worker holds it, else at the holder's next
+        safe point (`outcome` requested); `compensate` undoes its completed steps first (runtime.engine.cancels).
+        A cancelled run answers `already_cancelled`; a finished one raises E_CANCEL_NOT_ALLOWED."""
+        from ..runtime.engine.cancels import cancel
+
+        return await cancel(self.store, self.project, run_id, by=by, reason=reason, compensate=compensate)
+
     async def query_logs(self, *, error_code: str | None = None, step: str | None = None,
                          workflow: str | None = None, partition_key: str | None = None, since=None, until=None,
                          limit: int = DEFAULT_LOG_LIMIT, after: str | None = None, archive: bool = False) -> LogPage:

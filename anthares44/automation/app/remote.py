@@ -350,6 +350,12 @@ class RemoteAutomation:
                                   body={"partition": partition, "step": step, "reason": reason})
         return doc
 
+    async def cancel(self, run_id: str, *, by: str, reason: str | None = None, compensate: bool = False) -> dict:
+        # the daemon records the calling token's name as who cancelled it (`by` is local only)
+        _, doc = await self._call("POST", f"/runs/{_seg(run_id)}/cancel",
+                                  body={"reason": reason, "compensate": compensate})
+        return doc
+
     async def whoami(self) -> dict:
         _, doc = await self._call("GET", "/whoami")
         return timestamps(doc)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import E_RUN_CANCELLED
 from .output import (EXIT_OK, ArgParser, add_common_options, add_target_options, json_document, json_line, ms,
                      rows_text, run_api, table, when, write)
 
@@ -86,6 +87,8 @@ def render_text(run: dict, attempts: list[dict], partitions=()) -> str:
     if run.get("error_code"):
         out += f"  {run.get('failed_step') or '-'} {run['error_code']}"
     out += "\n"
+    if run.get("error_code") == E_RUN_CANCELLED and run.get("error_message"):   # who and why (states.md#cancel)
+        out += run["error_message"] + ("\n" if run["state"] == "cancelled" else " (requested)\n")
     counted = (run.get("summary") or {}).get("step_rows") or {}
     if counted:
         # the summary is jsonb (keys come back reordered): list the steps in the order they started

@@ -12,6 +12,11 @@ expired (the run waits in `awaiting_confirmation` until a person says what happe
 `a44 automation runs skip RUN --partition P [--step S] --reason TEXT` (or `--step S` alone) skips a partition or
 step of a `partial` or `failed` run that failed for good, recording who (--by, default $USER) and why in the log;
 a partial run with no failed partition left becomes `succeeded` (docs/partitions.md).
+
+`a44 automation runs cancel RUN [--reason TEXT] [--compensate]` cancels a run, recording who (--by, default $USER)
+and why: at once when no worker holds it (pending, waiting, sleeping, awaiting_confirmation), else at the next
+safe point of the daemon running it (its in-flight call is cancelled); --compensate undoes its completed steps
+first. Cancelling a cancelled run says so (exit 0); a finished run refuses with E_CANCEL_NOT_ALLOWED (exit 1).
 """
 
 from __future__ import annotations
@@ -54,6 +59,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     k.add_argument("--reason", required=True, metavar="TEXT", help="why it is skipped (recorded in the log)")
     k.add_argument("--by", metavar="NAME", help="who decided (default: $USER)")
     add_common_options(k)
+    c = actions.add_parser("cancel", help="cancel a run (at once, or at the running step's next safe point)",
+                           description="Cancel a run, saying why: a run no worker holds is cancelled at once; a "
+                                       "running one at the daemon's next safe point (its in-flight call is "
+                                       "cancelled). With --compensate its completed steps are undone first.")
+    c.add_argument("run_id", metavar="RUN")
+    c.add_argument("--reason", metavar="TEXT", help="why it is cancelled (recorded in the log)")
+    c.add_argument("--compensate", action="store_true",
+                   help="run the compensations of its completed steps before it ends cancelled")
+    c.add_argument("--by", metavar="NAME", help="who decided (default: $USER)")
+    add_common_options(c)
     return p
 
 
@@ -72,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         return run_api(_resolve, args)
     if getattr(args, "runs_action", None) == "skip":
         return run_api(_skip, args)
+    if getattr(args, "runs_action", None) == "cancel":
+        return run_api(_cancel, args)
     return run_api(_list, args)
 
 
@@ -125,4 +142,22 @@ async def _skip(auto, args) -> int:
         what = f"partition {result['partition']} of step {result['step_id']}" if result["partition"] is not None \
             else f"step {result['step_id']}"
         write(f"{args.run_id} {what} skipped by {by}; run is {result['state']}\n")
+    return EXIT_OK
+
+
+async def _cancel(auto, args) -> int:
+    import getpass
+
+    by = args.by or getpass.getuser()
+    result = await auto.cancel(args.run_id, by=by, reason=args.reason, compensate=args.compensate)
+    if args.format == "json":
+        write(json_document(result))
+    elif result["outcome"] == "already_cancelled":
+        write(f"{args.run_id} was already cancelled\n")
+    elif result["outcome"] == "cancelled":
+        write(f"{args.run_id} cancelled (it was {result['previous_state']})\n")
+    else:
+        then = "compensates its completed steps, then ends cancelled" if result["compensate"] else \
+            "stops at its next safe point"
+        write(f"{args.run_id} cancel requested: the run ({result['state']}) {then}\n")
     return EXIT_OK

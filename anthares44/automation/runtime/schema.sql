@@ -52,7 +52,7 @@ CREATE TABLE automation.step_attempts (
     CONSTRAINT step_attempts_finished_check CHECK (((status = 'running'::text) = (finished_at IS NULL))),
     CONSTRAINT step_attempts_kind_check CHECK ((kind = ANY (ARRAY['action'::text, 'compensation'::text]))),
     CONSTRAINT step_attempts_result_check CHECK (((result IS NULL) OR (result_ref IS NULL))),
-    CONSTRAINT step_attempts_status_check CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'timeout'::text, 'skipped'::text, 'compensated'::text, 'compensation_failed'::text, 'lease_expired'::text])))
+    CONSTRAINT step_attempts_status_check CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'timeout'::text, 'skipped'::text, 'compensated'::text, 'compensation_failed'::text, 'lease_expired'::text, 'cancelled'::text])))
 )
 PARTITION BY RANGE (started_at);
 
@@ -641,6 +641,96 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.run_cancel(p_run_id text, p_project text, p_by text, p_reason text, p_compensate boolean, p_message text, p_now timestamp with time zone) RETURNS TABLE(outcome text, state text, prev_state text)
+    LANGUAGE plpgsql
+    AS $$
+declare
+    r automation.runs;
+    settled record;
+begin
+    select * into r from automation.runs x where x.run_id = p_run_id and x.project_id = p_project for update;
+    if not found then
+        return query select 'not_found'::text, null::text, null::text;
+        return;
+    end if;
+    if r.state = 'cancelled' then
+        return query select 'already'::text, r.state, r.state;
+        return;
+    end if;
+    if r.state in ('succeeded', 'partial', 'failed', 'compensation_failed') then
+        return query select 'finished'::text, r.state, r.state;
+        return;
+    end if;
+    if r.state = 'compensating' and r.cancel_requested_at is null then
+        return query select 'compensating'::text, r.state, r.state;
+        return;
+    end if;
+    if r.cancel_requested_at is null then
+        update automation.runs x
+        set cancel_requested_at = p_now, cancelled_by = p_by, cancel_reason = p_reason,
+            cancel_compensate = p_compensate, error_code = 'E_RUN_CANCELLED', error_message = p_message,
+            updated_at = p_now
+        where x.run_id = r.run_id;
+        insert into automation.run_events (run_id, project_id, at, kind, state, message, data)
+        values (r.run_id, r.project_id, p_now, 'run.cancel_requested', r.state, p_message,
+                jsonb_build_object('by', p_by, 'reason', p_reason, 'compensate', p_compensate));
+    end if;
+    select * into settled from automation.run_cancel_settle(r.run_id, p_now, true);
+    return query select settled.outcome, settled.state, r.state;
+end
+$$;
+
+CREATE FUNCTION automation.run_cancel_settle(p_run_id text, p_now timestamp with time zone, p_notify boolean) RETURNS TABLE(outcome text, state text, lease_owner text)
+    LANGUAGE plpgsql
+    AS $$
+declare
+    r automation.runs;
+    a automation.step_attempts;
+begin
+    select * into r from automation.runs x where x.run_id = p_run_id for update;
+    if not found or r.cancel_requested_at is null
+       or r.state in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled') then
+        return query select 'none'::text, r.state, r.lease_owner;
+        return;
+    end if;
+    if r.lease_owner is not null or r.state = 'compensating' then
+        if p_notify and r.lease_owner is not null then
+            perform pg_notify('a44_run_cancel', r.run_id);
+        end if;
+        return query select 'requested'::text, r.state, r.lease_owner;
+        return;
+    end if;
+    if r.cancel_compensate then        -- a worker claims it now and compensates (a parked run is released first)
+        update automation.runs x
+        set state = case when r.state = 'awaiting_confirmation' then 'pending' else r.state end,
+            next_wake_at = p_now, updated_at = p_now
+        where x.run_id = r.run_id;
+        if r.state = 'awaiting_confirmation' then
+            insert into automation.run_events (run_id, project_id, at, kind, state, data)
+            values (r.run_id, r.project_id, p_now, 'run.state', 'pending',
+                    jsonb_build_object('from', r.state, 'reason', 'cancel'));
+        end if;
+        return query select 'requested'::text, (case when r.state = 'awaiting_confirmation' then 'pending'
+                                                      else r.state end), null::text;
+        return;
+    end if;
+    for a in update automation.step_attempts s
+             set status = 'cancelled', error_code = 'E_RUN_CANCELLED', error_message = r.error_message,
+                 finished_at = p_now
+             where s.run_id = r.run_id and s.epoch = r.epoch and s.status = 'running'
+             returning s.* loop
+        perform automation.engine_attempt_finished(a);
+    end loop;
+    update automation.runs x
+    set state = 'cancelled', next_wake_at = null, finished_at = p_now, updated_at = p_now
+    where x.run_id = r.run_id;
+    insert into automation.run_events (run_id, project_id, at, kind, state, error_code, message, data)
+    values (r.run_id, r.project_id, p_now, 'run.state', 'cancelled', 'E_RUN_CANCELLED', r.error_message,
+            jsonb_build_object('from', r.state, 'by', r.cancelled_by, 'reason', r.cancel_reason));
+    return query select 'cancelled'::text, 'cancelled'::text, null::text;
+end
+$$;
+
 CREATE TABLE automation.alert_evaluator (
     singleton boolean DEFAULT true NOT NULL,
     holder text NOT NULL,
@@ -1018,6 +1108,10 @@ CREATE TABLE automation.runs (
     dead_letter_id text,
     grant_due_at timestamp with time zone,
     granted_at timestamp with time zone,
+    cancel_requested_at timestamp with time zone,
+    cancelled_by text,
+    cancel_reason text,
+    cancel_compensate boolean,
     CONSTRAINT runs_lease_check CHECK (((lease_owner IS NULL) = (lease_deadline IS NULL))),
     CONSTRAINT runs_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'waiting'::text, 'sleeping'::text, 'awaiting_confirmation'::text, 'compensating'::text, 'succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])))
 );
@@ -1076,7 +1170,7 @@ CREATE TABLE automation.step_attempts_default (
     CONSTRAINT step_attempts_finished_check CHECK (((status = 'running'::text) = (finished_at IS NULL))),
     CONSTRAINT step_attempts_kind_check CHECK ((kind = ANY (ARRAY['action'::text, 'compensation'::text]))),
     CONSTRAINT step_attempts_result_check CHECK (((result IS NULL) OR (result_ref IS NULL))),
-    CONSTRAINT step_attempts_status_check CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'timeout'::text, 'skipped'::text, 'compensated'::text, 'compensation_failed'::text, 'lease_expired'::text])))
+    CONSTRAINT step_attempts_status_check CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'timeout'::text, 'skipped'::text, 'compensated'::text, 'compensation_failed'::text, 'lease_expired'::text, 'cancelled'::text])))
 );
 
 CREATE TABLE automation.step_rows (

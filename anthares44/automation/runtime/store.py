@@ -45,7 +45,7 @@ RUN_STATES = ("pending", "running", "waiting", "sleeping", "awaiting_confirmatio
               "succeeded", "partial", "failed", "compensation_failed", "cancelled")
 TERMINAL_RUN_STATES = frozenset({"succeeded", "partial", "failed", "compensation_failed", "cancelled"})
 ATTEMPT_STATUSES = ("running", "succeeded", "failed", "timeout", "skipped", "compensated", "compensation_failed",
-                    "lease_expired")
+                    "lease_expired", "cancelled")
 FINISHED_ATTEMPT_STATUSES = frozenset(ATTEMPT_STATUSES) - {"running"}
 ATTEMPT_KINDS = ("action", "compensation")
 

@@ -59,6 +59,21 @@ class SkipRequest(Body):
     step: Id | None = None
 
 
+class CancelRequest(Body):
+    reason: Text | None = Field(None, description="why, recorded in the log")
+    compensate: bool = Field(False, description="run the completed steps' compensations first")
+
+
+class CancelResult(Doc):
+    run_id: str
+    outcome: Literal["cancelled", "requested", "already_cancelled"]
+    state: str
+    previous_state: str | None = None
+    by: str | None = None
+    reason: str | None = None
+    compensate: bool | None = None
+
+
 class SkipResult(Doc):
     run_id: str
     step_id: str

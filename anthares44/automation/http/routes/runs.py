@@ -110,6 +110,16 @@ async def api_skip(request: web.Request) -> web.Response:
                                                             by=f"token:{request[PRINCIPAL_KEY].name}"))
 
 
+@route("POST", "/v1/automation/runs/{run_id}/cancel", "cancel a run, recording the token's name and the reason: at "
+       "once when no worker holds it, else at the holder's next safe point (as `runs cancel`)",
+       body=rm.CancelRequest, answers={200: rm.CancelResult}, errors=(404, 409))
+async def api_cancel(request: web.Request) -> web.Response:
+    b = await read_model(request, rm.CancelRequest)
+    return json_response(await automation_for(request).cancel(
+        params(request)["run_id"], by=f"token:{request[PRINCIPAL_KEY].name}", reason=b.reason,
+        compensate=b.compensate))
+
+
 @route("GET", "/v1/automation/logs", "attempts of every run of the project, newest first, filtered (as "
        "`logs query --format json`); a truncated answer has `next`, passed back as `cursor`",
        answers={200: rm.LogPage}, query=("error_code", "step", "workflow", "partition_key", "since", "until",

@@ -32,7 +32,7 @@ from .partition_plan import Planner, since_keys
 from .progress import split_part
 from .rows import recorded
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
-from .states import COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
+from .states import CANCELLED, COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
 
 
 class _Infra(BaseException):
@@ -41,6 +41,10 @@ class _Infra(BaseException):
     def __init__(self, inner: BaseException):
         super().__init__(inner)
         self.inner = inner
+
+
+class _CancelRun(Exception):
+    """A person cancelled the run: the visit stops before the next step and the run ends `cancelled`."""
 
 
 class CodeRunDriver(RunDriver, Host):
@@ -72,6 +76,8 @@ class CodeRunDriver(RunDriver, Host):
             raise _Infra(exc) from exc
 
     async def start(self, step_id: str, attempt: int) -> Attempt:
+        if await self.cancel.load(self.engine.store, self.lease.run_id):
+            raise _Infra(_CancelRun())       # a safe point: the step has not started
         now = self.clock.now()
         if now >= self.deadline:     # §3.1: past the wall-clock limit the next step fails for good
             err = A44Error(E_RUN_DEADLINE, f"the run passed its wall-clock limit ({self.deadline.isoformat()}) "
@@ -165,8 +171,12 @@ class CodeRunDriver(RunDriver, Host):
         try:
             result = await x.run()
         except _Infra as exc:
+            if isinstance(exc.inner, _CancelRun):
+                return await self._cancelled(x)
             raise exc.inner
         except Suspend as s:
+            if await self.cancel.load(self.engine.store, self.lease.run_id):
+                return await self._cancelled(x)     # instead of a wait: recorded steps replayed, nothing new ran
             state = WAITING if s.state == "waiting" else SLEEPING
             now = self.clock.now()
             self.b.transition(state, now, next_wake_at=min(s.due, self.deadline), release=True)
@@ -226,6 +236,20 @@ class CodeRunDriver(RunDriver, Host):
         self.engine.event(f"run.{state}", self.lease.run_id, code=error.code if error else None)
         return state
 
+    async def _cancelled(self, x: Execution) -> str:
+        """End the run `cancelled` (cancels.py), compensating its completed steps first when asked."""
+        err = self.cancel.error()
+        now = self.clock.now()
+        for log in self.history.steps.values():      # a sleep in progress ends with the run
+            if log.last is not None and log.last.status == "running":
+                self.b.finish(log.last, "cancelled", now, error=err)
+        plan = [self._undo(x, s) for s in reversed(x.completed) if s in x.compensators]
+        if self.cancel.compensate and plan:
+            self.b.transition(COMPENSATING, self.clock.now(), error=err)
+            self._compensating = True
+            return await Saga(self, self.b, plan, None, err).run()
+        return await self._end(CANCELLED, error=err)
+
     # --- the saga's way back (§6.1, §6.2) -------------------------------------------------------------------------
     def latest_finish(self) -> datetime | None:
         return latest_finish(self.history.steps.values())
@@ -258,7 +282,7 @@ class CodeRunDriver(RunDriver, Host):
             self.b.transition(COMPENSATING, self.clock.now(), failed_step=step_id, error=err)
             self._compensating = True
             self.engine.event("run.compensating", self.lease.run_id, step=step_id, code=err.code)
-        return await Saga(self, self.b, plan, step_id).run()
+        return await Saga(self, self.b, plan, step_id, err).run()
 
 
 def _item_state(last: Attempt) -> str:

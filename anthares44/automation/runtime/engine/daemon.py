@@ -8,6 +8,9 @@ frees), or a timer to the earliest `next_wake_at` (a retry, a sleep, or a lease 
 have died), capped by the lease timeout. No busy polling. Several daemons share one database: claims use
 FOR UPDATE SKIP LOCKED.
 
+A NOTIFY on channel `a44_run_cancel` (a person cancelled the run it names, runtime/engine/cancels.py) goes to
+the engine, whose driver of that run stops at its next safe point.
+
 Shutdown (`request_stop`, SIGTERM/SIGINT in the CLI): stop claiming, let in-flight steps finish and be recorded
 for up to `grace`, release every lease (the run is due again at once for another daemon), exit.
 """
@@ -40,6 +43,7 @@ from .worker import DEFAULT_LEASE, Engine, default_worker_id
 log = logging.getLogger("a44.daemon")
 lifecycle = logging.getLogger("a44.lifecycle")     # started, migrated, listening, stopped: shown by a default serve
 NOTIFY_CHANNEL = "a44_runs_due"
+CANCEL_CHANNEL = "a44_run_cancel"      # a person asked to cancel the run named by the payload (migration 0020)
 PARTITIONS_EVERY = timedelta(hours=24)
 EXPIRE_EVERY = timedelta(seconds=1)    # queue deadLetter.maxAge sweep (docs/queues.md)
 POOL_MAX = 16                  # connections of a daemon pool unless WorkerSettings.pool_size says otherwise
@@ -310,10 +314,14 @@ class Daemon:
                     t.cancel()
                 self._timers = [loop.call_later(delay, self._hint)]
 
+        def on_cancel(conn, pid, channel, payload):
+            self.engine.cancel_requested(payload)
+
         while True:
             try:
                 async with self.store.connection("listen") as conn:
                     await conn.add_listener(NOTIFY_CHANNEL, on_notify)
+                    await conn.add_listener(CANCEL_CHANNEL, on_cancel)
                     try:
                         self._hint()         # something may have become due while we were not listening
                         while not conn.is_closed():
@@ -322,6 +330,7 @@ class Daemon:
                         if not conn.is_closed():
                             with contextlib.suppress(Exception):
                                 await conn.remove_listener(NOTIFY_CHANNEL, on_notify)
+                                await conn.remove_listener(CANCEL_CHANNEL, on_cancel)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the database went away; the claim loop reports it

@@ -14,19 +14,20 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ...attempts import Attempt, counts_against_budget
-from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_RUN_DEADLINE, A44Error
+from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_RUN_CANCELLED, E_RUN_DEADLINE, A44Error
 from .. import evaluation
 from ...redact import redact
 from . import rows as row_counts
 from ..render import make_scope
 from .invoke import Call, Outcome, invoke
+from .cancel_request import CancelRequest
 from .journal import Batch, Lease, LeaseLost, attempt_key
 from ...compiler.retry_policy import Failure, retry_delay_ms
 from .progress import Progress, StepProgress
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
 from .spans import VisitSpans
 from .fanout import FanOut, failure
-from .states import AWAITING_CONFIRMATION, COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
+from .states import AWAITING_CONFIRMATION, CANCELLED, COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
 
 if TYPE_CHECKING:
     from .worker import Engine
@@ -49,6 +50,7 @@ class RunDriver:
         self._ended = 0
         self.spans = None          # VisitSpans when the engine traces (spans.py)
         self.fan = FanOut(self)
+        self.cancel = CancelRequest(row["error_code"] == E_RUN_CANCELLED)    # a person's (cancels.py)
 
     # --- entry ------------------------------------------------------------------------------------------------
     async def drive(self) -> str:
@@ -73,6 +75,7 @@ class RunDriver:
             raise
         finally:
             renewer.cancel()
+            self.cancel.close()
             for t in self._inflight:
                 t.cancel()
             if self._inflight:
@@ -120,6 +123,37 @@ class RunDriver:
         return Batch(self.engine.store, self.lease, self.engine.worker_id, self.engine.notifier, self.spans,
                      self.engine.committer)
 
+    # --- cancel -----------------------------------------------------------------------------------------------
+    def _stop_calls(self) -> None:
+        """Cancel the in-flight connector calls, except an exclusive step's: its effect may be committed on the
+        far side, so its result is awaited and recorded before the run stops."""
+        for t, (_, sp) in self._inflight.items():
+            if not sp.node.exclusive:
+                t.cancel()
+
+    def _end_cancelled(self, b: Batch, a: Attempt, sp: StepProgress, now: datetime) -> None:
+        b.finish(a, "cancelled", now, error=self.cancel.error(a.step_id))
+        self.note_partition(b, sp, now)
+        self.engine.event("step.cancelled", self.lease.run_id, step=a.step_id, attempt=a.attempt)
+
+    async def _cancel(self, b: Batch, now: datetime) -> str:
+        """Nothing is in flight any more: attempts still `running` (a sleep) end `cancelled`; then the run ends
+        `cancelled`, or first compensates its completed steps when the request says so."""
+        for sp in (*self.p.steps.values(), *self.p.parts.values()):
+            if sp.last is not None and sp.last.status == "running":
+                self._end_cancelled(b, sp.last, sp, now)
+        err = self.cancel.error()
+        b.current_step = None
+        if self.cancel.compensate and self.p.compensation_plan():
+            b.transition(COMPENSATING, now, error=err)
+            self.engine.event("run.compensating", self.lease.run_id, code=err.code)
+            return await self._saga(b, None, err).run()
+        b.transition(CANCELLED, now, release=True, error=err, summary=self.p.summary(), finished=True)
+        self.after_terminal(b, now)     # never redelivered nor dead-lettered; wakes its partition's next run
+        await b.commit(now)
+        self.engine.event("run.cancelled", self.lease.run_id)
+        return CANCELLED
+
     # --- one visit --------------------------------------------------------------------------------------------
     async def _visit(self) -> str:
         b = self._batch()
@@ -132,6 +166,12 @@ class RunDriver:
             return await self._saga(b, failed.node.id if failed else None).run()
         while True:
             now = self.clock.now()
+            if await self.cancel.load(self.engine.store, self.lease.run_id):
+                if not self._inflight:
+                    return await self._cancel(b, now)
+                self._stop_calls()
+                await self._await_completions(b, [])
+                continue
             if self.engine.stopping and not self._inflight:
                 await b.commit(now)
                 await self.engine.release(self.lease)
@@ -336,11 +376,20 @@ class RunDriver:
         timeout = None
         if dues:
             timeout = max(0.0, (min(d for d, _ in dues) - self.clock.now()).total_seconds())
-        done, _ = await asyncio.wait(self._inflight, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        waits = set(self._inflight)
+        woken = self.cancel.waiter()       # a cancel request ends the wait too
+        if woken is not None:
+            waits.add(woken)
+        done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        done.discard(woken)
         now = self.clock.now()
-        for t in sorted(done, key=lambda t: t.result().seq):
+        stopped = [t for t in done if t.cancelled()]
+        for t in sorted(set(done) - set(stopped), key=lambda t: t.result().seq):
             a, sp = self._inflight.pop(t)
             self._record(b, a, sp, t.result(), now)
+        for t in stopped:           # cancelled by _stop_calls: the call was dropped before it answered
+            a, sp = self._inflight.pop(t)
+            self._end_cancelled(b, a, sp, now)
 
     def _record(self, b: Batch, a: Attempt, sp: StepProgress, out: Outcome, now: datetime) -> None:
         self._note_rows(b, sp, out, now)
@@ -397,7 +446,7 @@ class RunDriver:
         if self.p.compensation_plan():
             b.transition(COMPENSATING, now, failed_step=sp.node.id, error=err)
             self.engine.event("run.compensating", self.lease.run_id, step=sp.node.id, code=err.code)
-            return await self._saga(b, sp.node.id).run()
+            return await self._saga(b, sp.node.id, err).run()
         b.transition(FAILED, now, release=True, failed_step=sp.node.id, error=err, summary=self.p.summary(),
                      finished=True)
         self.after_terminal(b, now, failed=True, error=err)
@@ -415,8 +464,8 @@ class RunDriver:
         return FAILED
 
     # --- the saga's way back (§6.1) ---------------------------------------------------------------------------
-    def _saga(self, b: Batch, failed_step: str | None) -> Saga:
-        return Saga(self, b, [self._undo(sp) for sp in self.p.compensation_plan()], failed_step)
+    def _saga(self, b: Batch, failed_step: str | None, error: A44Error | None = None) -> Saga:
+        return Saga(self, b, [self._undo(sp) for sp in self.p.compensation_plan()], failed_step, error)
 
     def _undo(self, sp: StepProgress) -> Undo:
         node, comp = sp.node, sp.node.compensate

@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ...attempts import Attempt, StepAttempts
-from ...errors import E_COMPENSATION_FAILED, A44Error
+from ...errors import E_COMPENSATION_FAILED, E_RUN_CANCELLED, A44Error
 from ...redact import redact
 from .journal import Batch
 from ...compiler.retry_policy import compensation_delay_ms
-from .states import COMPENSATING, COMPENSATION_FAILED, FAILED
+from .states import CANCELLED, COMPENSATING, COMPENSATION_FAILED, FAILED
 
 if TYPE_CHECKING:
     from .interpreter import RunDriver
@@ -40,11 +40,19 @@ class Undo:
 
 
 class Saga:
-    def __init__(self, driver: "RunDriver", batch: Batch, plan: list[Undo], failed_step: str | None):
+    def __init__(self, driver: "RunDriver", batch: Batch, plan: list[Undo], failed_step: str | None,
+                 error: A44Error | None = None):
         self.d = driver
         self.b = batch
         self.plan = plan
         self.failed_step = failed_step
+        # what failed the run: its queue redelivers a transient failure and dead-letters a permanent one at once,
+        # compensated or not; a later visit finds it in the run row (the transition to compensating wrote it)
+        row = driver.row
+        self.error = error if error is not None or not row["error_code"] else \
+            A44Error(row["error_code"], row["error_message"] or "", step_id=row["failed_step"])
+        # a cancel's compensations (cancels.py) end the run `cancelled`: not a failure, never redelivered
+        self.cancelled = self.error is not None and self.error.code == E_RUN_CANCELLED
 
     def _due(self, u: Undo, last: Attempt | None, k: int, now: datetime) -> datetime:
         if last is not None and last.status == "lease_expired":
@@ -60,11 +68,12 @@ class Saga:
             now = d.clock.now()
             u = next((u for u in self.plan if not u.log.compensated), None)
             if u is None:
-                b.transition(FAILED, now, release=True, summary=d.summary(), finished=True)
-                d.after_terminal(b, now, failed=True)
+                end = CANCELLED if self.cancelled else FAILED
+                b.transition(end, now, release=True, summary=d.summary(), finished=True)
+                d.after_terminal(b, now, failed=not self.cancelled, error=self.error)
                 await b.commit(now)
-                d.engine.event("run.failed", L.run_id, compensated=True)
-                return FAILED
+                d.engine.event(f"run.{end}", L.run_id, compensated=True)
+                return end
             last = u.log.last_compensation
             if last is not None and last.status == "running":
                 b.expire(last, now)

@@ -28,7 +28,7 @@ RUN_TRANSITIONS: dict[str, frozenset[str]] = {
     WAITING: frozenset({RUNNING, CANCELLED}),
     SLEEPING: frozenset({RUNNING, CANCELLED}),
     AWAITING_CONFIRMATION: frozenset({PENDING, CANCELLED}),
-    COMPENSATING: frozenset({FAILED, COMPENSATION_FAILED}),
+    COMPENSATING: frozenset({FAILED, COMPENSATION_FAILED, CANCELLED}),   # cancelled: a cancel's compensations
     SUCCEEDED: frozenset(),
     PARTIAL: frozenset({SUCCEEDED}),    # finished; a person skipping its last failed partition completes it
     FAILED: frozenset(),
@@ -41,9 +41,10 @@ STAY = frozenset({RUNNING, COMPENSATING})
 
 # Attempt statuses (step_attempts.status): `running` until it ends, then exactly one final status, once.
 ATTEMPT_TRANSITIONS: dict[str, frozenset[str]] = {
-    "running": frozenset({"succeeded", "failed", "timeout", "lease_expired", "compensated", "compensation_failed"}),
+    "running": frozenset({"succeeded", "failed", "timeout", "lease_expired", "compensated", "compensation_failed",
+                          "cancelled"}),
     **{s: frozenset() for s in ("succeeded", "failed", "timeout", "skipped", "compensated", "compensation_failed",
-                                "lease_expired")},
+                                "lease_expired", "cancelled")},
 }
 
 assert set(RUN_TRANSITIONS) == set(RUN_STATES)

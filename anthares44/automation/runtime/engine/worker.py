@@ -27,7 +27,7 @@ from ...stdlib_connectors.sql_database import AppDatabase
 from ..connector_services import connector_services
 from ..secret_file import SecretFile
 from ..secrets import SecretSource
-from ..store import Store
+from ..store import TERMINAL_RUN_STATES, Store
 from .code_driver import CodeRunDriver
 from .interpreter import RunDriver
 from .committer import Committer, synchronous_commit
@@ -82,6 +82,9 @@ class Engine:
         # (bench/bench_group_commit.py compares) each transition is its own statement
         self.committer = Committer(store, synchronous_commit=synchronous_commit(settings)) if group_commit else None
         self._ir_lock = asyncio.Lock()
+        self.drivers: dict[str, RunDriver] = {}     # the runs being driven, for a cancel request (cancels.py)
+        self._cancel_soon: set[str] = set()         # leased to us, cancel requested, driver not started yet
+        self._settles: set[asyncio.Task] = set()
 
     # --- shared caches ----------------------------------------------------------------------------------------
     async def workflow_ir(self, project: str, workflow_id: str, version: int) -> WorkflowIR:
@@ -158,10 +161,20 @@ class Engine:
     # --- driving ----------------------------------------------------------------------------------------------
     async def drive_run(self, row) -> str:
         """Drive one claimed run; never raises for a run's trouble (the lease expires and the run is retried)."""
+        run_id = row["run_id"]
+        driver = None
         try:
             ir = await self.workflow_ir(row["project_id"], row["workflow_id"], row["version"])
-            driver = CodeRunDriver if ir.kind == "code" else RunDriver    # a workflow written in Python (§12)
-            return await driver(self, row).drive()
+            kind = CodeRunDriver if ir.kind == "code" else RunDriver    # a workflow written in Python (§12)
+            driver = self.drivers[run_id] = kind(self, row)
+            if run_id in self._cancel_soon:
+                self._cancel_soon.discard(run_id)
+                driver.cancel.ask()
+            outcome = await driver.drive()
+            if driver.cancel.asked and outcome not in TERMINAL_RUN_STATES:
+                # the visit released the run (a wait, a park) as the request came in: no worker holds it now
+                await self._settle_cancel(run_id)
+            return outcome
         except A44Error as exc:
             self.metrics["visit_errors"] += 1
             log.warning("run %s: visit aborted by %s; it resumes when its lease expires", row["run_id"], exc,
@@ -174,6 +187,36 @@ class Engine:
             log.exception("run %s: visit failed; it resumes when its lease expires", row["run_id"],
                           extra=correlation(row["run_id"]))
             return "error"
+        finally:
+            if driver is not None and self.drivers.get(run_id) is driver:
+                del self.drivers[run_id]
+
+    # --- cancel requests (cancels.py) -------------------------------------------------------------------------
+    def cancel_requested(self, run_id: str) -> None:
+        """A person asked to cancel `run_id` (NOTIFY a44_run_cancel): the driver of the run stops at its next
+        safe point; a run this engine does not drive is settled in case its holder just let it go."""
+        driver = self.drivers.get(run_id)
+        if driver is not None:
+            driver.cancel.ask()
+            return
+        task = asyncio.get_running_loop().create_task(self._settle_cancel(run_id))
+        self._settles.add(task)
+        task.add_done_callback(self._settles.discard)
+
+    async def _settle_cancel(self, run_id: str) -> None:
+        try:
+            row = await self.store.fetchrow("run_cancel_settle", run_id=run_id, now=self.clock.now())
+        except A44Error as exc:     # the request stays on the run: the next worker to claim it carries it out
+            log.info("cancel of %s: %s", run_id, exc)
+            return
+        if row["outcome"] == "cancelled":
+            self.event("run.cancelled", run_id)
+        elif row["outcome"] == "requested" and row["lease_owner"] == self.worker_id:
+            driver = self.drivers.get(run_id)
+            if driver is not None:
+                driver.cancel.ask()
+            else:                   # claimed by us, its driver not started yet
+                self._cancel_soon.add(run_id)
 
     async def run_once(self, limit: int | None = None) -> dict[str, str]:
         """Claim one batch of due runs and drive them concurrently to the end of this visit.
