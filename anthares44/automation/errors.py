@@ -187,6 +187,9 @@ E_SECRET_ALREADY_SHOWN = _code("E_SECRET_ALREADY_SHOWN", False,
 E_TOKEN_INVALID = _code("E_TOKEN_INVALID", False, "the API token is missing, unknown, expired or revoked", http=401)
 E_TOKEN_NOT_FOUND = _code("E_TOKEN_NOT_FOUND", False, "no API token has that name", http=404)
 E_FORBIDDEN = _code("E_FORBIDDEN", False, "the token's scope or allowed networks do not cover this request", http=403)
+# The web console (docs/console.md)
+E_CSRF_INVALID = _code("E_CSRF_INVALID", False, "a console form was posted without its CSRF token, or with a wrong one",
+                       http=403)
 # The CLI against a remote daemon (docs/api.md "Remote mode")
 E_API_UNAVAILABLE = _code("E_API_UNAVAILABLE", True, "the remote a44 API cannot be reached")
 E_API = _code("E_API", False, "the remote a44 API answered with something that is not an a44 answer")

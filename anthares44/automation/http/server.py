@@ -24,8 +24,10 @@ from ..app import metrics as app_metrics
 from ..app.ingestion import Ingestion
 from ..app.gateway import MAX_WEBHOOK_BODY, AuthError, Rejection, count, refuse_webhook
 from ..app.serve import HttpLimits, HttpSettings, is_loopback
+from .console import add_routes as add_console
+from .event_stream import stream_events
 from .metrics import CONTENT_TYPE_LATEST, flush_loop, render_metrics
-from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_body, until_gone
+from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_body
 from .params import PARAMS_KEY, check, params
 
 log = logging.getLogger("a44.http")
@@ -275,17 +277,7 @@ async def api_logs(request: web.Request) -> web.StreamResponse:
         return json_response({"run": run, "attempts": await auto.logs(run_id)})
     after = q.get("Last-Event-ID", q.get("after", 0))   # both checked before the stream starts
     await auto.get_run(run_id)  # 404 before the stream starts
-    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await resp.prepare(request)
-    try:
-        async for event in until_gone(request, auto.follow(run_id, after)):
-            payload = to_json(event, indent=None)
-            await resp.write(f"id: {event['id']}\nevent: {event['kind']}\ndata: {payload}\n\n".encode())
-        await resp.write(b"event: end\ndata: {}\n\n")
-        await resp.write_eof()
-    except (ClientGone, ConnectionError):
-        pass   # the client left or the server is stopping: the stream just ends (it resumes with Last-Event-ID)
-    return resp
+    return await stream_events(request, auto.follow(run_id, after))
 
 
 async def api_partitions(request: web.Request) -> web.Response:
@@ -395,6 +387,7 @@ def build_app(store, limits: HttpLimits | None = None, log_archive_dir: str | No
     r.add_get("/metrics", metrics)
     r.add_get("/healthz", health)
     r.add_route("*", "/v1/{project}/{trigger}", webhook)
+    add_console(app, store_key=STORE_KEY, automation_for=automation_for, principal_key=PRINCIPAL_KEY)
 
     async def _stopping(app):
         app[STOPPING_KEY].set()   # open event streams end (until_gone) instead of holding the shutdown
