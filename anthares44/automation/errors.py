@@ -199,10 +199,12 @@ E_REMOTE_UNSUPPORTED = _code("E_REMOTE_UNSUPPORTED", False,
                              "this verb works against the database only, not against a remote daemon")
 
 # Replay (§13) and workflows in code (§12)
-E_REPLAY_NOT_TERMINAL = _code("E_REPLAY_NOT_TERMINAL", False, "only a run that has ended can be replayed")
-E_REPLAY_UNKNOWN_STEP = _code("E_REPLAY_UNKNOWN_STEP", False, "the replay cut names a step the workflow does not have")
+E_REPLAY_NOT_TERMINAL = _code("E_REPLAY_NOT_TERMINAL", False, "only a run that has ended can be replayed",
+                              http=409)
+E_REPLAY_UNKNOWN_STEP = _code("E_REPLAY_UNKNOWN_STEP", False, "the replay cut names a step the workflow does not have",
+                              http=400)
 E_REPLAY_VERSION_MISMATCH = _code("E_REPLAY_VERSION_MISMATCH", False,
-                                  "--to-version changes a step before the cut; results cannot be reused")
+                                  "--to-version changes a step before the cut; results cannot be reused", http=409)
 E_CODE_WORKFLOW = _code("E_CODE_WORKFLOW", False, "the code workflow raised outside of a step")
 E_EXPECTATION_FAILED = _code("E_EXPECTATION_FAILED", False,
                              "a step's or the workflow's `expect:` did not hold (e.g. `rows.in > 0` on empty data); "

@@ -24,7 +24,7 @@ class Hostile:
 def failed_run(live, key="k1", input=None) -> str:
     ir = workflow([node("fetch"), node("charge", uses="hostile")], name="pay")
     run_id = live.run(publish_and_run(live.store, ir, input=input or {"note": HOSTILE}, key=key))
-    assert live.run(engine(live.store, Script(), Hostile()).drive()) == {run_id: "failed"}
+    assert live.run(engine(live.store, Script(), Hostile()).drive())[run_id] == "failed"
     return run_id
 
 
