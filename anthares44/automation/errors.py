@@ -188,6 +188,8 @@ E_TOKEN_INVALID = _code("E_TOKEN_INVALID", False, "the API token is missing, unk
 E_TOKEN_NOT_FOUND = _code("E_TOKEN_NOT_FOUND", False, "no API token has that name", http=404)
 E_FORBIDDEN = _code("E_FORBIDDEN", False, "the token's scope or allowed networks do not cover this request", http=403)
 # The web console (docs/console.md)
+E_CONSOLE_UNREACHABLE = _code("E_CONSOLE_UNREACHABLE", True, "no a44 daemon answers where `a44 automation console` "
+                               "looked (serve --http-port is not running there)", http=503)
 E_CSRF_INVALID = _code("E_CSRF_INVALID", False, "a console form was posted without its CSRF token, or with a wrong one",
                        http=403)
 # The CLI against a remote daemon (docs/api.md "Remote mode")
