@@ -86,6 +86,10 @@ def test_a_post_without_the_csrf_token_is_refused(page, scene):
 
 
 def test_replay_a_failed_run_and_watch_it_succeed_live(page, scene):
+    runs = page.context.new_page()                                       # the list, open beside the run
+    runs.goto(scene.url + "/runs?workflow=wf_pay")
+    sync_api.expect(runs.locator("#live .state").first).to_have_text("failed")
+    runs.evaluate("window.__not_reloaded = true")
     page.goto(scene.url + "/runs?state=failed")
     page.get_by_role("link", name=scene.run_id).click()
     failure = page.locator("#failure")
@@ -100,6 +104,8 @@ def test_replay_a_failed_run_and_watch_it_succeed_live(page, scene):
     sync_api.expect(page.locator("#run-state")).to_have_text("succeeded", timeout=30_000)
     assert page.evaluate("window.__not_reloaded") is True               # updated in place by the event stream
     assert "epoch 1" in page.locator("#live").inner_text()
+    sync_api.expect(runs.locator("#live .state").first).to_have_text("succeeded", timeout=30_000)
+    assert runs.evaluate("window.__not_reloaded") is True
 
 
 def test_redrive_a_dead_letter(page, scene):

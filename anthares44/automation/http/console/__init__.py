@@ -28,6 +28,7 @@ def add_routes(app: web.Application, *, store_key, automation_for: Callable, pri
     r.add_post("/login", actions.login)
     r.add_post("/logout", actions.logout)
     r.add_get("/runs", pages.runs)
+    r.add_get("/runs/live", pages.runs_live)
     r.add_get("/runs/{run_id}", pages.run)
     r.add_get("/runs/{run_id}/live", pages.run_live)
     r.add_post("/runs/{run_id}/replay", actions.replay)

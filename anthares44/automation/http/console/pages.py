@@ -57,6 +57,12 @@ async def runs(request: web.Request, session: Session, auto) -> web.Response:
 
 
 @view
+async def runs_live(request: web.Request, session: Session, auto) -> web.StreamResponse:
+    """An event whenever some run changes (at most every 2 s): the runs page re-reads itself on each."""
+    return await stream_events(request, auto.changes(), name="change")
+
+
+@view
 async def run(request: web.Request, session: Session, auto) -> web.Response:
     detail = await run_detail(auto, request.match_info["run_id"])
     return page(request, "run.html", session=session, **run_context(auto, detail))

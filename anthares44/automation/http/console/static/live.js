@@ -7,7 +7,7 @@
   var timer = null;
   function refresh() {
     timer = null;
-    fetch(window.location.pathname, { credentials: "same-origin" }).then(function (r) { return r.text(); })
+    fetch(window.location.pathname + window.location.search, { credentials: "same-origin" }).then(function (r) { return r.text(); })
       .then(function (html) {
         var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("#live");
         var current = document.querySelector("#live");
