@@ -115,3 +115,84 @@ def test_the_other_pages_answer(live, writer):
     for path in ("/partitions", "/partitions?workflow=wf_pay", "/alerts", "/alerts?state=firing", "/schedules"):
         assert writer.get(path).status == 200, path
     assert writer.get("/alerts?state=nope").status == 400
+
+
+def test_partitions_grid_colours_each_partition_by_state(pg_url, tmp_path):
+    from anthares44.automation.clock import ManualClock
+    from tests.ingestion.support import LiveServer
+    from tests.partitions.support import ThreadedDailyApi, compile_yaml, daily_yaml, start
+
+    from .conftest import make_token
+    from .support import Client
+
+    api = ThreadedDailyApi()
+    api.reject = {"2026-07-03"}
+    clock = ManualClock()
+    live = LiveServer(pg_url, clock=clock, results_dir=tmp_path / "results")
+    try:
+        live.run(live.store.ensure_partitions())
+        ir = compile_yaml(tmp_path, daily_yaml(api.url))
+        eng, run_id, run = live.run(start(live.store, clock, ir, "2026-07-01", "2026-07-04"))
+        assert run["state"] == "partial"
+        c = Client(live.port)
+        c.login(make_token(live))
+        page = c.get("/partitions?workflow=wf_daily_load")
+        assert page.status == 200
+        cells = dict(re.findall(r'<th scope="row">(2026-07-0\d)</th>\s*<td><a class="cell s-(\w+)" href="/runs/'
+                                + run_id, page.text))
+        assert cells == {"2026-07-01": "success", "2026-07-02": "success", "2026-07-03": "failed",
+                         "2026-07-04": "success"}
+        live.run(eng.registry.aclose())
+    finally:
+        live.close()
+        api.close()
+
+
+def test_schedules_show_the_next_firings_with_the_dst_shift_marked(live, writer, tmp_path):
+    from anthares44.automation.app.publishing import publish
+
+    (tmp_path / "wf").mkdir()
+    (tmp_path / "wf" / "report.yaml").write_text(
+        'name: march-report\nversion: 1\ntrigger:\n  cron: "30 2 * 3 0"\n  tz: Europe/Berlin\n'
+        "  dstPolicy: run-once\nsteps:\n  - id: only\n    uses: pass\n    timeout: 2s\n")
+    assert live.call(publish, PROJECT, [str(tmp_path / "wf")]).ok
+    page = writer.get("/schedules")
+    assert page.status == 200 and "<code>30 2 * 3 0</code> in Europe/Berlin" in page.text
+    firings = re.findall(r"<li>(\d{4}-03-\d\dT02:30|\d{4}-03-\d\dT03:30)[^<]*(<mark>[^<]+</mark>)?", page.text)
+    assert firings and any(mark == "<mark>DST: shifted past the gap</mark>" for _, mark in firings), firings
+
+
+def labelled(html: str) -> list[str]:
+    """The visible form fields of a page that have no label (wrapping <label>, or <label for=id>)."""
+    from html.parser import HTMLParser
+
+    class Fields(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.depth, self.fors, self.fields = 0, set(), []
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "label":
+                self.depth += 1
+                if a.get("for"):
+                    self.fors.add(a["for"])
+            elif tag in ("input", "select", "textarea") and a.get("type") != "hidden":
+                self.fields.append((a.get("name"), a.get("id"), self.depth > 0))
+
+        def handle_endtag(self, tag):
+            if tag == "label":
+                self.depth -= 1
+    p = Fields()
+    p.feed(html)
+    return [name for name, id_, wrapped in p.fields if not wrapped and id_ not in p.fors]
+
+
+def test_every_field_of_every_page_has_a_label(live, writer):
+    run_id = failed_run(live)
+    paths = ["/runs", f"/runs/{run_id}", "/partitions", "/dlq", "/alerts", "/schedules"]
+    for path in paths:
+        page = writer.get(path)
+        assert page.status == 200 and labelled(page.text) == [], path
+        assert '<html lang="en">' in page.text and 'name="viewport"' in page.text
+    assert labelled(writer.get("/login").text) == []
