@@ -196,3 +196,18 @@ def test_every_field_of_every_page_has_a_label(live, writer):
         assert page.status == 200 and labelled(page.text) == [], path
         assert '<html lang="en">' in page.text and 'name="viewport"' in page.text
     assert labelled(writer.get("/login").text) == []
+
+
+def test_alerts_page_shows_a_firing_alert_with_its_history(live, writer):
+    from anthares44.automation.runtime.alerts import rules as rule_store
+    from anthares44.automation.runtime.alerts.evaluator import Evaluator
+
+    live.run(rule_store.upsert_builtin(live.store, PROJECT, notify=None, escalate_to=None, severity="p2",
+                                       window_s=600, update_every=2))
+    failed_run(live)
+    assert live.run(Evaluator(live.store, holder="d1", interval_s=15).step()) is True
+    page = writer.get("/alerts?state=firing")
+    assert page.status == 200 and "builtin:run_failed" in page.text
+    assert '<span class="state s-firing">firing</span>' in page.text and "<h3>History</h3>" in page.text
+    assert "firing (1) → not sent (no channel)" in page.text
+    assert "builtin:run_failed" not in writer.get("/alerts?state=resolved").text
