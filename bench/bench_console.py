@@ -21,7 +21,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import aiohttp
-import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))

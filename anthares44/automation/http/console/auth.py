@@ -16,7 +16,6 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from typing import Awaitable, Callable
 from urllib.parse import quote
 
 from aiohttp import web
@@ -71,9 +70,6 @@ def check_csrf(keys: Keys, session_value: str | None, form: dict[str, str]) -> N
     if not session_value or not hmac.compare_digest(sent.encode(), csrf_for(keys, session_value).encode()):
         raise A44Error(E_CSRF_INVALID, "this form's CSRF token is missing or wrong; nothing was changed",
                        hint="reload the page and submit the form again")
-
-
-Handler = Callable[[web.Request, "Session"], Awaitable[web.StreamResponse]]
 
 
 @dataclass
