@@ -211,3 +211,51 @@ def test_alerts_page_shows_a_firing_alert_with_its_history(live, writer):
     assert '<span class="state s-firing">firing</span>' in page.text and "<h3>History</h3>" in page.text
     assert "firing (1) → not sent (no channel)" in page.text
     assert "builtin:run_failed" not in writer.get("/alerts?state=resolved").text
+
+
+def test_resolve_an_exclusive_step_and_skip_a_failed_one_from_the_run_page(pg_url, tmp_path):
+    import asyncio
+
+    from anthares44.automation.clock import ManualClock
+    from tests.ingestion.support import LiveServer
+
+    from .conftest import make_token
+    from .support import Client
+
+    clock = ManualClock()
+    live = LiveServer(pg_url, clock=clock, results_dir=tmp_path / "results")
+    try:
+        live.run(live.store.ensure_partitions())
+        s = Script(plan={"pay": ["block:never"]})
+        run_id = live.run(publish_and_run(live.store, workflow([node("pay", exclusive=True), node("after")],
+                                                               name="excl")))
+
+        async def start_and_die():     # the worker dies with the exclusive step in flight
+            task = asyncio.create_task(engine(live.store, s, clock=clock, worker_id="dead").run_once())
+            while not s.called("pay"):
+                await asyncio.sleep(0.01)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        live.run(start_and_die())
+        clock.advance(31)
+        eng = engine(live.store, s, clock=clock, worker_id="w2")
+        assert live.run(eng.drive()) == {run_id: "awaiting_confirmation"}
+        c = Client(live.port)
+        c.login(make_token(live))
+        page = c.get(f"/runs/{run_id}")
+        assert 'class="node n-awaiting_confirmation" data-step="pay"' in page.text
+        assert f'action="/runs/{run_id}/resolve"' in page.text and "Preview the replay" not in page.text
+        done = c.post(f"/runs/{run_id}/resolve", {"csrf": page.field("csrf"), "step": page.field("step"),
+                                                  "outcome": "failed"})
+        assert done.status == 303 and live.run(eng.drive()) == {run_id: "failed"}
+        page = c.get(f"/runs/{run_id}")
+        assert "E_CONFIRMED_FAILED" in page.text and f'action="/runs/{run_id}/skip"' in page.text
+        skipped = c.post(f"/runs/{run_id}/skip", {"csrf": page.field("csrf"), "step": "pay", "reason": ""})
+        assert skipped.status == 400 and "reason" in skipped.text             # a skip says why
+        before = live.run(live.store.get_run(run_id))["state"]
+        skipped = c.post(f"/runs/{run_id}/skip", {"csrf": page.field("csrf"), "step": "pay",
+                                                  "reason": "paid by hand, ticket OPS-12"})
+        assert (before, skipped.status) == ("failed", 303)
+        assert "OPS-12" in str(live.run(live.store.list_run_events(run_id)))
+    finally:
+        live.close()
