@@ -192,6 +192,11 @@ E_SECRET_ALREADY_SHOWN = _code("E_SECRET_ALREADY_SHOWN", False,
 E_TOKEN_INVALID = _code("E_TOKEN_INVALID", False, "the API token is missing, unknown, expired or revoked", http=401)
 E_TOKEN_NOT_FOUND = _code("E_TOKEN_NOT_FOUND", False, "no API token has that name", http=404)
 E_FORBIDDEN = _code("E_FORBIDDEN", False, "the token's scope or allowed networks do not cover this request", http=403)
+# The web console (docs/console.md)
+E_CONSOLE_UNREACHABLE = _code("E_CONSOLE_UNREACHABLE", True, "no a44 daemon answers where `a44 automation console` "
+                               "looked (serve --http-port is not running there)", http=503)
+E_CSRF_INVALID = _code("E_CSRF_INVALID", False, "a console form was posted without its CSRF token, or with a wrong one",
+                       http=403)
 # The CLI against a remote daemon (docs/api.md "Remote mode")
 E_API_UNAVAILABLE = _code("E_API_UNAVAILABLE", True, "the remote a44 API cannot be reached")
 E_API = _code("E_API", False, "the remote a44 API answered with something that is not an a44 answer")
@@ -201,10 +206,12 @@ E_REMOTE_UNSUPPORTED = _code("E_REMOTE_UNSUPPORTED", False,
                              "this verb works against the database only, not against a remote daemon")
 
 # Replay (§13) and workflows in code (§12)
-E_REPLAY_NOT_TERMINAL = _code("E_REPLAY_NOT_TERMINAL", False, "only a run that has ended can be replayed")
-E_REPLAY_UNKNOWN_STEP = _code("E_REPLAY_UNKNOWN_STEP", False, "the replay cut names a step the workflow does not have")
+E_REPLAY_NOT_TERMINAL = _code("E_REPLAY_NOT_TERMINAL", False, "only a run that has ended can be replayed",
+                              http=409)
+E_REPLAY_UNKNOWN_STEP = _code("E_REPLAY_UNKNOWN_STEP", False, "the replay cut names a step the workflow does not have",
+                              http=400)
 E_REPLAY_VERSION_MISMATCH = _code("E_REPLAY_VERSION_MISMATCH", False,
-                                  "--to-version changes a step before the cut; results cannot be reused")
+                                  "--to-version changes a step before the cut; results cannot be reused", http=409)
 E_CODE_WORKFLOW = _code("E_CODE_WORKFLOW", False, "the code workflow raised outside of a step")
 E_EXPECTATION_FAILED = _code("E_EXPECTATION_FAILED", False,
                              "a step's or the workflow's `expect:` did not hold (e.g. `rows.in > 0` on empty data); "

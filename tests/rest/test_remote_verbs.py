@@ -51,6 +51,7 @@ LOCAL_BY_NATURE = {  # why each works on this machine only
     "automation secrets list": "the local secret file", "automation secrets rm": "the local secret file",
     "automation secrets rotate-key": "the local secret file", "auth login": "the credentials file",
     "auth logout": "the credentials file", "auth status": "the credentials file", "completion": "shell scripts",
+    "automation console": "opens a browser on this machine at a daemon's URL",
 }
 
 

@@ -272,6 +272,19 @@ class Automation:
                     return
                 await woke.wait(SAFETY_RECHECK_S)
 
+    async def changes(self, every_s: float = 2.0) -> AsyncIterator[dict]:
+        """`{id, kind: "runs.changed"}` each time some run has news (LISTEN a44_run_events), at most once per
+        `every_s`, forever: what a live list of runs re-reads on."""
+        from .watch import ANY_RUN
+
+        n = 0
+        async with self._listener.watch(ANY_RUN) as woke:
+            while True:
+                if await woke.wait(None):
+                    n += 1
+                    yield {"id": n, "kind": "runs.changed"}
+                    await asyncio.sleep(every_s)
+
     # --- partitions (docs/partitions.md) ------------------------------------------------------------------
     async def partitions(self, target: str, *, state: str | None = None, partition: str | None = None,
                          step: str | None = None, limit: int = 1000) -> dict:

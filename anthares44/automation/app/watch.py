@@ -16,6 +16,7 @@ from typing import AsyncIterator
 
 CHANNEL = "a44_run_events"
 SAFETY_RECHECK_S = 5.0
+ANY_RUN = "*"     # watch(ANY_RUN) wakes on news of every run (the console's runs page)
 
 
 class Wakeup:
@@ -63,7 +64,7 @@ class RunListener:
                 raise
 
     def _on_notify(self, _conn, _pid, _channel, payload: str) -> None:
-        for wake in self._waiters.get(payload, ()):
+        for wake in (*self._waiters.get(payload, ()), *self._waiters.get(ANY_RUN, ())):
             wake.set()
 
     @asynccontextmanager

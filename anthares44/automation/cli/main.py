@@ -37,6 +37,7 @@ VERBS: dict[str, str] = {
     "dlq": "cmd_dlq",
     "metrics": "cmd_metrics",
     "partitions": "cmd_partitions",
+    "console": "cmd_console",
 }
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2

@@ -18,11 +18,12 @@ from ..app import gateway
 from ..app import metrics as app_metrics
 from ..app.gateway import MAX_WEBHOOK_BODY, AuthError, Rejection, count, refuse_webhook
 from ..app.serve import HttpLimits, HttpSettings, is_loopback
+from .console import add_routes as add_console
 from .metrics import CONTENT_TYPE_LATEST, flush_loop, render_metrics
 from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_body
 from .params import PARAMS_KEY, check, params
 from .context import (ARCHIVE_KEY, AUTOS_KEY, LIMITS_KEY, MAX_API_BODY, PRINCIPAL_KEY, SETTINGS_KEY, STORE_KEY,
-                      error_response, incoming_parent, json_response)
+                      automation_for, error_response, incoming_parent, json_response)
 from .routing import ROUTES, register_all, scope_of
 from . import routes  # noqa: F401 - declares every REST route in ROUTES
 
@@ -199,6 +200,7 @@ def build_app(store, limits: HttpLimits | None = None, log_archive_dir: str | No
     r.add_get("/metrics", metrics)
     r.add_get("/healthz", health)
     r.add_route("*", "/v1/{project}/{trigger}", webhook)
+    add_console(app, store_key=STORE_KEY, automation_for=automation_for, principal_key=PRINCIPAL_KEY)
 
     async def _stopping(app):
         app[STOPPING_KEY].set()   # open event streams end (until_gone) instead of holding the shutdown

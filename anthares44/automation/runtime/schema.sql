@@ -1383,6 +1383,8 @@ CREATE INDEX runs_partition_seq_idx ON automation.runs USING btree (project_id, 
 
 CREATE INDEX runs_project_created_idx ON automation.runs USING btree (project_id, created_at DESC);
 
+CREATE INDEX runs_project_error_idx ON automation.runs USING btree (project_id, error_code, created_at DESC, run_id DESC) WHERE (error_code IS NOT NULL);
+
 CREATE INDEX runs_project_partition_key_idx ON automation.runs USING btree (project_id, partition_key) WHERE (partition_key IS NOT NULL);
 
 CREATE INDEX runs_project_state_idx ON automation.runs USING btree (project_id, state, created_at DESC);

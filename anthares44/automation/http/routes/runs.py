@@ -6,10 +6,9 @@ from __future__ import annotations
 from aiohttp import web
 
 from ...errors import E_INVALID_ARGUMENT, A44Error
-from ...jsonenc import to_json
 from ..context import (PRINCIPAL_KEY, automation_for, incoming_parent, json_object, json_response, read_json,
                        read_model, uploaded)
-from ..limits import ClientGone, until_gone
+from ..event_stream import stream_events
 from ..models import runs as rm
 from ..params import params
 from ..routing import route
@@ -76,17 +75,7 @@ async def api_logs(request: web.Request) -> web.StreamResponse:
         return json_response({"run": run, "attempts": await auto.logs(run_id)})
     after = q.get("Last-Event-ID", q.get("after", 0))   # both checked before the stream starts
     await auto.get_run(run_id)  # 404 before the stream starts
-    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await resp.prepare(request)
-    try:
-        async for event in until_gone(request, auto.follow(run_id, after)):
-            payload = to_json(event, indent=None)
-            await resp.write(f"id: {event['id']}\nevent: {event['kind']}\ndata: {payload}\n\n".encode())
-        await resp.write(b"event: end\ndata: {}\n\n")
-        await resp.write_eof()
-    except (ClientGone, ConnectionError):
-        pass   # the client left or the server is stopping: the stream just ends (it resumes with Last-Event-ID)
-    return resp
+    return await stream_events(request, auto.follow(run_id, after))
 
 
 @route("GET", "/v1/automation/partitions/{target}", "partitions of a run (run_...) or of a workflow's runs, "

@@ -70,3 +70,43 @@ where r.project_id = :project
   and (:step::text is null or r.failed_step = :step or r.current_step = :step
        or exists (select 1 from automation.step_attempts a where a.run_id = r.run_id and a.step_id = :step))
   and (:since::timestamptz is null or r.created_at >= :since);
+
+-- fragment: runs_search_where
+-- purpose: the console's run filters: runs of :project by state, workflow, step (current, failed or attempted), error code, partition key, created in [:since, :until)
+where r.project_id = :project
+  and (:state::text is null or r.state = :state)
+  and (:workflow::text is null or r.workflow_id = :workflow)
+  and (:step::text is null or r.failed_step = :step or r.current_step = :step
+       or exists (select 1 from automation.step_attempts a where a.run_id = r.run_id and a.step_id = :step))
+  and (:error_code::text is null or r.error_code = :error_code)
+  and (:partition_key::text is null or r.partition_key = :partition_key)
+  and (:since::timestamptz is null or r.created_at >= :since)
+  and (:until::timestamptz is null or r.created_at < :until)
+
+-- name: runs_search
+-- purpose: one keyset page of the console's runs list, newest first, strictly after the cursor (:before_at, :before_id)
+select r.run_id, r.project_id, r.workflow_id, r.version, r.state, r.idempotency_key, r.trigger_id,
+       r.partition_key, r.queue, r.epoch, r.current_step, r.failed_step, r.error_code, r.error_message,
+       r.created_at, r.started_at, r.finished_at,
+       (r.summary ->> 'rows_in')::bigint as rows_in, (r.summary ->> 'rows_out')::bigint as rows_out,
+       (r.summary ->> 'rows_in_error')::bigint as rows_in_error
+from automation.runs r
+-- include: runs_search_where
+  and (:before_at::timestamptz is null or (r.created_at, r.run_id) < (:before_at, :before_id::text))
+order by r.created_at desc, r.run_id desc
+limit :limit;
+
+-- name: runs_search_count
+-- purpose: how many runs match the runs_search filters, counted up to :cap (the console prints "cap+" beyond it, so the total stays cheap over millions of runs)
+select count(*) from (
+    select 1
+    from automation.runs r
+    -- include: runs_search_where
+    limit :cap
+) matching;
+
+-- name: run_epochs
+-- purpose: the replays of a run (each run.replayed event: its epoch, when, from which step, what it reused), oldest first
+select at, data from automation.run_events
+where run_id = :run_id and kind = 'run.replayed'
+order by id;

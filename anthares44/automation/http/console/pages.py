@@ -1,0 +1,123 @@
+"""The console's pages (GET): each reads through an application function and renders one template."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import asdict
+
+from aiohttp import web
+
+from ...app.alerts import Alerts
+from ...app.inspection import RUN_STATES, RunSearch, run_detail, search_runs
+from ...app.queues import Queues
+from ...app.schedules import schedules_overview
+from ..event_stream import stream_events
+from ..params import count, ident, text
+from .auth import PRESESSION_COOKIE, Session, cookie_args, csrf_for, safe_next
+from .graph import layout, step_states
+from .partition_grid import grid
+from .render import console, page, see_other, view
+from .timeline import lanes
+
+
+def _query(request: web.Request, parsers: dict) -> dict:
+    """The page's query parameters that are set (an empty form field is no filter), parsed as the REST API's."""
+    out = {}
+    for name, parse in parsers.items():
+        raw = request.query.get(name, "")
+        if raw != "":
+            out[name] = parse(f"query parameter {name}", raw)
+    return out
+
+
+async def home(request: web.Request) -> web.Response:
+    return see_other("/runs")
+
+
+async def login_form(request: web.Request) -> web.Response:
+    pre = request.cookies.get(PRESESSION_COOKIE) or secrets.token_hex(16)
+    resp = page(request, "login.html", next=safe_next(request.query.get("next")),
+                csrf=csrf_for(console(request).keys, pre), failed=None)
+    resp.set_cookie(PRESESSION_COOKIE, pre, **cookie_args(request))
+    return resp
+
+
+RUN_FILTERS = {"workflow": ident, "state": ident, "step": ident, "error_code": ident, "partition_key": text,
+               "since": text, "until": text, "after": text, "limit": count}
+
+
+@view
+async def runs(request: web.Request, session: Session, auto) -> web.Response:
+    q = _query(request, RUN_FILTERS)
+    after, limit = q.pop("after", None), q.pop("limit", 50)
+    search = RunSearch(**q)
+    result = await search_runs(auto, search, limit=limit, after=after)
+    return page(request, "runs.html", session=session, result=result, filters=search.to_dict(), values=asdict(search),
+                states=RUN_STATES, limit=limit)
+
+
+@view
+async def runs_live(request: web.Request, session: Session, auto) -> web.StreamResponse:
+    """An event whenever some run changes (at most every 2 s): the runs page re-reads itself on each."""
+    return await stream_events(request, auto.changes(), name="change")
+
+
+@view
+async def run(request: web.Request, session: Session, auto) -> web.Response:
+    detail = await run_detail(auto, request.match_info["run_id"])
+    return page(request, "run.html", session=session, **run_context(auto, detail))
+
+
+def run_context(auto, detail: dict) -> dict:
+    run, attempts = detail["run"], detail["attempts"]
+    sleep_steps = {n["id"] for n in detail["graph"]["nodes"] if n["kind"] == "sleep"}
+    timeline, span_ms = lanes(run, attempts, sleep_steps, auto.store.clock.now())
+    nodes, edges, width, height = layout(detail["graph"], step_states(attempts, run))
+    failing = next((a for a in reversed(attempts) if a.get("error_code")), None)
+    return {"d": detail, "run": run, "timeline": timeline, "span_ms": span_ms, "nodes": nodes, "edges": edges,
+            "dag_w": width, "dag_h": height, "failing": failing, "steps": [n["id"] for n in detail["graph"]["nodes"]]}
+
+
+@view
+async def run_live(request: web.Request, session: Session, auto) -> web.StreamResponse:
+    """Server-sent events of the run (what `logs --follow` reads): the page's script re-reads the page on each."""
+    run_id = request.match_info["run_id"]
+    after = count("header Last-Event-ID", request.headers.get("Last-Event-ID", "0") or "0")
+    await auto.get_run(run_id)
+    return await stream_events(request, auto.follow(run_id, after), name="change")
+
+
+@view
+async def partitions(request: web.Request, session: Session, auto) -> web.Response:
+    q = _query(request, {"workflow": ident, "state": ident})
+    doc = await auto.partitions(q["workflow"], state=q.get("state")) if q.get("workflow") else None
+    return page(request, "partitions.html", session=session, workflow=q.get("workflow"), doc=doc,
+                grid=grid(doc["partitions"]) if doc else None)
+
+
+@view
+async def dlq(request: web.Request, session: Session, auto) -> web.Response:
+    q = _query(request, {"queue": ident})
+    queues = Queues(auto)
+    stats = await queues.dlq_stats(q["queue"]) if q.get("queue") else None
+    return page(request, "dlq.html", session=session, queues=await queues.stats(), queue=q.get("queue"),
+                stats=stats, entries=await queues.dlq_list(q.get("queue"), limit=100), preview=None, filter="")
+
+
+@view
+async def dlq_entry(request: web.Request, session: Session, auto) -> web.Response:
+    entry = await Queues(auto).dlq_show(ident("dead letter id", request.match_info["dead_letter_id"]),
+                                        with_attempts=True)
+    return page(request, "dlq_entry.html", session=session, e=entry)
+
+
+@view
+async def alerts(request: web.Request, session: Session, auto) -> web.Response:
+    q = _query(request, {"state": ident})
+    return page(request, "alerts.html", session=session, alerts=await Alerts(auto).alerts(state=q.get("state")),
+                state=q.get("state"))
+
+
+@view
+async def schedules(request: web.Request, session: Session, auto) -> web.Response:
+    return page(request, "schedules.html", session=session, schedules=await schedules_overview(auto))
