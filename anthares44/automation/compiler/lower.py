@@ -149,10 +149,10 @@ def lower_project(project, diagnostics) -> dict[str, Any]:
     bad_files = {d.file for d in diagnostics if d.severity is Severity.ERROR}
     out: dict[str, Any] = {}
     for decl in project.of_kind("workflow"):
-        if decl.src.path not in bad_files:
+        if decl.src.path not in bad_files and not decl.salvaged:
             out[workflow_id(decl.model.name)] = lower_workflow(decl, project)
     for decl in project.of_kind("trigger"):
-        if decl.src.path not in bad_files:
+        if decl.src.path not in bad_files and not decl.salvaged:
             t = decl.model
             out[t.id] = lower_trigger(t, t.workflow, t.id, t.type)
     return out

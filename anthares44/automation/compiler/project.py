@@ -34,7 +34,7 @@ class Project:
 
     @cached_property
     def workflows(self) -> dict[str, Decl]:
-        return {workflow_id(d.model.name): d for d in self.of_kind("workflow")}
+        return {workflow_id(d.model.name): d for d in self.of_kind("workflow") if d.named}
 
     @cached_property
     def triggers(self) -> dict[str, Decl]:
