@@ -55,6 +55,8 @@ def render_text(report, *, color_stream=None) -> str:
                 out += f"  hint: {wf.error.hint}\n"
     for queue_id, outcome in report.queues:
         out += f"{queue_id} (queue) {outcome}\n"
+    for connector_id, outcome in report.connectors:
+        out += f"{connector_id} (connector) {outcome}\n"
     for trigger in report.stored_triggers:
         out += f"{trigger.trigger_id} ({trigger.type} trigger, {trigger.origin}) {trigger.outcome}\n"
         if trigger.secret_created:

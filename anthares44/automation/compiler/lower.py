@@ -44,10 +44,10 @@ def _expr(text: str | None, roots: set[str], fields: dict | None = None) -> Expr
 def _connector(uses: str, project) -> ConnectorRef:
     res = resolve(uses, project)
     kind = res.kind if res.kind in ("builtin", "declared", "plugin") else "unresolved"
-    decl = project.connectors.get(uses) if kind == "declared" else None
+    model = project.connector_model(uses) if kind == "declared" else None
     # the interpreter reads only IR: a declared connector's settings travel inside the workflow's IR, so a
     # published version keeps the configuration it was tested with (secrets stay references)
-    config = decl.model.model_dump(mode="json", by_alias=True, exclude_none=True) if decl is not None else None
+    config = model.model_dump(mode="json", by_alias=True, exclude_none=True) if model is not None else None
     return ConnectorRef(uses=uses, kind=kind, type=res.type, config=config)
 
 

@@ -19,13 +19,15 @@ def check(project):
     yield from _duplicates(project)
     for decl in project.of_kind("trigger"):
         wf = decl.model.workflow
-        if wf not in project.workflows and wf not in project.known_workflows:
+        if wf not in project.workflows and wf not in project.known.workflows:
             yield unresolved(project, decl.path + ("workflow",), decl.src, f"workflow {wf!r}",
-                             sorted(project.workflows))
+                             sorted(set(project.workflows) | project.known.workflows))
     for decl in project.of_kind("workflow"):
         wf, src = decl.model, decl.src
-        if wf.queue and wf.queue not in project.queues and wf.queue != "q_default":
-            yield unresolved(project, decl.path + ("queue",), src, f"queue {wf.queue!r}", sorted(project.queues))
+        if wf.queue and wf.queue not in project.queues and wf.queue not in project.known.queues \
+                and wf.queue != "q_default":
+            yield unresolved(project, decl.path + ("queue",), src, f"queue {wf.queue!r}",
+                             sorted(set(project.queues) | project.known.queues))
         inline = []
         if wf.trigger is not None:
             inline.append((("trigger",), wf.trigger))
