@@ -205,6 +205,7 @@ def import_all_codes() -> None:
     import anthares44.automation.compiler.documents  # noqa: F401
     import anthares44.automation.compiler.lint  # noqa: F401
     import anthares44.automation.compiler.lower  # noqa: F401
+    import anthares44.automation.compiler.project_config  # noqa: F401
     import anthares44.automation.compiler.rules  # noqa: F401
     import anthares44.automation.compiler.source  # noqa: F401
     import anthares44.automation.compiler.validation  # noqa: F401

@@ -23,15 +23,17 @@ from .reporters.terminal import COLOR_MODES
 
 @dataclass(frozen=True)
 class LintSettings:
-    paths: tuple[str, ...]
+    paths: tuple[str, ...]             # empty: the project's paths (a44.toml), else "."
     format: str = "text"
     strict: bool = False
     color: str = "auto"
+    project_dir: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "LintSettings":
         color = "never" if args.no_color else args.color
-        return cls(tuple(args.paths or ["."]), args.format, bool(args.strict), color)
+        return cls(tuple(args.paths or ()), args.format, bool(args.strict), color,
+                   getattr(args, "project_dir", None))
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -40,7 +42,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Compile every YAML file under PATHS and report all problems (file:line:col). "
                     "Exit 0 clean, 1 findings, 2 usage error.")
     parser.add_argument("paths", nargs="*", metavar="PATH",
-                        help="files or directories (recursed for *.yaml, *.yml); default: .")
+                        help="files or directories (recursed for *.yaml, *.yml, and .py code workflows named "
+                             "as files); default: the project's paths, else .")
+    parser.add_argument("--project-dir", metavar="DIR",
+                        help="the project: references settle against the files listed by `paths` in its "
+                             "a44.toml or pyproject.toml [tool.a44] (else all of DIR); default: the current "
+                             "directory when it has such a file")
     parser.add_argument("--format", "-f", choices=FORMATS, default="text",
                         help="output format (default: text)")
     parser.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
@@ -89,6 +96,17 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the compiler is part of this package; missing means a broken install
         print(f"a44: lint: the compiler is unavailable ({exc})", file=sys.stderr)
         return EXIT_USAGE
-    result = lint_paths(list(settings.paths), strict=settings.strict)
+    from anthares44.automation.compiler.project_config import load_config
+    from anthares44.automation.diagnostics import sorted_diagnostics
+
+    config = load_config(settings.project_dir or ".", explicit=settings.project_dir is not None)
+    paths = list(settings.paths) or config.paths or ["."]
+    known = None
+    if config.paths:
+        from anthares44.automation.compiler.project import Known
+
+        known = Known(f"of the project ({config.file or settings.project_dir})")
+    result = lint_paths(paths, strict=settings.strict, context=config.paths, known=known)
+    result.diagnostics = sorted_diagnostics(result.diagnostics + config.diagnostics)
     return report(settings, result.diagnostics, result.files, stdout=sys.stdout, stderr=sys.stderr,
                   env=os.environ)
