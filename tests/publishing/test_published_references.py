@@ -77,3 +77,13 @@ def test_a_workflow_published_alone_carries_the_published_connector_settings(aut
     [node] = ir["nodes"]
     assert node["connector"]["kind"] == "declared"
     assert node["connector"]["config"]["baseUrl"] == "https://erp.example.test"
+
+
+def test_publish_refuses_a_code_workflow_lint_finds_wrong_with_its_diagnostic(auto, aio, store, tmp_path):
+    bad = tmp_path / "onboard.py"
+    bad.write_text("from anthares44.automation import step, workflow\n\n\n"
+                   "@workflow('tenant-onboard', version=1)\nasync def onboard(ctx, input):\n"
+                   "    return await step.run('create tenant', fn=lambda: 1, timeout='10s')\n")
+    refused = aio(auto.publish([str(bad)]))
+    assert not refused.ok and refused.workflows == []
+    assert [(d.code, d.line, d.col) for d in refused.diagnostics] == [("A44803", 6, 27)]

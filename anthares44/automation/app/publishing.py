@@ -174,13 +174,15 @@ def _monitoring(project):
 
 async def publish_code(store, project: str, paths: list[str], report: PublishReport) -> PublishReport:
     """Store every `@workflow` of the Python modules `paths` as an IR of kind `code` (module path, attribute name,
-    source hash), by the rules of the YAML ones."""
+    source hash), by the rules of the YAML ones; refused, like YAML, when `lint` finds an error (sdk/lint.py)."""
+    from ..sdk.lint import lint_code
+
+    report.files.extend(str(p) for p in paths)
+    report.diagnostics.extend(lint_code([str(p) for p in paths]))
+    if report.errors:
+        return report
     for path in paths:
-        report.files.append(str(path))
         found = workflows_of(import_path(path))
-        if not found:
-            raise A44Error("E_INVALID_ARGUMENT", f"{path} declares no @workflow",
-                           hint="from anthares44.automation import workflow, step")
         for attr, wf in sorted(found.items()):
             await _store_version(store, project, code_ir(wf, path, attr), str(path), report)
     return report

@@ -101,12 +101,22 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(settings.project_dir or ".", explicit=settings.project_dir is not None)
     paths = list(settings.paths) or config.paths or ["."]
+    code = [p for p in paths if p.endswith(".py") and os.path.isfile(p)]   # code workflows, named as files
+    paths = [p for p in paths if p not in code]
     known = None
     if config.paths:
         from anthares44.automation.compiler.project import Known
 
         known = Known(f"of the project ({config.file or settings.project_dir})")
-    result = lint_paths(paths, strict=settings.strict, context=config.paths, known=known)
-    result.diagnostics = sorted_diagnostics(result.diagnostics + config.diagnostics)
-    return report(settings, result.diagnostics, result.files, stdout=sys.stdout, stderr=sys.stderr,
+    diagnostics, files = list(config.diagnostics), []
+    if paths or not code:
+        result = lint_paths(paths, strict=settings.strict, context=config.paths, known=known)
+        diagnostics += result.diagnostics
+        files += result.files
+    if code:
+        from anthares44.automation.sdk.lint import lint_code
+
+        diagnostics += lint_code(code)
+        files += [os.path.normpath(p) for p in code]
+    return report(settings, sorted_diagnostics(diagnostics), files, stdout=sys.stdout, stderr=sys.stderr,
                   env=os.environ)
