@@ -63,7 +63,7 @@ def test_an_unknown_queue_is_refused_with_a_hint_naming_the_published_ones(auto,
     [d] = refused.diagnostics
     assert d.code == "A44211" and d.severity.value == "error"
     assert "'q_ordres'" in d.message and "published in project pj_default" in d.message
-    assert d.message.endswith("known: q_orders")
+    assert d.message.endswith("known: q_orders") and d.hint == "did you mean 'q_orders'?"
 
 
 def test_a_workflow_published_alone_carries_the_published_connector_settings(auto, aio, store, tmp_path):

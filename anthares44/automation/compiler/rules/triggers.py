@@ -21,13 +21,13 @@ def check(project):
         wf = decl.model.workflow
         if wf not in project.workflows and wf not in project.known.workflows:
             yield unresolved(project, decl.path + ("workflow",), decl.src, f"workflow {wf!r}",
-                             sorted(set(project.workflows) | project.known.workflows))
+                             sorted(set(project.workflows) | project.known.workflows), name=wf)
     for decl in project.of_kind("workflow"):
         wf, src = decl.model, decl.src
         if wf.queue and wf.queue not in project.queues and wf.queue not in project.known.queues \
                 and wf.queue != "q_default":
             yield unresolved(project, decl.path + ("queue",), src, f"queue {wf.queue!r}",
-                             sorted(set(project.queues) | project.known.queues))
+                             sorted(set(project.queues) | project.known.queues), name=wf.queue)
         inline = []
         if wf.trigger is not None:
             inline.append((("trigger",), wf.trigger))
