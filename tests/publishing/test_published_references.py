@@ -5,6 +5,7 @@ that names what exists. Real PostgreSQL (tests/runtime/pg.py)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from anthares44.automation.api import Automation
@@ -87,3 +88,24 @@ def test_publish_refuses_a_code_workflow_lint_finds_wrong_with_its_diagnostic(au
     refused = aio(auto.publish([str(bad)]))
     assert not refused.ok and refused.workflows == []
     assert [(d.code, d.line, d.col) for d in refused.diagnostics] == [("A44803", 6, 27)]
+
+
+def test_console_script_publishes_a_workflow_alone_after_its_queue_and_connector(pg_url, tmp_path):
+    """As a user types it: `a44 automation publish` in subprocesses against the test database."""
+    from tests.cli.test_runtime_verbs import A44, a44_env
+
+    env = a44_env(pg_url)
+
+    def publish(*files):
+        return subprocess.run([A44, "automation", "publish", *files], env=env, capture_output=True, text=True,
+                              timeout=120)
+
+    first = publish(write(tmp_path, "q.yaml", QUEUE), write(tmp_path, "c.yaml", CONNECTOR))
+    assert (first.returncode, first.stdout) == (0, "q_orders (queue) created\ncon_erp (connector) created\n"), \
+        first.stderr
+    both = ON_CONNECTOR.replace("version: 1\n", "version: 1\nqueue: q_orders\n")
+    alone = publish(write(tmp_path, "wf.yaml", both))
+    assert (alone.returncode, alone.stdout) == (0, "wf_on_connector v1 created\n"), alone.stdout + alone.stderr
+    refused = publish(write(tmp_path, "wf2.yaml", ON_QUEUE.format(queue="q_nowhere")))
+    assert refused.returncode == 1 and "error A44211 queue 'q_nowhere'" in refused.stdout
+    assert "nothing was stored" in refused.stderr

@@ -76,5 +76,8 @@ def summary_line(report) -> str:
     line = ", ".join(f"{n} {o}" for o, n in counts.items() if n)
     if report.queues:
         line += ("; " if line else "") + f"{len(report.queues)} queue{'s' if len(report.queues) != 1 else ''}"
+    if report.connectors:
+        n = len(report.connectors)
+        line += ("; " if line else "") + f"{n} connector{'s' if n != 1 else ''}"
     line = line or "no workflow found"
     return f"{line} in project {report.project}"
