@@ -237,7 +237,7 @@ def test_billion_laughs_is_bounded_and_fast():
     text = "\n".join(lines) + "\n"    # 10**10 strings if expanded
     t0 = time.perf_counter()
     src = load_text(text, "w.yaml")
-    assert time.perf_counter() - t0 < 2.0
+    assert time.perf_counter() - t0 < 5.0     # bounded (10**10 values expanded would take hours), even on a loaded machine
     assert codes(src) == ["A44006"]
     assert src.data is None and src.nodes == {} and not src.parsed
     assert "100,000" in src.diagnostics[0].message

@@ -1,8 +1,9 @@
 """The `a44 automation lint [PATHS...]` verb: options -> settings -> linter -> findings -> reporter -> exit code.
 
 Linting itself belongs to the compiler (`compiler.lint.lint_paths`, imported only when the verb runs, so that
-`a44 --help` and the other verbs stay fast). This module only wires the pieces: it turns argv into
-`LintSettings`, asks the linter for the findings, hands them to the reporter named by `--format`, writes the
+`a44 --help` and the other verbs stay fast), and for `.py` code workflows to the SDK (`sdk.lint.lint_code`).
+This module only wires the pieces: it turns argv into `LintSettings`, reads the project's config
+(`compiler.project_config`: the files references settle against), asks the linters for the findings, hands them to the reporter named by `--format`, writes the
 report to stdout and the one-line summary (`N errors, M warnings in K files`) to stderr, and maps the outcome
 to the exit code: 0 clean (warnings alone are clean unless `--strict`), 1 findings, 2 usage error.
 """
