@@ -38,7 +38,7 @@ def stub_linter(monkeypatch):
     """Replace compiler.lint with a module whose lint_paths returns `calls['result']` and records its args."""
     calls: dict = {"result": FakeResult([])}
 
-    def lint_paths(paths, *, strict=False):
+    def lint_paths(paths, *, strict=False, context=None, known=None):
         calls["paths"], calls["strict"] = paths, strict
         return calls["result"]
 

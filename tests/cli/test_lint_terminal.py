@@ -100,8 +100,8 @@ def test_no_color_flag_parses_to_never():
     parser = __import__("anthares44.automation.cli.main", fromlist=["build_parser"]).build_parser()
     args = parser.parse_args(["automation", "lint", "--no-color", "x.yaml"])
     assert cmd_lint.LintSettings.from_args(args) == cmd_lint.LintSettings(("x.yaml",), "text", False, "never")
-    args = parser.parse_args(["automation", "lint"])
-    assert cmd_lint.LintSettings.from_args(args) == cmd_lint.LintSettings((".",), "text", False, "auto")
+    args = parser.parse_args(["automation", "lint"])      # no PATH: the project's paths (a44.toml), else "."
+    assert cmd_lint.LintSettings.from_args(args) == cmd_lint.LintSettings((), "text", False, "auto")
 
 
 SCRIPT = textwrap.dedent("""

@@ -3,7 +3,8 @@
 Layout (actionlint style), under `tests/compiler/golden/<code>/`:
 
 * `<case>.yaml` + `<case>.out` - a single-file case, linted as `a44 automation lint <case>.yaml` with the
-  current directory set to the case's directory, so the paths printed are bare file names;
+  current directory set to the case's directory, so the paths printed are bare file names (`<case>.py`: a
+  code workflow module, the same way);
 * `<case>/` (a directory of files) + `<case>.out` - a cross-file case, linted as `a44 automation lint .`
   inside that directory;
 * `<case>.out` alone - a generated case: its input is built by the function of the same name in
@@ -28,6 +29,7 @@ from typing import Callable
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden"
 UPDATE_ENV = "A44_UPDATE_GOLDEN"
+INPUT_SUFFIXES = (".yaml", ".py")     # a single-file case: a YAML file or a code workflow module
 
 LINE_RE = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning) (?P<code>A44\d{3}) ",
                      re.MULTILINE)
@@ -118,8 +120,11 @@ class Case:
 
     @property
     def yaml(self) -> Path | None:
-        p = self.out.with_suffix(".yaml")
-        return p if p.is_file() else None
+        for suffix in INPUT_SUFFIXES:
+            p = self.out.with_suffix(suffix)
+            if p.is_file():
+                return p
+        return None
 
     @property
     def dir(self) -> Path | None:
@@ -157,8 +162,8 @@ def all_cases() -> list[Case]:
     """Every case: each `.out`, plus inputs (files, directories) that have no `.out` yet."""
     outs: set[Path] = set(GOLDEN.glob("*/*.out"))
     for p in GOLDEN.glob("*/*"):
-        if p.suffix == ".yaml" or (p.is_dir()):
-            outs.add(p.with_suffix(".out") if p.suffix == ".yaml" else p.with_name(p.name + ".out"))
+        if p.suffix in INPUT_SUFFIXES or (p.is_dir()):
+            outs.add(p.with_suffix(".out") if p.suffix in INPUT_SUFFIXES else p.with_name(p.name + ".out"))
     for d in {p.parent for p in GOLDEN.glob("*/*")}:
         for name in GENERATORS:
             if name.split("_", 1)[0] == d.name:

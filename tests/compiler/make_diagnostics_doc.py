@@ -79,8 +79,11 @@ again and fails when the output shown here is no longer what the linter prints.
 
 
 def doc_name(case: Case) -> str:
-    """`A44201_missing_timeout` -> `missing-timeout.yaml`."""
+    """`A44201_missing_timeout` -> `missing-timeout.yaml` (a code workflow case: `missing_timeout.py`, a module
+    name)."""
     stem = case.name.split("_", 1)[1] if "_" in case.name else case.name
+    if case.kind == "file" and case.yaml.suffix == ".py":
+        return stem + ".py"
     return stem.replace("_", "-") + ".yaml"
 
 
@@ -120,6 +123,8 @@ def _block(lang: str, content: str) -> list[str]:
 
 
 def _file_example(name: str, raw: bytes) -> list[str]:
+    if name.endswith(".py"):
+        return [f"<!-- file: {name} -->", f"`{name}`:", "", *_block("python", raw.decode("utf-8")), ""]
     if _is_utf8(raw) and b"\r" not in raw:
         text = raw.decode("utf-8")
         if text.startswith("\ufeff"):
@@ -205,10 +210,12 @@ def import_all_codes() -> None:
     import anthares44.automation.compiler.documents  # noqa: F401
     import anthares44.automation.compiler.lint  # noqa: F401
     import anthares44.automation.compiler.lower  # noqa: F401
+    import anthares44.automation.compiler.project_config  # noqa: F401
     import anthares44.automation.compiler.rules  # noqa: F401
     import anthares44.automation.compiler.source  # noqa: F401
     import anthares44.automation.compiler.validation  # noqa: F401
     import anthares44.automation.grammar  # noqa: F401
+    import anthares44.automation.sdk.lint  # noqa: F401
 
 
 # ---------------------------------------------------------------- reading the doc back

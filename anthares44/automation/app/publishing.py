@@ -7,6 +7,10 @@ The compiler decides what is valid (every diagnostic, not just the first); the s
 Workflows are stored one by one, each in its own transaction: a refused workflow does not block the others of
 the same call, and publishing again after a fix reports the already-stored ones as `unchanged`.
 
+References (queues, declared connectors `con_...`, workflows a trigger names) are settled against the files of
+the call and, beside them, against what the project has already published (runtime/published.py): a workflow
+may be published alone after its queue or connector file. Connector files are stored like queue files.
+
 Triggers (§8.3) are stored after the workflows, in `automation.triggers` (runtime/ingestion/triggers.py): the
 standalone ones of trigger files and the inline ones of every workflow that was stored (created or unchanged); a
 trigger of a refused workflow is not stored. A webhook trigger gets its secret here (shown once by
@@ -48,6 +52,7 @@ class PublishReport:
     workflows: list[PublishedWorkflow] = field(default_factory=list)
     triggers: list[str] = field(default_factory=list)        # standalone trigger ids compiled
     queues: list = field(default_factory=list)               # [(queue_id, created|updated|unchanged)]
+    connectors: list = field(default_factory=list)           # [(connector_id, created|updated|unchanged)]
     stored_triggers: list = field(default_factory=list)      # StoredTrigger (standalone and inline), once stored
     channels: list = field(default_factory=list)             # [(channel name, created|updated|unchanged)]
     alerts: list = field(default_factory=list)               # [(alert rule name, created|updated|unchanged)]
@@ -65,6 +70,7 @@ class PublishReport:
     def to_dict(self) -> dict:
         return {"project": self.project, "ok": self.ok, "workflows": [w.to_dict() for w in self.workflows],
                 "triggers": self.triggers, "queues": [{"queue_id": q, "outcome": o} for q, o in self.queues],
+                "connectors": [{"connector_id": c, "outcome": o} for c, o in self.connectors],
                 "stored_triggers": [t.to_dict() for t in self.stored_triggers],
                 "channels": [{"name": n, "outcome": o} for n, o in self.channels],
                 "alerts": [{"name": n, "outcome": o} for n, o in self.alerts],
@@ -72,11 +78,29 @@ class PublishReport:
                 "files": self.files}
 
 
-def compile_for_publish(paths: list[str]):
-    """The compiler's result in publish mode (unresolved references are errors there)."""
+def compile_for_publish(paths: list[str], known=None):
+    """The compiler's result in publish mode (unresolved references are errors there); `known`: what the
+    project has published (`published_known`)."""
     from ..compiler.lint import lint_paths
 
-    return lint_paths(list(paths), mode="publish", lower=True)
+    return lint_paths(list(paths), mode="publish", lower=True, known=known)
+
+
+async def published_known(store, project: str):
+    """What `project` has published, as the compiler's `Known` (a stored connector that no longer validates is
+    left out: the reference to it is then reported as unsettled)."""
+    from ..compiler.models import ConnectorDecl
+    from ..compiler.project import Known
+    from ..runtime.published import published_objects
+
+    queues, workflows, definitions = await published_objects(store, project)
+    connectors = {}
+    for cid, definition in definitions.items():
+        try:
+            connectors[cid] = ConnectorDecl.model_validate(definition)
+        except ValueError:
+            continue
+    return Known(f"published in project {project}", frozenset(workflows), frozenset(queues), connectors)
 
 
 async def publish(store, project: str, paths: list[str]) -> PublishReport:
@@ -90,7 +114,8 @@ async def publish(store, project: str, paths: list[str]) -> PublishReport:
         report = await publish(store, project, rest) if rest else PublishReport(project=project, files=[])
         return report if report.errors else await publish_code(store, project, code, report)
     # compiling is CPU work: off the event loop, so a server publishing for one client keeps serving others
-    result = await asyncio.to_thread(compile_for_publish, paths)
+    known = await published_known(store, project)
+    result = await asyncio.to_thread(compile_for_publish, paths, known)
     report = PublishReport(project=project, files=list(result.files), diagnostics=list(result.diagnostics))
     if report.errors:
         return report  # refuse everything: a half-valid project is not published
@@ -102,6 +127,11 @@ async def publish(store, project: str, paths: list[str]) -> PublishReport:
         from ..runtime.queues import store_queues
 
         report.queues = await store_queues(store, project, [d.model for d in result.project.queues.values()])
+    if result.project is not None and result.project.connectors:    # connector files, before their workflows
+        from ..runtime.published import store_connectors
+
+        report.connectors = await store_connectors(store, project, [(d.model, d.data) for d in
+                                                                    result.project.connectors.values()])
     standalone: list[TriggerIR] = []
     for key in sorted(result.irs):
         ir: Any = result.irs[key]
@@ -144,13 +174,15 @@ def _monitoring(project):
 
 async def publish_code(store, project: str, paths: list[str], report: PublishReport) -> PublishReport:
     """Store every `@workflow` of the Python modules `paths` as an IR of kind `code` (module path, attribute name,
-    source hash), by the rules of the YAML ones."""
+    source hash), by the rules of the YAML ones; refused, like YAML, when `lint` finds an error (sdk/lint.py)."""
+    from ..sdk.lint import lint_code
+
+    report.files.extend(str(p) for p in paths)
+    report.diagnostics.extend(lint_code([str(p) for p in paths]))
+    if report.errors:
+        return report
     for path in paths:
-        report.files.append(str(path))
         found = workflows_of(import_path(path))
-        if not found:
-            raise A44Error("E_INVALID_ARGUMENT", f"{path} declares no @workflow",
-                           hint="from anthares44.automation import workflow, step")
         for attr, wf in sorted(found.items()):
             await _store_version(store, project, code_ir(wf, path, attr), str(path), report)
     return report

@@ -1,8 +1,9 @@
 """The `a44 automation lint [PATHS...]` verb: options -> settings -> linter -> findings -> reporter -> exit code.
 
 Linting itself belongs to the compiler (`compiler.lint.lint_paths`, imported only when the verb runs, so that
-`a44 --help` and the other verbs stay fast). This module only wires the pieces: it turns argv into
-`LintSettings`, asks the linter for the findings, hands them to the reporter named by `--format`, writes the
+`a44 --help` and the other verbs stay fast), and for `.py` code workflows to the SDK (`sdk.lint.lint_code`).
+This module only wires the pieces: it turns argv into `LintSettings`, reads the project's config
+(`compiler.project_config`: the files references settle against), asks the linters for the findings, hands them to the reporter named by `--format`, writes the
 report to stdout and the one-line summary (`N errors, M warnings in K files`) to stderr, and maps the outcome
 to the exit code: 0 clean (warnings alone are clean unless `--strict`), 1 findings, 2 usage error.
 """
@@ -23,15 +24,17 @@ from .reporters.terminal import COLOR_MODES
 
 @dataclass(frozen=True)
 class LintSettings:
-    paths: tuple[str, ...]
+    paths: tuple[str, ...]             # empty: the project's paths (a44.toml), else "."
     format: str = "text"
     strict: bool = False
     color: str = "auto"
+    project_dir: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "LintSettings":
         color = "never" if args.no_color else args.color
-        return cls(tuple(args.paths or ["."]), args.format, bool(args.strict), color)
+        return cls(tuple(args.paths or ()), args.format, bool(args.strict), color,
+                   getattr(args, "project_dir", None))
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -40,7 +43,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Compile every YAML file under PATHS and report all problems (file:line:col). "
                     "Exit 0 clean, 1 findings, 2 usage error.")
     parser.add_argument("paths", nargs="*", metavar="PATH",
-                        help="files or directories (recursed for *.yaml, *.yml); default: .")
+                        help="files or directories (recursed for *.yaml, *.yml, and .py code workflows named "
+                             "as files); default: the project's paths, else .")
+    parser.add_argument("--project-dir", metavar="DIR",
+                        help="the project: references settle against the files listed by `paths` in its "
+                             "a44.toml or pyproject.toml [tool.a44] (else all of DIR); default: the current "
+                             "directory when it has such a file")
     parser.add_argument("--format", "-f", choices=FORMATS, default="text",
                         help="output format (default: text)")
     parser.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
@@ -89,6 +97,27 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:  # the compiler is part of this package; missing means a broken install
         print(f"a44: lint: the compiler is unavailable ({exc})", file=sys.stderr)
         return EXIT_USAGE
-    result = lint_paths(list(settings.paths), strict=settings.strict)
-    return report(settings, result.diagnostics, result.files, stdout=sys.stdout, stderr=sys.stderr,
+    from anthares44.automation.compiler.project_config import load_config
+    from anthares44.automation.diagnostics import sorted_diagnostics
+
+    config = load_config(settings.project_dir or ".", explicit=settings.project_dir is not None)
+    paths = list(settings.paths) or config.paths or ["."]
+    code = [p for p in paths if p.endswith(".py") and os.path.isfile(p)]   # code workflows, named as files
+    paths = [p for p in paths if p not in code]
+    known = None
+    if config.paths:
+        from anthares44.automation.compiler.project import Known
+
+        known = Known(f"of the project ({config.file or settings.project_dir})")
+    diagnostics, files = list(config.diagnostics), []
+    if paths or not code:
+        result = lint_paths(paths, strict=settings.strict, context=config.paths, known=known)
+        diagnostics += result.diagnostics
+        files += result.files
+    if code:
+        from anthares44.automation.sdk.lint import lint_code
+
+        diagnostics += lint_code(code)
+        files += [os.path.normpath(p) for p in code]
+    return report(settings, sorted_diagnostics(diagnostics), files, stdout=sys.stdout, stderr=sys.stderr,
                   env=os.environ)

@@ -55,6 +55,8 @@ def render_text(report, *, color_stream=None) -> str:
                 out += f"  hint: {wf.error.hint}\n"
     for queue_id, outcome in report.queues:
         out += f"{queue_id} (queue) {outcome}\n"
+    for connector_id, outcome in report.connectors:
+        out += f"{connector_id} (connector) {outcome}\n"
     for trigger in report.stored_triggers:
         out += f"{trigger.trigger_id} ({trigger.type} trigger, {trigger.origin}) {trigger.outcome}\n"
         if trigger.secret_created:
@@ -74,5 +76,8 @@ def summary_line(report) -> str:
     line = ", ".join(f"{n} {o}" for o, n in counts.items() if n)
     if report.queues:
         line += ("; " if line else "") + f"{len(report.queues)} queue{'s' if len(report.queues) != 1 else ''}"
+    if report.connectors:
+        n = len(report.connectors)
+        line += ("; " if line else "") + f"{n} connector{'s' if n != 1 else ''}"
     line = line or "no workflow found"
     return f"{line} in project {report.project}"

@@ -7,7 +7,7 @@ A file is one mapping (one object) or a list of objects of one kind; a workflow 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -16,6 +16,7 @@ from ..diagnostics import Diagnostic, register
 from .models import TRIGGER_MODELS, ConnectorDecl, Queue, Workflow
 from .models.connectors import DECLARABLE_TYPES
 from .models.monitoring import CHANNEL_MODELS, AlertRule
+from .salvage import salvage
 from .source import SourceFile
 from .validation import A44101, did_you_mean, validate, yaml_type
 
@@ -39,13 +40,36 @@ _SHAPES_HINT = ("a workflow is a mapping with name, version and steps; triggers,
 
 @dataclass
 class Decl:
-    """One declared object: its kind, validated model (None when invalid), file and path within the file."""
+    """One declared object: its kind, validated model, file and path within the file.
+
+    A declaration that failed its model carries the model of its salvaged part (`salvaged`, for the rules
+    only; None when nothing could be salvaged) and the paths of the stand-ins put in (`stand_ins`)."""
 
     kind: str
     model: BaseModel | None
     src: SourceFile
     path: tuple
     data: Any
+    salvaged: bool = False
+    stand_ins: frozenset = field(default_factory=frozenset)
+
+    def written(self, *path) -> Any:
+        """The value as written at `path` below this object (None when absent): what the salvage may have set
+        aside still counts as given, so a rule does not report a wrong value a second time as missing."""
+        cur = self.data
+        for p in path:
+            if isinstance(cur, dict) and isinstance(p, str):
+                cur = cur.get(p)
+            elif isinstance(cur, list) and isinstance(p, int) and 0 <= p < len(cur):
+                cur = cur[p]
+            else:
+                return None
+        return cur
+
+    @property
+    def named(self) -> bool:
+        """Its name or id is its own (not a stand-in): it may be indexed and referenced across files."""
+        return not (self.stand_ins & {("name",), ("id",)})
 
 
 @dataclass(frozen=True)
@@ -131,6 +155,10 @@ def declarations(src: SourceFile) -> list[Decl]:
             continue
         model, diags = validate(src, model_cls, item, base=path)
         src.diagnostics.extend(diags)
+        if model is None:
+            model, stand_ins = salvage(model_cls, item, kind)
+            out.append(Decl(kind, model, src, path, item, salvaged=True, stand_ins=stand_ins))
+            continue
         out.append(Decl(kind, model, src, path, item))
     return out
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..diagnostics import Diagnostic, Span, register, sorted_diagnostics
 from ..suggestions import bounded
 from .documents import declarations
-from .project import Project
+from .project import Known, Project
 from .source import SourceFile, load_file
 
 A44901 = register("A44901", "path cannot be read")
@@ -73,17 +73,17 @@ def _collector_paused():
 
 
 def compile_sources(sources: list[SourceFile], mode: str = "lint", *, lower: bool = True,
-                    known_workflows: set[str] | None = None) -> LintResult:
+                    known: Known | None = None) -> LintResult:
     with _collector_paused(), bounded():
-        return _compile(sources, mode, lower, known_workflows)
+        return _compile(sources, mode, lower, known or Known())
 
 
-def _compile(sources: list[SourceFile], mode: str, lower: bool, known_workflows: set[str] | None) -> LintResult:
+def _compile(sources: list[SourceFile], mode: str, lower: bool, known: Known) -> LintResult:
     decls = []
     for src in sources:
         if src.parsed:
             decls.extend(declarations(src))
-    project = Project(sources, decls, mode, known_workflows=set(known_workflows or ()))
+    project = Project(sources, decls, mode, known)
     from .rules import run_rules
 
     diags = [d for s in sources for d in s.diagnostics]
@@ -96,11 +96,20 @@ def _compile(sources: list[SourceFile], mode: str, lower: bool, known_workflows:
     return result
 
 
-def lint_paths(paths: list[str], *, strict: bool = False, mode: str = "lint", lower: bool = False) -> LintResult:
-    """Lint files and directories; `strict` only matters to the caller's exit code (warnings fail)."""
+def lint_paths(paths: list[str], *, strict: bool = False, mode: str = "lint", lower: bool = False,
+               known: Known | None = None, context: list[str] | None = None) -> LintResult:
+    """Lint files and directories; `strict` only matters to the caller's exit code (warnings fail).
+
+    `context`: more files and directories of the project (a44.toml `paths`), compiled with them so that
+    references to what they declare settle, but not reported on."""
     files, diags = discover(paths or ["."])
+    extra = [f for f in discover(list(context))[0] if f not in set(files)] if context else []
     with _collector_paused():
-        sources = [load_file(f) for f in files]
-        result = compile_sources(sources, mode, lower=lower)
+        sources = [load_file(f) for f in files + extra]
+        result = compile_sources(sources, mode, lower=lower, known=known)
+    if extra:
+        linted = set(files)
+        result.diagnostics = [d for d in result.diagnostics if d.file in linted]
+        result.files = files
     result.diagnostics = sorted_diagnostics(result.diagnostics + diags)
     return result

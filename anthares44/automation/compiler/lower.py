@@ -44,10 +44,10 @@ def _expr(text: str | None, roots: set[str], fields: dict | None = None) -> Expr
 def _connector(uses: str, project) -> ConnectorRef:
     res = resolve(uses, project)
     kind = res.kind if res.kind in ("builtin", "declared", "plugin") else "unresolved"
-    decl = project.connectors.get(uses) if kind == "declared" else None
+    model = project.connector_model(uses) if kind == "declared" else None
     # the interpreter reads only IR: a declared connector's settings travel inside the workflow's IR, so a
     # published version keeps the configuration it was tested with (secrets stay references)
-    config = decl.model.model_dump(mode="json", by_alias=True, exclude_none=True) if decl is not None else None
+    config = model.model_dump(mode="json", by_alias=True, exclude_none=True) if model is not None else None
     return ConnectorRef(uses=uses, kind=kind, type=res.type, config=config)
 
 
@@ -158,10 +158,10 @@ def lower_project(project, diagnostics) -> dict[str, Any]:
     bad_files = {d.file for d in diagnostics if d.severity is Severity.ERROR}
     out: dict[str, Any] = {}
     for decl in project.of_kind("workflow"):
-        if decl.src.path not in bad_files:
+        if decl.src.path not in bad_files and not decl.salvaged:
             out[workflow_id(decl.model.name)] = lower_workflow(decl, project)
     for decl in project.of_kind("trigger"):
-        if decl.src.path not in bad_files:
+        if decl.src.path not in bad_files and not decl.salvaged:
             t = decl.model
             out[t.id] = lower_trigger(t, t.workflow, t.id, t.type)
     return out

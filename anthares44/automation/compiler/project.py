@@ -3,6 +3,9 @@
 
 `mode` is "lint" or "publish": a reference the linted files cannot settle (a plugin not installed here, a
 workflow declared in another repo) is a warning in lint and an error at publish.
+
+`known` is what exists beside these files: at publish, the project's published queues, workflows and declared
+connectors (looked up in the store by the caller; the compiler never opens a connection).
 """
 
 from __future__ import annotations
@@ -21,20 +24,34 @@ def workflow_id(name: str) -> str:
     return "wf_" + name.replace("-", "_")
 
 
+@dataclass(frozen=True)
+class Known:
+    """Objects that exist outside the compiled files, and where (for messages: "published in project pj_x")."""
+
+    where: str = ""
+    workflows: frozenset = frozenset()
+    queues: frozenset = frozenset()
+    connectors: dict = field(default_factory=dict)     # connector id -> validated ConnectorDecl
+
+
 @dataclass
 class Project:
     sources: list[SourceFile]
     decls: list[Decl]
     mode: str = "lint"
-    known_workflows: set[str] = field(default_factory=set)   # published elsewhere (publish mode: from the store)
-    known_connectors: set[str] = field(default_factory=set)
+    known: Known = field(default_factory=Known)
+
+    def connector_model(self, uses: str):
+        """The declared connector `uses` names (these files first, then the known ones), or None."""
+        decl = self.connectors.get(uses)
+        return decl.model if decl is not None else self.known.connectors.get(uses)
 
     def of_kind(self, kind: str) -> list[Decl]:
         return [d for d in self.decls if d.kind == kind and d.model is not None]
 
     @cached_property
     def workflows(self) -> dict[str, Decl]:
-        return {workflow_id(d.model.name): d for d in self.of_kind("workflow")}
+        return {workflow_id(d.model.name): d for d in self.of_kind("workflow") if d.named}
 
     @cached_property
     def triggers(self) -> dict[str, Decl]:

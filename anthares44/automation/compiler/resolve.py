@@ -32,11 +32,9 @@ def resolve(uses: str, project) -> Resolution:
         if name in project.plugins:
             return Resolution("plugin", uses, None, None)
         return Resolution("unresolved", uses, None)
-    decl = project.connectors.get(uses)
-    if decl is not None:
-        return Resolution("declared", uses, decl.model.type, BUILTIN_PARAMS.get(decl.model.type))
-    if uses in project.known_connectors:
-        return Resolution("declared", uses, None)
+    model = project.connector_model(uses)
+    if model is not None:
+        return Resolution("declared", uses, model.type, BUILTIN_PARAMS.get(model.type))
     if uses.startswith("con_"):
         return Resolution("unresolved", uses, None)
     return Resolution("unknown", uses, None)

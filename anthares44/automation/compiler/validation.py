@@ -75,6 +75,16 @@ def validate(src: SourceFile, model: type[BaseModel], data: Any,
         return None, _merge_type_errors(diags)
 
 
+def error_paths(model: type[BaseModel], data: Any) -> list[tuple[tuple, str]] | None:
+    """Where `data` fails `model`: (path in the data, pydantic error type) per error; None when it validates."""
+    try:
+        model.model_validate(data)
+        return None
+    except ValidationError as exc:
+        return [(_data_path(data, tuple(e.get("loc", ())))[0], e.get("type", ""))
+                for e in exc.errors(include_url=False)]
+
+
 def _merge_type_errors(diags: list[Diagnostic]) -> list[Diagnostic]:
     """A union field (`compensate: str | mapping`) fails once per member: say it once, with every option."""
     out: list[Diagnostic] = []

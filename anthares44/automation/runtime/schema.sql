@@ -839,6 +839,15 @@ CREATE TABLE automation.circuit_samples (
     failed integer DEFAULT 0 NOT NULL
 );
 
+CREATE TABLE automation.connectors (
+    project_id text NOT NULL,
+    connector_id text NOT NULL,
+    type text NOT NULL,
+    definition jsonb NOT NULL,
+    published_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE automation.daemons (
     worker_id text NOT NULL,
     host text NOT NULL,
@@ -1254,6 +1263,9 @@ ALTER TABLE ONLY automation.circuit_breakers
 
 ALTER TABLE ONLY automation.circuit_samples
     ADD CONSTRAINT circuit_samples_pkey PRIMARY KEY (project_id, connector_id, bucket);
+
+ALTER TABLE ONLY automation.connectors
+    ADD CONSTRAINT connectors_pkey PRIMARY KEY (project_id, connector_id);
 
 ALTER TABLE ONLY automation.daemons
     ADD CONSTRAINT daemons_pkey PRIMARY KEY (worker_id);

@@ -23,12 +23,20 @@ STEP_KEYS = {"id", "uses", "timeout", "retry", "compensate", "if", "needs", "exc
              "description", "partitions", "onPartitionFailure"}
 
 
-def unresolved(project, code_path, src, what: str, known: list[str], hint: str | None = None) -> Diagnostic:
+def unresolved(project, code_path, src, what: str, known: list[str], hint: str | None = None,
+               name: str | None = None) -> Diagnostic:
+    """`name`, when given, is offered a did-you-mean over `known` (a misspelt published queue, say)."""
     sev = Severity.ERROR if project.mode == "publish" else Severity.WARNING
+    close = did_you_mean(name, known) if name else None
     shown = listing(known) if known else "none"
-    return Diagnostic.at(A44211, f"{what} cannot be settled from the files linted here; known: {shown}",
+    where = f"the files {'published' if project.mode == 'publish' else 'linted'} here"
+    if project.known.where:
+        where += f" nor from those {project.known.where}"
+    return Diagnostic.at(A44211, f"{what} cannot be settled from {where}; known: {shown}",
                          src.path, src.span(code_path), severity=sev,
-                         hint=hint or "publish refuses it until it exists; lint --strict fails on it")
+                         hint=close or hint or ("publish the file that declares it first, or in the same call"
+                                                if project.mode == "publish" else
+                                                "publish refuses it until it exists; lint --strict fails on it"))
 
 
 def _install_hint(uses: str) -> str:
@@ -58,7 +66,7 @@ def _check_use(project, decl, path, uses, extra: dict, with_, key):
     res = resolve(uses, project)
     at = path + (key,)
     if res.kind == "unknown":
-        options = sorted(BUILTIN_PARAMS) + sorted(project.connectors)
+        options = sorted(BUILTIN_PARAMS) + sorted(set(project.connectors) | set(project.known.connectors))
         hint = did_you_mean(uses, options) or ("plugins are written connector/<name>; built-ins are: " +
                                                ", ".join(sorted(BUILTIN_PARAMS)))
         yield Diagnostic.at(A44210, f"unknown connector {uses!r}", src.path, src.span(at), hint=hint)
@@ -70,7 +78,7 @@ def _check_use(project, decl, path, uses, extra: dict, with_, key):
                              known, _install_hint(uses))
         else:
             yield unresolved(project, at, src, f"connector {uses!r} is not declared in these files and",
-                             sorted(project.connectors))
+                             sorted(set(project.connectors) | set(project.known.connectors)), name=uses)
         return
     if res.kind == "plugin" or (res.kind == "unresolved" and uses.startswith(PLUGIN_PREFIX)):
         for k in extra:

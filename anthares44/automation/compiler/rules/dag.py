@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...diagnostics import Diagnostic, register
 from ...suggestions import listing
+from ..salvage import real_names
 from ..validation import did_you_mean
 
 A44230 = register("A44230", "needs names an unknown step")
@@ -16,6 +17,7 @@ def check(project):
         src, wf = decl.src, decl.model
         ids = [s.id for s in wf.steps]
         known = set(ids)
+        shown = real_names(ids)
         graph: dict[str, list[str]] = {}
         for i, step in enumerate(wf.steps):
             deps: list[str] = []
@@ -26,7 +28,7 @@ def check(project):
                 elif dep not in known:
                     yield Diagnostic.at(A44230, f"step {step.id!r} needs {dep!r}, which is not a step of this "
                                                 f"workflow", src.path, src.span(path),
-                                        hint=did_you_mean(dep, ids) or f"steps are: {listing(ids)}")
+                                        hint=did_you_mean(dep, shown) or f"steps are: {listing(shown)}")
                 else:
                     deps.append(dep)
             graph.setdefault(step.id, deps)

@@ -46,5 +46,5 @@ def check(project):
 
 
 def _is_sql_connector(project, uses) -> bool:
-    decl = project.connectors.get(uses) if uses else None
-    return decl is not None and decl.model.type == "sql/execute"
+    model = project.connector_model(uses) if uses else None
+    return model is not None and model.type == "sql/execute"

@@ -26,36 +26,43 @@ def check(project):
                                     src.path, src.span(path + ("id",)), hint="step ids must be unique")
             else:
                 seen[step.id] = i
-            yield from _fan_out(src, path, step)
+            # as written: a key the salvage set aside (its value is wrong, and reported) still counts as given
+            written = decl.written("steps", i)
+            written = written if isinstance(written, dict) else {}
+            yield from _fan_out(src, path, step, written)
             if step.sleep is not None:
                 for key in ("uses", "timeout", "retry", "compensate", "exclusive", "with", "rows", "expect",
                             "partitions"):
-                    if key in (decl_data := _step_data(decl, i)):
+                    if key in written:
                         yield Diagnostic.at(A44202, f"sleep step {step.id!r} takes no {key!r}", src.path,
                                             src.span(path + (key,), key=True),
                                             hint="a sleep holds no worker; split the effect into its own step")
                 continue
-            if step.uses is None:
+            if step.uses is None and not ({"uses", "sleep"} & written.keys()):
                 yield Diagnostic.at(A44203, f"step {step.id!r} has neither 'uses' nor 'sleep'", src.path,
                                     src.span(path, key=False),
                                     hint="add `uses: <connector>` (e.g. http, sql/execute, pass) or `sleep: 30s`")
                 continue
-            if step.timeout is None:
+            if step.uses is None:
+                continue
+            if step.timeout is None and "timeout" not in written:
                 yield Diagnostic.at(A44201, f"step {step.id!r} has no timeout; every step must declare one",
                                     src.path, src.span(path + ("id",)),
                                     hint="add e.g. `timeout: 15s` (size it from the step's p99 plus 50%)")
 
 
-def _fan_out(src, path, step):
+def _fan_out(src, path, step, written: dict):
     p = step.partitions
-    if p is not None and (p.foreach is None) == (p.range is None):
+    given = written.get("partitions") if isinstance(written.get("partitions"), dict) else {}
+    if p is not None and (p.foreach is None) == (p.range is None) and not (
+            p.foreach is None and {"foreach", "range"} & given.keys()):
         what = "both" if p.foreach is not None else "neither"
         yield Diagnostic.at(A44206, f"partitions of step {step.id!r} has {what} of 'foreach' and 'range'",
                             src.path, src.span(path + ("partitions",), key=True),
                             hint="give `foreach: <CEL list>` or `range: {from: <CEL>, to: <CEL>, every: 1d}`")
     if p is not None and p.range is not None:
         yield from _since(src, path + ("partitions", "range"), step.id, p.range)
-    if step.onPartitionFailure is not None and p is None:
+    if step.onPartitionFailure is not None and p is None and "partitions" not in written:
         yield Diagnostic.at(A44207, f"step {step.id!r} sets onPartitionFailure but has no partitions", src.path,
                             src.span(path + ("onPartitionFailure",), key=True),
                             hint="add `partitions:` or remove `onPartitionFailure`")
@@ -89,9 +96,3 @@ def _iso(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _step_data(decl, i) -> dict:
-    steps = decl.data.get("steps") if isinstance(decl.data, dict) else None
-    item = steps[i] if isinstance(steps, list) and i < len(steps) else None
-    return item if isinstance(item, dict) else {}

@@ -19,22 +19,24 @@ def check(project):
     yield from _duplicates(project)
     for decl in project.of_kind("trigger"):
         wf = decl.model.workflow
-        if wf not in project.workflows and wf not in project.known_workflows:
+        if wf not in project.workflows and wf not in project.known.workflows:
             yield unresolved(project, decl.path + ("workflow",), decl.src, f"workflow {wf!r}",
-                             sorted(project.workflows))
+                             sorted(set(project.workflows) | project.known.workflows), name=wf)
     for decl in project.of_kind("workflow"):
         wf, src = decl.model, decl.src
-        if wf.queue and wf.queue not in project.queues and wf.queue != "q_default":
-            yield unresolved(project, decl.path + ("queue",), src, f"queue {wf.queue!r}", sorted(project.queues))
+        if wf.queue and wf.queue not in project.queues and wf.queue not in project.known.queues \
+                and wf.queue != "q_default":
+            yield unresolved(project, decl.path + ("queue",), src, f"queue {wf.queue!r}",
+                             sorted(set(project.queues) | project.known.queues), name=wf.queue)
         inline = []
         if wf.trigger is not None:
             inline.append((("trigger",), wf.trigger))
         inline.extend((("triggers", j), t) for j, t in enumerate(wf.triggers or ()))
         for key, trig in inline:
-            yield from _inline(src, decl.path + key, trig)
+            yield from _inline(src, decl.path + key, trig, decl.written(*key))
 
 
-def _inline(src, path, trig):
+def _inline(src, path, trig, written):
     sources = [k for k in ("event", "cron", "webhook", "manual") if getattr(trig, k)]
     if len(sources) != 1:
         what = ", ".join(sources) if sources else "none"
@@ -43,7 +45,7 @@ def _inline(src, path, trig):
                             hint="use `triggers:` with one entry per source")
         return
     kind = sources[0]
-    if kind == "cron" and trig.tz is None:
+    if kind == "cron" and trig.tz is None and not (isinstance(written, dict) and "tz" in written):
         yield Diagnostic.at(A44600, "schedule trigger has no 'tz'; the cron is read in local time of a "
                                     "mandatory IANA zone", src.path, src.span(path + ("cron",), key=True),
                             hint="add e.g. `tz: America/Sao_Paulo`")
@@ -70,6 +72,8 @@ def _duplicates(project):
 
     seen_wf: dict[str, object] = {}
     for decl in project.of_kind("workflow"):
+        if not decl.named:
+            continue
         wid = workflow_id(decl.model.name)
         if wid in seen_wf:
             first = seen_wf[wid]

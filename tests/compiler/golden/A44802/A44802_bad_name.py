@@ -1,0 +1,6 @@
+from anthares44.automation import step, workflow
+
+
+@workflow("Tenant_Onboard", version=1)
+async def onboard(ctx, input):
+    return await step.run("create-tenant", fn=lambda: 1, timeout="10s")
