@@ -259,3 +259,18 @@ def test_resolve_an_exclusive_step_and_skip_a_failed_one_from_the_run_page(pg_ur
         assert "OPS-12" in str(live.run(live.store.list_run_events(run_id)))
     finally:
         live.close()
+
+
+def test_cancel_a_pending_run_from_the_run_page(live, writer):
+    """The run page offers cancel while the run can still be stopped; the form needs the CSRF token, records who
+    and why, and is gone once the run is cancelled."""
+    run_id = live.run(publish_and_run(live.store, workflow([node("a")], name="later")))   # no daemon: pending
+    page = writer.get(f"/runs/{run_id}")
+    assert f'action="/runs/{run_id}/cancel"' in page.text
+    assert writer.post(f"/runs/{run_id}/cancel", {"reason": "not today"}).status == 403
+    assert run_state(live, run_id)[0] == "pending"
+    done = writer.post(f"/runs/{run_id}/cancel", {"csrf": page.field("csrf"), "reason": "not today"})
+    assert done.status == 303 and run_state(live, run_id)[0] == "cancelled"
+    assert "not today" in str(live.run(live.store.list_run_events(run_id)))
+    page = writer.get(f"/runs/{run_id}")
+    assert "cancelled" in page.text and f'action="/runs/{run_id}/cancel"' not in page.text

@@ -1,6 +1,6 @@
 """The console's actions (POST, each with its CSRF token): sign in and out, replay a run from a step or re-run
 its failed partitions (a dry-run preview first, then the confirmed replay under the preview's request id, so a
-form sent twice replays once), resolve an exclusive step, skip, redrive dead letters (preview, then confirm).
+form sent twice replays once), resolve an exclusive step, skip, cancel, redrive dead letters (preview, then confirm).
 Each answers with a redirect to the page that shows the outcome, or with the preview page."""
 
 from __future__ import annotations
@@ -95,6 +95,15 @@ async def skip(request: web.Request, session: Session, auto) -> web.Response:
     form = session.form
     await auto.skip(run_id, partition=_field(form, "partition"), step=_field(form, "step", ident),
                     reason=_field(form, "reason", required=True), by=f"token:{session.principal.name}")
+    return see_other(f"/runs/{run_id}")
+
+
+@view
+async def cancel(request: web.Request, session: Session, auto) -> web.Response:
+    run_id = request.match_info["run_id"]
+    form = session.form
+    await auto.cancel(run_id, by=f"token:{session.principal.name}", reason=_field(form, "reason"),
+                      compensate=form.get("compensate") == "1")
     return see_other(f"/runs/{run_id}")
 
 
