@@ -53,6 +53,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("A44_ALERT_INTERVAL", "alert_interval",
              "`serve`: how often the alert evaluator samples the metrics and evaluates the rules, a duration "
              "(default 15s; `off`: this daemon never evaluates, docs/alerts.md)"),
+    Variable("A44_TRACE_URL", "trace_url",
+             "`serve`: the URL of a trace in your tracing UI, with `{trace_id}` where its id goes (e.g. "
+             "`http://127.0.0.1:16686/trace/{trace_id}` for Jaeger); the console links each run's trace id to it "
+             "(http or https only; unset: the id is shown, not linked)"),
     Variable("A44_SECRET_KEY", "secret_key", "the key of `$A44_HOME/secrets.json` (hex, 32 bytes or more); unset: "
                                              "`$A44_HOME/secret.key`"),
     Variable("A44_NETWORKS_FILE", "networks_file", "the private networks file (default `$A44_HOME/networks.json`)"),
@@ -96,6 +100,7 @@ class Settings:
     webhook_flushers: int | None = None
     webhook_cache_ttl: float | None = None
     alert_interval: str | None = None
+    trace_url: str | None = None
     secret_key: str | None = None
     networks_file: str | None = None
     pg_system_user: str | None = None

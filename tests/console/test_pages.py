@@ -274,3 +274,25 @@ def test_cancel_a_pending_run_from_the_run_page(live, writer):
     assert "not today" in str(live.run(live.store.list_run_events(run_id)))
     page = writer.get(f"/runs/{run_id}")
     assert "cancelled" in page.text and f'action="/runs/{run_id}/cancel"' not in page.text
+
+
+def test_the_trace_id_links_to_the_tracing_ui_only_for_an_http_template(pg_url, tmp_path):
+    from anthares44.automation.settings import Settings
+    from tests.ingestion.support import LiveServer
+
+    from .conftest import make_token
+    from .support import Client
+
+    for template, linked in (("http://127.0.0.1:16686/trace/{trace_id}", True),
+                             ("javascript:alert(1)//{trace_id}", False), (None, False)):
+        live = LiveServer(pg_url, results_dir=tmp_path / "results", settings=Settings(trace_url=template))
+        try:
+            run_id = live.run(publish_and_run(live.store, workflow([node("a")], name="traced"), key=str(linked)))
+            c = Client(live.port)
+            c.login(make_token(live))
+            text = c.get(f"/runs/{run_id}").text
+            trace = re.search(r'id="trace-id">([0-9a-f]{32})<', text).group(1)
+            assert (f'href="http://127.0.0.1:16686/trace/{trace}"' in text) is linked
+            assert "javascript:" not in text
+        finally:
+            live.close()

@@ -86,7 +86,8 @@ def write_project(root: Path) -> list[str]:
 class LiveServer:
     """HttpServer + Store on a private loop in a thread; `call(coro_fn)` runs `coro_fn(store)` there."""
 
-    def __init__(self, url: str, clock=None, results_dir: Path | None = None, pool: int = 10, limits=None):
+    def __init__(self, url: str, clock=None, results_dir: Path | None = None, pool: int = 10, limits=None,
+                 settings=None):
         self._log = io.StringIO()
         self._handler = logging.StreamHandler(self._log)
         self._handler.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
@@ -100,7 +101,8 @@ class LiveServer:
         async def start():
             self.store = await Store.connect(url, clock=self.clock, results_dir=results_dir, max_size=pool)
             await self.store.migrate()
-            self.server = await HttpServer(self.store, HttpSettings(port=0, limits=limits or HttpLimits())).start()
+            self.server = await HttpServer(self.store, HttpSettings(port=0, limits=limits or HttpLimits(),
+                                                                  settings=settings)).start()
         self.run(start())
         self.port = self.server.port
         self.url = self.server.url

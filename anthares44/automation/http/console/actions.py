@@ -77,7 +77,7 @@ async def replay(request: web.Request, session: Session, auto) -> web.Response:
     detail = await run_detail(auto, run_id)
     return page(request, "run.html", session=session, preview=doc, preview_request=request_id,
                 preview_step=from_step, preview_cut="failed_partitions" if failed_partitions else "from_step",
-                **run_context(auto, detail))
+                **run_context(auto, detail, request))
 
 
 @view

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import asdict
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -11,6 +12,7 @@ from ...app.alerts import Alerts
 from ...app.inspection import RUN_STATES, RunSearch, run_detail, search_runs
 from ...app.queues import Queues
 from ...app.schedules import schedules_overview
+from ..context import settings_for
 from ..event_stream import stream_events
 from ..params import count, ident, text
 from .auth import PRESESSION_COOKIE, Session, cookie_args, csrf_for, safe_next
@@ -65,17 +67,26 @@ async def runs_live(request: web.Request, session: Session, auto) -> web.StreamR
 @view
 async def run(request: web.Request, session: Session, auto) -> web.Response:
     detail = await run_detail(auto, request.match_info["run_id"])
-    return page(request, "run.html", session=session, **run_context(auto, detail))
+    return page(request, "run.html", session=session, **run_context(auto, detail, request))
 
 
-def run_context(auto, detail: dict) -> dict:
+def trace_link(template: str | None, trace_id: str | None) -> str | None:
+    """The run's trace in the user's tracing UI (A44_TRACE_URL), or None: only an http(s) template that says
+    where the id goes is linked, and the id (hex, from our own spans) is quoted into it."""
+    if not (template and trace_id and "{trace_id}" in template and template.startswith(("http://", "https://"))):
+        return None
+    return template.replace("{trace_id}", quote(trace_id, safe=""))
+
+
+def run_context(auto, detail: dict, request: web.Request | None = None) -> dict:
     run, attempts = detail["run"], detail["attempts"]
     sleep_steps = {n["id"] for n in detail["graph"]["nodes"] if n["kind"] == "sleep"}
     timeline, span_ms = lanes(run, attempts, sleep_steps, auto.store.clock.now())
     nodes, edges, width, height = layout(detail["graph"], step_states(attempts, run))
     failing = next((a for a in reversed(attempts) if a.get("error_code")), None)
     return {"d": detail, "run": run, "timeline": timeline, "span_ms": span_ms, "nodes": nodes, "edges": edges,
-            "dag_w": width, "dag_h": height, "failing": failing, "steps": [n["id"] for n in detail["graph"]["nodes"]]}
+            "dag_w": width, "dag_h": height, "failing": failing, "steps": [n["id"] for n in detail["graph"]["nodes"]],
+            "trace_url": trace_link(settings_for(request).trace_url, detail.get("trace_id")) if request else None}
 
 
 @view
