@@ -13,6 +13,7 @@ import re
 import sys
 import traceback
 
+from ..compiler.models.types import STEP_ID_PATTERN, WORKFLOW_NAME_PATTERN
 from ..diagnostics import Diagnostic, Severity, Span, register, sorted_diagnostics
 from ..durations import parse_duration
 from ..errors import A44Error
@@ -24,8 +25,8 @@ A44803 = register("A44803", "code step id has an invalid format")
 A44804 = register("A44804", "code step id used at two places of one workflow", Severity.WARNING)
 A44805 = register("A44805", "invalid duration in a code workflow")
 
-NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")          # as a YAML workflow's `name`
-STEP_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")  # as a YAML step's `id`
+NAME_RE = re.compile(WORKFLOW_NAME_PATTERN)      # as a YAML workflow's `name`
+STEP_ID_RE = re.compile(STEP_ID_PATTERN)         # as a YAML step's `id`
 STEP_CALLS = ("run", "sleep", "map")
 
 

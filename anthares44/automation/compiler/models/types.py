@@ -112,7 +112,10 @@ Version = Annotated[int, BeforeValidator(check_version),
                     WithJsonSchema({"type": "integer", "minimum": 1,
                                     "description": "Positive integer; increment it whenever the steps change."})]
 
-StepId = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]
+# the formats of a workflow's `name` and a step's `id`, for YAML (these models) and Python code (sdk/lint.py) alike
+WORKFLOW_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,62}$"
+STEP_ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+StepId = Annotated[str, Field(pattern=STEP_ID_PATTERN)]
 ObjectId = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,127}$")]
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
 Bool = StrictBool

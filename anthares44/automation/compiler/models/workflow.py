@@ -12,7 +12,7 @@ from pydantic import Field, StrictStr
 
 from .base import Model, OpenModel
 from .triggers import InlineTrigger
-from .types import Bool, Duration, PositiveInt, StepId, Version
+from .types import WORKFLOW_NAME_PATTERN, Bool, Duration, PositiveInt, StepId, Version
 
 
 class Retry(Model):
@@ -136,7 +136,7 @@ class Workflow(Model):
 
     kind: Literal["workflow"] | None = None
     """Optional; the file kind is recognised by shape."""
-    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")
+    name: str = Field(pattern=WORKFLOW_NAME_PATTERN)
     """Lowercase name; the workflow id is `wf_` + name with `-` turned into `_`."""
     version: Version
     """Mandatory positive integer; increment it whenever the steps change."""
