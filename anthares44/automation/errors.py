@@ -89,6 +89,10 @@ E_WORKFLOW_NOT_FOUND = _code("E_WORKFLOW_NOT_FOUND", False, "no published workfl
 E_VERSION_CONFLICT = _code("E_VERSION_CONFLICT", False, "that version was published with other steps", http=409)
 E_VERSION_REGRESSION = _code("E_VERSION_REGRESSION", False, "a higher version of that workflow is published", http=409)
 E_RUN_NOT_FOUND = _code("E_RUN_NOT_FOUND", False, "no run has that id", http=404)
+E_ATTEMPT_NOT_FOUND = _code("E_ATTEMPT_NOT_FOUND", False, "the run has no attempt with that step, epoch, kind and number",
+                            http=404)
+E_RESULT_UNAVAILABLE = _code("E_RESULT_UNAVAILABLE", False, "the attempt's stored result cannot be read (its object is "
+                             "missing or corrupt)", http=404)
 E_DB_UNAVAILABLE = _code("E_DB_UNAVAILABLE", True, "the PostgreSQL database cannot be reached", http=503)
 E_DB = _code("E_DB", False, "the database refused an operation")
 E_DB_SCHEMA = _code("E_DB_SCHEMA", False,

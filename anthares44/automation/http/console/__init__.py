@@ -31,6 +31,7 @@ def add_routes(app: web.Application, *, store_key, automation_for: Callable, pri
     r.add_get("/runs/live", pages.runs_live)
     r.add_get("/runs/{run_id}", pages.run)
     r.add_get("/runs/{run_id}/live", pages.run_live)
+    r.add_get("/runs/{run_id}/attempt", pages.attempt)
     r.add_post("/runs/{run_id}/replay", actions.replay)
     r.add_post("/runs/{run_id}/resolve", actions.resolve)
     r.add_post("/runs/{run_id}/skip", actions.skip)

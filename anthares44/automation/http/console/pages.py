@@ -9,9 +9,10 @@ from urllib.parse import quote
 from aiohttp import web
 
 from ...app.alerts import Alerts
-from ...app.inspection import RUN_STATES, RunSearch, run_detail, search_runs
+from ...app.inspection import RUN_STATES, RunSearch, attempt_result, run_detail, search_runs
 from ...app.queues import Queues
 from ...app.schedules import schedules_overview
+from ...errors import E_BAD_REQUEST, A44Error
 from ..context import settings_for
 from ..event_stream import stream_events
 from ..params import count, ident, text
@@ -66,8 +67,25 @@ async def runs_live(request: web.Request, session: Session, auto) -> web.StreamR
 
 @view
 async def run(request: web.Request, session: Session, auto) -> web.Response:
-    detail = await run_detail(auto, request.match_info["run_id"])
+    q = _query(request, {"after": text, "limit": count})
+    detail = await run_detail(auto, ident("run id", request.match_info["run_id"]), **q)
     return page(request, "run.html", session=session, **run_context(auto, detail, request))
+
+
+ATTEMPT_KEY = {"step": text, "epoch": count, "kind": ident, "attempt": count}
+
+
+@view
+async def attempt(request: web.Request, session: Session, auto) -> web.Response:
+    """One attempt's result, redacted, read only now (the run page lists attempts without their stored results)."""
+    q = _query(request, ATTEMPT_KEY)
+    missing = [name for name in ATTEMPT_KEY if name not in q]
+    if missing:
+        raise A44Error(E_BAD_REQUEST, f"query parameter {missing[0]} is required")
+    run_id = ident("run id", request.match_info["run_id"])
+    doc = await attempt_result(auto, run_id, step_id=q["step"], epoch=q["epoch"], kind=q["kind"],
+                               attempt=q["attempt"])
+    return page(request, "attempt.html", session=session, run_id=run_id, a=doc["attempt"], doc=doc)
 
 
 def trace_link(template: str | None, trace_id: str | None) -> str | None:
@@ -82,8 +100,8 @@ def run_context(auto, detail: dict, request: web.Request | None = None) -> dict:
     run, attempts = detail["run"], detail["attempts"]
     sleep_steps = {n["id"] for n in detail["graph"]["nodes"] if n["kind"] == "sleep"}
     timeline, span_ms = lanes(run, attempts, sleep_steps, auto.store.clock.now())
-    nodes, edges, width, height = layout(detail["graph"], step_states(attempts, run))
-    failing = next((a for a in reversed(attempts) if a.get("error_code")), None)
+    nodes, edges, width, height = layout(detail["graph"], step_states(detail["latest"], run))
+    failing = next((a for a in reversed(detail["latest"]) if a.get("error_code")), None)
     return {"d": detail, "run": run, "timeline": timeline, "span_ms": span_ms, "nodes": nodes, "edges": edges,
             "dag_w": width, "dag_h": height, "failing": failing, "steps": [n["id"] for n in detail["graph"]["nodes"]],
             "trace_url": trace_link(settings_for(request).trace_url, detail.get("trace_id")) if request else None}

@@ -33,3 +33,39 @@ select run_id, step_id, attempt, idempotency_key, status, error_code, started_at
 from automation.step_attempts
 where run_id = :run_id
 order by started_at asc, attempt asc;
+
+-- name: attempts_page
+-- purpose: the console run page's attempts: :limit of a run after a keyset position (start order), results only when inline and at most :inline_max bytes
+select step_id, attempt, idempotency_key, status, error_code, started_at, finished_at,
+       finished_at - started_at as duration, result_bytes, error_message, epoch, kind, worker_id,
+       result_ref is not null as result_stored,
+       case when result_ref is null and result_bytes <= :inline_max then result end as result
+from automation.step_attempts
+where run_id = :run_id
+  and (:after_at::timestamptz is null
+       or (started_at, attempt, step_id, epoch, kind) > (:after_at::timestamptz, :after_attempt::integer,
+                                                          :after_step::text, :after_epoch::integer, :after_kind::text))
+order by started_at, attempt, step_id, epoch, kind
+limit :limit;
+
+-- name: attempts_count_of_run
+-- purpose: how many attempts a run has (the console run page's "N attempts")
+select count(*) from automation.step_attempts where run_id = :run_id;
+
+-- name: attempts_latest_per_step
+-- purpose: the latest attempt of each step and kind in one epoch of a run (the step graph's colours and the failing step), in start order
+select * from (
+    select distinct on (step_id, kind) step_id, kind, attempt, epoch, status, error_code, error_message, started_at
+    from automation.step_attempts
+    where run_id = :run_id and epoch = :epoch
+    order by step_id, kind, started_at desc, attempt desc
+) latest
+order by started_at, attempt;
+
+-- name: attempt_result_row
+-- purpose: one attempt of a run with its inline result or object reference (the console's on-demand result)
+select step_id, attempt, epoch, kind, status, started_at, result, result_ref, result_bytes
+from automation.step_attempts
+where run_id = :run_id and step_id = :step_id and epoch = :epoch and kind = :kind and attempt = :attempt
+order by started_at desc
+limit 1;
