@@ -45,3 +45,22 @@ def api(pg_url, tmp_path):
         assert "Traceback" not in log and "E_INTERNAL" not in log, log[-4000:]
     finally:
         live.close()
+
+
+@pytest.fixture
+def target(api, pg_url, tmp_path, monkeypatch):
+    """target(where) -> the CLI arguments that send a verb to the database ("local") or to the live daemon with
+    no database URL at all ("remote"), the environment set for that."""
+    monkeypatch.setenv("A44_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("A44_PROJECT", P)
+    monkeypatch.delenv("A44_API_URL", raising=False)
+
+    def args(where: str) -> list[str]:
+        if where == "local":
+            monkeypatch.setenv("A44_DATABASE_URL", pg_url)
+            monkeypatch.delenv("A44_API_TOKEN", raising=False)
+            return ["--local"]
+        monkeypatch.delenv("A44_DATABASE_URL", raising=False)
+        monkeypatch.setenv("A44_API_TOKEN", api.tokens["admin"])
+        return ["--api-url", api.live.url]
+    return args

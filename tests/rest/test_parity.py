@@ -12,26 +12,14 @@ from tests.cli_support import run_cli
 from tests.ingestion.support import P
 from tests.runtime.test_api import finish_run
 
-from .support import api  # noqa: F401 - the fixture
+from .support import api, target  # noqa: F401 - the fixtures
 
 
 @pytest.fixture
-def both(api, pg_url, tmp_path, monkeypatch, capsys):
+def both(target, capsys):
     """cli(where, *argv) -> the parsed JSON the verb printed, `where` being "local" or "remote"."""
-    monkeypatch.setenv("A44_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("A44_PROJECT", P)
-    monkeypatch.delenv("A44_API_URL", raising=False)
-
     def cli(where: str, *argv: str):
-        if where == "local":
-            monkeypatch.setenv("A44_DATABASE_URL", pg_url)
-            monkeypatch.delenv("A44_API_TOKEN", raising=False)
-            extra = ["--local"]
-        else:
-            monkeypatch.delenv("A44_DATABASE_URL", raising=False)
-            monkeypatch.setenv("A44_API_TOKEN", api.tokens["admin"])
-            extra = ["--api-url", api.live.url]
-        code, out, err = run_cli(capsys, *argv, *extra, "--format", "json")
+        code, out, err = run_cli(capsys, *argv, *target(where), "--format", "json")
         assert code == 0, (where, argv, out, err)
         return json.loads(out)
     return cli

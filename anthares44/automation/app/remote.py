@@ -373,10 +373,12 @@ class RemoteIngestion:
         self.project = auto.project
 
     async def publish_event(self, type: str, data: Any, idempotency_key: str, *, partition_key: str | None = None,
-                            occurred_at: str | datetime | None = None):
+                            occurred_at: str | datetime | None = None, event_id: str | None = None):
         from ..runtime.ingestion.bus import EventResult
 
         body = {"type": type, "data": data, "idempotency_key": idempotency_key}
+        if event_id is not None:
+            body["id"] = event_id
         if partition_key is not None:
             body["partition_key"] = partition_key
         if occurred_at is not None:

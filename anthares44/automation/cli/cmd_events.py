@@ -1,11 +1,12 @@
 """`a44 automation events publish|list|show`: the event bus (docs/events.md).
 
     a44 automation events publish --type billing.refund.requested --data '{"amountCents": 900000}' \\
-        --idempotency-key refund:rf_1:requested:v1 [--partition-key cust_4471] [--occurred-at ISO]
+        --idempotency-key refund:rf_1:requested:v1 [--partition-key cust_4471] [--occurred-at ISO] [--id evt_…]
 
 Prints the event id, `created` or `deduplicated (key age …)`, and what each subscribed trigger did with it
 (`created run_…`, `deduplicated run_…`, `dropped` / `filtered` by its filter, `dead_lettered` E_EVENT_TOO_OLD:
-`a44 automation dlq list` shows those).
+`a44 automation dlq list` shows those). `--id evt_…` gives the event its id: publishing it again with the same
+envelope is the same event (`deduplicated`, nothing written), with another envelope E_EVENT_ID_CONFLICT.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     pub.add_argument("--idempotency-key", default=None)
     pub.add_argument("--partition-key", default=None)
     pub.add_argument("--occurred-at", default=None, help="ISO 8601 with offset (default now)")
+    pub.add_argument("--id", dest="event_id", default=None, metavar="EVT",
+                     help="the event's own id (evt_ + 1..120 of A-Z a-z 0-9 _ -; default a new evt_<ULID>): "
+                          "the same id with the same envelope is the same event")
     add_common_options(pub)
     add_target_options(pub)
     lst = verbs.add_parser("list", help="recent events")
@@ -75,7 +79,8 @@ async def _publish(auto, args) -> int:
     from ..app.ingestion import ingestion_for
 
     result = await ingestion_for(auto).publish_event(args.type, args.data_value, args.idempotency_key,
-                                                 partition_key=args.partition_key, occurred_at=args.occurred_at)
+                                                 partition_key=args.partition_key, occurred_at=args.occurred_at,
+                                                 event_id=args.event_id)
     write(json_document(result.to_dict()) if args.format == "json" else result_text(result))
     return EXIT_OK
 
