@@ -1,5 +1,5 @@
 """CLI options that work the same locally and against a live daemon (`--api-url`, no database URL): the event id
-of `events publish --id`."""
+of `events publish --id`; the target options of `runs` before or after its sub-verb."""
 
 from __future__ import annotations
 
@@ -15,7 +15,14 @@ from .support import api, target  # noqa: F401 - the fixtures
 @pytest.fixture
 def cli(target, capsys):
     """cli(where, *argv) -> (exit code, stdout, stderr); `where` is "local" or "remote"."""
-    return lambda where, *argv: run_cli(capsys, *argv, *target(where))
+    def call(where: str | None, *argv: str):
+        return run_cli(capsys, *argv, *(target(where) if where else ()))
+    return call
+
+
+def run_cli_plain(cli, *argv):
+    """The verb with the target options it names itself, in the environment set last."""
+    return cli(None, *argv)
 
 
 def publish(cli, where, event_id, data):
@@ -37,3 +44,27 @@ def test_events_publish_takes_the_clients_event_id_idempotently(cli, where):
     assert code == 1 and err.startswith("E_EVENT_ID_CONFLICT ") and "Traceback" not in err
     code, out, err = publish(cli, where, "not-an-evt-id", {"amountCents": 1})
     assert code != 0 and "evt_" in err and "Traceback" not in err
+
+
+def test_runs_sub_verbs_take_the_target_options_after_the_sub_verb(api, cli, target, monkeypatch):
+    runs = [api("POST", "/runs", {"workflow": "wf_hooked", "idempotency_key": f"k-{i}"}, as_="write")[1]["run_id"]
+            for i in range(3)]
+    # `--api-url` after the sub-verb (and no database URL at all: it can only have gone to the daemon)
+    code, out, err = cli("remote", "automation", "runs", "cancel", runs[0], "--reason", "late", "--format", "json")
+    assert code == 0 and json.loads(out)["outcome"] == "cancelled", err
+    # `--remote` (A44_API_URL) after the sub-verb, `--format` before it: each level keeps what it was given
+    target("remote")
+    monkeypatch.setenv("A44_API_URL", api.live.url)
+    code, out, err = run_cli_plain(cli, "automation", "runs", "--format", "json", "cancel", runs[1], "--remote", "-v")
+    assert code == 0 and json.loads(out)["outcome"] == "cancelled" and api.live.url in err, (out, err)
+    code, out, err = run_cli_plain(cli, "automation", "runs", "--remote", "cancel", runs[2], "--format", "json")
+    assert code == 0 and json.loads(out)["outcome"] == "cancelled", err
+    code, out, err = run_cli_plain(cli, "automation", "runs", "skip", runs[2], "--step", "only", "--reason", "x",
+                                   "--remote")
+    assert code == 1 and err.startswith("E_") and "Traceback" not in err   # refused by the daemon, not by argparse
+    code, out, err = run_cli_plain(cli, "automation", "runs", "--local", "resolve", runs[2], "--step", "only",
+                                   "--outcome", "failed", "--remote")
+    assert code == 2 and "E_INVALID_ARGUMENT --local and --remote exclude each other" in err
+    monkeypatch.delenv("A44_API_URL")
+    code, out, err = cli("local", "automation", "runs", "--state", "cancelled", "--format", "json")
+    assert sorted(r["run_id"] for r in json.loads(out)["runs"]) == sorted(runs)

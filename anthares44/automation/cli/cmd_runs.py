@@ -49,7 +49,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--step", dest="resolve_step", required=True, metavar="S", help="the step awaiting confirmation")
     r.add_argument("--outcome", required=True, choices=OUTCOMES)
     r.add_argument("--by", metavar="NAME", help="who decided, recorded with the decision (default: $USER)")
-    add_common_options(r)
+    add_common_options(r, inherited=True)
+    add_target_options(r, inherited=True)
     k = actions.add_parser("skip", help="skip a permanently failed partition or step, saying why",
                            description="Mark a partition (or a step) that failed for good `skipped`, with who and "
                                        "why; a partial run with nothing failed left becomes succeeded.")
@@ -58,7 +59,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     k.add_argument("--step", dest="skip_step", metavar="S", help="the step (needed when several steps have P)")
     k.add_argument("--reason", required=True, metavar="TEXT", help="why it is skipped (recorded in the log)")
     k.add_argument("--by", metavar="NAME", help="who decided (default: $USER)")
-    add_common_options(k)
+    add_common_options(k, inherited=True)
+    add_target_options(k, inherited=True)
     c = actions.add_parser("cancel", help="cancel a run (at once, or at the running step's next safe point)",
                            description="Cancel a run, saying why: a run no worker holds is cancelled at once; a "
                                        "running one at the daemon's next safe point (its in-flight call is "
@@ -68,7 +70,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("--compensate", action="store_true",
                    help="run the compensations of its completed steps before it ends cancelled")
     c.add_argument("--by", metavar="NAME", help="who decided (default: $USER)")
-    add_common_options(c)
+    add_common_options(c, inherited=True)
+    add_target_options(c, inherited=True)
     return p
 
 

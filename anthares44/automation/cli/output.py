@@ -71,19 +71,32 @@ def _usage_text(message: str, hint: str | None) -> str:
 FORMATS = ("text", "json")
 
 
-def add_common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--project", metavar="P", help="project id (default: $A44_PROJECT, else pj_default)")
-    parser.add_argument("--format", "-f", choices=FORMATS, default="text", help="output format (default: text)")
+def _inherit(inherited: bool, default):
+    """A sub-verb's copy of its group's option leaves the group's value alone when it is not given: argparse
+    copies every default of a sub-parser over what its parent parsed (`runs --format json cancel RUN`)."""
+    return {"default": argparse.SUPPRESS if inherited else default}
 
 
-def add_target_options(parser: argparse.ArgumentParser) -> None:
-    """Where the verb goes: the database, or a daemon's REST API (docs/cli.md "Remote mode")."""
+def add_common_options(parser: argparse.ArgumentParser, *, inherited: bool = False) -> None:
+    """`--project`, `--format`; `inherited` for a sub-verb whose group parser has them too."""
+    parser.add_argument("--project", metavar="P", help="project id (default: $A44_PROJECT, else pj_default)",
+                        **_inherit(inherited, None))
+    parser.add_argument("--format", "-f", choices=FORMATS, help="output format (default: text)",
+                        **_inherit(inherited, "text"))
+
+
+def add_target_options(parser: argparse.ArgumentParser, *, inherited: bool = False) -> None:
+    """Where the verb goes: the database, or a daemon's REST API (docs/cli.md "Remote mode"); `inherited` for a
+    sub-verb whose group parser has them too, so they may come before or after the sub-verb."""
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--remote", action="store_true",
+    where.add_argument("--remote", action="store_true", **_inherit(inherited, False),
                        help="use a daemon's REST API: $A44_API_URL, else the stored `a44 auth login`")
-    where.add_argument("--api-url", metavar="URL", help="use the REST API at URL (implies --remote)")
-    where.add_argument("--local", action="store_true", help="use the database even when a remote is configured")
-    parser.add_argument("--verbose", "-v", action="store_true", help="say which server or database is used")
+    where.add_argument("--api-url", metavar="URL", help="use the REST API at URL (implies --remote)",
+                       **_inherit(inherited, None))
+    where.add_argument("--local", action="store_true", help="use the database even when a remote is configured",
+                       **_inherit(inherited, False))
+    parser.add_argument("--verbose", "-v", action="store_true", help="say which server or database is used",
+                        **_inherit(inherited, False))
 
 
 def settings_of(args: argparse.Namespace):
