@@ -21,14 +21,16 @@ class ErrorCode:
     title: str
     http_status: int = 500      # a code the API has no better answer for is its failure, not the caller's
     exit_code: int = EXIT_ERROR  # EXIT_USAGE: the command line itself is wrong (docs/cli.md "Exit codes")
+    public_details: bool = False  # the REST error body carries the error's `details` (only what the caller sent)
 
 
 CODES: dict[str, ErrorCode] = {}
 
 
-def _code(code: str, retryable: bool, title: str, *, http: int = 500, exit: int = EXIT_ERROR) -> str:
+def _code(code: str, retryable: bool, title: str, *, http: int = 500, exit: int = EXIT_ERROR,
+          details: bool = False) -> str:
     assert code not in CODES, f"{code} registered twice"
-    CODES[code] = ErrorCode(code, retryable, title, http, exit)
+    CODES[code] = ErrorCode(code, retryable, title, http, exit, details)
     return code
 
 
@@ -36,6 +38,13 @@ def http_status(code: str) -> int:
     """The HTTP status of an error code (500 for a code not in the table)."""
     info = CODES.get(code)
     return info.http_status if info is not None else 500
+
+
+def public_details(code: str) -> bool:
+    """Whether the REST API answers this error with its `details` (the remote CLI then shows what the local one
+    does); other codes keep theirs to the server."""
+    info = CODES.get(code)
+    return info is not None and info.public_details
 
 
 def exit_code(code: str) -> int:
@@ -227,7 +236,8 @@ E_CODE_UNAVAILABLE = _code("E_CODE_UNAVAILABLE", False,
 # Queues and the dead-letter queue (§10)
 E_QUEUE_NOT_FOUND = _code("E_QUEUE_NOT_FOUND", False, "no published queue has that id", http=404)
 E_DLQ_NOT_FOUND = _code("E_DLQ_NOT_FOUND", False, "no dead letter has that id", http=404)
-E_DLQ_FILTER = _code("E_DLQ_FILTER", False, "the --filter expression does not compile", http=400, exit=EXIT_USAGE)
+E_DLQ_FILTER = _code("E_DLQ_FILTER", False, "the --filter expression does not compile", http=400, exit=EXIT_USAGE,
+                     details=True)
 
 # The engine's settings (docs/runtime.md)
 E_SYNCHRONOUS_COMMIT = _code("E_SYNCHRONOUS_COMMIT", False, "A44_SYNCHRONOUS_COMMIT is neither `on` nor `off`",
@@ -288,9 +298,11 @@ def _markdown() -> str:
              "families. Regenerate with `python -m anthares44.automation.errors > docs/errors.md`; "
              "`tests/test_error_codes.py` keeps it true.", "",
              "*HTTP* is the status the REST API and the webhook endpoint answer with; *exit* the exit code of a CLI",
-             "verb that ends with the error (2: the command line itself is wrong).", "",
+             "verb that ends with the error (2: the command line itself is wrong). A code marked *(details)* carries",
+             "its `details` in the REST error body too (`{\"error\": {\"code\", \"message\", \"hint\", \"details\"}}`).", "",
              "| code | retryable | HTTP | exit | meaning |", "|---|---|---|---|---|"]
-    lines += [f"| `{c}` | {'yes' if i.retryable else 'no'} | {i.http_status} | {i.exit_code} | {i.title} |"
+    lines += [f"| `{c}` | {'yes' if i.retryable else 'no'} | {i.http_status} | {i.exit_code} | {i.title}"
+              f"{' *(details)*' if i.public_details else ''} |"
               for c, i in CODES.items()]
     return "\n".join(lines) + "\n"
 

@@ -1,5 +1,6 @@
 """CLI options that work the same locally and against a live daemon (`--api-url`, no database URL): the event id
-of `events publish --id`; the target options of `runs` before or after its sub-verb."""
+of `events publish --id`; the target options of `runs` before or after its sub-verb; where in a `dlq redrive
+--filter` the mistake is."""
 
 from __future__ import annotations
 
@@ -68,3 +69,21 @@ def test_runs_sub_verbs_take_the_target_options_after_the_sub_verb(api, cli, tar
     monkeypatch.delenv("A44_API_URL")
     code, out, err = cli("local", "automation", "runs", "--state", "cancelled", "--format", "json")
     assert sorted(r["run_id"] for r in json.loads(out)["runs"]) == sorted(runs)
+
+
+def test_a_dlq_filter_mistake_shows_where_it_is_over_rest_as_locally(api, cli):
+    status, doc = api("POST", "/queues/q_default/dead-letters/redrive", {"filter": "error_code ==", "dry_run": True})
+    assert status == 400 and doc["error"]["code"] == "E_DLQ_FILTER"
+    diag = doc["error"]["details"]["diagnostics"][0]
+    assert diag["column"] == 14 and diag["code"].startswith("A44") and doc["error"]["details"]["filter"] == "error_code =="
+    seen = {}
+    for where in ("local", "remote"):
+        text = cli(where, "automation", "dlq", "redrive", "q_default", "--dry-run", "--filter", "error_code ==")
+        as_json = cli(where, "automation", "dlq", "redrive", "q_default", "--dry-run", "--filter", "error_code ==",
+                      "--format", "json")
+        seen[where] = (text, as_json)
+    local, remote = seen["local"], seen["remote"]
+    assert local[0][0] == remote[0][0] == 2
+    assert remote[0][2].startswith("--filter:1:14: A44") and remote[0][2] == local[0][2]
+    assert json.loads(remote[1][1]) == json.loads(local[1][1])
+    assert json.loads(remote[1][1])["error"]["diagnostics"][0]["column"] == 14

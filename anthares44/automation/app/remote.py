@@ -52,10 +52,16 @@ def timestamps(doc: dict) -> dict:
     return doc
 
 
-def _error(code: str, message: str, hint: str | None = None) -> A44Error:
+def _error(code: str, message: str, hint: str | None = None, details: Any = None,
+           step_id: str | None = None) -> A44Error:
+    """The server's coded error as the local path raises it; `details` as the server gave them (docs/errors.md
+    marks the codes that carry them), so the CLI prints the same lines either way."""
+    details = details if isinstance(details, dict) else None
     if code == E_INVALID_ARGUMENT:
-        return InvalidArgument(message, hint=hint)
-    return A44Error(code, message, hint=hint)
+        err = InvalidArgument(message, hint=hint)
+        err.details = details or {}
+        return err
+    return A44Error(code, message, hint=hint, details=details, step_id=step_id)
 
 
 class RemoteAutomation:
@@ -117,7 +123,7 @@ class RemoteAutomation:
                                 f"automation:write` on the daemon's host), then {self._login_hint()}"
                                 if "scope" in message else f"check the token's project and networks: "
                                                            f"{self._login_hint()}")
-            return _error(code, message, hint)
+            return _error(code, message, hint, err.get("details"))
         if status == 401:
             return A44Error(E_TOKEN_INVALID, f"{what}: the server refused the token (HTTP 401)",
                             hint=self._login_hint())
@@ -405,7 +411,7 @@ def _seg(value: str) -> str:
 def _error_of(doc: dict | None) -> A44Error | None:
     if not doc:
         return None
-    return A44Error(doc["code"], doc.get("message", ""), step_id=doc.get("step_id"), hint=doc.get("hint"))
+    return _error(doc["code"], doc.get("message", ""), doc.get("hint"), doc.get("details"), doc.get("step_id"))
 
 
 def _upload_keys(files: list[str]) -> dict[str, str]:

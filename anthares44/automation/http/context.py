@@ -36,10 +36,12 @@ def json_response(doc: Any, status: int = 200, headers: dict | None = None) -> w
 
 
 def error_response(status: int, code: str, message: str, hint: str | None = None,
-                   headers: dict | None = None) -> web.Response:
+                   headers: dict | None = None, details: dict | None = None) -> web.Response:
     err = {"code": code, "message": message}
     if hint:
         err["hint"] = hint
+    if details:
+        err["details"] = details
     return json_response({"error": err}, status, headers)
 
 

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from ..errors import (E_BAD_REQUEST, E_BODY_TOO_LARGE, E_DB_UNAVAILABLE, E_FORBIDDEN, E_HEADER_DUPLICATED, E_HTTP_BIND,
                       E_INTERNAL, E_METHOD_NOT_ALLOWED, E_NOT_FOUND, E_REQUEST_TIMEOUT, E_TRIGGER_NOT_FOUND,
-                      E_UNSUPPORTED_MEDIA_TYPE, A44Error, http_status)
+                      E_UNSUPPORTED_MEDIA_TYPE, A44Error, http_status, public_details)
 from ..app import gateway
 from ..app import metrics as app_metrics
 from ..app.gateway import MAX_WEBHOOK_BODY, AuthError, Rejection, count, refuse_webhook
@@ -45,7 +45,8 @@ def a44_error_response(request: web.Request, exc: A44Error) -> web.Response:
             return error_response(503, exc.code, f"the database is unavailable; retry shortly (correlation id "
                                                  f"{cid})", headers={"A44-Correlation-Id": cid})
         return _internal(cid)
-    resp = error_response(status, exc.code, exc.message, exc.hint)
+    resp = error_response(status, exc.code, exc.message, exc.hint,
+                          details=exc.details if public_details(exc.code) else None)
     if status in (408, 413):
         resp.force_close()   # the rest of the body is not read
     return resp

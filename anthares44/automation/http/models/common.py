@@ -32,6 +32,8 @@ class ErrorDetail(BaseModel):
     code: str = Field(description="stable error code (docs/errors.md)")
     message: str
     hint: str | None = None
+    details: dict | None = Field(None, description="what the caller needs to fix it, for the codes docs/errors.md "
+                                                   "marks (details), e.g. E_DLQ_FILTER's diagnostics with columns")
 
 
 class Error(BaseModel):
