@@ -69,8 +69,11 @@ def test_one_attempts_result_is_read_on_demand_and_redacted(live, writer, tmp_pa
     assert intact.status == 200 and f'&#34;n&#34;: {STORED[2]}' in intact.text and "xxxx" in intact.text
     assert "hunter" not in intact.text and "[redacted]" in intact.text
     assert intact.headers["content-security-policy"].startswith("default-src 'self'")
-    missing = writer.get(url + str(STORED[0]))
-    assert missing.status == 404 and "E_RESULT_UNAVAILABLE" in missing.text and "cannot be read" in missing.text
+    object_file(tmp_path, STORED[1]).write_bytes(b"not json at all")
+    for broken in STORED[:2]:
+        missing = writer.get(url + str(broken))
+        assert missing.status == 404 and "E_RESULT_UNAVAILABLE" in missing.text and "cannot be read" in missing.text
+        assert str(tmp_path) not in missing.text                    # the server's files are not named
     small = writer.get(url + "7")
     assert small.status == 200 and '&#34;n&#34;: 7' in small.text and "t0k" not in small.text
     assert writer.get(url + "999").status == 404

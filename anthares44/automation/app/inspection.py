@@ -151,9 +151,9 @@ async def attempt_result(auto, run_id: str, *, step_id: str, epoch: int, kind: s
     elif row.get("result_ref"):
         try:
             doc["result"] = redact(await asyncio.to_thread(auto.store.load_result, row))
-        except A44Error as exc:
+        except (A44Error, OSError, ValueError):   # the cause names files of the server: not for the page
             raise A44Error(E_RESULT_UNAVAILABLE, f"the result of attempt {attempt} of step {step_id!r} cannot be "
-                                                 f"read: {exc.message}",
+                                                 f"read from the object store (missing or corrupt)",
                            hint="its object may have been deleted from the object store") from None
     elif row.get("result") is not None:
         doc["result"] = redact(row["result"])
