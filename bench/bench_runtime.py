@@ -48,7 +48,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from anthares44.automation.runtime.embedded import EmbeddedServer, free_port  # noqa: E402
 from anthares44.automation.runtime.store import Store  # noqa: E402
-from proc_cpu import pg_cpu_s  # noqa: E402
+from proc_cpu import machine_busy_s, pg_cpu_s, pid_cpu_s  # noqa: E402
+from runtime_profile import Profiler  # noqa: E402
 from runtime_far_side import FarSide  # noqa: E402
 from runtime_limits import insert_then_update, raw_inserts  # noqa: E402
 
@@ -153,6 +154,8 @@ class DaemonProc:
 
 
 POSTMASTER = [0]
+FAR_PID = [0]          # the far side's process (its CPU is the HTTP workflow's third party)
+PROFILE: dict = {}     # --profile DIR: {'dir': Path}; each throughput daemon is sampled by py-spy
 
 
 async def xact_commit(url: str) -> int:
@@ -279,7 +282,10 @@ async def throughput(url: str, home: Path, n: int, concurrency: int, workflow: s
         x0 = await settled_commits(url)
         poll = await asyncpg.connect(url)
         polls = 0
+        spies = [Profiler(d.proc.pid, PROFILE["dir"] / f"{workflow}-x{daemons}-{i}.txt")
+                 for i, d in enumerate(ds)] if PROFILE else []
         cpu0, pg0 = sum(d.cpu_s() for d in ds), pg_cpu_s(POSTMASTER[0])
+        far0, busy0 = pid_cpu_s(FAR_PID[0]), machine_busy_s()
         t0 = time.time()
         for d in ds:
             d.resume()
@@ -303,6 +309,9 @@ async def throughput(url: str, home: Path, n: int, concurrency: int, workflow: s
         await poll.close()
         out["daemon_cpu_ms_per_run"] = (sum(d.cpu_s() for d in ds) - cpu0) * 1000 / n
         out["pg_cpu_ms_per_run"] = (pg_cpu_s(POSTMASTER[0]) - pg0) * 1000 / n
+        out["far_cpu_ms_per_run"] = (pid_cpu_s(FAR_PID[0]) - far0) * 1000 / n
+        out["busy_cores"] = (machine_busy_s() - busy0) / (time.time() - t0)    # every process, this window
+        out["profile"] = [spy.stop() for spy in spies]
         out["hwm_mb"] = ds[0].status("VmHWM")
         out["rss_peak_mb"] = rss_peak
         for d in ds:
@@ -433,6 +442,7 @@ def bench(durable: bool, args) -> dict:
     home.mkdir()
     server, url = start_server(root / "pg", durable)
     far = FarSide()
+    FAR_PID[0] = far.proc.pid
     res: dict = {"durable": durable, "reps": []}
     try:
         asyncio.run(prepare(url, home, {"bench-pass.yaml": PASS_WF, "bench-sleep.yaml": SLEEP_WF,
@@ -450,8 +460,11 @@ def bench(durable: bool, args) -> dict:
                     rep[f"tp_{wf}_{d}"] = tp
                     print(f"    a44 {wf} x{d} daemon(s): runs/s {tp['runs_s']:,.0f} ({tp['elapsed_s']:.2f}s, not "
                           f"succeeded {tp['failed']}) | commits/run {tp['commits_per_run']:.2f} | CPU ms/run daemon "
-                          f"{tp['daemon_cpu_ms_per_run']:.2f} PostgreSQL {tp['pg_cpu_ms_per_run']:.2f} | HWM "
+                          f"{tp['daemon_cpu_ms_per_run']:.2f} PostgreSQL {tp['pg_cpu_ms_per_run']:.2f} far side "
+                          f"{tp['far_cpu_ms_per_run']:.2f} | machine busy {tp['busy_cores']:.2f} cores | HWM "
                           f"{tp['hwm_mb']:.0f} MB", flush=True)
+                    for prof in tp["profile"]:
+                        print(prof, flush=True)
                 if wf in args.latency_workflows and args.latency_runs:
                     lat = asyncio.run(one_at_a_time(url, home, args.latency_runs, args.concurrency, WORKFLOWS[wf]))
                     rep[f"lat_{wf}"] = lat
@@ -503,6 +516,8 @@ def main() -> None:
     ap.add_argument("--no-dbos", dest="dbos", action="store_false", help="skip DBOS even if it is installed")
     ap.add_argument("--also-non-durable", action="store_true", help="repeat everything with durable=False")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--profile", metavar="DIR", help="sample each throughput daemon with py-spy (pip install py-spy) "
+                    "into DIR/<workflow>-x<daemons>-<i>.txt and print where its CPU goes")
     ap.add_argument("--daemon", choices=("a44", "module"), default="a44",
                     help="a44: `a44 automation serve`; module: bench/runtime_daemon.py (the same Daemon, used "
                          "automatically when the a44 entry point does not start)")
@@ -511,6 +526,9 @@ def main() -> None:
     args.workflows = [w for w in args.workflows.split(",") if w]
     args.latency_workflows = ("pass", "http")
     DAEMON_CMD[0] = args.daemon
+    if args.profile:
+        PROFILE["dir"] = Path(args.profile).resolve()
+        PROFILE["dir"].mkdir(parents=True, exist_ok=True)
     if args.daemon == "a44" and subprocess.run([A44, "automation", "serve", "--help"], capture_output=True).returncode:
         print("# `a44 automation serve --help` fails in this tree; using bench/runtime_daemon.py (same Daemon)")
         DAEMON_CMD[0] = "module"

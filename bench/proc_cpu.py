@@ -22,6 +22,22 @@ def pg_cpu_s(postmaster: int) -> float:
     return total
 
 
+def pid_cpu_s(pid: int) -> float:
+    """user + system CPU seconds of one process so far (0 once it is gone)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine spent not idle (all cores, /proc/stat): what every process used."""
+    f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = f[3] + (f[4] if len(f) > 4 else 0)       # idle + iowait
+    return (sum(f[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def own_cpu_s() -> float:
     """user + system CPU seconds of this process so far."""
     t = os.times()

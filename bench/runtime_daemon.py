@@ -20,10 +20,44 @@ from anthares44.automation.settings import Settings  # noqa: E402
 
 
 async def main(url: str, concurrency: int) -> None:
+    if os.environ.get("A44_BENCH_IN_FLIGHT"):   # bench_runtime --in-flight: group statements in flight (A/B)
+        from anthares44.automation.runtime.engine import committer
+
+        flight, _, second = os.environ["A44_BENCH_IN_FLIGHT"].partition(":")
+        committer.Committer.__init__.__kwdefaults__["max_in_flight"] = int(flight)
+        if second:
+            committer.Committer.__init__.__kwdefaults__["second_group"] = int(second)
     daemon = Daemon(WorkerSettings.from_settings(Settings.from_env(), database_url=url, concurrency=concurrency))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, daemon.request_stop)
+    if os.environ.get("A44_BENCH_GROUPS"):     # print group statements' sizes and durations at exit
+        import atexit
+        import time as _t
+
+        from anthares44.automation.runtime.engine import committer
+
+        seen: list = []
+        flush = committer.Committer._flush
+
+        async def timed(self, group):
+            t = _t.perf_counter()
+            try:
+                return await flush(self, group)
+            finally:
+                seen.append((len(group), _t.perf_counter() - t))
+
+        committer.Committer._flush = timed
+
+        def report():
+            import statistics as st
+            if seen:
+                print(f"GROUPS n={len(seen)} size p50 {st.median(x for x, _ in seen)} mean "
+                      f"{st.mean(x for x, _ in seen):.1f} ms p50 {1000 * st.median(d for _, d in seen):.2f} "
+                      f"p90 {1000 * sorted(d for _, d in seen)[int(.9 * len(seen))]:.2f} "
+                      f"ms/transition {1000 * sum(d for _, d in seen) / sum(x for x, _ in seen):.3f}",
+                      file=sys.stderr, flush=True)
+        atexit.register(report)
     if os.environ.get("A44_BENCH_COUNT"):      # print round trips / transactions at exit (runtime_roundtrips)
         from runtime_roundtrips import counting
 
@@ -40,4 +74,9 @@ if __name__ == "__main__":
     logging.getLogger("a44").addHandler(handler)
     logging.getLogger("a44").setLevel(logging.WARNING)
     logging.getLogger("a44.lifecycle").setLevel(logging.INFO)      # "serving ...": what the bench waits for
-    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+    if os.environ.get("A44_BENCH_UVLOOP"):     # bench_runtime A/B: the same daemon on uvloop's event loop
+        import uvloop
+
+        uvloop.run(main(sys.argv[1], int(sys.argv[2])))
+    else:
+        asyncio.run(main(sys.argv[1], int(sys.argv[2])))

@@ -4,11 +4,14 @@ repeats), the scale-out over daemons, the physical limit of the same run and the
 from __future__ import annotations
 
 import math
+import os
 import statistics
 
 GOALS = {"pass": ">= 3,000", "http": ">= 1,500 (one daemon), >= 2,500 (two)", "sql": ""}
 LABEL = {"pass": "no-op steps (`pass`)", "http": "an HTTP call per step (loopback server)",
          "sql": "an INSERT per step (`sql/execute`)"}
+GOAL_RUNS_S = {"pass": 3000, "http": 1500}      # one daemon
+CORES = os.cpu_count() or 1
 ISSUE = {"pass": "954 / 179", "http": "342 / 149", "sql": "266 / 96"}     # a44 / DBOS when the issue was filed
 
 
@@ -68,6 +71,19 @@ def summary(res: dict, args, daemon_cmd: str = "a44") -> None:
                 cpu_d, cpu_p = (_med(reps, f"tp_{wf}_{d}", k) for k in ("daemon_cpu_ms_per_run", "pg_cpu_ms_per_run"))
                 cells.append(f"{_fmt(x)} ({_fmt(x / base, '.2f')}x), CPU {_fmt(cpu_d, '.2f')} + {_fmt(cpu_p, '.2f')} ms")
             print(f"| {wf} | " + " | ".join(cells) + " |")
+    print(f"\nCPU budget, {one} daemon(s): what one run costs every process on the machine, the ceiling that puts on "
+          f"runs/s with all {CORES} cores busy, and how busy the machine was (daemon + PostgreSQL + far side + bench):")
+    print("| workflow | daemon + PostgreSQL + far side, ms CPU per run | ceiling at that cost, runs/s | measured runs/s "
+          "| machine busy, cores | goal needs, ms CPU per run in all |")
+    print("|---|---|---|---|---|---|")
+    for wf in args.workflows:
+        k = f"tp_{wf}_{one}"
+        d, p_, f = (_med(reps, k, x) for x in ("daemon_cpu_ms_per_run", "pg_cpu_ms_per_run", "far_cpu_ms_per_run"))
+        total = d + p_ + (0 if f != f else f)
+        goal = GOAL_RUNS_S.get(wf)
+        print(f"| {wf} | {_fmt(d, '.2f')} + {_fmt(p_, '.2f')} + {_fmt(f, '.2f')} = {_fmt(total, '.2f')} | "
+              f"{_fmt(CORES * 1000 / total)} | {_fmt(_med(reps, k, 'runs_s'))} | {_fmt(_med(reps, k, 'busy_cores'), '.2f')} "
+              f"| {'-' if goal is None else _fmt(CORES * 1000 / goal, '.2f')} |")
     print(f"\nphysical limit, same run: raw single-row INSERT/s {limit1:,.0f} (1 connection), {limitn:,.0f} "
           f"({args.limit_conns} connections); insert-then-update steps/s {iu:,.0f} (1 connection)")
     for wf in args.workflows:
