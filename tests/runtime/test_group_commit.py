@@ -2,11 +2,13 @@
 to PostgreSQL as one `engine_commit_many` statement, each run's transition all or nothing on its own."""
 
 import asyncio
+from datetime import timedelta
 
+import asyncpg
 import pytest
 
 from anthares44.automation.errors import A44Error
-from anthares44.automation.runtime.engine.committer import MAX_GROUP, Committer, synchronous_commit
+from anthares44.automation.runtime.engine.committer import MAX_GROUP, SECOND_GROUP, Committer, synchronous_commit
 from anthares44.automation.runtime.engine.daemon import WorkerSettings
 from anthares44.automation.runtime.engine.journal import Batch, Lease, LeaseLost
 from anthares44.automation.settings import Settings
@@ -87,6 +89,77 @@ def test_groups_are_bounded_and_a_lone_transition_commits_at_once(store, pg_url,
     assert c.statements == 3
     assert query(pg_url, "select count(*) as n from automation.step_attempts where status = 'running'")[0]["n"] \
         == MAX_GROUP + 6
+
+
+@pytest.mark.parametrize("max_in_flight, late, peak", [(2, SECOND_GROUP + 4, 2), (2, SECOND_GROUP - 6, 1),
+                                                      (1, SECOND_GROUP + 4, 1)])
+def test_a_second_group_goes_out_while_one_is_in_flight_only_when_it_is_worth_a_commit(
+        store, pg_url, clock, aio, max_in_flight, late, peak):
+    """While a full group is on its way, transitions that arrive gather; once SECOND_GROUP of them wait, they
+    leave as a second statement at once (two PostgreSQL backends work) instead of waiting for the first."""
+    leases = _leases(store, clock, aio, MAX_GROUP + late)
+    c = Committer(store, max_in_flight=max_in_flight)
+    now = clock.now()
+
+    async def scenario():
+        first = [asyncio.ensure_future(_started(store, L, c, now).commit(now)) for L in leases[:MAX_GROUP]]
+        while c.in_flight == 0:             # the first group's statement has left
+            await asyncio.sleep(0)
+        second = [asyncio.ensure_future(_started(store, L, c, now).commit(now)) for L in leases[MAX_GROUP:]]
+        return await asyncio.gather(*first, *second)
+
+    assert aio(asyncio.wait_for(scenario(), 30)) == [None] * len(leases)
+    assert (c.statements, c.transitions, c.peak_in_flight, c.in_flight) == (2, len(leases), peak, 0)
+    assert query(pg_url, "select count(*) as n from automation.step_attempts where status = 'running'")[0]["n"] \
+        == len(leases)
+
+
+def test_a_groups_notifications_ride_in_its_own_transaction(store, pg_url, clock, aio):
+    """The run ids of the applied batches on a44_run_events and the earliest release on a44_runs_due arrive with
+    the group's commit, from the group's statement (no engine_notify after it); a refused run notifies nothing."""
+    done, released, lost = _leases(store, clock, aio, 3)
+    c = Committer(store)
+    now = clock.now()
+    stolen = Lease(lost.run_id, lost.project_id, lost.workflow_id, "another-worker", lost.grant + 1, lost.epoch)
+    wake = now + timedelta(minutes=5)
+    b1, b2, b3 = (_started(store, L, c, now) for L in (done, released, stolen))
+    b2.transition("waiting", now, next_wake_at=wake, release=True)
+    got: list[tuple[str, str]] = []
+    sent: list[str] = []
+
+    async def scenario():
+        listen = await asyncpg.connect(pg_url)
+        arrived = asyncio.Event()
+
+        def on(conn, pid, channel, payload):
+            got.append((channel, payload))
+            arrived.set()
+
+        await listen.add_listener("a44_run_events", on)
+        await listen.add_listener("a44_runs_due", on)
+        original = store.fetchval
+
+        async def fetchval(name, **kw):
+            sent.append(name)
+            return await original(name, **kw)
+
+        store.fetchval = fetchval
+        try:
+            outcome = await _together(b1.commit(now), b2.commit(now), b3.commit(now))
+            while len(got) < 3:
+                arrived.clear()
+                await asyncio.wait_for(arrived.wait(), 5)
+            await asyncio.sleep(0.2)            # nothing else arrives
+        finally:
+            store.fetchval = original
+            await listen.close()
+        return outcome
+
+    outcome = aio(scenario())
+    assert outcome[:2] == [None, None] and isinstance(outcome[2], LeaseLost)
+    assert sorted(got) == sorted([("a44_run_events", done.run_id), ("a44_run_events", released.run_id),
+                                  ("a44_runs_due", str(int(wake.timestamp() * 1000)))]), got
+    assert sent == ["engine_commit_many"], sent
 
 
 def test_synchronous_commit_off_is_applied_to_the_engine_transaction_only(store, pg_url, clock, aio, tmp_path):

@@ -106,6 +106,7 @@ declare
     msg text;
     det text;
     hnt text;
+    due bigint;
 begin
     if p_synchronous_commit is not null then
         perform set_config('synchronous_commit', p_synchronous_commit, true);
@@ -115,6 +116,10 @@ begin
             perform automation.engine_commit(b ->> 'run_id', b ->> 'owner', (b ->> 'grant')::integer,
                                              b ->> 'current_step', (b ->> 'now')::timestamptz, b -> 'ops');
             outcomes := array_append(outcomes, null::jsonb);
+            perform pg_notify('a44_run_events', b ->> 'run_id');
+            if b ? 'due_ms' then
+                due := least(due, (b ->> 'due_ms')::bigint);
+            end if;
         exception when others then
             get stacked diagnostics code = returned_sqlstate, msg = message_text, det = pg_exception_detail,
                                     hnt = pg_exception_hint;
@@ -122,6 +127,9 @@ begin
                                                                   'hint', hnt));
         end;
     end loop;
+    if due is not null then
+        perform pg_notify('a44_runs_due', due::text);
+    end if;
     return to_jsonb(outcomes);
 end
 $$;

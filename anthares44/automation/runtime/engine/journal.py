@@ -47,9 +47,11 @@ def attempt_key(run_id: str, step_id: str, kind: str = "action") -> str:
 
 
 class Commits(Protocol):
-    """Where a batch's statement goes (committer.Committer: grouped with other runs' transitions)."""
+    """Where a batch's statement goes (committer.Committer: grouped with other runs' transitions, their NOTIFYs
+    sent in the same transaction; `due`: the wait the batch released the run to)."""
 
-    async def commit(self, lease: "Lease", ops: str, current: str | None, at: datetime) -> None: ...
+    async def commit(self, lease: "Lease", ops: str, current: str | None, at: datetime,
+                     due: datetime | None = None) -> None: ...
 
 
 class LeaseLost(Exception):
@@ -72,7 +74,8 @@ class Lease:
 
 
 class Notifier:
-    """Sends, after commit, the NOTIFYs that the interpreter's transactions defer (migration 0006): run ids on
+    """Sends, after commit, the NOTIFYs that the interpreter's transactions defer (migration 0006) when they do not
+    go through a `Committer` (whose group statement sends its runs' NOTIFYs in its own transaction, 0026): run ids on
     `a44_run_events` (what `logs --follow` and `run --wait` listen to) and the earliest due time of the runs
     released to a wait on `a44_runs_due` (other daemons arm a timer; on waking they ask the database for the next
     due time, so the earliest is enough). One statement carries everything pending; while it is in flight new
@@ -290,24 +293,23 @@ class Batch:
         due, self._due = self._due, None
         final, self._final = self._final, False
         try:
-            await self._write(L, ops, current, at)
+            if self.committer is not None:      # its NOTIFYs ride in the group's transaction (migration 0026)
+                await self.committer.commit(L, encode_ops(ops), current, at, due)
+            else:
+                await write_alone(self.store, L, encode_ops(ops), current, at)
         except BaseException:
             if self.spans is not None:
                 self.spans.discard()
             raise
         if self.spans is not None:
             self.spans.committed()
+        if self.committer is not None:
+            return
         if self.notifier is not None:
             self.notifier.add((L.run_id,), due, at_once=final)
         else:   # no engine to defer to: notify now (the triggers stayed silent for this transaction)
             await self.store.fetchval("engine_notify", run_ids=[L.run_id],
                                       due_ms=None if due is None else str(int(due.timestamp() * 1000)))
-
-    async def _write(self, L: Lease, ops: list, current: str | None, at: datetime) -> None:
-        if self.committer is not None:
-            await self.committer.commit(L, encode_ops(ops), current, at)
-        else:
-            await write_alone(self.store, L, encode_ops(ops), current, at)
 
 
 async def write_alone(store: Store, L: Lease, ops: str, current: str | None, at: datetime) -> None:
