@@ -51,7 +51,7 @@ from anthares44.automation.runtime.store import Store  # noqa: E402
 from proc_cpu import machine_busy_s, pg_cpu_s, pid_cpu_s  # noqa: E402
 from runtime_profile import Profiler  # noqa: E402
 from runtime_far_side import FarSide  # noqa: E402
-from runtime_limits import insert_then_update, raw_inserts  # noqa: E402
+from runtime_limits import insert_then_update, raw_http, raw_inserts  # noqa: E402
 
 A44 = str(Path(sys.executable).parent / "a44")
 PROJECT = "pj_default"
@@ -452,8 +452,15 @@ def bench(durable: bool, args) -> dict:
             rep = {"limit1": asyncio.run(raw_inserts(url, 1, args.limit_seconds)),
                    "limitn": asyncio.run(raw_inserts(url, args.limit_conns, args.limit_seconds)),
                    "insert_update": asyncio.run(insert_then_update(url, args.limit_seconds))}
+            if "http" in args.workflows:
+                rep["raw_http"] = asyncio.run(raw_http(far.port, far.proc.pid, args.limit_seconds, args.concurrency))
             print(f"  rep {r + 1}: raw INSERT/s 1 conn {rep['limit1']:,.0f}, {args.limit_conns} conns "
                   f"{rep['limitn']:,.0f}; insert+update steps/s {rep['insert_update']:,.0f}", flush=True)
+            if "raw_http" in rep:
+                h = rep["raw_http"]
+                print(f"  rep {r + 1}: bare aiohttp POSTs to the far side, {args.concurrency} at once: "
+                      f"{h['requests_s']:,.0f}/s, CPU ms per request client {h['client_cpu_ms']:.3f} far side "
+                      f"{h['far_cpu_ms']:.3f}", flush=True)
             for wf in args.workflows:
                 for d in args.daemons:
                     tp = asyncio.run(throughput(url, home, args.runs, args.concurrency, WORKFLOWS[wf], d))

@@ -84,6 +84,13 @@ def summary(res: dict, args, daemon_cmd: str = "a44") -> None:
         print(f"| {wf} | {_fmt(d, '.2f')} + {_fmt(p_, '.2f')} + {_fmt(f, '.2f')} = {_fmt(total, '.2f')} | "
               f"{_fmt(CORES * 1000 / total)} | {_fmt(_med(reps, k, 'runs_s'))} | {_fmt(_med(reps, k, 'busy_cores'), '.2f')} "
               f"| {'-' if goal is None else _fmt(CORES * 1000 / goal, '.2f')} |")
+    raw = [r["raw_http"] for r in reps if "raw_http" in r]
+    if raw:
+        client, far = (statistics.median(h[k] for h in raw) for k in ("client_cpu_ms", "far_cpu_ms"))
+        print(f"\nthe HTTP floor, same run: bare aiohttp POSTs to the far side, {args.concurrency} at once, "
+              f"{statistics.median(h['requests_s'] for h in raw):,.0f}/s; 3 of them (one run's steps, no engine, no "
+              f"database) cost {3 * client:.2f} ms CPU in the client and {3 * far:.2f} ms in the far side, a ceiling "
+              f"of {CORES * 1000 / (3 * (client + far)):,.0f} runs/s on {CORES} cores before any PostgreSQL work")
     print(f"\nphysical limit, same run: raw single-row INSERT/s {limit1:,.0f} (1 connection), {limitn:,.0f} "
           f"({args.limit_conns} connections); insert-then-update steps/s {iu:,.0f} (1 connection)")
     for wf in args.workflows:

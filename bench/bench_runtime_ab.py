@@ -1,0 +1,134 @@
+"""Interleaved A/B of daemon variants on the throughput figure of bench_runtime.py (issue 16). Not a test: it prints
+figures. Each variant is an environment assignment the bench daemon (bench/runtime_daemon.py) reads:
+
+    A44_BENCH_IN_FLIGHT=N[:M]   group statements in flight at most (committer.MAX_IN_FLIGHT), and M: the
+                                transitions that must wait before a second one leaves (committer.SECOND_GROUP)
+    A44_BENCH_UVLOOP=1          the daemon on uvloop's event loop (pip install uvloop; not a dependency)
+    A44_BENCH_GROUPS=1          (any variant) print the group statements' sizes and durations
+
+    .venv/bin/python bench/bench_runtime_ab.py --workflows http,pass A44_BENCH_IN_FLIGHT=1 A44_BENCH_IN_FLIGHT=2:16
+    .venv/bin/python bench/bench_runtime_ab.py --functions A44_BENCH_UVLOOP= A44_BENCH_UVLOOP=1
+
+Same server settings, workflows and measurement as bench_runtime.py's (b); the variants alternate inside every
+repeat and the summary quotes medians. `--functions` turns on `track_functions = pl` for the bench database and
+prints, per figure, the PL/pgSQL functions by their own time (wall time inside PostgreSQL, not CPU), and the
+step-attempt durations (start recorded .. finish recorded) of the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import asyncpg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_runtime as br  # noqa: E402
+from runtime_far_side import FarSide  # noqa: E402
+
+
+async def _execute(url: str, sql: str) -> None:
+    c = await asyncpg.connect(url)
+    try:
+        await c.execute(sql)
+    finally:
+        await c.close()
+
+
+async def _functions(url: str) -> list[str]:
+    """PL/pgSQL functions by own time since the last call (then resets), and attempt durations of the runs."""
+    c = await asyncpg.connect(url)
+    try:
+        await c.execute("select pg_stat_force_next_flush()")
+        rows = await c.fetch("select funcname, calls, total_time, self_time from pg_stat_user_functions "
+                             "order by self_time desc limit 8")
+        att = await c.fetchval("select percentile_cont(array[0.5, 0.9]) within group (order by extract(epoch from "
+                               "finished_at - started_at) * 1000) from automation.step_attempts")
+        await c.execute("select pg_stat_reset()")
+    finally:
+        await c.close()
+    out = [f"      {r['funcname']}: {r['calls']} calls, {r['self_time'] / max(r['calls'], 1) * 1000:.0f} us own, "
+           f"{r['total_time'] / max(r['calls'], 1) * 1000:.0f} us in all per call" for r in rows]
+    if att:
+        out.append(f"      step attempts p50 / p90: {att[0]:.1f} / {att[1]:.1f} ms")
+    return out
+
+
+def _group_line(home: Path) -> str | None:
+    logs = sorted(home.glob("daemon-*.log"), key=lambda f: f.stat().st_mtime)
+    for line in reversed(logs[-1].read_text().splitlines() if logs else []):
+        if line.startswith("GROUPS"):
+            return "      " + line
+    return None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("variants", nargs="+", help="NAME=VALUE environment assignments (VALUE empty: unset)")
+    ap.add_argument("--workflows", default="http,pass", help="of pass, http, sql")
+    ap.add_argument("--runs", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--functions", action="store_true", help="PL/pgSQL functions by own time, attempt durations")
+    args = ap.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="a44-ab-"))
+    home = root / "home"
+    home.mkdir()
+    server, url = br.start_server(root / "pg", True)
+    far = FarSide()
+    br.FAR_PID[0] = far.proc.pid
+    br.DAEMON_CMD[0] = "module"            # the variants are read by bench/runtime_daemon.py
+    figures: dict[tuple[str, str], list[dict]] = {}
+    try:
+        asyncio.run(br.prepare(url, home, {"bench-pass.yaml": br.PASS_WF, "bench-sql.yaml": br.SQL_WF,
+                                           "bench-http.yaml": br.HTTP_WF.replace("PORT", str(far.port))}))
+        if args.functions:
+            asyncio.run(_execute(url, "alter database a44 set track_functions = 'pl'"))
+        for r in range(args.repeat):
+            for wf in args.workflows.split(","):
+                for v in args.variants:
+                    name, _, value = v.partition("=")
+                    saved = os.environ.pop(name, None)
+                    if value:
+                        os.environ[name] = value
+                    try:
+                        tp = asyncio.run(br.throughput(url, home, args.runs, args.concurrency, br.WORKFLOWS[wf], 1))
+                    finally:
+                        os.environ.pop(name, None)
+                        if saved is not None:
+                            os.environ[name] = saved
+                    figures.setdefault((wf, v), []).append(tp)
+                    print(f"  rep {r + 1} {wf} {v}: {tp['runs_s']:,.0f} runs/s | commits/run "
+                          f"{tp['commits_per_run']:.2f} | CPU ms/run daemon {tp['daemon_cpu_ms_per_run']:.2f} "
+                          f"PostgreSQL {tp['pg_cpu_ms_per_run']:.2f} | machine busy {tp['busy_cores']:.2f} cores",
+                          flush=True)
+                    line = _group_line(home)
+                    if line:
+                        print(line, flush=True)
+                    if args.functions:
+                        print("\n".join(asyncio.run(_functions(url))), flush=True)
+    finally:
+        far.stop()
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"\nmedians of {args.repeat} interleaved repeats, {args.runs:,} runs per figure, --concurrency "
+          f"{args.concurrency}:")
+    print("| workflow | variant | runs/s | commits/run | CPU ms/run daemon + PostgreSQL | machine busy, cores |")
+    print("|---|---|---|---|---|---|")
+    for (wf, v), xs in figures.items():
+        med = {k: statistics.median(x[k] for x in xs) for k in ("runs_s", "commits_per_run", "daemon_cpu_ms_per_run",
+                                                                 "pg_cpu_ms_per_run", "busy_cores")}
+        print(f"| {wf} | `{v}` | {med['runs_s']:,.0f} | {med['commits_per_run']:.2f} | "
+              f"{med['daemon_cpu_ms_per_run']:.2f} + {med['pg_cpu_ms_per_run']:.2f} | {med['busy_cores']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
