@@ -8,9 +8,10 @@ in flight at once, each on its own connection: with only one, PostgreSQL (one ba
 daemon (rendering and calling for the runs the last group released) take turns, and neither gets a whole core.
 Nothing waits for a timer: an idle engine commits a lone transition at once, so one run at a time is not slowed
 down; groups grow only with the load. A run has at most one transition pending (its driver awaits it), so two
-statements never carry the same run and each run's transitions stay in order. Each run's transition is applied in its own subtransaction, in arrival order, and its waiter
-is released only once the whole statement has committed, so "attempt row committed before the effect" and
-"result committed before the step counts as done" hold per run exactly as with one statement per transition.
+statements never carry the same run and each run's transitions stay in order. Each run's transition is applied
+in its own subtransaction, in arrival order, and its waiter is released only once the whole statement has
+committed, so "attempt row committed before the effect" and "result committed before the step counts as done"
+hold per run exactly as with one statement per transition.
 
 A run the group refuses (lease lost, attempt not running, illegal transition) gets the exception it would get
 alone; nothing of it is written and the other runs commit. Any other per-run error (a bug in one operation, a
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from types import SimpleNamespace
@@ -33,6 +35,8 @@ from .journal import SIGNALS, Lease, encode_value, write_alone
 if TYPE_CHECKING:
     from ...settings import Settings
     from ..store import Store
+
+log = logging.getLogger("a44.engine")
 
 # Transitions per statement at most. Each is a subtransaction with its own transaction id, and a backend caches
 # 64 of them; past that every snapshot in the cluster has to look subtransactions up in pg_subtrans.
@@ -156,8 +160,8 @@ class Committer:
         try:        # alone, the statement sent no NOTIFY: send them now (hints: a lost one only delays a follower)
             await self.store.fetchval("engine_notify", run_ids=[p.lease.run_id],
                                       due_ms=None if p.due_ms is None else str(p.due_ms))
-        except A44Error:
-            pass
+        except A44Error as exc:
+            log.info("notify of %s after its lone commit failed: %s", p.lease.run_id, exc)
 
 
 def due_ms(due: datetime | None) -> int | None:
