@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from anthares44.automation.app.automation import Automation
+from tests.code.support import published_code
 from tests.runtime.engine_support import attempts, engine, state_changes
 
 NAPPING = '''from anthares44.automation import workflow, step
@@ -26,10 +26,7 @@ async def nap(ctx, input):
 
 def test_a_sleeping_code_run_cancelled_with_compensate_undoes_its_steps(store, clock, aio, tmp_path):
     async def body():
-        path = tmp_path / "nap_then_work.py"
-        path.write_text(NAPPING)
-        auto = Automation(store)
-        assert (await auto.publish([str(path)])).ok
+        auto = await published_code(store, tmp_path, "nap_then_work.py", NAPPING)
         run_id = (await auto.run("nap-then-work", {}, "c1")).run_id
         eng = engine(store, clock=clock)
         assert await eng.drive() == {run_id: "sleeping"}

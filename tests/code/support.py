@@ -10,7 +10,19 @@ from pathlib import Path
 
 from aiohttp import web
 
+from anthares44.automation.app.automation import Automation
+
 from tests.loopback import ThreadedServer
+
+
+async def published_code(store, tmp_path: Path, filename: str, source: str) -> Automation:
+    """An `Automation` on `store` after publishing the code workflow `source`, written to tmp_path/filename."""
+    path = tmp_path / filename
+    path.write_text(source)
+    auto = Automation(store)
+    report = await auto.publish([str(path)])
+    assert report.ok, report
+    return auto
 
 ONBOARD = '''from anthares44.automation import workflow, step
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from anthares44.automation.app.automation import Automation
+from tests.code.support import published_code
 from tests.runtime.engine_support import engine
 
 ETL = '''from anthares44.automation import workflow, step
@@ -35,10 +35,7 @@ async def etl(ctx, input):
 
 
 async def _run(store, tmp_path, n: int, key: str):
-    path = tmp_path / "etl.py"
-    path.write_text(ETL)
-    auto = Automation(store)
-    assert (await auto.publish([str(path)])).ok
+    auto = await published_code(store, tmp_path, "etl.py", ETL)
     return (await auto.run("code-etl", {"n": n}, key)).run_id
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from anthares44.automation.app.automation import Automation
+from tests.code.support import published_code
 from tests.runtime.engine_support import Script, engine, node, publish_and_run, state_changes, workflow
 
 FAILING_UNDO = '''from anthares44.automation import workflow, step
@@ -53,10 +53,7 @@ async def _outcome(store, run_id) -> dict:
 
 def test_code_and_yaml_runs_share_one_saga(store, clock, aio, tmp_path):
     async def body():
-        path = tmp_path / "saga_fails.py"
-        path.write_text(FAILING_UNDO)
-        auto = Automation(store)
-        assert (await auto.publish([str(path)])).ok
+        auto = await published_code(store, tmp_path, "saga_fails.py", FAILING_UNDO)
         code_run = (await auto.run("saga-fails", {}, "c1")).run_id
         code = await _drive_through_budget(store, clock, engine(store, clock=clock), code_run)
 

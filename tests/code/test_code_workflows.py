@@ -10,7 +10,7 @@ import pytest
 
 from anthares44.automation.app.automation import Automation
 from anthares44.automation.app.replay import replay
-from tests.code.support import ONBOARD, StandIn, write_modules
+from tests.code.support import ONBOARD, StandIn, published_code, write_modules
 from tests.runtime.engine_support import engine
 
 
@@ -110,10 +110,7 @@ async def _boom():
 
 def test_retry_then_compensation_with_durable_waits(store, clock, aio, tmp_path):
     async def body():
-        path = tmp_path / "saga.py"
-        path.write_text(COMPENSATED)
-        auto = Automation(store)
-        assert (await auto.publish([str(path)])).ok
+        auto = await published_code(store, tmp_path, "saga.py", COMPENSATED)
         run_id = (await auto.run("saga", {}, "s1")).run_id
         eng = engine(store, clock=clock)
         await eng.drive()
@@ -128,7 +125,7 @@ def test_retry_then_compensation_with_durable_waits(store, clock, aio, tmp_path)
         run = await store.get_run(run_id)
         assert run["state"] == "failed" and run["failed_step"] == "c" and run["error_code"] == "E_NETWORK"
         from anthares44.automation.sdk.loader import import_path
-        assert import_path(path).calls == ["c", "c", "undo-b", "undo-a"]
+        assert import_path(tmp_path / "saga.py").calls == ["c", "c", "undo-b", "undo-a"]
         rows = [(a["step_id"], a["kind"], a["status"]) for a in await store.list_attempts(run_id)]
         assert ("b", "compensation", "compensated") in rows and ("a", "compensation", "compensated") in rows
     aio(body())
@@ -153,16 +150,13 @@ async def diverge(ctx, input):
 
 def test_divergence_aborts_with_nondeterministic_replay(store, clock, aio, tmp_path):
     async def body():
-        path = tmp_path / "diverge.py"
-        path.write_text(DIVERGES)
-        auto = Automation(store)
-        assert (await auto.publish([str(path)])).ok
+        auto = await published_code(store, tmp_path, "diverge.py", DIVERGES)
         run_id = (await auto.run("diverge", {}, "d1")).run_id
         eng = engine(store, clock=clock)
         await eng.drive()
         assert (await store.get_run(run_id))["state"] == "sleeping"
         from anthares44.automation.sdk.loader import import_path
-        import_path(path).FLAG["left"] = False
+        import_path(tmp_path / "diverge.py").FLAG["left"] = False
         clock.advance(timedelta(seconds=11))
         await eng.drive()
         run = await store.get_run(run_id)
@@ -174,10 +168,7 @@ def test_divergence_aborts_with_nondeterministic_replay(store, clock, aio, tmp_p
 
 def test_ctx_values_are_recorded_once(store, clock, aio, tmp_path):
     async def body():
-        path = tmp_path / "values.py"
-        path.write_text(DIVERGES.replace('"diverge"', '"values"'))
-        auto = Automation(store)
-        assert (await auto.publish([str(path)])).ok
+        auto = await published_code(store, tmp_path, "values.py", DIVERGES.replace('"diverge"', '"values"'))
         run_id = (await auto.run("values", {}, "v1")).run_id
         eng = engine(store, clock=clock)
         await eng.drive()
