@@ -5,6 +5,8 @@ figures. Each variant is an environment assignment the bench daemon (bench/runti
                                 transitions that must wait before a second one leaves (committer.SECOND_GROUP)
     A44_BENCH_UVLOOP=1          the daemon on uvloop's event loop (pip install uvloop; not a dependency)
     A44_BENCH_GROUPS=1          (any variant) print the group statements' sizes and durations
+    A44_BENCH_SQL=FILE          run FILE's SQL on the bench database before the daemon starts, e.g. a migration's
+                                `create or replace function` against the one before it (give each variant one)
 
     .venv/bin/python bench/bench_runtime_ab.py --workflows http,pass A44_BENCH_IN_FLIGHT=1 A44_BENCH_IN_FLIGHT=2:16
     .venv/bin/python bench/bench_runtime_ab.py --functions A44_BENCH_UVLOOP= A44_BENCH_UVLOOP=1
@@ -44,12 +46,16 @@ async def _execute(url: str, sql: str) -> None:
 
 
 async def _functions(url: str) -> list[str]:
-    """PL/pgSQL functions by own time since the last call (then resets), and attempt durations of the runs."""
+    """PL/pgSQL functions by own time since the last call (then resets), the writes of the busiest tables (how
+    many updates were HOT: no index touched), and attempt durations of the runs."""
     c = await asyncpg.connect(url)
     try:
         await c.execute("select pg_stat_force_next_flush()")
         rows = await c.fetch("select funcname, calls, total_time, self_time from pg_stat_user_functions "
                              "order by self_time desc limit 8")
+        tables = await c.fetch("select relname, n_tup_ins, n_tup_upd, n_tup_hot_upd from pg_stat_user_tables "
+                               "where schemaname = 'automation' and n_tup_ins + n_tup_upd > 0 "
+                               "order by n_tup_ins + n_tup_upd desc limit 4")
         att = await c.fetchval("select percentile_cont(array[0.5, 0.9]) within group (order by extract(epoch from "
                                "finished_at - started_at) * 1000) from automation.step_attempts")
         await c.execute("select pg_stat_reset()")
@@ -57,6 +63,8 @@ async def _functions(url: str) -> list[str]:
         await c.close()
     out = [f"      {r['funcname']}: {r['calls']} calls, {r['self_time'] / max(r['calls'], 1) * 1000:.0f} us own, "
            f"{r['total_time'] / max(r['calls'], 1) * 1000:.0f} us in all per call" for r in rows]
+    out += [f"      table {t['relname']}: {t['n_tup_ins']} inserts, {t['n_tup_upd']} updates "
+            f"({100 * t['n_tup_hot_upd'] / max(t['n_tup_upd'], 1):.0f} % HOT)" for t in tables]
     if att:
         out.append(f"      step attempts p50 / p90: {att[0]:.1f} / {att[1]:.1f} ms")
     return out
@@ -70,6 +78,26 @@ def _group_line(home: Path) -> str | None:
     return None
 
 
+def _slowest_plans(log: Path, keep: int = 6) -> str:
+    """The `keep` slowest auto_explain plans logged since the last call (the log is then truncated)."""
+    plans, current = [], None
+    for line in log.read_text(errors="replace").splitlines():
+        if "LOG:  duration:" in line and "plan:" in line:
+            current = [float(line.split("duration:")[1].split()[0]), [line]]
+            plans.append(current)
+        elif current is not None and not (" LOG: " in line or " ERROR: " in line or " STATEMENT: " in line):
+            current[1].append(line)
+        else:
+            current = None
+    log.write_text("")
+    # a function's own statements (log_nested_statements) say more than the call that wraps them
+    # and a wait for the claim's advisory lock (the warm-up's claims queue on it) says nothing about a plan
+    plans = [p for p in plans if not any(line.lstrip().startswith("Function Scan on") or "pg_advisory_xact_lock" in line
+                                         for line in p[1][:5])]
+    plans.sort(key=lambda p: -p[0])
+    return "\n".join("\n".join(lines) for _, lines in plans[:keep]) or "      (no plan slower than --explain)"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("variants", nargs="+", help="NAME=VALUE environment assignments (VALUE empty: unset)")
@@ -78,6 +106,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--functions", action="store_true", help="PL/pgSQL functions by own time, attempt durations")
+    ap.add_argument("--explain", type=int, metavar="MS", default=0,
+                    help="auto_explain (analyze, buffers, nested statements) every statement slower than MS into "
+                         "the server's log, and print the plans of the slowest after each figure")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="a44-ab-"))
     home = root / "home"
@@ -92,6 +123,12 @@ def main() -> None:
                                            "bench-http.yaml": br.HTTP_WF.replace("PORT", str(far.port))}))
         if args.functions:
             asyncio.run(_execute(url, "alter database a44 set track_functions = 'pl'"))
+        if args.explain:
+            for setting in ("session_preload_libraries = 'auto_explain'",
+                            f"auto_explain.log_min_duration = {args.explain}", "auto_explain.log_analyze = on",
+                            "auto_explain.log_buffers = on", "auto_explain.log_nested_statements = on",
+                            "auto_explain.log_timing = on"):
+                asyncio.run(_execute(url, f"alter database a44 set {setting}"))
         for r in range(args.repeat):
             for wf in args.workflows.split(","):
                 for v in args.variants:
@@ -115,6 +152,8 @@ def main() -> None:
                         print(line, flush=True)
                     if args.functions:
                         print("\n".join(asyncio.run(_functions(url))), flush=True)
+                    if args.explain:
+                        print(_slowest_plans(server.log), flush=True)
     finally:
         far.stop()
         server.stop()

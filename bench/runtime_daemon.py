@@ -27,6 +27,14 @@ async def main(url: str, concurrency: int) -> None:
         committer.Committer.__init__.__kwdefaults__["max_in_flight"] = int(flight)
         if second:
             committer.Committer.__init__.__kwdefaults__["second_group"] = int(second)
+    if os.environ.get("A44_BENCH_SQL"):         # bench_runtime_ab: run this SQL first (e.g. an older function)
+        import asyncpg
+
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(Path(os.environ["A44_BENCH_SQL"]).read_text())
+        finally:
+            await conn.close()
     daemon = Daemon(WorkerSettings.from_settings(Settings.from_env(), database_url=url, concurrency=concurrency))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -45,17 +53,18 @@ async def main(url: str, concurrency: int) -> None:
             try:
                 return await flush(self, group)
             finally:
-                seen.append((len(group), _t.perf_counter() - t))
+                seen.append((len(group), _t.perf_counter() - t, sum(len(p.json()) for p in group)))
 
         committer.Committer._flush = timed
 
         def report():
             import statistics as st
             if seen:
-                print(f"GROUPS n={len(seen)} size p50 {st.median(x for x, _ in seen)} mean "
-                      f"{st.mean(x for x, _ in seen):.1f} ms p50 {1000 * st.median(d for _, d in seen):.2f} "
-                      f"p90 {1000 * sorted(d for _, d in seen)[int(.9 * len(seen))]:.2f} "
-                      f"ms/transition {1000 * sum(d for _, d in seen) / sum(x for x, _ in seen):.3f}",
+                print(f"GROUPS n={len(seen)} size p50 {st.median(x for x, _, _ in seen)} mean "
+                      f"{st.mean(x for x, _, _ in seen):.1f} ms p50 {1000 * st.median(d for _, d, _ in seen):.2f} "
+                      f"p90 {1000 * sorted(d for _, d, _ in seen)[int(.9 * len(seen))]:.2f} "
+                      f"ms/transition {1000 * sum(d for _, d, _ in seen) / sum(x for x, _, _ in seen):.3f} "
+                      f"bytes/transition {sum(b for _, _, b in seen) / sum(x for x, _, _ in seen):.0f}",
                       file=sys.stderr, flush=True)
         atexit.register(report)
     if os.environ.get("A44_BENCH_COUNT"):      # print round trips / transactions at exit (runtime_roundtrips)

@@ -134,3 +134,27 @@ def test_illegal_transitions_are_refused_and_change_nothing(store, clock, aio):
     with pytest.raises(A44Error) as exc:
         aio(resolve_confirmation(store, run_id, "a", "retry"))
     assert exc.value.code == "E_ILLEGAL_TRANSITION"
+
+
+def test_the_claims_planner_settings_end_with_its_statement(store, clock, aio):
+    """lease_claim (0027) plans its statement with enable_sort off and a generic plan; a caller's own settings
+    are back as they were once it returns, even inside the caller's transaction. The earliest due runs go first."""
+    from datetime import timedelta
+
+    ir = workflow([node("a", uses="pass", params={"output": 1})])
+    ids = []
+    for i in range(3):
+        ids.append(aio(publish_and_run(store, ir, key=f"k{i}")))
+        clock.advance(1)
+
+    async def claim_in_a_transaction():
+        async with store.connection("test") as c:
+            async with c.transaction():
+                await c.execute("set local plan_cache_mode = force_custom_plan")
+                now = clock.now()
+                rows = await c.fetch("select * from automation.lease_claim($1, $2, $3, $4, $5)", "w1", now, 2,
+                                     timedelta(seconds=30), now + timedelta(seconds=60))
+                return ({r["run_id"] for r in rows}, await c.fetchval("select current_setting('enable_sort')"),
+                        await c.fetchval("select current_setting('plan_cache_mode')"))
+
+    assert aio(claim_in_a_transaction()) == ({ids[0], ids[1]}, "on", "force_custom_plan")

@@ -444,9 +444,16 @@ CREATE FUNCTION automation.lease_claim(p_worker_id text, p_now timestamp with ti
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
+declare
+    sorting text;
+    caching text;
 begin
     perform set_config('a44.notify', 'deferred', true);    -- before the grants fire the triggers
     perform pg_advisory_xact_lock(hashtext('a44.automation.lease_claim'));
+    sorting := current_setting('enable_sort');
+    caching := current_setting('plan_cache_mode');
+    perform set_config('enable_sort', 'off', true);
+    perform set_config('plan_cache_mode', 'force_generic_plan', true);
     return query
     with held as (      -- slots in use: runs whose lease is held (O(runs in flight), runs_leased_idx)
         select project_id, coalesce(queue, 'q_default') as queue, workflow_id, count(*)::integer as n
@@ -501,19 +508,22 @@ begin
         union all
         select run_id, next_wake_at from ranked where qi <= qroom and wi <= wroom
     ), due as (
-        select r.run_id, r.state as prev_state, r.lease_owner as prev_owner
-        from automation.runs r
-        where r.run_id in (select run_id from pick order by next_wake_at limit p_limit)
-          and r.next_wake_at <= p_now
-          and r.state in ('pending', 'running', 'waiting', 'sleeping', 'compensating')
-        for update skip locked
+        select x.run_id, x.prev_state, x.prev_owner
+        from (select run_id from pick order by next_wake_at limit p_limit) p
+        cross join lateral (select r.run_id, r.state as prev_state, r.lease_owner as prev_owner
+                            from automation.runs r
+                            where r.run_id = p.run_id and r.next_wake_at <= p_now
+                              and r.state in ('pending', 'running', 'waiting', 'sleeping', 'compensating')
+                            for update skip locked) x
     ), parked as (      -- behind an unfinished run of their partition: out of the due set until it finishes
         update automation.runs r
         set next_wake_at = p_park_until
-        from (select x.run_id from automation.runs x
-              where x.run_id in (select run_id from cand where blocked)
-                and x.state = 'pending' and x.lease_owner is null and x.next_wake_at <= p_now
-              for update skip locked) b
+        from (select x.run_id
+              from (select run_id from cand where blocked) c
+              cross join lateral (select y.run_id from automation.runs y
+                                  where y.run_id = c.run_id and y.state = 'pending' and y.lease_owner is null
+                                    and y.next_wake_at <= p_now
+                                  for update skip locked) x) b
         where r.run_id = b.run_id
     ), granted as (
         update automation.runs r
@@ -542,6 +552,8 @@ begin
         where prev_owner is not null
     )
     select * from granted;
+    perform set_config('enable_sort', sorting, true);
+    perform set_config('plan_cache_mode', caching, true);
 end
 $$;
 
