@@ -5,6 +5,8 @@ figures. Each variant is an environment assignment the bench daemon (bench/runti
                                 transitions that must wait before a second one leaves (committer.SECOND_GROUP)
     A44_BENCH_UVLOOP=1          the daemon on uvloop's event loop (pip install uvloop; not a dependency)
     A44_BENCH_GROUPS=1          (any variant) print the group statements' sizes and durations
+    A44_BENCH_TREE=DIR          the daemon runs the package of the checkout DIR (a worktree of another commit);
+                                the database is migrated by this tree, so DIR must not need other migrations
     A44_BENCH_SQL=FILE          run FILE's SQL on the bench database before the daemon starts, e.g. a migration's
                                 `create or replace function` against the one before it (give each variant one)
 

@@ -12,7 +12,8 @@ import signal
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# A44_BENCH_TREE (bench_runtime_ab): the package of another checkout, e.g. a worktree of the commit before
+sys.path.insert(0, os.environ.get("A44_BENCH_TREE") or str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from anthares44.automation.runtime.engine import Daemon, WorkerSettings  # noqa: E402
