@@ -7,6 +7,8 @@ figures. Each variant is an environment assignment the bench daemon (bench/runti
     A44_BENCH_GROUPS=1          (any variant) print the group statements' sizes and durations
     A44_BENCH_TREE=DIR          the daemon runs the package of the checkout DIR (a worktree of another commit);
                                 the database is migrated by this tree, so DIR must not need other migrations
+    A44_BENCH_CPROFILE=FILE     the daemon under cProfile, its stats dumped to FILE at exit (pstats; a
+                                profiled daemon is slower: for where the time goes, not for the figure)
     A44_BENCH_SQL=FILE          run FILE's SQL on the bench database before the daemon starts, e.g. a migration's
                                 `create or replace function` against the one before it (give each variant one)
 

@@ -88,5 +88,11 @@ if __name__ == "__main__":
         import uvloop
 
         uvloop.run(main(sys.argv[1], int(sys.argv[2])))
+    elif os.environ.get("A44_BENCH_CPROFILE"):  # bench_runtime_ab: cProfile the daemon into this file at exit
+        import cProfile
+
+        with cProfile.Profile() as prof:
+            asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+        prof.dump_stats(os.environ["A44_BENCH_CPROFILE"])
     else:
         asyncio.run(main(sys.argv[1], int(sys.argv[2])))

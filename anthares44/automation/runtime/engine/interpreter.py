@@ -319,11 +319,11 @@ class RunDriver:
     async def _invoke(self, sp: StepProgress, attempt: int) -> Outcome:
         node = sp.node
         call = Call(sp.key, node.connector, node.params, node.timeout_ms or 0, attempt)
-        out = await invoke(self.engine.registry, call, self.render_scope(node.id, attempt, sp.partition),
+        out = await invoke(self.engine.registry, call, lambda: self.render_scope(node.id, attempt, sp.partition),
                            run_id=self.lease.run_id, project_id=self.lease.project_id,
                            workflow_id=self.lease.workflow_id, idempotency_key=attempt_key(self.lease.run_id, sp.key),
                            services=self.engine.services)
-        return await row_counts.measure(node, out, self.cel_scope(node.id))
+        return await row_counts.measure(node, out, lambda: self.cel_scope(node.id))
 
     def _note_rows(self, b: Batch, sp: StepProgress, out: Outcome, now: datetime) -> None:
         """A step's (or a partition's) counts, recorded with its attempt; a partitioned step adds its partitions."""
@@ -474,7 +474,7 @@ class RunDriver:
             c = Call(node.id, comp.connector, comp.params,
                      comp.timeout_ms or node.timeout_ms or DEFAULT_COMPENSATION_TIMEOUT_MS, a.attempt,
                      kind="compensation")
-            out = await invoke(self.engine.registry, c, self.render_scope(node.id, a.attempt),
+            out = await invoke(self.engine.registry, c, lambda: self.render_scope(node.id, a.attempt),
                                run_id=self.lease.run_id, project_id=self.lease.project_id,
                                workflow_id=self.lease.workflow_id,
                                idempotency_key=f"{self.lease.run_id}:{node.id}:compensate",

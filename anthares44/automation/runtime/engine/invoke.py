@@ -5,10 +5,11 @@ turn whatever happened into an `Outcome`. Nothing here writes to the database; t
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ...compiler.ir import ConnectorRef
 from ...errors import E_CONNECTOR_FAILED, E_STEP_TIMEOUT, A44Error
@@ -39,22 +40,25 @@ class Call:
     kind: str = "action"
 
 
-async def invoke(registry: ConnectorRegistry, call: Call, scope: dict, *, run_id: str, project_id: str,
-                 workflow_id: str, idempotency_key: str, services: dict) -> Outcome:
+async def invoke(registry: ConnectorRegistry, call: Call, scope: Callable[[], dict], *, run_id: str,
+                 project_id: str, workflow_id: str, idempotency_key: str, services: dict) -> Outcome:
+    """`scope()` makes the template scope; it is called only when the parameters hold a template."""
     timeout_s = max(call.timeout_ms, 1) / 1000
     deadline = time.monotonic() + timeout_s
     try:
         connector = registry.get(call.connector)
-        # rendering runs off the event loop and spends the step's own timeout: the connector gets the rest
-        params = validate_params(connector, await evaluation.render(call.params, scope, timeout_s))
+        params = call.params
+        if evaluation.has_templates(params):
+            # rendering runs off the event loop and spends the step's own timeout: the connector gets the rest
+            params = await evaluation.render(params, scope(), timeout_s)
+        params = validate_params(connector, params)
     except A44Error as err:
         return Outcome("failed", error=_with_step(err, call.step_id))
     timeout_s = max(deadline - time.monotonic(), 0.001)
     ctx = StepContext(run_id=run_id, step_id=call.step_id, attempt=call.attempt, idempotency_key=idempotency_key,
                       project_id=project_id, workflow_id=workflow_id, deadline=deadline,
                       declared=call.connector.config or registry.declared(call.connector.uses),
-                      services=services,
-                      logger=logging.getLogger(f"a44.connector.{connector.name}"))
+                      services=services, logger=_logger(connector.name))
     try:
         async with asyncio.timeout(timeout_s) as cm:
             result = await registry.call(connector, params, ctx)  # secrets, circuit breaker, scrubbing
@@ -70,6 +74,12 @@ async def invoke(registry: ConnectorRegistry, call: Call, scope: dict, *, run_id
     except Exception as exc:  # noqa: BLE001 - a connector bug fails the step, never the worker
         return Outcome("failed", error=_unexpected(call, exc))
     return Outcome("succeeded", result=result)
+
+
+@functools.lru_cache(maxsize=256)
+def _logger(name: str) -> logging.Logger:
+    """`a44.connector.<name>`: logging.getLogger takes the logging module's lock on every call."""
+    return logging.getLogger(f"a44.connector.{name}")
 
 
 def _with_step(err: A44Error, step_id: str) -> A44Error:

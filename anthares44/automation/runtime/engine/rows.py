@@ -9,7 +9,7 @@ deadline (runtime/evaluation.py); how the counts add up is compiler/row_counts.p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...compiler.ir import Expr, NodeIR, WorkflowIR
 from ...compiler.row_counts import counts, expectation_failed
@@ -66,7 +66,7 @@ async def _eval(expr: Expr, activation: dict, what: str, step_id: str | None) ->
         raise A44Error(E_EXPR_EVAL, f"{what} ({expr.cel}) failed: {exc}", step_id=step_id) from None
 
 
-async def measure(node: NodeIR, out: Outcome, scope: dict) -> Outcome:
+async def measure(node: NodeIR, out: Outcome, make_scope: Callable[[], dict]) -> Outcome:
     """The outcome of a succeeded call with its counts in `out.rows`, or a final failure (E_EXPR_EVAL when a
     count does not evaluate to a non-negative integer, E_EXPECTATION_FAILED when an expectation is false)."""
     if out.status != "succeeded":
@@ -75,6 +75,7 @@ async def measure(node: NodeIR, out: Outcome, scope: dict) -> Outcome:
     if not exprs and not node.expect:
         return out
     sid = node.id
+    scope = make_scope()        # only now: most steps count nothing and expect nothing
     try:
         got = {}
         for key, expr in (exprs or {}).items():
