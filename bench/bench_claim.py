@@ -140,7 +140,8 @@ def main() -> None:
     ap.add_argument("--explain", type=Path, metavar="FILE", help="append the current claim's plans to FILE")
     args = ap.parse_args()
     dues = sorted(int(x) for x in args.due.split(","))
-    run_on_scratch_database("a44-claim-", lambda url: bench(url, dues, args.finished, args.limit, args.calls, args.explain))
+    run_on_scratch_database("a44-claim-",
+                            lambda url: bench(url, dues, args.finished, args.limit, args.calls, args.explain))
 
 
 if __name__ == "__main__":

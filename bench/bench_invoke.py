@@ -76,12 +76,13 @@ async def main(calls: int, repeat: int) -> None:
     registry.register(Nothing())
     registry.register(NothingModelled())
     services = {"app_db": object(), "publisher": object(), "breaker_state": object(), "networks_file": None}
+    nothing = ConnectorRef(uses="bench/nothing", kind="builtin", type=None)
+    modelled = ConnectorRef(uses="bench/modelled", kind="builtin", type=None)
     cases = {
-        "no params model": Call("s1", ConnectorRef(uses="bench/nothing", kind="builtin", type=None), {"a": 1, "b": [1, 2]}, 5000, 1),
-        "pydantic params": Call("s1", ConnectorRef(uses="bench/modelled", kind="builtin", type=None),
-                                {"method": "POST", "url": "http://127.0.0.1:1/step", "json_": {"n": 1}}, 5000, 1),
-        "one template": Call("s1", ConnectorRef(uses="bench/nothing", kind="builtin", type=None),
-                             {"a": {"$tpl": "{{ input.n }}"}, "b": [1, 2]}, 5000, 1),
+        "no params model": Call("s1", nothing, {"a": 1, "b": [1, 2]}, 5000, 1),
+        "pydantic params": Call("s1", modelled, {"method": "POST", "url": "http://127.0.0.1:1/step",
+                                                 "json_": {"n": 1}}, 5000, 1),
+        "one template": Call("s1", nothing, {"a": {"$tpl": "{{ input.n }}"}, "b": [1, 2]}, 5000, 1),
     }
     print(f"# tree: {sys.path[0]}; {calls:,} calls per figure, medians of {repeat}")
     print("| case | engine CPU per call, us |")
