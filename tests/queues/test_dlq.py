@@ -75,6 +75,22 @@ def test_invalid_envelope_kept_byte_for_byte(store, aio, clock):
     assert stats["by_error_code"][0]["error_code"] == "E_ENVELOPE_INVALID" and stats["total"] == 3
 
 
+def test_a_redrive_of_envelopes_that_still_do_not_parse_ends(store, aio, clock):
+    """An entry whose envelope still does not deserialize goes back to the DLQ as a new entry, later in the
+    redrive's own scan; the redrive must not take that one up again (it did, forever: a REST `redrive {}` hung
+    and filled the DLQ). The next redrive takes the new entries, once each."""
+    ir = _publish(store, aio, queue=Queue(id="q_dl"))
+    for raw in (b'{"id": "evt_2", "type": broken', b'{"id":"x"}'):
+        assert aio(rq.deliver_envelope(store, PROJECT, ir.workflow_id, raw))["outcome"] == "dead_lettered"
+    rep = aio(rq.dlq_redrive(store, PROJECT, "q_dl"))
+    assert (rep.scanned, rep.matched, rep.dead_lettered_again, rep.redriven) == (2, 2, 2, 0)
+    assert _count(store, aio) == 4                        # the two originals, marked redriven, and their successors
+    again = aio(rq.dlq_redrive(store, PROJECT, "q_dl"))
+    assert (again.scanned, again.dead_lettered_again) == (2, 2)
+    assert {r["dead_letter_id"] for r in again.runs} == {r["dead_letter_again"] for r in rep.runs}
+    assert _count(store, aio) == 6
+
+
 def test_max_age_in_queue_goes_to_dlq(store, aio, clock):
     ir = _publish(store, aio, queue=Queue(id="q_old", deadLetter={"maxAge": "1s"}))
     run = aio(store.create_run(PROJECT, ir.workflow_id, {"x": 1}, "old-1", queue="q_old"))

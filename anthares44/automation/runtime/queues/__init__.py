@@ -291,6 +291,9 @@ async def dlq_redrive(store, project: str, queue: str, *, filter: str | None = N
     t0 = loop.time()
     after = (datetime.min.replace(tzinfo=store.clock.now().tzinfo), "")
     limit = max if max is not None else None
+    # the entries this redrive itself made (an envelope that still does not deserialize goes back to the DLQ as a
+    # new entry, later in the scan's order): taking them up again would never end
+    made: set[str] = set()
     while limit is None or report.matched < limit:
         page = await store.fetch("dlq_page", project=project, queue=queue, after_at=after[0], after_id=after[1],
                                  limit=500)
@@ -298,6 +301,8 @@ async def dlq_redrive(store, project: str, queue: str, *, filter: str | None = N
             break
         for r in page:
             after = (r["created_at"], r["dead_letter_id"])
+            if r["dead_letter_id"] in made:
+                continue
             report.scanned += 1
             if program is not None:
                 try:
@@ -317,21 +322,25 @@ async def dlq_redrive(store, project: str, queue: str, *, filter: str | None = N
                 wait = t0 + report.redriven / per_s - loop.time()
                 if wait > 0:
                     await asyncio.sleep(wait)
-            await _redrive_one(store, project, r, report)
+            again = await _redrive_one(store, project, r, report)
+            if again is not None:
+                made.add(again)
             if progress is not None:
                 progress(report.redriven + report.dead_lettered_again, limit)
     report.elapsed_s = loop.time() - t0
     return report
 
 
-async def _redrive_one(store, project: str, r, report: RedriveReport) -> None:
+async def _redrive_one(store, project: str, r, report: RedriveReport) -> str | None:
+    """Redrive entry `r`; the id of the new entry when its envelope went back to the DLQ, else None."""
     try:
-        await _redrive_tx(store, project, r, report)
+        return await _redrive_tx(store, project, r, report)
     except _Taken:      # a concurrent redrive took this entry first: its run stands, ours rolled back
         report.skipped_taken += 1
+        return None
 
 
-async def _redrive_tx(store, project: str, r, report: RedriveReport) -> None:
+async def _redrive_tx(store, project: str, r, report: RedriveReport) -> str | None:
     now = store.clock.now()
     dl_id = r["dead_letter_id"]
     async with store.transaction("dlq_redrive") as conn:
@@ -342,12 +351,12 @@ async def _redrive_tx(store, project: str, r, report: RedriveReport) -> None:
             taken = await conn.fetchval("dlq_mark_redriven", dead_letter_id=dl_id, now=now, run_id=None)
             if taken is None:
                 report.skipped_taken += 1
-                return
+                return None
             new = await dead_letter(conn, project, r["queue"], r["workflow_id"], r["trigger_id"], raw, err, now,
                                     redrive_of=dl_id, event_id=r["event_id"], attempts=r["attempts"])
             report.dead_lettered_again += 1
             report.runs.append({"dead_letter_id": dl_id, "dead_letter_again": new})
-            return
+            return new
         if r["workflow_id"] is None:
             raise A44Error(E_DLQ_NOT_FOUND, f"dead letter {dl_id} names no workflow to redrive to")
         run_id, _created = await _create_from_envelope(
@@ -360,6 +369,7 @@ async def _redrive_tx(store, project: str, r, report: RedriveReport) -> None:
         await conn.execute("dlq_link_run", run_id=run_id, dead_letter_id=dl_id)
     report.redriven += 1
     report.runs.append({"dead_letter_id": dl_id, "run_id": run_id})
+    return None
 
 
 class _Taken(Exception):
