@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 import asyncpg
@@ -28,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_runtime as br  # noqa: E402
-from runtime_far_side import FarSide  # noqa: E402
 
 from anthares44.automation.runtime.store import Store  # noqa: E402
 
@@ -91,30 +88,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--workflows", default="http,pass", help="of pass, http")
     args = ap.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="a44-one-"))
-    home = root / "home"
-    home.mkdir()
-    server, url = br.start_server(root / "pg", True)
-    far = FarSide()
-    br.DAEMON_CMD[0] = "module"
-    try:
-        asyncio.run(br.prepare(url, home, {"bench-pass.yaml": br.PASS_WF,
-                                           "bench-http.yaml": br.HTTP_WF.replace("PORT", str(far.port))}))
-        asyncio.run(_track_functions(url))
+    with br.site("a44-one-", "track_functions = 'pl'") as (home, _server, url):
         for wf in args.workflows.split(","):
             asyncio.run(one_workflow(url, home, br.WORKFLOWS[wf], args.runs))
-    finally:
-        far.stop()
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
-
-
-async def _track_functions(url: str) -> None:
-    c = await asyncpg.connect(url)
-    try:
-        await c.execute("alter database a44 set track_functions = 'pl'")
-    finally:
-        await c.close()
 
 
 if __name__ == "__main__":

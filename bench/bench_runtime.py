@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
@@ -416,6 +417,39 @@ def start_server(root: Path, durable: bool) -> tuple[EmbeddedServer, str]:
           f"fsync={settings.get('fsync')} synchronous_commit={settings.get('synchronous_commit')} "
           f"full_page_writes={settings.get('full_page_writes')} wal_sync_method={settings.get('wal_sync_method')}")
     return server, f"postgresql://postgres@127.0.0.1:{port}/a44"
+
+
+@contextlib.contextmanager
+def site(prefix: str, *settings: str):
+    """A bench of its own (bench_runtime_ab.py, bench_one_run.py): a temp dir, a durable embedded server with this
+    bench's three workflows published (`settings`: `alter database a44 set ...` before any daemon connects), the
+    far side, the module daemon. Yields (home, server, url); removes everything afterwards."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    home = root / "home"
+    home.mkdir()
+    server, url = start_server(root / "pg", True)
+    far = FarSide()
+    FAR_PID[0] = far.proc.pid
+    DAEMON_CMD[0] = "module"           # bench/runtime_daemon.py: it reads the A/B variants
+    try:
+        asyncio.run(prepare(url, home, {"bench-pass.yaml": PASS_WF, "bench-sql.yaml": SQL_WF,
+                                        "bench-http.yaml": HTTP_WF.replace("PORT", str(far.port))}))
+        if settings:
+            asyncio.run(_alter_database(url, settings))
+        yield home, server, url
+    finally:
+        far.stop()
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def _alter_database(url: str, settings: tuple[str, ...]) -> None:
+    c = await asyncpg.connect(url)
+    try:
+        for setting in settings:
+            await c.execute(f"alter database a44 set {setting}")
+    finally:
+        await c.close()
 
 
 def dbos_side(url: str, far: FarSide, workflow: str, runs: int, latency_runs: int) -> dict | None:

@@ -26,10 +26,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 import asyncpg
@@ -38,15 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_runtime as br  # noqa: E402
-from runtime_far_side import FarSide  # noqa: E402
-
-
-async def _execute(url: str, sql: str) -> None:
-    c = await asyncpg.connect(url)
-    try:
-        await c.execute(sql)
-    finally:
-        await c.close()
 
 
 async def _functions(url: str) -> list[str]:
@@ -114,25 +103,15 @@ def main() -> None:
                     help="auto_explain (analyze, buffers, nested statements) every statement slower than MS into "
                          "the server's log, and print the plans of the slowest after each figure")
     args = ap.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="a44-ab-"))
-    home = root / "home"
-    home.mkdir()
-    server, url = br.start_server(root / "pg", True)
-    far = FarSide()
-    br.FAR_PID[0] = far.proc.pid
-    br.DAEMON_CMD[0] = "module"            # the variants are read by bench/runtime_daemon.py
+    settings: list[str] = []
+    if args.functions:
+        settings.append("track_functions = 'pl'")
+    if args.explain:
+        settings += ["session_preload_libraries = 'auto_explain'", f"auto_explain.log_min_duration = {args.explain}",
+                     "auto_explain.log_analyze = on", "auto_explain.log_buffers = on",
+                     "auto_explain.log_nested_statements = on", "auto_explain.log_timing = on"]
     figures: dict[tuple[str, str], list[dict]] = {}
-    try:
-        asyncio.run(br.prepare(url, home, {"bench-pass.yaml": br.PASS_WF, "bench-sql.yaml": br.SQL_WF,
-                                           "bench-http.yaml": br.HTTP_WF.replace("PORT", str(far.port))}))
-        if args.functions:
-            asyncio.run(_execute(url, "alter database a44 set track_functions = 'pl'"))
-        if args.explain:
-            for setting in ("session_preload_libraries = 'auto_explain'",
-                            f"auto_explain.log_min_duration = {args.explain}", "auto_explain.log_analyze = on",
-                            "auto_explain.log_buffers = on", "auto_explain.log_nested_statements = on",
-                            "auto_explain.log_timing = on"):
-                asyncio.run(_execute(url, f"alter database a44 set {setting}"))
+    with br.site("a44-ab-", *settings) as (home, server, url):
         for r in range(args.repeat):
             for wf in args.workflows.split(","):
                 for v in args.variants:
@@ -158,10 +137,6 @@ def main() -> None:
                         print("\n".join(asyncio.run(_functions(url))), flush=True)
                     if args.explain:
                         print(_slowest_plans(server.log), flush=True)
-    finally:
-        far.stop()
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
     print(f"\nmedians of {args.repeat} interleaved repeats, {args.runs:,} runs per figure, --concurrency "
           f"{args.concurrency}:")
     print("| workflow | variant | runs/s | commits/run | CPU ms/run daemon + PostgreSQL | machine busy, cores |")
