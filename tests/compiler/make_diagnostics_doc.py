@@ -1,7 +1,7 @@
 """Generate docs/diagnostics.md from the golden cases, and read its examples back.
 
     .venv/bin/python tests/compiler/make_diagnostics_doc.py          # rewrite docs/diagnostics.md
-    A44_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/compiler     # rewrite the .out files and the doc
+    A44_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -n 0 tests/compiler  # rewrite the .out files and the doc
 
 Every registered code gets a section `## A44xxx title` with its severity, one failing example taken from its
 golden cases (`tests/compiler/golden/A44xxx/`) and the exact output of `a44 automation lint` on it, and, when

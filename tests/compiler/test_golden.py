@@ -8,7 +8,7 @@ input (`GENERATORS`: a file over the size limit, a missing path).
 
 To accept new output after an intended change, rewrite the `.out` files (and docs/diagnostics.md) with
 
-    A44_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/compiler/test_golden.py tests/compiler/test_codes.py
+    A44_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -n 0 tests/compiler/test_golden.py tests/compiler/test_codes.py
 
 and review the diff.
 """

@@ -1,4 +1,5 @@
-"""Prints the CEL conformance table (pass/fail/skip per file) at the end of any run that executed it."""
+"""Prints the CEL conformance table (pass/fail/skip per file) at the end of a run in one process that executed it
+(`-n 0`: under pytest-xdist the results stay in the workers)."""
 
 from __future__ import annotations
 
