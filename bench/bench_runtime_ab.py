@@ -10,7 +10,10 @@ figures. Each variant is an environment assignment the bench daemon (bench/runti
     A44_BENCH_CPROFILE=FILE     the daemon under cProfile, its stats dumped to FILE at exit (pstats; a
                                 profiled daemon is slower: for where the time goes, not for the figure)
     A44_BENCH_SQL=FILE          run FILE's SQL on the bench database before the daemon starts, e.g. a migration's
-                                `create or replace function` against the one before it (give each variant one)
+                                `create or replace function` against the one before it (give each variant one:
+                                a file's definitions stay for the variants after it)
+    A44_BENCH_SQL=schema:F,G    the functions F and G as schema.sql defines them now (the "after" side of such a
+                                pair, or the current ones back after a variant file; bench/variants/ has some)
 
     .venv/bin/python bench/bench_runtime_ab.py --workflows http,pass A44_BENCH_IN_FLIGHT=1 A44_BENCH_IN_FLIGHT=2:16
     .venv/bin/python bench/bench_runtime_ab.py --functions A44_BENCH_UVLOOP= A44_BENCH_UVLOOP=1

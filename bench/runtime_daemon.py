@@ -20,6 +20,24 @@ from anthares44.automation.runtime.engine import Daemon, WorkerSettings  # noqa:
 from anthares44.automation.settings import Settings  # noqa: E402
 
 
+def _bench_sql(value: str) -> str:
+    """A44_BENCH_SQL's SQL: a file's text, or `schema:NAME,...`: those functions as schema.sql defines them now
+    (a file variant's definitions stay in the database for the variants after it; this puts them back)."""
+    if not value.startswith("schema:"):
+        return Path(value).read_text()
+    from anthares44.automation.runtime import migrations
+
+    schema = (Path(migrations.__file__).parent / "schema.sql").read_text()
+    out = []
+    for name in value.removeprefix("schema:").split(","):
+        start = schema.index(f"CREATE FUNCTION automation.{name}(")
+        body = schema.index("AS $", start)
+        quote = schema[body + 3:schema.index("$", body + 4) + 1]     # $$ or $_$
+        end = schema.index(quote + ";", schema.index(quote, body) + len(quote)) + len(quote) + 1
+        out.append("CREATE OR REPLACE" + schema[start + len("CREATE"):end])
+    return "\n\n".join(out)
+
+
 async def main(url: str, concurrency: int) -> None:
     if os.environ.get("A44_BENCH_IN_FLIGHT"):   # bench_runtime --in-flight: group statements in flight (A/B)
         from anthares44.automation.runtime.engine import committer
@@ -33,7 +51,7 @@ async def main(url: str, concurrency: int) -> None:
 
         conn = await asyncpg.connect(url)
         try:
-            await conn.execute(Path(os.environ["A44_BENCH_SQL"]).read_text())
+            await conn.execute(_bench_sql(os.environ["A44_BENCH_SQL"]))
         finally:
             await conn.close()
     daemon = Daemon(WorkerSettings.from_settings(Settings.from_env(), database_url=url, concurrency=concurrency))
