@@ -95,3 +95,53 @@ def test_an_operation_kind_is_one_function_applied_in_order_and_all_or_nothing(s
     with pytest.raises(LeaseLost, match="attempt 1 of a is not running any more"):
         aio(b.commit(clock.now()))
     assert kinds() == [("test.mark", "first"), ("run.alert", "between"), ("test.mark", "second")]
+
+
+def test_a_transition_that_moves_the_run_writes_its_row_once(store, pg_url, clock, aio):
+    """Migration 0028: with a run_transition in the batch the fence only locks the row and the transition writes
+    it (with current_step); without one the fence writes current_step as before. A refused transition (A44IT)
+    still writes nothing."""
+    query(pg_url, "create table public.run_row_writes (run_id text, current_step text)")
+    query(pg_url, """
+        create function public.note_run_row_write() returns trigger language plpgsql as $$
+        begin insert into public.run_row_writes values (new.run_id, new.current_step); return new; end $$""")
+    query(pg_url, """create trigger note_run_row_write before update on automation.runs
+                     for each row execute function public.note_run_row_write()""")
+    run_id = aio(publish_and_run(store, workflow([node("a"), node("b")])))
+    eng = engine(store, clock=clock)
+    (row,) = aio(eng.claim())
+    lease = Lease(run_id, row["project_id"], row["workflow_id"], eng.worker_id, row["lease_grants"], row["epoch"])
+
+    def writes():
+        return [r["current_step"] for r in query(pg_url, "select current_step from public.run_row_writes")]
+
+    def commit(*fill):
+        b = Batch(store, lease, eng.worker_id)
+        out = [f(b) for f in fill]
+        aio(b.commit(clock.now()))
+        return out
+
+    query(pg_url, "delete from public.run_row_writes")        # the claim's write
+    (a,) = commit(lambda b: b.start("a", 1, "action", clock.now()))
+    assert writes() == ["a"]                                  # no transition: the fence writes current_step
+    commit(lambda b: b.finish(a, "succeeded", clock.now()), lambda b: b.start("b", 1, "action", clock.now()),
+           lambda b: b.transition("running", clock.now()))
+    assert writes() == ["a", "b"]                             # one write for fence + transition, current_step in it
+    started = aio(run_row(store, run_id))["updated_at"]
+
+    clock.advance(5)
+    b = Batch(store, lease, eng.worker_id)
+    b.start("c", 1, "action", clock.now())
+    b.transition("pending", clock.now())
+    b.transition("waiting", clock.now())                      # pending -> waiting is refused: nothing is written
+    with pytest.raises(A44Error) as exc:
+        aio(b.commit(clock.now()))
+    assert exc.value.code == "E_ILLEGAL_TRANSITION"
+    assert writes() == ["a", "b"] and [x["step_id"] for x in aio(store.list_attempts(run_id))] == ["a", "b"]
+
+    (bb,) = [x for x in aio(store.list_attempts(run_id)) if x["step_id"] == "b"]
+    commit(lambda b: b.finish(Attempt("b", "action", 1, "running", bb["started_at"]), "succeeded", clock.now()),
+           lambda b: b.transition("succeeded", clock.now(), finished=True))
+    assert writes() == ["a", "b", "b"]                        # the final transition: one write, current_step kept
+    r = aio(run_row(store, run_id))
+    assert (r["state"], r["current_step"]) == ("succeeded", "b") and r["updated_at"] > started

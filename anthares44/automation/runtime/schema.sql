@@ -79,17 +79,27 @@ CREATE FUNCTION automation.engine_commit(p_run_id text, p_owner text, p_grant in
 declare
     fenced text;
     op jsonb;
+    moves boolean := p_ops @> '[{"op": "run_transition"}]';
 begin
     perform set_config('a44.notify', 'deferred', true);
-    update automation.runs
-    set current_step = coalesce(p_current_step, current_step), updated_at = p_now
-    where run_id = p_run_id and lease_owner = p_owner and lease_grants = p_grant
-    returning state into fenced;
+    if moves then
+        select state into fenced from automation.runs
+        where run_id = p_run_id and lease_owner = p_owner and lease_grants = p_grant
+        for update;
+    else
+        update automation.runs
+        set current_step = coalesce(p_current_step, current_step), updated_at = p_now
+        where run_id = p_run_id and lease_owner = p_owner and lease_grants = p_grant
+        returning state into fenced;
+    end if;
     if not found then
         raise exception using errcode = 'A44LL', message = format('run %s is not leased to %s (grant %s)',
                                                                     p_run_id, p_owner, p_grant);
     end if;
     for op in select value from jsonb_array_elements(p_ops) loop
+        if moves and op ->> 'op' = 'run_transition' then
+            op := op || jsonb_build_object('current_step', p_current_step);
+        end if;
         execute format('select automation.%I($1)', 'engine_op_' || (op ->> 'op')) using op;
     end loop;
     return fenced;
@@ -362,7 +372,7 @@ begin
         select * from jsonb_to_record(op) as x(run_id text, owner text, "grant" integer, "to" text,
                                                allowed_from text[], next_wake_at timestamptz, release boolean,
                                                failed_step text, error_code text, message text, result text,
-                                               summary text, finished boolean, now timestamptz)
+                                               summary text, finished boolean, now timestamptz, current_step text)
     ), prev as (
         select r.run_id, r.state from automation.runs r, x
         where r.run_id = x.run_id and r.lease_owner = x.owner and r.lease_grants = x."grant"
@@ -374,7 +384,7 @@ begin
             lease_deadline = case when x.release then null else r.lease_deadline end,
             failed_step = coalesce(x.failed_step, r.failed_step), error_code = coalesce(x.error_code, r.error_code),
             error_message = coalesce(x.message, r.error_message), result = coalesce(x.result::jsonb, r.result),
-            summary = coalesce(x.summary::jsonb, r.summary),
+            summary = coalesce(x.summary::jsonb, r.summary), current_step = coalesce(x.current_step, r.current_step),
             finished_at = case when x.finished then x.now else r.finished_at end, updated_at = x.now
         from prev, x
         where r.run_id = prev.run_id and prev.state = any(x.allowed_from)
