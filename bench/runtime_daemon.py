@@ -25,9 +25,9 @@ def _bench_sql(value: str) -> str:
     (a file variant's definitions stay in the database for the variants after it; this puts them back)."""
     if not value.startswith("schema:"):
         return Path(value).read_text()
-    from anthares44.automation.runtime import migrations
+    from anthares44.automation import runtime
 
-    schema = (Path(migrations.__file__).parent / "schema.sql").read_text()
+    schema = (Path(runtime.__file__).parent / "schema.sql").read_text()
     out = []
     for name in value.removeprefix("schema:").split(","):
         start = schema.index(f"CREATE FUNCTION automation.{name}(")
