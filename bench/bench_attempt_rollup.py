@@ -26,8 +26,9 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from anthares44.automation.runtime.queries import load_migrations  # noqa: E402
 from scratch_db import run_on_scratch_database  # noqa: E402
+
+from anthares44.automation.runtime.store.vocabulary import load_migrations  # noqa: E402
 
 UPSERT_SCHEMA_UNTIL = 11   # the last migration before the deltas
 RUNS = 1000

@@ -15,12 +15,11 @@ a temp dir, fsync off (the figure is a read-mostly statement's latency, not comm
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -28,9 +27,10 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from anthares44.automation.app.publishing import publish  # noqa: E402
-from anthares44.automation.runtime.store import Store  # noqa: E402
 from scratch_db import run_on_scratch_database  # noqa: E402
+
+from anthares44.automation.app.publishing import publish  # noqa: E402
+from anthares44.automation.runtime.store.core import Store  # noqa: E402
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "anthares44" / "automation" / "runtime" / "migrations"
 PROJECT = "pj_default"
@@ -56,7 +56,7 @@ async def _claim_ms(c: asyncpg.Connection, limit: int, calls: int, explain: list
                             "set auto_explain.log_analyze = on; set auto_explain.log_nested_statements = on; "
                             "set auto_explain.log_level = notice; set client_min_messages = notice")
             c.add_log_listener(lambda _c, m: explain.append(m.message))
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         try:
             async with c.transaction():
                 t = time.perf_counter()

@@ -25,13 +25,14 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from scratch_db import run_on_scratch_database  # noqa: E402
+
 from anthares44.automation.app.inspection import TOTAL_CAP, encode_cursor  # noqa: E402
 from anthares44.automation.app.serve import HttpSettings  # noqa: E402
 from anthares44.automation.http import HttpServer  # noqa: E402
 from anthares44.automation.runtime.ingestion.tokens import create_token  # noqa: E402
-from anthares44.automation.runtime.queries import load_queries  # noqa: E402
-from anthares44.automation.runtime.store import Store, _bind  # noqa: E402
-from scratch_db import run_on_scratch_database  # noqa: E402
+from anthares44.automation.runtime.store.core import Store, _bind  # noqa: E402
+from anthares44.automation.runtime.store.vocabulary import load_queries  # noqa: E402
 
 PROJECT = "pj_default"
 GOAL_MS = 200

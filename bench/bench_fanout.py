@@ -10,7 +10,6 @@ same sequential shape) and at --concurrency (partitions in flight at once), and 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import statistics
 import sys
@@ -21,11 +20,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from scratch_db import run_on_scratch_database  # noqa: E402
 
-from anthares44.automation.compiler.ir import (ConcurrencyIR, ConnectorRef, Expr, NodeIR, PartitionsIR,  # noqa: E402
-                                               RetryIR, WorkflowIR, seal, to_json)
+from anthares44.automation.compiler.ir import (  # noqa: E402
+    ConcurrencyIR,
+    ConnectorRef,
+    Expr,
+    NodeIR,
+    PartitionsIR,
+    RetryIR,
+    WorkflowIR,
+    seal,
+    to_json,
+)
 from anthares44.automation.grammar import compile_expression  # noqa: E402
 from anthares44.automation.runtime.engine import Engine  # noqa: E402
-from anthares44.automation.runtime.store import Store  # noqa: E402
+from anthares44.automation.runtime.store.core import Store  # noqa: E402
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry  # noqa: E402
 
 PROJECT = "pj_default"

@@ -23,10 +23,11 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from scratch_db import run_on_scratch_database  # noqa: E402
+
 from anthares44.automation.app.publishing import publish  # noqa: E402
 from anthares44.automation.runtime.engine import Engine  # noqa: E402
-from anthares44.automation.runtime.store import Store  # noqa: E402
-from scratch_db import run_on_scratch_database  # noqa: E402
+from anthares44.automation.runtime.store.core import Store  # noqa: E402
 
 PROJECT = "pj_default"
 WF = """name: grant-bench

@@ -31,12 +31,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import asyncpg  # noqa: E402
-
 from bench_runtime import POSTMASTER, PROJECT, median, pg_cpu_s, prepare, settled_commits, start_server, truncate  # noqa: E402,E501
 from runtime_roundtrips import EffectPass  # noqa: E402
 
 from anthares44.automation.runtime.engine import Engine  # noqa: E402
-from anthares44.automation.runtime.store import Store  # noqa: E402
+from anthares44.automation.runtime.store.core import Store  # noqa: E402
 from anthares44.automation.settings import Settings  # noqa: E402
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry  # noqa: E402
 

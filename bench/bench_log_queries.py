@@ -16,7 +16,6 @@ import re
 import statistics
 import sys
 import time
-from datetime import timedelta
 from pathlib import Path
 
 import asyncpg
@@ -24,12 +23,13 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from scratch_db import run_on_scratch_database  # noqa: E402
+
 from anthares44.automation.app.automation import Automation  # noqa: E402
 from anthares44.automation.app.logs import log_filter  # noqa: E402
 from anthares44.automation.runtime.logs.query import Cursor, hot_params  # noqa: E402
-from anthares44.automation.runtime.queries import load_queries  # noqa: E402
-from anthares44.automation.runtime.store import Store, _bind  # noqa: E402
-from scratch_db import run_on_scratch_database  # noqa: E402
+from anthares44.automation.runtime.store.core import Store, _bind  # noqa: E402
+from anthares44.automation.runtime.store.vocabulary import load_queries  # noqa: E402
 
 PROJECT = "pj_default"
 CASES = {

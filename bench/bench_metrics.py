@@ -21,10 +21,11 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from scratch_db import run_on_scratch_database  # noqa: E402
+
 from anthares44.automation.app.metrics import collect  # noqa: E402
 from anthares44.automation.http.metrics import render_metrics  # noqa: E402
-from anthares44.automation.runtime.store import Store  # noqa: E402
-from scratch_db import run_on_scratch_database  # noqa: E402
+from anthares44.automation.runtime.store.core import Store  # noqa: E402
 
 PROJECT = "pj_default"
 QUERIES = {"metrics_queues": lambda s: {"now": s.clock.now()}, "metrics_runs": lambda s: {},

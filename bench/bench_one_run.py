@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_runtime as br  # noqa: E402
 
-from anthares44.automation.runtime.store import Store  # noqa: E402
+from anthares44.automation.runtime.store.core import Store  # noqa: E402
 
 TIMELINE = """
 select array_agg(round((extract(epoch from e.at - r.created_at) * 1000)::numeric, 3) || ' ' || e.kind || ' '

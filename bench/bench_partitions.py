@@ -35,9 +35,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_runtime as br  # noqa: E402
+
 from anthares44.automation.compiler.models.queues import Queue  # noqa: E402
 from anthares44.automation.runtime.queues import store_queues  # noqa: E402
-from anthares44.automation.runtime.store import Store  # noqa: E402
+from anthares44.automation.runtime.store.core import Store  # noqa: E402
 
 PROJECT = br.PROJECT
 WORKFLOW = "wf_bench_part"

@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_runtime as br  # noqa: E402
+
 from tests.runtime.poison_support import run_scenario  # noqa: E402
 
 

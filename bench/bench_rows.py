@@ -11,7 +11,6 @@ attempt's transaction). Prints the best wall time per run of each and the differ
 from __future__ import annotations
 
 import argparse
-import asyncio
 import random
 import sys
 import time
@@ -27,7 +26,7 @@ from anthares44.automation.compiler.ir import to_json  # noqa: E402
 from anthares44.automation.compiler.lint import compile_sources  # noqa: E402
 from anthares44.automation.compiler.source import load_text  # noqa: E402
 from anthares44.automation.runtime.engine import Engine  # noqa: E402
-from anthares44.automation.runtime.store import Store  # noqa: E402
+from anthares44.automation.runtime.store.core import Store  # noqa: E402
 from anthares44.automation.stdlib_connectors.pass_ import PassConnector  # noqa: E402
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry  # noqa: E402
 

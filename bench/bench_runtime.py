@@ -47,12 +47,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from anthares44.automation.runtime.embedded import EmbeddedServer, free_port  # noqa: E402
-from anthares44.automation.runtime.store import Store  # noqa: E402
 from proc_cpu import machine_busy_s, pg_cpu_s, pid_cpu_s  # noqa: E402
-from runtime_profile import Profiler  # noqa: E402
 from runtime_far_side import FarSide  # noqa: E402
 from runtime_limits import insert_then_update, raw_http, raw_inserts  # noqa: E402
+from runtime_profile import Profiler  # noqa: E402
+
+from anthares44.automation.runtime.postgres.embedded import EmbeddedServer, free_port  # noqa: E402
+from anthares44.automation.runtime.store.core import Store  # noqa: E402
 
 A44 = str(Path(sys.executable).parent / "a44")
 PROJECT = "pj_default"
@@ -230,7 +231,7 @@ async def latency(url: str, store: Store, n: int, workflow: str = "wf_bench_pass
             ev.clear()
             try:
                 await asyncio.wait_for(ev.wait(), 2.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         observed.append((time.perf_counter() - t0) * 1000)
         recorded.append(row["d"].total_seconds() * 1000)

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,10 +32,10 @@ sys.path.insert(0, str(ROOT))
 from anthares44.automation import tracing  # noqa: E402
 from anthares44.automation.attempts import Attempt  # noqa: E402
 from anthares44.automation.compiler.ir import to_json  # noqa: E402
-from anthares44.automation.runtime.embedded import EmbeddedServer, free_port  # noqa: E402
 from anthares44.automation.runtime.engine.spans import VisitSpans  # noqa: E402
 from anthares44.automation.runtime.engine.worker import Engine  # noqa: E402
-from anthares44.automation.runtime.store import Store  # noqa: E402
+from anthares44.automation.runtime.postgres.embedded import EmbeddedServer, free_port  # noqa: E402
+from anthares44.automation.runtime.store.core import Store  # noqa: E402
 from tests.runtime.daemon_support import call  # noqa: E402
 from tests.runtime.engine_support import workflow  # noqa: E402
 
@@ -76,7 +76,7 @@ async def end_to_end(url: str, runs: int, repeat: int, tracer) -> dict[str, list
 def tracing_work_alone(tracer, rounds: int = 20, n: int = 1000) -> float:
     """Median seconds per attempt of what the engine does for a span (VisitSpans.ended + committed), no database;
     `n` spans a round (under the batch processor's 2,048-span queue), exported between rounds, untimed."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     row = {"run_id": "run_01JBENCH0000000000000000AA", "created_at": now, "workflow_id": "wf_b", "version": 1,
            "queue": None, "epoch": 0, "partition_key": "p", "lease_grants": 1}
     spans = VisitSpans(tracer, row, "bench", None)

@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -193,13 +192,13 @@ async def trivial_http(rate: float, seconds: float) -> dict:
 async def main(args) -> None:
     from anthares44.automation.app.publishing import publish
     from anthares44.automation.runtime.ingestion.triggers import current_secret
-    from anthares44.automation.runtime.store import Store
+    from anthares44.automation.runtime.store.core import Store
 
     pg = None
     url = args.database_url
     tmp = tempfile.TemporaryDirectory(prefix="a44-bench-")
     if url is None:
-        from anthares44.automation.runtime.embedded import EmbeddedServer
+        from anthares44.automation.runtime.postgres.embedded import EmbeddedServer
         os.chmod(tmp.name, 0o755)   # the server may run as another user than root
         pg = EmbeddedServer(Path(tmp.name) / "pg", durable=args.durable)
         await asyncio.to_thread(pg.initdb)
@@ -245,7 +244,7 @@ async def main(args) -> None:
                 async with store.connection("bench") as conn:
                     after = await conn.fetchval("select count(*) from automation.runs where state = 'succeeded'")
                 med = sorted(runs, key=lambda r: r["p99_ms"] if r["p99_ms"] is not None else 1e9)[len(runs) // 2]
-                ramp, best, failed = [], None, False
+                ramp, best = [], None
                 for rate in args.ramp:
                     r = await fire(port, secret, rate, max(3, args.seconds / 2), f"{verb}-ramp{rate}-{time.time_ns()}",
                                    proc.pid)

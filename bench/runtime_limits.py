@@ -6,7 +6,6 @@ import asyncio
 import time
 
 import asyncpg
-
 from proc_cpu import own_cpu_s, pid_cpu_s
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import asyncpg.connection
 
 from anthares44.automation.runtime.engine import Engine
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from anthares44.automation.stdlib_connectors.pass_ import PassConnector
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 

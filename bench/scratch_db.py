@@ -7,14 +7,14 @@ import asyncio
 import shutil
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Awaitable, Callable
 
 import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from anthares44.automation.runtime.embedded import EmbeddedServer, free_port  # noqa: E402
+from anthares44.automation.runtime.postgres.embedded import EmbeddedServer, free_port  # noqa: E402
 
 
 def run_on_scratch_database(prefix: str, body: Callable[[str], Awaitable[None]]) -> None:

@@ -36,7 +36,7 @@ def presign(host: str, port: int, path: str, secret: str, n: int, tag: str, body
 
 
 class _Conn(asyncio.Protocol):
-    def __init__(self, gen: "_Gen"):
+    def __init__(self, gen: _Gen):
         self.gen, self.buf, self.transport, self.pending = gen, bytearray(), None, None  # pending: (due, future)
         self.closed = False
 

@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from anthares44.automation.runtime.embedded import EmbeddedServer, free_port  # noqa: E402
-from anthares44.automation.runtime.store import Store  # noqa: E402
+from anthares44.automation.runtime.postgres.embedded import EmbeddedServer, free_port  # noqa: E402
+from anthares44.automation.runtime.store.core import Store  # noqa: E402
 from tests.console.browser_support import CHROMIUM, Scene  # noqa: E402
 from tests.partitions.support import ThreadedDailyApi, daily_yaml  # noqa: E402
 from tests.runtime.engine_support import PROJECT  # noqa: E402
@@ -68,7 +68,7 @@ def shoot(scene: Scene, out: Path) -> list[Path]:
             ctx = browser.new_context(viewport={"width": w, "height": h}, color_scheme="light")
             page = ctx.new_page()
 
-            def snap(name: str):
+            def snap(name: str, label=label, page=page):
                 path = out / f"{name}-{label}.png"
                 page.screenshot(path=str(path))
                 written.append(path)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "anthares44" / "automation"
-ONCE = {"RunPage": "runtime/store.py", "DEFAULT_PROJECT": "settings.py", "parse_duration": "durations.py",
+ONCE = {"RunPage": "runtime/store/core.py", "DEFAULT_PROJECT": "settings.py", "parse_duration": "durations.py",
         "parse_rate": "durations.py", "reconnect_delay": "durations.py"}
 
 

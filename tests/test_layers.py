@@ -60,7 +60,7 @@ def test_the_runtime_does_not_compose_the_process():
 
 
 def _top(name: str) -> str | None:
-    """`anthares44.automation.runtime.store` -> `runtime`; None outside the package."""
+    """`anthares44.automation.runtime.store.core` -> `runtime`; None outside the package."""
     parts = name.split(".")
     return parts[2] if len(parts) > 2 and name.startswith(ROOT + ".") else None
 

@@ -1,4 +1,4 @@
-"""Every named query in runtime/queries/*.sql (the control store's) and stdlib_connectors/*.sql (a workflow
+"""Every named query in runtime/store/queries/*.sql (the control store's) and stdlib_connectors/*.sql (a workflow
 database's) is run by some code (the package, or the tests and benchmarks that inspect the store through it): a
 query nobody calls is dead SQL that drifts from the schema unnoticed."""
 

@@ -1,6 +1,6 @@
 """Below the edges nothing reads an `A44_*` variable: the CLI's `main`, `app.serve`'s callers and the Python API's
 entry (`Automation.connect`) read `Settings` once and hand the values down. The one family looked up by name is
-`A44_SECRET_<REF>` (runtime/secrets.py), known only when a step names its secret."""
+`A44_SECRET_<REF>` (runtime/secrets/source.py), known only when a step names its secret."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_no_module_below_the_edges_reads_an_a44_variable():
 
 
 def test_the_embedded_database_follows_the_settings_not_the_environment(tmp_path, monkeypatch):
-    from anthares44.automation.runtime.database import LocalDatabase, resolve_app_url, resolve_url
+    from anthares44.automation.runtime.postgres.database import LocalDatabase, resolve_app_url, resolve_url
 
     monkeypatch.setenv("A44_DATABASE_URL", "postgresql://env@127.0.0.1:9/env")
     monkeypatch.setenv("A44_APP_DATABASE_URL", "postgresql://env@127.0.0.1:9/env_app")
@@ -80,7 +80,7 @@ def test_the_project_comes_from_the_settings():
 
 def test_the_home_the_secret_key_and_the_routes_file_come_from_the_settings(tmp_path, monkeypatch):
     from anthares44.automation.paths import a44_home
-    from anthares44.automation.runtime.secret_file import SecretFile
+    from anthares44.automation.runtime.secrets.file import SecretFile
     from anthares44.automation.stdlib_connectors.network import networks_file, resolve_route
 
     elsewhere = tmp_path / "env"
@@ -120,7 +120,7 @@ def test_the_target_of_a_verb_comes_from_the_settings(tmp_path, monkeypatch):
 
 def test_the_engine_builds_its_secret_source_and_object_store_from_its_settings(tmp_path, monkeypatch, store):
     from anthares44.automation.runtime.engine import Engine
-    from anthares44.automation.runtime.secret_file import SecretFile
+    from anthares44.automation.runtime.secrets.file import SecretFile
 
     monkeypatch.setenv("A44_HOME", str(tmp_path / "env"))
     settings = Settings(home=str(tmp_path / "home"))

@@ -1,4 +1,4 @@
-"""The store (runtime/store.py) is the only SQL caller: no other module imports the query loader's text or hands
+"""The store (runtime/store/core.py) is the only SQL caller: no other module imports the query loader's text or hands
 an asyncpg method SQL text; they run named queries by name with named arguments. Read from the source (ast), so a
 call in any function counts, like tests/test_layers.py."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from anthares44.automation.runtime.queries import load_queries
+from anthares44.automation.runtime.store.vocabulary import load_queries
 
 PACKAGE = Path(__file__).resolve().parent.parent / "anthares44" / "automation"
-STORE = "runtime/store.py"
+STORE = "runtime/store/core.py"
 QUERY_METHODS = {"fetch", "fetchrow", "fetchval", "execute", "executemany", "fetchmany", "prepare", "cursor",
                  "copy_from_query", "copy_to_table", "copy_records_to_table"}
 

@@ -13,12 +13,20 @@
 The CLI (`a44 automation publish|run|runs|logs`) is a thin layer over these functions; docs/cli.md shows both.
 """
 
-from .app.automation import (MANUAL_TRIGGER, Automation, InvalidArgument, RunHandle, RunPage, require_idempotency_key,
-                             resolve_project, workflow_ref)
+from .app.automation import (
+                             MANUAL_TRIGGER,
+                             Automation,
+                             InvalidArgument,
+                             RunHandle,
+                             RunPage,
+                             require_idempotency_key,
+                             resolve_project,
+                             workflow_ref,
+)
+from .app.publishing import CREATED, REFUSED, UNCHANGED, PublishedWorkflow, PublishReport
 from .durations import parse_duration
 from .errors import E_INVALID_ARGUMENT
 from .settings import DEFAULT_PROJECT
-from .app.publishing import CREATED, REFUSED, UNCHANGED, PublishedWorkflow, PublishReport
 
 __all__ = ["Automation", "RunHandle", "RunPage", "PublishReport", "PublishedWorkflow", "InvalidArgument",
            "CREATED", "UNCHANGED", "REFUSED", "DEFAULT_PROJECT", "MANUAL_TRIGGER", "E_INVALID_ARGUMENT",

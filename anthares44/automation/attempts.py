@@ -6,9 +6,10 @@ update these objects, and the journal's `Batch` writes them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
 from .errors import E_CIRCUIT_OPEN
 
@@ -30,7 +31,7 @@ class Attempt:
     seq: int | None = None          # log order (the id of the attempt's first event) when the reader asked for it
 
     @classmethod
-    def from_row(cls, row, load_result=None) -> "Attempt":
+    def from_row(cls, row, load_result=None) -> Attempt:
         """A `step_attempts` row (the columns a query left out stay None); `load_result` (the store's) reads a
         kept result, inline or by reference."""
         result = None

@@ -7,7 +7,7 @@ Everything that decides on time (leases, retry due times, the 24 h idempotency w
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 
@@ -21,17 +21,17 @@ class SystemClock:
     """The wall clock (UTC)."""
 
     def now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
 
 class ManualClock:
     """A clock that only moves when told to; for tests."""
 
     def __init__(self, start: datetime | None = None):
-        start = start or datetime(2026, 7, 19, 14, 2, 11, tzinfo=timezone.utc)
+        start = start or datetime(2026, 7, 19, 14, 2, 11, tzinfo=UTC)
         if start.tzinfo is None:
             raise ValueError("ManualClock needs an aware datetime")
-        self._now = start.astimezone(timezone.utc)
+        self._now = start.astimezone(UTC)
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
@@ -52,4 +52,4 @@ class ManualClock:
         if instant.tzinfo is None:
             raise ValueError("ManualClock needs an aware datetime")
         with self._lock:
-            self._now = instant.astimezone(timezone.utc)
+            self._now = instant.astimezone(UTC)

@@ -1,5 +1,5 @@
 """Translation of asyncpg / socket errors into `A44Error`, for the two kinds of database a44 talks to: the control
-store (runtime/store.py: no driver exception leaves it) and a workflow's own database (sql/execute).
+store (runtime/store/core.py: no driver exception leaves it) and a workflow's own database (sql/execute).
 
 Unique violations map to a specific code by constraint name (the caller's `constraints`); connection failures of every
 kind become E_DB_UNAVAILABLE (retryable); a missing schema becomes E_DB_SCHEMA; anything else E_DB with the
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from typing import Mapping
+from collections.abc import Mapping
 
 import asyncpg
 

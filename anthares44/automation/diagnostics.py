@@ -21,7 +21,7 @@ import enum
 from dataclasses import dataclass, field
 
 
-class Severity(str, enum.Enum):
+class Severity(str, enum.Enum):  # noqa: UP042 - StrEnum would change str() of the members
     ERROR = "error"
     WARNING = "warning"
 
@@ -53,7 +53,7 @@ class Diagnostic:
 
     @classmethod
     def at(cls, code: str, message: str, file: str, span: Span | None,
-           severity: Severity | None = None, hint: str | None = None) -> "Diagnostic":
+           severity: Severity | None = None, hint: str | None = None) -> Diagnostic:
         """Build a diagnostic at `span`; severity defaults to the code's registered one."""
         sp = span or Span(1, 1, 1, 1)
         if severity is None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 EXIT_ERROR, EXIT_USAGE = 1, 2
 
 

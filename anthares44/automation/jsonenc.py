@@ -4,7 +4,7 @@ ISO 8601 UTC with milliseconds and a `Z`, durations as whole milliseconds, non-A
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 
@@ -14,7 +14,7 @@ def ms(delta: timedelta | None) -> int | None:
 
 def iso(value: datetime) -> str:
     """UTC, millisecond precision, `Z` suffix: `2026-07-19T14:02:11.884Z`."""
-    return value.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _default(value: Any) -> Any:

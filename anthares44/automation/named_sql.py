@@ -15,16 +15,16 @@ A `-- fragment: NAME` block (with its own purpose) is SQL text that several quer
 written once: a line `-- include: NAME` in a query stands for the fragment's text. A fragment is not a query (it
 cannot run alone); one that no query includes, or an include of an unknown fragment, is a load error.
 
-The control store's queries are `runtime/queries/*.sql` (runtime/queries.py: the store runs them); the one query
+The control store's queries are `runtime/store/queries/*.sql` (runtime/store/vocabulary.py: the store runs them); the one query
 a connector runs on a workflow's own database sits beside it (stdlib_connectors/workflow_db.sql).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 _NAME = re.compile(r"^--\s*(name|fragment):\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 _INCLUDE = re.compile(r"^[ \t]*--\s*include:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
@@ -145,7 +145,7 @@ def _expand(queries: dict[str, Query], fragments: dict[str, Query]) -> dict[str,
 
     out = {}
     for n, q in queries.items():
-        written = _INCLUDE.sub(lambda m: text(m, q), q.sql)
+        written = _INCLUDE.sub(lambda m: text(m, q), q.sql)  # noqa: B023 - called within this iteration
         positional, params = to_positional(written, f"{q.source}: query {n}")
         out[n] = Query(q.name, q.purpose, positional, q.source, params=params, text=written)
     unused = sorted(set(fragments) - used)

@@ -6,7 +6,7 @@ reads the environment when it is imported. `docs/settings.md` is generated from 
 `python -m anthares44.automation.settings > docs/settings.md` (tests/test_settings.py keeps it true).
 
 `A44_SECRET_<REF>` is the one family: a workflow names its secret references, so the variable to read is known
-only when a step asks for one (runtime/secrets.py looks it up by name then, at run time, never at import).
+only when a step asks for one (runtime/secrets/source.py looks it up by name then, at run time, never at import).
 
 A small frozen dataclass rather than pydantic-settings: the CLI reads this on every verb, `lint` included, which
 must start fast; the parsing it needs is four integers, a float and a flag.
@@ -15,8 +15,8 @@ must start fast; the parsing it needs is four integers, a float and a flag.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Mapping
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("A44_DEBUG", "debug", "any value: an internal error prints its traceback", bool),
 )
 DEFAULT_PROJECT = "pj_default"   # the project when neither `--project` nor A44_PROJECT names one
-SECRET_PREFIX = "A44_SECRET_"    # + the reference in upper case: a secret source of runtime/secrets.py
+SECRET_PREFIX = "A44_SECRET_"    # + the reference in upper case: a secret source of runtime/secrets/source.py
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class Settings:
     debug: bool = False
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """The variables of `environ` (default os.environ); an empty one counts as unset. ValueError naming the
         variable when a number is not one."""
         env = os.environ if environ is None else environ

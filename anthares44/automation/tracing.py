@@ -16,9 +16,10 @@ import contextvars
 import hashlib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import E_OTEL_UNAVAILABLE, A44Error
 

@@ -14,7 +14,7 @@ from anthares44.automation.runtime.alerts.evaluator import Evaluator
 from anthares44.automation.runtime.notify import channels
 from anthares44.automation.runtime.notify.delivery import Deliverer
 from anthares44.automation.runtime.queues import deliver_envelope
-from anthares44.automation.runtime.secrets import SecretSource
+from anthares44.automation.runtime.secrets.source import SecretSource
 from tests.notify.conftest import FAST, SECRET
 from tests.notify.receivers import HttpReceiver
 from tests.runtime.engine_support import PROJECT, Script, engine, node, publish_and_run, workflow

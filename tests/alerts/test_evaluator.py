@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 
 from anthares44.automation.app.metrics import collect
+from anthares44.automation.grammar.alert_rules import check_rule
 from anthares44.automation.runtime.alerts import rules as rule_store
 from anthares44.automation.runtime.alerts.evaluator import Evaluator
-from anthares44.automation.grammar.alert_rules import check_rule
 from tests.runtime.engine_support import PROJECT, Script, engine, node, publish_and_run, workflow
 from tests.runtime.pg import query
 

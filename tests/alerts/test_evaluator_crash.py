@@ -12,14 +12,14 @@ import time
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.runtime.alerts import rules as rule_store
 from anthares44.automation.runtime.alerts.evaluator import Evaluator
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.runtime.engine_support import PROJECT, node, publish_and_run, workflow
 from tests.runtime.pg import query
 
 FAILURES, EVERY = 400, 7
 DOOMED = """
 import asyncio, sys
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from anthares44.automation.runtime.alerts.evaluator import Evaluator
 
 async def main(url):

@@ -9,9 +9,9 @@ from datetime import timedelta
 
 import pytest
 
-from tests.cli_support import run_cli
 from anthares44.automation.clock import SystemClock
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
+from tests.cli_support import run_cli
 from tests.runtime.pg import query
 
 P = "pj_default"
@@ -116,7 +116,8 @@ def test_builtin_routing_and_the_alerts_listing(db, capsys, aio):
     code, _, err = monitor(capsys, "alert", "test", "builtin")
     assert code == 2 and "no condition to test" in err
 
-    from anthares44.automation.runtime.alerts import ledger, suppression as sm
+    from anthares44.automation.runtime.alerts import ledger
+    from anthares44.automation.runtime.alerts import suppression as sm
     policy = sm.Policy("squad-billing", "oncall", "p2", 600, 10)
     aio(ledger.record(db, project=P, rule="builtin:run_failed", group_key="wf_a/E_X", policy=policy,
                       context={"title": "wf_a run failed: E_X at step s", "error_code": "E_X", "error_message": "boom",

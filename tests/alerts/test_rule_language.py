@@ -4,15 +4,22 @@ exception), and the functions evaluate as documented (coverage of the window, co
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anthares44.automation.errors import E_ALERT_CONDITION, E_ALERT_FILTER, A44Error
-from anthares44.automation.grammar.alert_rules import (FUNCTIONS, OPERATORS, Condition, Matcher, evaluate,
-                                                       parse_condition, parse_filter)
+from anthares44.automation.grammar.alert_rules import (
+    FUNCTIONS,
+    OPERATORS,
+    Condition,
+    Matcher,
+    evaluate,
+    parse_condition,
+    parse_filter,
+)
 
 WINDOWS = st.sampled_from([0.5, 1, 15, 90, 600, 3600, 5400, 86400])
 NUMBERS = st.one_of(st.integers(-10**6, 10**6).map(float),
@@ -45,7 +52,7 @@ def test_any_text_parses_or_is_a_coded_error(text):
             assert exc.message and exc.hint
 
 
-T0 = datetime(2026, 7, 19, 14, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 7, 19, 14, 0, tzinfo=UTC)
 
 
 def _series(values, step=15):

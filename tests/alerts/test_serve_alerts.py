@@ -15,7 +15,7 @@ from aiohttp import web
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.runtime.queues import deliver_envelope
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.loopback import ThreadedServer
 from tests.runtime.daemon_support import A44, ServeProcess, call, wait_until
 from tests.runtime.engine_support import PROJECT, workflow

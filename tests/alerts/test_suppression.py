@@ -5,7 +5,7 @@ after, and resolved to both channels on the success; never one message per failu
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from anthares44.automation.runtime.alerts import ledger
 from anthares44.automation.runtime.alerts import suppression as sm
@@ -79,7 +79,8 @@ def test_an_event_counted_once_however_often_it_is_read(store, clock, aio, pg_ur
     assert query(pg_url, "select machine->>'count' from automation.alerts") == [("1",)]
 
 
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st
 
 
 @given(st.lists(st.tuples(st.floats(0, 120), st.integers(1, 50)), min_size=1, max_size=200),
@@ -88,8 +89,8 @@ def test_never_one_message_per_failure_and_never_silent(gaps, every, window):
     """Any sequence of occurrences: at most one firing, one escalation, one update per `every` occurrences;
     an escalation exactly when the window ended before the clear."""
     policy = sm.Policy("ch", "esc", "p3", window, every)
-    from datetime import datetime, timezone
-    now = datetime(2026, 7, 19, tzinfo=timezone.utc)
+    from datetime import datetime
+    now = datetime(2026, 7, 19, tzinfo=UTC)
     state, msgs = sm.open_alert(policy, now, gaps[0][1])
     for gap, n in gaps[1:]:
         now += timedelta(seconds=gap)

@@ -16,8 +16,17 @@ from anthares44.automation.runtime import queues as rq
 from anthares44.automation.runtime.engine.cancels import cancel
 from anthares44.automation.runtime.engine.states import is_legal
 from tests.cli_support import run_cli
-from tests.runtime.engine_support import (PROJECT, Script, attempts, engine, node, publish_and_run, run_row,
-                                          state_changes, workflow)
+from tests.runtime.engine_support import (
+    PROJECT,
+    Script,
+    attempts,
+    engine,
+    node,
+    publish_and_run,
+    run_row,
+    state_changes,
+    workflow,
+)
 
 
 @pytest.fixture

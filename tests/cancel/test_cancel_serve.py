@@ -15,10 +15,10 @@ from datetime import timedelta
 
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.compiler.ir import CompensationIR, to_json
-from anthares44.automation.runtime.embedded import free_port
 from anthares44.automation.runtime.engine.states import is_legal
 from anthares44.automation.runtime.ingestion.tokens import create_token
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.postgres.embedded import free_port
+from anthares44.automation.runtime.store.core import Store
 from tests.ingestion.support import bearer, request
 from tests.runtime.daemon_support import A44, FarSide, ServeProcess, _builtin, call, wait_until
 from tests.runtime.engine_support import PROJECT, workflow
@@ -160,7 +160,7 @@ def test_rest_cancel_needs_a_write_token(pg_url, tmp_path):
         p = subprocess.run([A44, "automation", "runs", "cancel", run_id], env=env, capture_output=True, text=True,
                            timeout=60)     # the CLI's remote mode
         assert p.returncode == 0 and "was already cancelled" in p.stdout, p.stderr
-        status, doc, _ = request(port, "POST", f"/v1/automation/runs/run_nope/cancel", b"{}",
+        status, doc, _ = request(port, "POST", "/v1/automation/runs/run_nope/cancel", b"{}",
                                  bearer(tokens["automation:write"]))
         assert status == 404 and doc["error"]["code"] == "E_RUN_NOT_FOUND"
     finally:

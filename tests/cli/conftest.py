@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from lint_fixtures import SOURCES, make_diagnostics
 
 from anthares44.automation.diagnostics import Diagnostic
-from lint_fixtures import SOURCES, make_diagnostics
 
 
 @pytest.fixture

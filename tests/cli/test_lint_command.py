@@ -15,11 +15,10 @@ import types
 from dataclasses import dataclass, field
 
 import pytest
+from lint_fixtures import make_diagnostics
 
 from anthares44.automation.cli import main as cli_main
 from anthares44.automation.diagnostics import Diagnostic, Severity
-
-from lint_fixtures import make_diagnostics
 
 A44 = shutil.which("a44", path=os.path.dirname(sys.executable)) or shutil.which("a44")
 

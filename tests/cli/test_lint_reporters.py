@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from lint_fixtures import FIXED_CODES
 
 from anthares44.automation.cli import reporters
 from anthares44.automation.cli.reporters import github_annotations, sarif_log
 from anthares44.automation.cli.reporters.base import ReportSettings, Summary, relative_path
 from anthares44.automation.diagnostics import Diagnostic, Severity
-
-from lint_fixtures import FIXED_CODES
 
 
 def render(fmt, diagnostics, files, **settings):

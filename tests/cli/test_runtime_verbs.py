@@ -14,8 +14,8 @@ import time
 
 import pytest
 
+from anthares44.automation.runtime.store.core import Store
 from tests.cli_support import run_cli
-from anthares44.automation.runtime.store import Store
 from tests.runtime.test_api import OTHER, attempt, finish_run, set_running, write_workflow
 
 A44 = shutil.which("a44", path=os.path.dirname(sys.executable)) or shutil.which("a44")
@@ -227,7 +227,7 @@ def test_logs_of_an_unknown_run(db, capsys):
 
 
 def test_database_errors_are_one_coded_line(monkeypatch, capsys):
-    from anthares44.automation.runtime.embedded import free_port
+    from anthares44.automation.runtime.postgres.embedded import free_port
 
     monkeypatch.setenv("A44_DATABASE_URL", f"postgresql://a44:pw@127.0.0.1:{free_port()}/a44")
     code, _, err = cli(capsys, "runs")

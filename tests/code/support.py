@@ -11,7 +11,6 @@ from pathlib import Path
 from aiohttp import web
 
 from anthares44.automation.app.automation import Automation
-
 from tests.loopback import ThreadedServer
 
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 import os
 import re
 
-import pytest
-
 import make_diagnostics_doc as docgen
+import pytest
 from golden_support import UPDATE_ENV, all_cases, codes_in, run_lint
 
 docgen.import_all_codes()
@@ -212,9 +211,9 @@ def test_diagnostic_text_form():
 
 
 def test_unmapped_pydantic_error_is_A44100():
+    from anthares44.automation.compiler.models import Queue
     from anthares44.automation.compiler.source import load_text
     from anthares44.automation.compiler.validation import _diagnostic
-    from anthares44.automation.compiler.models import Queue
 
     src = load_text("id: q_x\nmaxConcurrency: 3\n", "queue.yaml")
     err = {"type": "some_future_type", "loc": ("maxConcurrency",), "msg": "Value is odd", "ctx": {}}

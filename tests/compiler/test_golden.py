@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from golden_support import GOLDEN, UPDATE_ENV, all_cases, codes_in, lint_argv, run_case
 
 CASES = all_cases()

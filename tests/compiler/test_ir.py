@@ -21,7 +21,6 @@ from anthares44.automation.compiler import ir as irmod
 from anthares44.automation.compiler.lint import compile_sources, lint_paths
 from anthares44.automation.compiler.source import load_text
 from anthares44.automation.diagnostics import Severity
-
 from tests.seed_texts import SEED_WORKFLOW as SEED  # noqa: E402  (the seed's workflow, as written)
 
 
@@ -294,7 +293,7 @@ def test_load_refuses_other_ir_versions_and_unknown_fields():
 
 def test_ir_is_frozen():
     ir = lower_one(SEED)
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - pydantic raises ValidationError, dataclasses FrozenInstanceError
         ir.version = 4  # type: ignore[misc]
 
 

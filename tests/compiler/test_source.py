@@ -8,8 +8,14 @@ import time
 
 import pytest
 
-from anthares44.automation.compiler.source import (MAX_DEPTH, MAX_FILE_BYTES, SourceFile, load_bytes, load_file,
-                                                    load_text)
+from anthares44.automation.compiler.source import (
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    SourceFile,
+    load_bytes,
+    load_file,
+    load_text,
+)
 from anthares44.automation.diagnostics import Span
 
 

@@ -11,10 +11,10 @@ import pytest
 from aiohttp import web
 
 from anthares44.automation.attempts import counts_against_budget
-from anthares44.automation.errors import E_CIRCUIT_OPEN, A44Error
 from anthares44.automation.compiler.retry_policy import Failure
+from anthares44.automation.errors import E_CIRCUIT_OPEN, A44Error
 from anthares44.automation.runtime.connector_services import connector_services
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 
 
@@ -144,7 +144,7 @@ def test_a_vanished_prober_is_replaced_after_its_deadline(daemons, clock, pg_url
         try:
             from datetime import timedelta
 
-            from anthares44.automation.runtime.store import Session
+            from anthares44.automation.runtime.store.core import Session
             return await Session(conn).fetchval("breaker_claim_probe", project_id="pj_default", connector_id="con_erp",
                                                 now=clock.now(), token="ghost",
                                                 until=clock.now() + timedelta(seconds=15))

@@ -6,8 +6,8 @@ import io
 import json
 
 from anthares44.automation.cli.main import main
-from anthares44.automation.runtime.secret_file import SecretFile
-from anthares44.automation.runtime.secrets import SecretSource
+from anthares44.automation.runtime.secrets.file import SecretFile
+from anthares44.automation.runtime.secrets.source import SecretSource
 
 
 def test_connectors_list_json_says_where_each_comes_from(capsys):

@@ -7,7 +7,7 @@ import asyncio
 import email.utils
 import json
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from aiohttp import web
@@ -124,7 +124,7 @@ def test_retryable_and_permanent_statuses(serve, registry, make_ctx, aio):
 
 
 def test_429_retry_after_seconds_and_http_date(serve, registry, make_ctx, aio):
-    when = email.utils.format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    when = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     answers = {"/secs": {"Retry-After": "7"}, "/date": {"Retry-After": when}, "/none": {}}
 
     async def limited(request):

@@ -15,6 +15,7 @@ from anthares44.automation.errors import E_AUTH_FAILED, E_TUNNEL_DOWN, A44Error
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 from tests.connectors.support import closed_port
 
+
 def bare(make_ctx):
     """A context without its own secret source: the registry's (here a static mapping) is used."""
     return dataclasses.replace(make_ctx(), secrets=None)

@@ -12,8 +12,8 @@ import pytest
 
 from anthares44.automation.compiler.ir import ConnectorRef
 from anthares44.automation.errors import E_PARAMS_INVALID, E_RESULT_TOO_LARGE, E_STORAGE_NOT_FOUND, A44Error
-from anthares44.automation.runtime.results import MAX_INLINE_BYTES, ResultFiles, key_segment, result_key
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
+from anthares44.automation.runtime.store.results import MAX_INLINE_BYTES, ResultFiles, key_segment, result_key
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 from anthares44.automation.stdlib_connectors.storage import LocalObjectStore, ObjectInfo
 from tests.runtime.engine_support import node, publish_and_run, run_row, workflow

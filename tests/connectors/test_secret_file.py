@@ -1,4 +1,4 @@
-"""The secret file (runtime/secret_file.py): format 2 on disk, a format 1 file read and migrated, the refusals
+"""The secret file (runtime/secrets/file.py): format 2 on disk, a format 1 file read and migrated, the refusals
 (short key, key file open to group/others, a key that cannot decrypt what is stored), 20 concurrent
 `a44 automation secrets set` processes, and `rotate-key` end to end through the CLI."""
 
@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from anthares44.automation.errors import (E_SECRET_KEY_MISMATCH, E_SECRET_KEY_PERMISSIONS, E_SECRET_KEY_SHORT,
-                                          A44Error)
-from anthares44.automation.runtime.secret_cipher import Undecryptable, key_id, open_entry
-from anthares44.automation.runtime.secret_file import SecretFile
+from anthares44.automation.errors import E_SECRET_KEY_MISMATCH, E_SECRET_KEY_PERMISSIONS, E_SECRET_KEY_SHORT, A44Error
+from anthares44.automation.runtime.secrets.cipher import Undecryptable, key_id, open_entry
+from anthares44.automation.runtime.secrets.file import SecretFile
 
 A44 = str(Path(sys.executable).with_name("a44"))
 

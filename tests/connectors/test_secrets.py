@@ -17,9 +17,9 @@ from aiohttp import web
 from anthares44.automation.compiler.ir import ConnectorRef
 from anthares44.automation.errors import E_SECRET_KEY_MISMATCH, E_SECRET_NOT_FOUND, A44Error
 from anthares44.automation.redact import scrub
-from anthares44.automation.runtime.secret_cipher import Undecryptable, open_entry, seal
-from anthares44.automation.runtime.secret_file import SecretFile
-from anthares44.automation.runtime.secrets import SecretSource
+from anthares44.automation.runtime.secrets.cipher import Undecryptable, open_entry, seal
+from anthares44.automation.runtime.secrets.file import SecretFile
+from anthares44.automation.runtime.secrets.source import SecretSource
 from anthares44.automation.settings import Settings
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 from tests.runtime.engine_support import node, publish_and_run, run_row, workflow

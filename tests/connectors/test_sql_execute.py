@@ -11,8 +11,15 @@ import time
 import asyncpg
 import pytest
 
-from anthares44.automation.errors import (E_DB_UNAVAILABLE, E_SQL, E_SQL_CONFLICT, E_SQL_NO_DATABASE,
-                                          E_SQL_UNSAFE_DATABASE, E_STEP_TIMEOUT, A44Error)
+from anthares44.automation.errors import (
+    E_DB_UNAVAILABLE,
+    E_SQL,
+    E_SQL_CONFLICT,
+    E_SQL_NO_DATABASE,
+    E_SQL_UNSAFE_DATABASE,
+    E_STEP_TIMEOUT,
+    A44Error,
+)
 from anthares44.automation.runtime.render import make_scope, render_params
 from anthares44.automation.stdlib_connectors.protocol import StepContext
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry

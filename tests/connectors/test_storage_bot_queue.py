@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 from anthares44.automation.compiler.ir import ConnectorRef
-from anthares44.automation.errors import (E_BOT_INVALID_ANSWER, E_PARAMS_INVALID, E_STORAGE_NOT_FOUND, A44Error)
+from anthares44.automation.errors import E_BOT_INVALID_ANSWER, E_PARAMS_INVALID, E_STORAGE_NOT_FOUND, A44Error
 from anthares44.automation.runtime.connector_services import connector_services
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 from anthares44.automation.stdlib_connectors.storage import LocalObjectStore

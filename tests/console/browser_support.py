@@ -16,7 +16,7 @@ from anthares44.automation.compiler.ir import seal, to_json
 from anthares44.automation.compiler.models.queues import Queue
 from anthares44.automation.runtime import queues as rq
 from anthares44.automation.runtime.ingestion.tokens import create_token
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.loopback import ThreadedServer
 from tests.runtime.daemon_support import ServeProcess, call
 from tests.runtime.engine_support import PROJECT, node, workflow

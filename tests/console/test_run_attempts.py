@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from anthares44.automation.runtime.results import MAX_INLINE_BYTES
+from anthares44.automation.runtime.store.results import MAX_INLINE_BYTES
 from tests.runtime.engine_support import PROJECT, node, publish_and_run, workflow
 
 BIG = MAX_INLINE_BYTES + 1000

@@ -3,12 +3,12 @@ attempts of a step, compensation and epochs in lanes of their own; graph layers 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from anthares44.automation.http.console.graph import layout, step_states
 from anthares44.automation.http.console.timeline import lanes
 
-T0 = datetime(2026, 7, 19, 14, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 7, 19, 14, 0, tzinfo=UTC)
 
 
 def at(s: float) -> datetime:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import time
 
-from tests.e2e.support import EXAMPLES, a44 as _a44, e2e_env
+from tests.e2e.support import EXAMPLES, e2e_env
+from tests.e2e.support import a44 as _a44
 from tests.partitions.support import ThreadedDailyApi
 from tests.runtime.daemon_support import ServeProcess, wait_until
 

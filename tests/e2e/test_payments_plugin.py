@@ -113,7 +113,7 @@ def test_http_errors_map_to_codes(plugin, monkeypatch):
 
 def test_network_failure_and_deadline(plugin, monkeypatch):
     from anthares44.automation.errors import A44Error
-    from anthares44.automation.runtime.embedded import free_port
+    from anthares44.automation.runtime.postgres.embedded import free_port
     monkeypatch.setenv("A44_PAYMENTS_URL", f"http://127.0.0.1:{free_port()}")
     c = plugin.c
 

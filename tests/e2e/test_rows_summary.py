@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import re
 
-from tests.e2e.support import Serve, a44, e2e_env
 from tests.code.test_code_rows import ETL as CODE
+from tests.e2e.support import Serve, a44, e2e_env
 from tests.runtime.test_rows import ETL
 
 CODE_ETL = CODE.replace('    await step.sleep("settle", "10s")\n', "")   # no sleep: one visit is enough here

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.seed_texts import SEED_CONNECTOR, SEED_EVENT_TRIGGER, SEED_SCHEDULE_TRIGGER, SEED_WORKFLOW
-
 from tests.editor.lsp import INSTALL_HINT, LanguageServer, server_command
+from tests.seed_texts import SEED_CONNECTOR, SEED_EVENT_TRIGGER, SEED_SCHEDULE_TRIGGER, SEED_WORKFLOW
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 CURSOR = "<|>"

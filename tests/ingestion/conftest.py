@@ -6,7 +6,7 @@ from anthares44.automation.app.publishing import publish
 from anthares44.automation.runtime.ingestion.metrics import COUNTERS
 from anthares44.automation.runtime.ingestion.triggers import current_secret
 
-from .support import P, LiveServer, write_project
+from .support import LiveServer, P, write_project
 
 
 @pytest.fixture

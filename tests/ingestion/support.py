@@ -14,11 +14,11 @@ import threading
 import time
 from pathlib import Path
 
-from anthares44.automation.clock import SystemClock
 from anthares44.automation.app.serve import HttpLimits, HttpSettings
+from anthares44.automation.clock import SystemClock
 from anthares44.automation.http import HttpServer
 from anthares44.automation.runtime.ingestion.webhooks import sign
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 
 P = "pj_test"
 

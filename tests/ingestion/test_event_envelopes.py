@@ -4,7 +4,7 @@ kept byte for byte as a dead letter (§10.3), and a client-given envelope id is 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -15,7 +15,7 @@ from .test_api import token
 
 EVENTS = "/v1/automation/events"
 # recent, so the subscribed triggers' deliver.maxAge sends nothing to the DLQ
-OCCURRED = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=1)
+OCCURRED = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=1)
 
 
 def post(live, tok, body: bytes, extra: list | None = None):

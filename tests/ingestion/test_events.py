@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -63,7 +63,7 @@ def test_same_event_twice_is_one_run_per_trigger(live, project):
 
 
 def test_too_old_goes_to_the_dlq_byte_for_byte(live, project):
-    old = (datetime.now(timezone.utc) - timedelta(hours=7)).isoformat()
+    old = (datetime.now(UTC) - timedelta(hours=7)).isoformat()
     data = {"amountCents": 900000, "currency": "BRL"}
     r = live.call(publish_event, P, T, data, "refund:rf_5:requested:v1", occurred_at=old)
     assert outcomes(r)["trg_refund_large"] == "dead_lettered"
@@ -107,7 +107,7 @@ def test_a_too_old_event_is_a_dead_letter_like_any_other(live, project, pg_url, 
     `dlq show` read like a queue's; `events dlq` is gone."""
     from anthares44.automation.cli.main import main
 
-    old = (datetime.now(timezone.utc) - timedelta(hours=7)).isoformat()
+    old = (datetime.now(UTC) - timedelta(hours=7)).isoformat()
     r = live.call(publish_event, P, T, {"amountCents": 900000, "currency": "BRL"}, "refund:rf_9:v1", occurred_at=old)
     (dl,) = live.call(dlq_list, P)
     assert dl["dead_letter_id"].startswith("dlq_") and dl["event_id"] == r.event_id

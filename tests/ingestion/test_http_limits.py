@@ -13,7 +13,7 @@ import pytest
 
 from anthares44.automation.app.serve import HttpLimits, is_loopback
 
-from .support import P, LiveServer, bearer, request, signed_headers
+from .support import LiveServer, P, bearer, request, signed_headers
 from .test_api import token
 
 

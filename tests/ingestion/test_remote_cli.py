@@ -19,7 +19,7 @@ from anthares44.automation.runtime.ingestion.tokens import create_token
 from tests.runtime.pg import query
 from tests.runtime.test_api import write_workflow
 
-from .support import P, LiveServer, write_project
+from .support import LiveServer, P, write_project
 
 A44 = str(Path(sys.executable).parent / "a44")
 _CLEAR = ("A44_DATABASE_URL", "A44_API_URL", "A44_API_TOKEN", "A44_PROJECT")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from anthares44.automation.app.serve import HttpSettings, HttpLimits, is_loopback_host
+from anthares44.automation.app.serve import HttpLimits, HttpSettings, is_loopback_host
 from anthares44.automation.errors import E_HTTP_HOST_UNSAFE, A44Error
 
 A44 = str(Path(sys.executable).parent / "a44")

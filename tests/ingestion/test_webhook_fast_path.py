@@ -118,9 +118,9 @@ def test_group_committer_batches_and_isolates_a_failing_request(live, project):
         target = await lookup(store, P, "trg_hook", fresh=True)
         c = group_commit.GroupCommitter(store)
         now = store.clock.now()
-        from anthares44.automation.runtime.store import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
-        from anthares44.automation.runtime.ulid import new_run_id
         from anthares44.automation.runtime.ingestion.ids import new_event_id
+        from anthares44.automation.runtime.store.core import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
+        from anthares44.automation.runtime.ulid import new_run_id
 
         def args(i, input_json='{"x": 1}'):
             ev = new_event_id(now)

@@ -90,8 +90,9 @@ def test_exactly_1mb_is_accepted(live, project):
 
 
 def test_secret_shown_once_and_rotation_keeps_old_one_48h(live, project):
-    from anthares44.automation.errors import A44Error
     import pytest
+
+    from anthares44.automation.errors import A44Error
 
     assert live.call(reveal_secret, P, "trg_hook") == project
     with pytest.raises(A44Error) as e:

@@ -10,7 +10,7 @@ import pytest
 
 from anthares44.automation.runtime.notify import channels, outbox
 from anthares44.automation.runtime.notify.delivery import Deliverer, DeliverySettings
-from anthares44.automation.runtime.secrets import SecretSource
+from anthares44.automation.runtime.secrets.source import SecretSource
 from tests.notify.receivers import HttpReceiver, SmtpReceiver
 
 PROJECT = "pj_default"

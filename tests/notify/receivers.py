@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email import message_from_bytes, policy
 
 from aiohttp import web
 from aiosmtpd.controller import Controller
 
-from anthares44.automation.runtime.embedded import free_port
 from anthares44.automation.runtime.ingestion.webhooks import Rejection, check_signature
+from anthares44.automation.runtime.postgres.embedded import free_port
 from tests.loopback import ThreadedServer
 
 
@@ -36,7 +36,7 @@ class HttpReceiver(ThreadedServer):
         if self.secret is not None:
             try:
                 check_signature([self.secret], request.headers.get("A44-Timestamp"),
-                                request.headers.get("A44-Signature"), body, datetime.now(timezone.utc))
+                                request.headers.get("A44-Signature"), body, datetime.now(UTC))
                 verified = True
             except Rejection:
                 verified = False

@@ -9,7 +9,7 @@ from collections import Counter
 
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.runtime.notify import channels, outbox
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.notify.conftest import PAYLOAD, PROJECT, SECRET
 from tests.notify.receivers import HttpReceiver
 from tests.runtime.daemon_support import ServeProcess, wait_until

@@ -8,7 +8,6 @@ import asyncpg
 
 from anthares44.automation.app.metrics import Flusher
 from anthares44.automation.runtime.system_metrics import fold_attempts, read
-
 from tests.runtime.pg import query
 
 SETUP = [

@@ -10,7 +10,7 @@ import pytest
 
 from anthares44.automation.app.metrics import Flusher, flush_counters
 from anthares44.automation.runtime.ingestion.metrics import COUNTERS
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 
 
 def totals(aio, store) -> dict:
@@ -27,7 +27,7 @@ def test_a_failed_flush_loses_nothing_and_counts_nothing_twice(store, pg_url, ai
 
     closed = aio(Store.connect(pg_url, clock=clock))
     aio(closed.close())
-    with pytest.raises(Exception):                        # the pool is closed: the write fails
+    with pytest.raises(Exception):  # noqa: B017 - the pool is closed: the write fails
         aio(flush_counters(closed))
     assert totals(aio, store)[("webhook_rejected_total", (("reason", "bad_signature"),))] == 2
     assert aio(flush_counters(store)) == 1                  # the failed flush's count, handed back

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from anthares44.automation.runtime.embedded import EmbeddedServer, free_port
+from anthares44.automation.runtime.postgres.embedded import EmbeddedServer, free_port
 from tests.runtime.daemon_support import A44
 
 

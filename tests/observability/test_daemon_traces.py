@@ -10,7 +10,7 @@ from aiohttp import web
 from anthares44.automation import tracing
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.compiler.ir import to_json
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.observability.otlp_receiver import OtlpReceiver
 from tests.runtime.daemon_support import FarSide, ServeProcess, call
 from tests.runtime.engine_support import workflow

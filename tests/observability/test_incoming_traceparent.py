@@ -4,7 +4,6 @@ ignored (the run gets its own trace); a deduplicated request keeps the first req
 HTTP plane are real, the spans go through the real SDK and OTLP exporter to a real receiver on 127.0.0.1."""
 
 import json
-
 from datetime import timedelta
 
 import pytest

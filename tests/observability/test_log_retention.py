@@ -12,9 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import date, datetime, timedelta, timezone
-
-import pytest
+from datetime import UTC, date, datetime, timedelta
 
 from anthares44.automation.app.automation import Automation
 from anthares44.automation.runtime.logs import archive
@@ -28,7 +26,7 @@ from .log_support import P, Row, seed, spread
 def everything(auto, aio, *, archive_: bool = False, **filters) -> list[dict]:
     rows, after = [], None
     while True:
-        page = aio(auto.query_logs(since=datetime(2020, 1, 1, tzinfo=timezone.utc), until=datetime(2100, 1, 1),
+        page = aio(auto.query_logs(since=datetime(2020, 1, 1, tzinfo=UTC), until=datetime(2100, 1, 1),
                                    limit=10_000, after=after,
                                    archive=archive_, **filters))
         rows += page.rows
@@ -42,8 +40,8 @@ def months(store, aio) -> set[str]:
 
 
 def test_old_days_move_to_parquet_months_drop_and_archive_answers_the_same(store, aio, clock, tmp_path):
-    old = spread(datetime(2026, 3, 10, 9, tzinfo=timezone.utc), 40, timedelta(hours=23), prefix="run_old_")
-    recent = spread(datetime(2026, 3, 12, 7, tzinfo=timezone.utc), 140, timedelta(hours=21, minutes=40))
+    old = spread(datetime(2026, 3, 10, 9, tzinfo=UTC), 40, timedelta(hours=23), prefix="run_old_")
+    recent = spread(datetime(2026, 3, 12, 7, tzinfo=UTC), 140, timedelta(hours=21, minutes=40))
     aio(seed(store, old + recent))
     root = tmp_path / "archive"
     auto = Automation(store, P, archive_dir=root)
@@ -52,7 +50,7 @@ def test_old_days_move_to_parquet_months_drop_and_archive_answers_the_same(store
     assert len(before) == 180 and {"step_attempts_y2026m03", "step_attempts_y2026m05"} <= months(store, aio)
 
     report = aio(run_retention(store, root, hot_days=30))
-    cutoff = datetime(2026, 6, 19, tzinfo=timezone.utc)                     # 2026-07-19 - 30 days, day start
+    cutoff = datetime(2026, 6, 19, tzinfo=UTC)                     # 2026-07-19 - 30 days, day start
     assert report.hot_cutoff == cutoff and not report.skipped
     assert sum(d["rows"] for d in report.archived_days) == len([r for r in before if r["started_at"] < cutoff])
     assert [m["partition"] for m in report.dropped_months] == [f"step_attempts_y2026m0{m}" for m in (3, 4, 5)]
@@ -60,13 +58,13 @@ def test_old_days_move_to_parquet_months_drop_and_archive_answers_the_same(store
     assert "step_attempts_y2026m06" in months(store, aio)                   # partly hot: kept whole
 
     hot = everything(auto, aio)
-    june = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    june = datetime(2026, 6, 1, tzinfo=UTC)
     assert hot == [r for r in before if r["started_at"] >= june]              # the dropped months left PostgreSQL
     cold = everything(auto, aio, archive_=True)
     assert cold == [r for r in before if r["started_at"] < cutoff]           # ... and are in the archive, in order
     assert everything(auto, aio, archive_=True, error_code="E_UPSTREAM_503", step="reserve") == [
         r for r in before_503 if r["started_at"] < cutoff]
-    page = aio(auto.query_logs(since=datetime(2026, 3, 1, tzinfo=timezone.utc), archive=True, limit=5,
+    page = aio(auto.query_logs(since=datetime(2026, 3, 1, tzinfo=UTC), archive=True, limit=5,
                                partition_key="acct_0"))
     assert page.truncated and len(page.rows) == 5 and page.source == "archive"
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.parquet"))
@@ -83,7 +81,7 @@ def test_old_days_move_to_parquet_months_drop_and_archive_answers_the_same(store
     again = aio(run_retention(store, root, hot_days=30))                     # nothing new: nothing done
     assert again.archived_days == [] and again.dropped_months == [] and again.deleted_runs == 0
 
-    clock.set(datetime(2027, 8, 20, tzinfo=timezone.utc))                    # 13 months on: the cold days expire
+    clock.set(datetime(2027, 8, 20, tzinfo=UTC))                    # 13 months on: the cold days expire
     late = aio(run_retention(store, root, hot_days=30, archive_months=13))
     assert late.deleted_archive_days and min(archive.archived_days(root)) >= date(2026, 7, 1)
     assert all(date.fromisoformat(d) < date(2026, 7, 1) for d in late.deleted_archive_days)
@@ -104,7 +102,7 @@ def test_one_process_at_a_time(store, aio, tmp_path):
 
 
 def test_a_kill_mid_archive_loses_and_doubles_nothing(store, aio, pg_url, tmp_path):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     rows = spread(now - timedelta(days=330), 600, timedelta(hours=12), runs=7)    # 300 days, all past 30 days
     rows = [r for r in rows if r.started_at < now - timedelta(days=31)]
     aio(seed(store, rows))
@@ -158,7 +156,7 @@ def test_the_daemon_loop_runs_a_round_and_stops_when_told(store, aio, tmp_path):
 
     from anthares44.automation.runtime.logs.retention import retention_loop
 
-    aio(seed(store, spread(datetime(2026, 4, 2, tzinfo=timezone.utc), 20, timedelta(hours=30))))
+    aio(seed(store, spread(datetime(2026, 4, 2, tzinfo=UTC), 20, timedelta(hours=30))))
     root = tmp_path / "archive"
 
     async def one_round():

@@ -18,9 +18,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from anthares44.automation.app.publishing import publish
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.compiler.ir import to_json
-from anthares44.automation.runtime.embedded import free_port
+from anthares44.automation.runtime.postgres.embedded import free_port
 from anthares44.automation.runtime.queues import deliver_envelope
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.ingestion.support import P, request, signed_headers, write_project
 from tests.loopback import ThreadedServer
 from tests.runtime.daemon_support import A44, ServeProcess, call, wait_until

@@ -10,7 +10,7 @@ import subprocess
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cli.test_runtime_verbs import A44
-from tests.ingestion.support import P, LiveServer, request
+from tests.ingestion.support import LiveServer, P, request
 
 
 def published_total(port: int, outcome: str) -> float:

@@ -3,7 +3,7 @@ configuration the process cannot honour stops it with E_OTEL_UNAVAILABLE instead
 `traceparent` headers are parsed as W3C says (an invalid one is ignored); a run's trace id is its ULID."""
 
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -71,11 +71,11 @@ def test_traceparent_round_trips_and_a_future_version_is_read():
 
 
 def test_a_runs_trace_id_is_its_ulid():
-    run_id = new_run_id(datetime.now(timezone.utc))
+    run_id = new_run_id(datetime.now(UTC))
     body = run_id.split("_", 1)[1]
     alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
     value = 0
     for c in body:
         value = value * 32 + alphabet.index(c)
     assert tracing.run_trace_id(run_id) == value and 0 < value < 1 << 128
-    assert tracing.run_span_id(run_id) == tracing.run_span_id(run_id) != tracing.run_span_id(new_run_id(datetime.now(timezone.utc)))
+    assert tracing.run_span_id(run_id) == tracing.run_span_id(run_id) != tracing.run_span_id(new_run_id(datetime.now(UTC)))

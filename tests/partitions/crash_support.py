@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 from aiohttp import web
 
 from anthares44.automation.clock import SystemClock
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.loopback import ThreadedServer
 from tests.partitions.support import PROJECT, publish
 from tests.runtime.daemon_support import ServeProcess, wait_until

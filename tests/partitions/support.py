@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from pathlib import Path
-
 from datetime import timedelta
+from pathlib import Path
 
 from aiohttp import web
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from tests.cli_support import run_cli
 from anthares44.automation.runtime.ingestion.tokens import create_token
+from tests.cli_support import run_cli
 from tests.ingestion.support import LiveServer, bearer, request
 from tests.partitions.conftest import BAD, SLOW
 from tests.runtime.engine_support import PROJECT

@@ -4,13 +4,13 @@ daily run plans the days not processed yet; a failed day stays in the next run's
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime
 
 from anthares44.automation.app.automation import Automation
 from tests.partitions.support import ThreadedDailyApi, drive_until_final
 from tests.runtime.engine_support import engine
 
-UTC = timezone.utc
+UTC = UTC
 MODULE = '''
 import json
 import urllib.error

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
 
 from anthares44.automation.app.automation import Automation
 from anthares44.automation.app.replay import replay
-from tests.partitions.support import DailyApi, PROJECT, compile_yaml, drive_until_final, partitions_of, publish
+from tests.partitions.support import PROJECT, DailyApi, compile_yaml, drive_until_final, partitions_of, publish
 from tests.runtime.engine_support import engine
 
-UTC = timezone.utc
+UTC = UTC
 
 
 def since_yaml(base: str, *, initial: str = "2026-07-01", max_: int = 31, extra: str = "",

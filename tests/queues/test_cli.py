@@ -15,7 +15,7 @@ def test_cli_dlq_and_queues(store, aio, pg_url, monkeypatch, capsys):
     monkeypatch.setenv("A44_DATABASE_URL", pg_url)
     shown: list[str] = []
     ir = _publish(store, aio, queue=Queue(id="q_invoice_settle"))
-    from anthares44.automation.runtime.store import Store
+    from anthares44.automation.runtime.store.core import Store
 
     live = aio(Store.connect(pg_url))                    # the system clock, as the CLI's --since 24h uses
     out = aio(rq.deliver_envelope(live, "pj_default", ir.workflow_id, b'{"broken'))

@@ -5,7 +5,7 @@ ends, its successor is due at once (no 60 s park re-check) and the daemons are t
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from anthares44.automation.app.automation import Automation
 from anthares44.automation.compiler.models.queues import Queue
@@ -103,7 +103,7 @@ def test_code_run_wakes_its_partition_successor_at_once(store, clock, aio, tmp_p
         due: list[datetime] = []
         async with store.connection("listen") as listen:
             def on_due(conn, pid, channel, payload):
-                due.append(datetime.fromtimestamp(int(payload) / 1000, timezone.utc))
+                due.append(datetime.fromtimestamp(int(payload) / 1000, UTC))
 
             await listen.add_listener("a44_runs_due", on_due)
             eng = engine(store, clock=clock)

@@ -14,7 +14,7 @@ from anthares44.automation.compiler.models.queues import Queue
 from anthares44.automation.errors import A44Error
 from anthares44.automation.runtime.engine import Daemon, WorkerSettings
 from anthares44.automation.runtime.queues import store_queues
-from anthares44.automation.runtime.store import TERMINAL_RUN_STATES, Store
+from anthares44.automation.runtime.store.core import TERMINAL_RUN_STATES, Store
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 from tests.runtime.engine_support import PROJECT, node, workflow
 
@@ -135,13 +135,13 @@ async def _scenario(pg_url, tmp_path, seed: int):
         s[2] = min(s[2], min(c[0] for c in calls))
         s[3] = max(s[3], max(c[1] for c in calls))
     by_key: dict[str, list] = {}
-    for msg, (pk, seq, t0, t1, wf) in span.items():
+    for pk, seq, t0, t1, _wf in span.values():
         if pk is not None:
             by_key.setdefault(pk, []).append((seq, t0, t1))
     assert len(by_key) >= 4
     for pk, items in by_key.items():
         items.sort()
-        for (s1, a0, a1), (s2, b0, b1) in zip(items, items[1:]):
+        for (s1, _a0, a1), (s2, b0, _b1) in zip(items, items[1:]):
             assert b0 >= a1, f"{pk}: seq {s2} started before seq {s1} ended"
     assert {r["state"] for r in runs} <= TERMINAL_RUN_STATES
     assert any(r["state"] == "failed" for r in runs)   # failures happened (and were redelivered / dead-lettered)

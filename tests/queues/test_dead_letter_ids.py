@@ -9,9 +9,9 @@ import asyncpg
 import pytest
 
 from anthares44.automation.clock import ManualClock
-from anthares44.automation.runtime import migrations
-from anthares44.automation.runtime.queries import load_migrations
-from anthares44.automation.runtime.store import Session
+from anthares44.automation.runtime.store import migrate as migrations
+from anthares44.automation.runtime.store.core import Session
+from anthares44.automation.runtime.store.vocabulary import load_migrations
 from tests.runtime.pg import _admin, with_database
 
 OLD = "dl_01J9YB2C0000000000000000AB"

@@ -7,19 +7,19 @@ import json
 import os
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import pytest
 
 from anthares44.automation.app.automation import Automation
-from anthares44.automation.attempts import Attempt
 from anthares44.automation.app.replay import replay
+from anthares44.automation.attempts import Attempt
+from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.errors import A44Error
 from anthares44.automation.runtime.replay import Cut
 from anthares44.automation.runtime.replay.plan import plan_run
 from tests.runtime.engine_support import PROJECT, engine, node, publish_and_run, workflow
-from anthares44.automation.compiler.ir import to_json
 
 A44 = str(Path(sys.executable).parent / "a44")
 
@@ -176,10 +176,10 @@ def test_to_version_refused_when_a_step_before_the_cut_changed(store, clock, aio
 
 
 def test_from_time_cut_and_dag_descendants():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     ir = workflow([node("a"), node("b"), node("c"), node("d")], edges=[("a", "b"), ("a", "c"), ("b", "d")])
-    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
     att = [Attempt(s, "action", 1, "succeeded", t0 + timedelta(seconds=i), t0 + timedelta(seconds=i + 1), seq=i)
            for i, s in enumerate(["a", "c", "b"])] + \
           [Attempt("d", "action", 1, "failed", t0 + timedelta(seconds=5), t0 + timedelta(seconds=6), seq=9)]

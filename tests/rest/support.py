@@ -10,7 +10,7 @@ import pytest
 
 from anthares44.automation.app.automation import Automation
 from anthares44.automation.runtime.ingestion.tokens import create_token
-from tests.ingestion.support import P, LiveServer, bearer, request, write_project
+from tests.ingestion.support import LiveServer, P, bearer, request, write_project
 
 
 class Api:

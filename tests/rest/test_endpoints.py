@@ -87,9 +87,10 @@ def test_tokens_and_webhook_secrets_need_the_admin_scope(api):
 
 
 async def create_run_elsewhere(store):
+    import tempfile
+
     from anthares44.automation.app.automation import Automation
     from tests.ingestion.support import write_project
-    import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         auto = Automation(store, "pj_other")

@@ -11,8 +11,7 @@ from pathlib import Path
 from openapi_spec_validator import validate
 
 from anthares44.automation.http import build_app
-from anthares44.automation.http.openapi import document
-from anthares44.automation.http.openapi import ROUTES
+from anthares44.automation.http.openapi import ROUTES, document
 
 COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 REGENERATE = "python -m anthares44.automation.http.openapi > docs/openapi.json"

@@ -16,9 +16,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from tests.loopback import ThreadedServer
-
 from anthares44.automation.compiler.ir import ConnectorRef, NodeIR, RetryIR
+from tests.loopback import ThreadedServer
 from tests.runtime.engine_support import workflow
 
 A44 = str(Path(sys.executable).parent / "a44")
@@ -81,7 +80,7 @@ def http_sql_workflow(far: FarSide, name: str = "crash", hold: bool = True):
     """first (http /ok) -> middle (http /hold, or /ok) -> effect (sql insert ... on conflict do nothing, on the
     application database: EFFECTS_DDL there) -> done."""
     return workflow([
-        call("first", "http", {"method": "POST", "url": far.url(f"/ok/first"), "json": {"run": {"$tpl": "{{ run.id }}"}}}),
+        call("first", "http", {"method": "POST", "url": far.url("/ok/first"), "json": {"run": {"$tpl": "{{ run.id }}"}}}),
         call("middle", "http", {"method": "POST", "url": far.url("/hold/middle" if hold else "/ok/middle")}),
         call("effect", "sql/execute", {
             "query": "insert into effects (run_id, step_id) values ($1, $2) on conflict (run_id, step_id) do nothing",

@@ -6,15 +6,24 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from contextlib import contextmanager
 from datetime import timedelta
 
 import asyncpg
 import asyncpg.connection
 
-from anthares44.automation.compiler.ir import (CompensationIR, ConcurrencyIR, ConnectorRef, Expr, NodeIR, RetryIR,
-                                               WorkflowIR, seal, to_json)
+from anthares44.automation.compiler.ir import (
+    CompensationIR,
+    ConcurrencyIR,
+    ConnectorRef,
+    Expr,
+    NodeIR,
+    RetryIR,
+    WorkflowIR,
+    seal,
+    to_json,
+)
 from anthares44.automation.errors import A44Error
 from anthares44.automation.runtime.engine import Engine
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
@@ -136,7 +145,7 @@ async def xact_commits(url: str) -> int:
         await conn.close()
 
 
-def count_transactions(store) -> "Counter[str]":
+def count_transactions(store) -> Counter[str]:
     """Count the store operations that took a pooled connection (each is one transaction, explicit or
     implicit), by operation name; the counter fills as the store is used."""
     from collections import Counter

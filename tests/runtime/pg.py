@@ -33,8 +33,8 @@ import pytest
 
 from anthares44.automation.clock import ManualClock
 from anthares44.automation.errors import A44Error
-from anthares44.automation.runtime.embedded import EmbeddedServer, free_port
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.postgres.embedded import EmbeddedServer, free_port
+from anthares44.automation.runtime.store.core import Store
 
 
 def query(url: str, sql: str, *args) -> list:

@@ -16,7 +16,7 @@ import asyncpg
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.compiler.ir import Expr, NodeIR, to_json
 from anthares44.automation.grammar import compile_expression
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.runtime.daemon_support import FarSide, ServeProcess, call
 from tests.runtime.engine_support import workflow
 

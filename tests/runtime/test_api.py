@@ -11,8 +11,15 @@ from pathlib import Path
 import pytest
 
 from anthares44.automation.api import Automation, InvalidArgument
-from anthares44.automation.errors import (E_IDEMPOTENCY_KEY_REQUIRED, E_RUN_NOT_FOUND, E_TEMPLATE, E_VERSION_CONFLICT,
-                                          E_VERSION_REGRESSION, E_WORKFLOW_NOT_FOUND, A44Error)
+from anthares44.automation.errors import (
+    E_IDEMPOTENCY_KEY_REQUIRED,
+    E_RUN_NOT_FOUND,
+    E_TEMPLATE,
+    E_VERSION_CONFLICT,
+    E_VERSION_REGRESSION,
+    E_WORKFLOW_NOT_FOUND,
+    A44Error,
+)
 
 P = "pj_default"
 

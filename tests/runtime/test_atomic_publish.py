@@ -14,7 +14,7 @@ import asyncpg
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.compiler.lint import lint_paths
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.runtime.daemon_support import ServeProcess, wait_until
 from tests.runtime.pg import query
 

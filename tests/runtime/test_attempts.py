@@ -1,12 +1,12 @@
 """§7.4 step attempts: the manual's query, the 256 KB result rule, monthly partitions."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
 
 from anthares44.automation.errors import E_DB, A44Error
-from anthares44.automation.runtime.results import MAX_INLINE_BYTES
+from anthares44.automation.runtime.store.results import MAX_INLINE_BYTES
 
 P = "pj_default"
 MANUAL_QUERY = """select step_id, attempt, status, error_code, finished_at - started_at as duration
@@ -87,7 +87,7 @@ def test_partitions_exist_for_this_month_and_next(store, aio, clock):
 
 
 def test_an_attempt_far_ahead_lands_and_moves_to_its_partition(store, run_id, aio, clock, pg_url):
-    far = datetime(2031, 3, 14, 9, 26, tzinfo=timezone.utc)
+    far = datetime(2031, 3, 14, 9, 26, tzinfo=UTC)
     ref = aio(store.record_attempt_start(run_id, "later", 1, project=P, started_at=far))
     aio(store.record_attempt_finish(ref, "succeeded", finished_at=far + timedelta(seconds=1)))
     where = "select tableoid::regclass::text as part from automation.step_attempts where step_id = 'later'"

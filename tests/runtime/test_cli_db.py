@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from anthares44.automation.runtime.embedded import free_port
+from anthares44.automation.runtime.postgres.embedded import free_port
 
 
 def a44(*args, env):

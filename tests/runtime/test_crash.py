@@ -11,8 +11,8 @@ import asyncpg
 
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.compiler.ir import to_json
-from anthares44.automation.runtime.embedded import EmbeddedServer, free_port
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.postgres.embedded import EmbeddedServer, free_port
+from anthares44.automation.runtime.store.core import Store
 from tests.runtime.daemon_support import EFFECTS_DDL, FarSide, ServeProcess, http_sql_workflow, wait_until
 from tests.runtime.pg import _admin, query
 

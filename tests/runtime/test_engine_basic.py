@@ -6,8 +6,18 @@ from datetime import timedelta
 
 from anthares44.automation.runtime.engine import Engine
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
-from tests.runtime.engine_support import (Script, attempts, count_transactions, engine, node, publish_and_run, run_row, state_changes,
-                                          workflow, xact_commits)
+from tests.runtime.engine_support import (
+    Script,
+    attempts,
+    count_transactions,
+    engine,
+    node,
+    publish_and_run,
+    run_row,
+    state_changes,
+    workflow,
+    xact_commits,
+)
 
 
 def test_sequential_success_records_each_attempt_and_the_result(store, clock, aio):
@@ -102,7 +112,7 @@ def test_a_run_past_its_72h_deadline_fails_with_E_RUN_DEADLINE(store, clock, aio
 def test_commits_per_run(pg_url, clock, aio, tmp_path):
     """xact_commit delta of the database for N three-step `pass` runs, printed (docs/runtime.md quotes it).
     Every connection is closed before a counter is read: a backend flushes its counters when it exits."""
-    from anthares44.automation.runtime.store import Store
+    from anthares44.automation.runtime.store.core import Store
 
     ir = workflow([node("a", uses="pass", params={"output": 1}), node("b", uses="pass", params={"output": 2}),
                    node("c", uses="pass", params={"output": 3})])

@@ -9,8 +9,7 @@ import pytest
 from anthares44.automation.attempts import Attempt
 from anthares44.automation.errors import A44Error
 from anthares44.automation.runtime.engine.journal import Batch, Lease, LeaseLost
-from tests.runtime.engine_support import (Script, engine, node, publish_and_run, run_row, watch_statements,
-                                          workflow)
+from tests.runtime.engine_support import Script, engine, node, publish_and_run, run_row, watch_statements, workflow
 from tests.runtime.pg import query
 
 

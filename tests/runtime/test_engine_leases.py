@@ -9,7 +9,16 @@ import pytest
 from anthares44.automation.errors import A44Error
 from anthares44.automation.runtime.engine import resolve_confirmation
 from anthares44.automation.runtime.engine.journal import Batch, Lease
-from tests.runtime.engine_support import Script, attempts, engine, node, publish_and_run, run_row, state_changes, workflow
+from tests.runtime.engine_support import (
+    Script,
+    attempts,
+    engine,
+    node,
+    publish_and_run,
+    run_row,
+    state_changes,
+    workflow,
+)
 
 
 async def _start_and_die(eng, script: Script, step: str):

@@ -7,7 +7,7 @@ import asyncio
 
 import asyncpg
 
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.runtime.engine_support import PROJECT, Script, attempts, engine, node, publish_and_run, run_row, workflow
 
 

@@ -8,8 +8,8 @@ import asyncpg
 import pytest
 
 from anthares44.automation.errors import E_DB, E_DB_SCHEMA, E_DB_UNAVAILABLE, A44Error
-from anthares44.automation.runtime.embedded import EmbeddedServer, free_port
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.postgres.embedded import EmbeddedServer, free_port
+from anthares44.automation.runtime.store.core import Store
 from tests.runtime.pg import with_database
 
 

@@ -164,7 +164,7 @@ def test_a_groups_notifications_ride_in_its_own_transaction(store, pg_url, clock
 
 def test_synchronous_commit_off_is_applied_to_the_engine_transaction_only(store, pg_url, clock, aio, tmp_path):
     """The test server runs with synchronous_commit off; the database is set to on, as a product server is."""
-    from anthares44.automation.runtime.store import Store
+    from anthares44.automation.runtime.store.core import Store
 
     query(pg_url, """
         create function automation.engine_op_test_sync(op jsonb) returns void language sql as $$

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.compiler.ir import to_json
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.runtime.daemon_support import FarSide, ServeProcess, call, wait_until
 from tests.runtime.engine_support import workflow
 from tests.runtime.pg import query

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from anthares44.automation.named_sql import QueryError, to_positional
-from anthares44.automation.runtime.queries import load_queries
+from anthares44.automation.runtime.store.vocabulary import load_queries
 
 
 @pytest.mark.parametrize("written, positional, order", [

@@ -15,15 +15,13 @@ from datetime import timedelta
 import asyncpg
 import asyncpg.connection
 
-
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.compiler.ir import ConcurrencyIR, seal, to_json
 from anthares44.automation.runtime.engine import Daemon, WorkerSettings
 from anthares44.automation.runtime.engine.journal import Notifier
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
-from tests.runtime.engine_support import (PROJECT, Script, engine, node, publish_and_run, watch_statements,
-                                          workflow)
+from tests.runtime.engine_support import PROJECT, Script, engine, node, publish_and_run, watch_statements, workflow
 
 TERMINAL = ("succeeded", "failed", "compensation_failed", "cancelled", "partial")
 

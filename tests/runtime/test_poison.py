@@ -19,7 +19,6 @@ import pytest
 
 from tests.runtime.poison_support import run_scenario
 
-
 N = 100 if os.environ.get("A44_SLOW") == "1" else 40
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from anthares44.automation.runtime.queries import QueryError, load_queries
+from anthares44.automation.runtime.store.vocabulary import QueryError, load_queries
 
 
 def test_run_create_and_webhook_ingest_share_one_text():

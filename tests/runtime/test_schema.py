@@ -8,10 +8,11 @@ import asyncpg
 import pytest
 
 from anthares44.automation.clock import ManualClock
-from anthares44.automation.runtime import migrations, schema_dump
 from anthares44.automation.named_sql import QueryError, parse
-from anthares44.automation.runtime.queries import load_migrations, load_queries
-from anthares44.automation.runtime.store import Session
+from anthares44.automation.runtime.store import migrate as migrations
+from anthares44.automation.runtime.store import schema_dump
+from anthares44.automation.runtime.store.core import Session
+from anthares44.automation.runtime.store.vocabulary import load_migrations, load_queries
 from tests.runtime.pg import with_database
 
 
@@ -26,7 +27,7 @@ def test_migrations_produce_the_committed_schema(pg_url, aio):
     if aio(major()) != 18:
         pytest.skip("schema.sql is generated with PostgreSQL 18; pg_dump output of other servers differs cosmetically")
     assert schema_dump.dump_schema(pg_url) == schema_dump.SCHEMA_FILE.read_text(), \
-        "regenerate with: .venv/bin/python -m anthares44.automation.runtime.schema_dump"
+        "regenerate with: .venv/bin/python -m anthares44.automation.runtime.store.schema_dump"
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import asyncio
 import time
 
 from anthares44.automation.clock import SystemClock
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.runtime.daemon_support import FarSide, ServeProcess, http_sql_workflow, wait_until
 from tests.runtime.pg import query
 from tests.runtime.test_crash import _setup, _states

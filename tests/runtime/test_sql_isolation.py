@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from anthares44.automation.runtime.embedded import free_port
+from anthares44.automation.runtime.postgres.embedded import free_port
 from tests.e2e.support import sql
 from tests.runtime.daemon_support import A44, ServeProcess
 

@@ -2,8 +2,7 @@
 
 import pytest
 
-from anthares44.automation.errors import (E_VERSION_CONFLICT, E_VERSION_REGRESSION, E_WORKFLOW_NOT_FOUND,
-                                          A44Error)
+from anthares44.automation.errors import E_VERSION_CONFLICT, E_VERSION_REGRESSION, E_WORKFLOW_NOT_FOUND, A44Error
 
 P = "pj_default"
 SHA1, SHA2, SHA3 = "1" * 64, "2" * 64, "3" * 64

@@ -4,18 +4,18 @@ and one ManualClock: each occurrence starts exactly one run."""
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from anthares44.automation.app.serve import ServeSettings, serve
 from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.runtime.engine import WorkerSettings
 from anthares44.automation.runtime.scheduling import scheduler as scheduler_mod
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store.core import Store
 from tests.runtime.engine_support import node, workflow
 
 from .support import PROJECT, add_trigger, schedule_ir
 
-UTC = timezone.utc
+UTC = UTC
 T0 = datetime(2026, 3, 7, 12, 0, 30, tzinfo=UTC)
 
 

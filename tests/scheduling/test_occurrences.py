@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from anthares44.automation.runtime.scheduling import ScheduleError, classify, firings, firings_after, occurrence_key
 
-UTC = timezone.utc
+UTC = UTC
 POLICIES = ("skip-nonexistent", "run-once", "run-twice")
 
 

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from anthares44.automation.runtime import queries
 from anthares44.automation.runtime.scheduling import Scheduler
-from anthares44.automation.runtime.store import Store
+from anthares44.automation.runtime.store import vocabulary as queries
+from anthares44.automation.runtime.store.core import Store
 
 from .support import add_trigger, publish_workflow, schedule_ir
 
-UTC = timezone.utc
+UTC = UTC
 T0 = datetime(2026, 11, 1, 4, 0, tzinfo=UTC)     # America/New_York fall-back night
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from anthares44.automation.runtime.scheduling import Scheduler
 
 from .support import add_trigger, finish_runs, occurrences, publish_workflow, runs_of, schedule_ir
 
-UTC = timezone.utc
+UTC = UTC
 T0 = datetime(2026, 3, 7, 12, 0, tzinfo=UTC)
 
 

@@ -14,15 +14,17 @@ Everything here goes through the `Store` (the only code that speaks SQL); waitin
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 from ..durations import parse_duration
 from ..errors import E_IDEMPOTENCY_KEY_REQUIRED, E_INVALID_ARGUMENT, A44Error
-from ..runtime.logs.query import DEFAULT_LIMIT as DEFAULT_LOG_LIMIT, LogPage
-from ..runtime.store import RunPage
+from ..runtime.logs.query import DEFAULT_LIMIT as DEFAULT_LOG_LIMIT
+from ..runtime.logs.query import LogPage
+from ..runtime.store.core import RunPage
 from ..settings import DEFAULT_PROJECT, Settings
 from ..suggestions import closest
 from ..tracing import Parent
@@ -113,14 +115,14 @@ class Automation:
     # --- lifecycle ---------------------------------------------------------------------------------------
     @classmethod
     async def connect(cls, database_url: str | None = None, project: str | None = None, *, clock=None,
-                      migrate: bool = False, pool_size: int = 4, settings: Settings | None = None) -> "Automation":
+                      migrate: bool = False, pool_size: int = 4, settings: Settings | None = None) -> Automation:
         """Connect to `database_url`, else A44_DATABASE_URL, else the embedded server (started if needed).
         `migrate` applies pending migrations first (publish does). The embedded database is always migrated: it
         is this installation's own, so a fresh $A44_HOME answers every verb (`runs`: none yet), not E_DB_SCHEMA.
         `settings`: the environment's values; None reads them here, the Python API being an edge for embedders."""
         from ..paths import log_archive_root, storage_root
-        from ..runtime.database import resolve_url
-        from ..runtime.store import Store
+        from ..runtime.postgres.database import resolve_url
+        from ..runtime.store.core import Store
 
         env = settings if settings is not None else Settings.from_env()
         url = database_url or await asyncio.to_thread(resolve_url, env, start=True)
@@ -140,7 +142,7 @@ class Automation:
         if self._owns_store:
             await self.store.close()
 
-    async def __aenter__(self) -> "Automation":
+    async def __aenter__(self) -> Automation:
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -185,7 +187,7 @@ class Automation:
     async def wait(self, run_id: str, timeout: float | str | timedelta | None = None) -> tuple[dict, bool]:
         """Block until the run is terminal: (run, False); or until `timeout` passes: (run as it stands, True).
         Sleeps on LISTEN a44_run_events; re-checks every few seconds in case a notification is lost."""
-        from ..runtime.store import TERMINAL_RUN_STATES
+        from ..runtime.store.core import TERMINAL_RUN_STATES
 
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + parse_duration(timeout).total_seconds()
@@ -223,7 +225,7 @@ class Automation:
                    offset: int = 0) -> RunPage:
         """Runs newest first and the total that match. `since` is an age (`48h`, seconds, timedelta) or an
         instant; `step` matches runs whose current or failed step is it, or that attempted it."""
-        from ..runtime.store import RUN_STATES
+        from ..runtime.store.core import RUN_STATES
 
         if state is not None and state not in RUN_STATES:
             known = f"known states: {', '.join(RUN_STATES)}"
@@ -252,7 +254,7 @@ class Automation:
     async def follow(self, run_id: str, after_id: int = 0) -> AsyncIterator[dict]:
         """The run's events (run.created, attempt.started, attempt.finished, run.state...) from `after_id` on, as
         they are recorded; ends once the run is terminal and every event up to then was yielded."""
-        from ..runtime.store import TERMINAL_RUN_STATES
+        from ..runtime.store.core import TERMINAL_RUN_STATES
 
         await self.store.get_run(run_id, self.project)
         last = after_id

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 
 def installed() -> list[dict]:
-    from ..stdlib_connectors.registry import _BUILTINS, ConnectorRegistry
     from ..compiler.models.params import BUILTIN_PARAMS
+    from ..stdlib_connectors.registry import _BUILTINS, ConnectorRegistry
 
     reg = ConnectorRegistry()
     out = []

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import E_NOT_LOGGED_IN, A44Error
@@ -85,7 +85,7 @@ def store_login(home: Path, project: str, url: str, token: str, *, select: bool 
             if isinstance(entry, dict):
                 entry.pop("default", None)
     entry = {"url": normalize_url(url), "token": token,
-             "saved_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+             "saved_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     if select:
         entry["default"] = True
     projects[project] = entry

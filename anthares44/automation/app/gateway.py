@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tracing import Parent
 from ..runtime.ingestion import group_commit, tokens, webhook_cache, webhooks
 from ..runtime.ingestion.metrics import COUNTERS
+from ..tracing import Parent
 
 # The refusals the edge turns into answers: each carries its status, its code and (webhooks) the reason label
 # of webhook_rejected_total

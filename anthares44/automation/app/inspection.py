@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from ..errors import E_ATTEMPT_NOT_FOUND, E_RESULT_UNAVAILABLE, A44Error
 from ..redact import redact
-from ..runtime.store import RUN_STATES
+from ..runtime.store.core import RUN_STATES
 from ..tracing import run_trace_id
 from .automation import InvalidArgument, workflow_ref
 from .logs import instant
@@ -56,7 +56,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     us, _, run_id = cursor.partition(".")
     if not us.isdigit() or not run_id or len(us) > 19:
         raise InvalidArgument(f"bad page cursor {cursor!r}", hint="follow the page's `next` link")
-    return datetime.fromtimestamp(int(us) / 1_000_000, tz=timezone.utc), run_id
+    return datetime.fromtimestamp(int(us) / 1_000_000, tz=UTC), run_id
 
 
 async def search_runs(auto, search: RunSearch, *, limit: int = 50, after: str | None = None) -> dict:
@@ -131,7 +131,7 @@ def decode_attempt_cursor(cursor: str) -> tuple:
     if len(parts) != 5 or not all(p.isdigit() and len(p) <= 19 for p in parts[:3]) or not parts[3] or not parts[4]:
         raise InvalidArgument(f"bad attempts cursor {cursor!r}", hint="follow the page's `next` link")
     us, attempt, epoch, kind, step = parts
-    return (datetime.fromtimestamp(int(us) / 1_000_000, tz=timezone.utc), int(attempt), step, int(epoch), kind)
+    return (datetime.fromtimestamp(int(us) / 1_000_000, tz=UTC), int(attempt), step, int(epoch), kind)
 
 
 async def attempt_result(auto, run_id: str, *, step_id: str, epoch: int, kind: str, attempt: int) -> dict:

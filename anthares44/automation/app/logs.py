@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ..durations import parse_duration
@@ -16,7 +16,7 @@ DEFAULT_SINCE = "24h"
 def instant(name: str, value, now: datetime) -> datetime:
     """An age (`7d`: that long before now) or an ISO 8601 instant (UTC unless it says otherwise)."""
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, timedelta):
         return now - value
     try:
@@ -28,7 +28,7 @@ def instant(name: str, value, now: datetime) -> datetime:
     except ValueError:
         raise A44Error(E_INVALID_ARGUMENT, f"--{name} {value!r} is neither an age nor an instant",
                        hint="an age such as 7d, 36h, 30m, or an instant such as 2026-07-19T14:00:00Z") from None
-    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def check_limit(limit: int) -> int:

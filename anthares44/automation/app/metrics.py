@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from ..errors import A44Error
 from ..runtime import system_metrics
-from ..runtime.outage import OUTAGE
 from ..runtime.ingestion.metrics import COUNTERS, HELP
+from ..runtime.outage import OUTAGE
 
 BREAKER_STATES = ("closed", "open", "half_open")
 FLUSH_INTERVAL_S = 1.0
@@ -167,7 +167,7 @@ class Flusher:
         self.store, self.interval = store, interval
         self._task: asyncio.Task | None = None
 
-    def start(self) -> "Flusher":
+    def start(self) -> Flusher:
         self._task = asyncio.create_task(self._loop())
         return self
 

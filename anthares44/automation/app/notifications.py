@@ -18,8 +18,8 @@ from ..errors import E_SECRET_NOT_FOUND, A44Error
 from ..runtime.notify import channels as ch
 from ..runtime.notify import outbox
 from ..runtime.notify.delivery import Deliverer, DeliverySettings, retry_command
-from ..runtime.secret_file import SecretFile
-from ..runtime.secrets import SecretSource, env_name
+from ..runtime.secrets.file import SecretFile
+from ..runtime.secrets.source import SecretSource, env_name
 from ..settings import Settings
 from ..suggestions import closest
 

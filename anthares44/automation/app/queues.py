@@ -12,7 +12,7 @@ See docs/queues.md."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..runtime import queues as rq
 

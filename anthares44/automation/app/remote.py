@@ -20,13 +20,21 @@ import asyncio
 import json
 import os
 import re
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from typing import Any, AsyncIterator
+from typing import Any
 
-from ..errors import (E_API, E_API_UNAVAILABLE, E_FORBIDDEN, E_INVALID_ARGUMENT, E_REMOTE_UNSUPPORTED,
-                      E_TOKEN_INVALID, A44Error)
-from .automation import InvalidArgument, RunHandle, RunPage, require_idempotency_key, workflow_ref
 from ..durations import parse_duration, reconnect_delay
+from ..errors import (
+    E_API,
+    E_API_UNAVAILABLE,
+    E_FORBIDDEN,
+    E_INVALID_ARGUMENT,
+    E_REMOTE_UNSUPPORTED,
+    E_TOKEN_INVALID,
+    A44Error,
+)
+from .automation import InvalidArgument, RunHandle, RunPage, require_idempotency_key, workflow_ref
 
 API_PREFIX = "/v1/automation"
 _ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
@@ -96,7 +104,7 @@ class RemoteAutomation:
             await self._session.close()
             self._session = None
 
-    async def __aenter__(self) -> "RemoteAutomation":
+    async def __aenter__(self) -> RemoteAutomation:
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -148,7 +156,7 @@ class RemoteAutomation:
                                        headers=headers, timeout=aiohttp.ClientTimeout(total=self._timeout)) as resp:
                 text = await resp.text(encoding="utf-8", errors="replace")
                 status = resp.status
-        except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientConnectionError, OSError) as exc:
             raise self._unavailable(exc) from None
         try:
             doc = json.loads(text) if text else None
@@ -288,7 +296,7 @@ class RemoteAutomation:
                 pass
         try:
             await asyncio.wait_for(drain(), seconds)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             return await self.get_run(run_id), True
         return await self.get_run(run_id), False
 
@@ -367,7 +375,7 @@ class RemoteAutomation:
         return timestamps(doc)
 
     # --- events --------------------------------------------------------------------------------------------
-    def ingestion(self) -> "RemoteIngestion":
+    def ingestion(self) -> RemoteIngestion:
         return RemoteIngestion(self)
 
 

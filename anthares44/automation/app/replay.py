@@ -11,20 +11,20 @@ See `runtime/replay` for how an epoch is opened and why re-running the same call
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
 
-from .automation import InvalidArgument, workflow_ref
 from ..durations import parse_duration, parse_rate
+from .automation import InvalidArgument, workflow_ref
 
 
 def parse_instant(text: str | datetime, now: datetime) -> datetime:
     """An ISO 8601 instant (`2026-07-19T14:00:00Z`), or an age (`2h`: two hours before now)."""
     if isinstance(text, datetime):
-        return text if text.tzinfo else text.replace(tzinfo=timezone.utc)
+        return text if text.tzinfo else text.replace(tzinfo=UTC)
     try:
         value = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     except ValueError:
         pass
     try:
@@ -42,7 +42,7 @@ async def replay(auto, run_ids=(), *, state: str | None = None, step: str | None
     """Dry run: the manual's document (`matched`, `fromStep`, `perRun`, `estimatedDurationSeconds`,
     `warnings`). Otherwise the same document plus `requestId`, `replayed` and `skipped` counts and the runs."""
     from ..runtime.replay import Cut, Selection, apply, prepare
-    from ..runtime.store import RUN_STATES
+    from ..runtime.store.core import RUN_STATES
 
     if not run_ids and not any((state, step, since, workflow)):
         raise InvalidArgument("select runs: RUN ids, or --state / --step / --since / --workflow")

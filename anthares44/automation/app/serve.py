@@ -19,8 +19,9 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..errors import E_HTTP_HOST_UNSAFE, A44Error
 from ..settings import Settings
@@ -52,7 +53,7 @@ class HttpSettings:
     settings: object | None = None             # settings.Settings the edge read: secrets, delivery (channels)
 
     @classmethod
-    def from_settings(cls, settings, **values) -> "HttpSettings":
+    def from_settings(cls, settings, **values) -> HttpSettings:
         """`values` (flags), with the webhook tuning and the log archive of `settings` (settings.Settings, the
         environment)."""
         from ..paths import log_archive_root
@@ -95,7 +96,7 @@ class HttpPlane(Protocol):
     url: str
     store: Any
 
-    async def start(self) -> "HttpPlane": ...
+    async def start(self) -> HttpPlane: ...
 
     async def stop(self) -> None: ...
 
@@ -153,9 +154,9 @@ async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFacto
 async def _http_only(settings, stop, factory, ready, store, clock) -> None:
     from ..clock import SystemClock
     from ..paths import storage_root
-    from ..runtime.database import resolve_url
-    from ..runtime.migrations import log_migrated
-    from ..runtime.store import Store
+    from ..runtime.postgres.database import resolve_url
+    from ..runtime.store.core import Store
+    from ..runtime.store.migrate import log_migrated
 
     own = store is None
     if own:
@@ -177,7 +178,7 @@ async def _http_only(settings, stop, factory, ready, store, clock) -> None:
 
 async def _start_http(worker_store, settings: HttpSettings, factory: HttpFactory) -> HttpPlane:
     """The HTTP plane on its own pool, so requests never wait for worker connections."""
-    from ..runtime.store import Store
+    from ..runtime.store.core import Store
 
     store = await Store.connect(worker_store.url, clock=worker_store.clock, max_size=settings.pool_size,
                                 storage=worker_store.results.storage)

@@ -11,8 +11,8 @@ LISTEN connection died silently.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
 
 CHANNEL = "a44_run_events"
 SAFETY_RECHECK_S = 5.0
@@ -34,7 +34,7 @@ class Wakeup:
         try:
             await asyncio.wait_for(self._event.wait(), timeout)
             return True
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             return False
         finally:
             self._event.clear()

@@ -15,8 +15,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .output import (ArgParser, EXIT_OK, EXIT_USAGE, add_target_options, exit_code, json_document, print_error,
-                     remote_admin, settings_of, usage_error, write)
+from .output import (
+    EXIT_OK,
+    EXIT_USAGE,
+    ArgParser,
+    add_target_options,
+    exit_code,
+    json_document,
+    print_error,
+    remote_admin,
+    settings_of,
+    usage_error,
+    write,
+)
 
 
 def add_group(top) -> None:
@@ -92,8 +103,8 @@ def _with_store(body, args, remote=None) -> int:
             return exit_code(exc)
 
     async def main():
-        from ..runtime.database import resolve_url
-        from ..runtime.store import Store
+        from ..runtime.postgres.database import resolve_url
+        from ..runtime.store.core import Store
 
         url = await asyncio.to_thread(resolve_url, settings_of(args), start=True)
         store = await Store.connect(url, min_size=1, max_size=2)
@@ -230,8 +241,8 @@ def _login(args) -> int:
         return usage_error(str(exc), "echo \"$TOKEN\" | a44 auth login --project P --url URL --token-stdin")
     if token is None:
         async def body(store, project, args):
-            from datetime import timedelta
             import socket
+            from datetime import timedelta
 
             from ..runtime.ingestion.tokens import create_token
 

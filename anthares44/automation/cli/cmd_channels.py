@@ -16,8 +16,20 @@ from __future__ import annotations
 
 import argparse
 
-from .output import (EXIT_ERROR, EXIT_OK, ArgParser, add_common_options, add_target_options, json_document, run_api,
-                     service, settings_of, table, when, write)
+from .output import (
+    EXIT_ERROR,
+    EXIT_OK,
+    ArgParser,
+    add_common_options,
+    add_target_options,
+    json_document,
+    run_api,
+    service,
+    settings_of,
+    table,
+    when,
+    write,
+)
 
 NOTIFICATION_COLUMNS = ("id", "channel", "kind", "severity", "state", "attempts", "created", "last_error")
 

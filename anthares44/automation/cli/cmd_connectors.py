@@ -12,8 +12,17 @@ import argparse
 import json
 import sys
 
-from .output import (EXIT_OK, FORMATS, add_target_options, exit_code, goes_remote, print_error, remote_admin, run_api,
-                     table)
+from .output import (
+    EXIT_OK,
+    FORMATS,
+    add_target_options,
+    exit_code,
+    goes_remote,
+    print_error,
+    remote_admin,
+    run_api,
+    table,
+)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

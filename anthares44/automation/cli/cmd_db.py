@@ -52,7 +52,7 @@ def run(args) -> int:
 
 
 def _start(args) -> int:
-    from ..runtime.database import LocalDatabase
+    from ..runtime.postgres.database import LocalDatabase
 
     env = settings_of(args)
     if env.database_url:
@@ -66,7 +66,7 @@ def _start(args) -> int:
 
 
 def _stop(args) -> int:
-    from ..runtime.database import LocalDatabase
+    from ..runtime.postgres.database import LocalDatabase
 
     env = settings_of(args)
     if env.database_url:
@@ -79,7 +79,7 @@ def _stop(args) -> int:
 
 def _url(args) -> int:
     from ..errors import E_SQL_NO_DATABASE, A44Error
-    from ..runtime.database import resolve_app_url, resolve_url
+    from ..runtime.postgres.database import resolve_app_url, resolve_url
 
     if not args.app:
         found = resolve_url(settings_of(args), start=True)
@@ -95,7 +95,7 @@ def _url(args) -> int:
 def _status(args) -> int:
     import asyncio
 
-    from ..runtime.database import LocalDatabase
+    from ..runtime.postgres.database import LocalDatabase
 
     env = settings_of(args)
     url = env.database_url
@@ -131,7 +131,7 @@ def _status(args) -> int:
 
 
 async def _schema_info(url: str) -> dict:
-    from ..runtime.store import Store
+    from ..runtime.store.core import Store
 
     store = await Store.connect(url, min_size=1, max_size=1)
     try:
@@ -143,7 +143,7 @@ async def _schema_info(url: str) -> dict:
 def _migrate(args) -> int:
     import asyncio
 
-    from ..runtime.database import resolve_url
+    from ..runtime.postgres.database import resolve_url
 
     url = resolve_url(settings_of(args), start=True)
     report = asyncio.run(_do_migrate(url))
@@ -163,7 +163,7 @@ def _migrate(args) -> int:
 
 
 async def _do_migrate(url: str):
-    from ..runtime.store import Store
+    from ..runtime.store.core import Store
 
     store = await Store.connect(url, min_size=1, max_size=1)
     try:

@@ -19,8 +19,19 @@ import argparse
 import sys
 
 from ..errors import E_DLQ_FILTER, E_INVALID_ARGUMENT
-from .output import (EXIT_OK, EXIT_USAGE, ProgressBar, add_common_options, add_target_options, json_document, run_api,
-                     service, table, when, write)
+from .output import (
+    EXIT_OK,
+    EXIT_USAGE,
+    ProgressBar,
+    add_common_options,
+    add_target_options,
+    json_document,
+    run_api,
+    service,
+    table,
+    when,
+    write,
+)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -14,8 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 
-from .output import (EXIT_OK, add_common_options, add_target_options, json_document, run_api, table,
-                     usage_error, when, write)
+from .output import (
+    EXIT_OK,
+    add_common_options,
+    add_target_options,
+    json_document,
+    run_api,
+    table,
+    usage_error,
+    when,
+    write,
+)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -43,8 +43,8 @@ def add_http_limit_arguments(p: argparse.ArgumentParser) -> None:
 
 def http_settings(args):
     """HttpSettings from the flags above; ValueError with the flag's name when one is out of range."""
-    from ..durations import parse_duration
     from ..app.serve import HttpLimits, HttpSettings
+    from ..durations import parse_duration
 
     timeouts = {}
     for flag in ("header_timeout", "body_timeout"):
@@ -82,12 +82,12 @@ def serve_http(settings, args, announce: str | None = None) -> int:
 
     from ..app.serve import serve
     from ..errors import A44Error
+
     # edge to edge, the one place either verb names the HTTP plane: app.serve is given the server class instead of
     # importing http/ (app sits below the edges), and `serve` and `ingest` both come through here
     from ..http import HttpServer
-    from .output import exit_code, print_error
-
     from .daemon_log import configure
+    from .output import exit_code, print_error
 
     configure(getattr(args, "log_format", "text"), getattr(args, "verbose", 0))
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence, TextIO
+from typing import TextIO
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -31,7 +32,7 @@ class LintSettings:
     project_dir: str | None = None
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "LintSettings":
+    def from_args(cls, args: argparse.Namespace) -> LintSettings:
         color = "never" if args.no_color else args.color
         return cls(tuple(args.paths or ()), args.format, bool(args.strict), color,
                    getattr(args, "project_dir", None))

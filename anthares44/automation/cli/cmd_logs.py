@@ -22,8 +22,20 @@ from __future__ import annotations
 import argparse
 
 from ..errors import E_RUN_CANCELLED
-from .output import (EXIT_OK, ArgParser, add_common_options, add_target_options, json_document, json_line, ms,
-                     rows_text, run_api, table, when, write)
+from .output import (
+    EXIT_OK,
+    ArgParser,
+    add_common_options,
+    add_target_options,
+    json_document,
+    json_line,
+    ms,
+    rows_text,
+    run_api,
+    table,
+    when,
+    write,
+)
 
 
 class LogsParser(ArgParser):

@@ -20,8 +20,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .output import (EXIT_OK, ArgParser, add_target_options, json_document, json_line, ms, run_api, settings_of,
-                     table, when, write)
+from .output import (
+    EXIT_OK,
+    ArgParser,
+    add_target_options,
+    json_document,
+    json_line,
+    ms,
+    run_api,
+    settings_of,
+    table,
+    when,
+    write,
+)
 
 QUERY_FORMATS = ("text", "json", "jsonl")
 

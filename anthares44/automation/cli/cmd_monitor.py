@@ -17,8 +17,18 @@ from __future__ import annotations
 
 import argparse
 
-from .output import (EXIT_OK, ArgParser, add_common_options, add_target_options, json_document, run_api, service, table,
-                     when, write)
+from .output import (
+    EXIT_OK,
+    ArgParser,
+    add_common_options,
+    add_target_options,
+    json_document,
+    run_api,
+    service,
+    table,
+    when,
+    write,
+)
 
 
 def add_group(top) -> None:

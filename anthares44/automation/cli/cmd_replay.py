@@ -23,8 +23,16 @@ from __future__ import annotations
 
 import argparse
 
-from .output import (EXIT_OK, ProgressBar, add_common_options, add_target_options, json_document, remote_admin,
-                     run_api, write)
+from .output import (
+    EXIT_OK,
+    ProgressBar,
+    add_common_options,
+    add_target_options,
+    json_document,
+    remote_admin,
+    run_api,
+    write,
+)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

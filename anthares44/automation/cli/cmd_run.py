@@ -13,9 +13,21 @@ import argparse
 import json
 import sys
 
-from .output import (EXIT_ERROR, EXIT_OK, EXIT_TIMEOUT, add_common_options, add_target_options, exit_code,
-                     json_document, ms, print_error, run_api, usage_error, write,
-                     warn_without_daemon)
+from .output import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    add_common_options,
+    add_target_options,
+    exit_code,
+    json_document,
+    ms,
+    print_error,
+    run_api,
+    usage_error,
+    warn_without_daemon,
+    write,
+)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -23,8 +23,19 @@ from __future__ import annotations
 
 import argparse
 
-from .output import (EXIT_OK, add_common_options, add_target_options, json_document, ms, rows_text, run_api, table,
-                     warn_without_daemon, when, write)
+from .output import (
+    EXIT_OK,
+    add_common_options,
+    add_target_options,
+    json_document,
+    ms,
+    rows_text,
+    run_api,
+    table,
+    warn_without_daemon,
+    when,
+    write,
+)
 
 OUTCOMES = ("succeeded", "failed", "retry")
 

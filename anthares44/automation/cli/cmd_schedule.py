@@ -77,13 +77,11 @@ def _occurrences(args) -> int:
     import asyncio
 
     from ..errors import A44Error
-    from ..runtime.database import resolve_url
+    from ..runtime.postgres.database import resolve_url
     from ..runtime.scheduling import list_occurrences
-    from .output import exit_code, print_error, settings_of
-    from ..runtime.store import Store
+    from ..runtime.store.core import Store
     from ..settings import DEFAULT_PROJECT
-
-    from .output import goes_remote, remote_unsupported
+    from .output import exit_code, goes_remote, print_error, remote_unsupported, settings_of
 
     project = args.project or settings_of(args).project or DEFAULT_PROJECT
     try:

@@ -5,7 +5,7 @@ history and the process list; one trailing newline is removed. Values are encryp
 `A44_SECRET_KEY` or `$A44_HOME/secret.key` (created 0600 on the first `set`); the file is 0600 too. `list` prints
 names only. `rm NAME` deletes one. `rotate-key` seals every secret again with a new key (random, or hex from
 `--key-file F` / `--key-stdin`) that becomes `secret.key`, and keeps the old key as `secret.key.<kid>.old`.
-A variable `A44_SECRET_<NAME>` overrides the file at run time (runtime/secrets.py, runtime/secret_file.py).
+A variable `A44_SECRET_<NAME>` overrides the file at run time (runtime/secrets/source.py, runtime/secrets/file.py).
 """
 
 from __future__ import annotations
@@ -46,9 +46,8 @@ def _done(args, text: str, doc: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import A44Error
-    from ..runtime.secret_cipher import parse_key
-    from ..runtime.secret_file import SecretFile
-    from ..runtime.secret_file import SECRET_REF
+    from ..runtime.secrets.cipher import parse_key
+    from ..runtime.secrets.file import SECRET_REF, SecretFile
 
     f = SecretFile.of(settings_of(args))
     try:

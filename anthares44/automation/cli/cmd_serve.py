@@ -8,10 +8,9 @@ state change with -v, per step attempt with -vv; `--log-format json` prints one 
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .daemon_log import add_log_arguments
 from .cmd_ingest import add_host_argument, add_http_limit_arguments, http_settings, serve_http
+from .daemon_log import add_log_arguments
 from .output import settings_of, usage_error
 
 
@@ -41,9 +40,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from ..durations import parse_duration
     from ..app.alerts import alert_interval
     from ..app.serve import ServeSettings
+    from ..durations import parse_duration
     from ..runtime.engine import WorkerSettings
     from ..runtime.notify.delivery import DeliverySettings
 

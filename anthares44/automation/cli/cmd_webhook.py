@@ -15,8 +15,18 @@ import argparse
 import sys
 import time
 
-from .output import (EXIT_ERROR, EXIT_OK, add_common_options, add_target_options, json_document, remote_admin,
-                     run_api, settings_of, usage_error, write)
+from .output import (
+    EXIT_ERROR,
+    EXIT_OK,
+    add_common_options,
+    add_target_options,
+    json_document,
+    remote_admin,
+    run_api,
+    settings_of,
+    usage_error,
+    write,
+)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

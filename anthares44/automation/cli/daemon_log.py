@@ -15,7 +15,7 @@ import argparse
 import json
 import logging
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 CORRELATION = ("run_id", "step_id", "attempt", "trace_id")
 LOG_FORMATS = ("text", "json")
@@ -29,7 +29,7 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _ts(record: logging.LogRecord) -> str:
-    at = datetime.fromtimestamp(record.created, tz=timezone.utc)
+    at = datetime.fromtimestamp(record.created, tz=UTC)
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

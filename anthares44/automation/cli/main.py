@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     auto = top.add_parser("automation", help="compile, lint, publish and run workflows")
     verbs = auto.add_subparsers(dest="verb", metavar="VERB", parser_class=ArgParser)
     verbs.required = True
-    for verb, modname in VERBS.items():
+    for modname in VERBS.values():
         mod = importlib.import_module(f"anthares44.automation.cli.{modname}")
         sub = mod.add_parser(verbs)
         sub.set_defaults(_run=mod.run)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, Sequence, TextIO
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TextIO
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
 
@@ -22,7 +23,7 @@ class ArgParser(argparse.ArgumentParser):
     error prints the usage, then the one error format of every verb (`E_INVALID_ARGUMENT message` + `hint:`, a
     did-you-mean for a misspelt verb, choice or option) and exits 2."""
 
-    _innermost: "ArgParser | None" = None    # the last (sub)parser that parsed: whose options a misspelling meant
+    _innermost: ArgParser | None = None    # the last (sub)parser that parsed: whose options a misspelling meant
 
     def parse_known_args(self, args=None, namespace=None):
         ArgParser._innermost = self
@@ -236,7 +237,7 @@ def when(value: datetime | str | None) -> str:
         return "-"
     if isinstance(value, str):
         value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def ms(value: int | None) -> str:

@@ -23,8 +23,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from .documents import SHAPES, Clue
 from .models import BUILTIN_PARAMS, CHANNEL_MODELS, TRIGGER_MODELS, AlertRule, ConnectorDecl, Queue, Workflow

@@ -9,13 +9,30 @@ from typing import Any
 
 from ..diagnostics import Severity
 from .graph import edges
-from .ir import (DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, DEFAULT_QUEUE, DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS,
-                 DEFAULT_SINCE_MAX, RUN_DEADLINE_MS, CatchUpIR, CompensationIR, ConcurrencyIR, ConnectorRef, DeliverIR,
-                 Expr, NodeIR, PartitionsIR, RetryIR, TriggerIR, WorkflowIR, seal)
+from .ir import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_LEASE_MS,
+    DEFAULT_QUEUE,
+    DEFAULT_RETRY_BASE_MS,
+    DEFAULT_RETRY_CAP_MS,
+    DEFAULT_SINCE_MAX,
+    RUN_DEADLINE_MS,
+    CatchUpIR,
+    CompensationIR,
+    ConcurrencyIR,
+    ConnectorRef,
+    DeliverIR,
+    Expr,
+    NodeIR,
+    PartitionsIR,
+    RetryIR,
+    TriggerIR,
+    WorkflowIR,
+    seal,
+)
 from .project import workflow_id
 from .resolve import resolve
-from .rules.expectations import (ROW_FIELDS, ROWS_ROOTS, STEP_EXPECT_ROOTS, WORKFLOW_EXPECT_ROOTS, expect_list,
-                                 step_rows)
+from .rules.expectations import ROW_FIELDS, ROWS_ROOTS, STEP_EXPECT_ROOTS, WORKFLOW_EXPECT_ROOTS, expect_list, step_rows
 from .templating import is_template
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .ir import RetryIR
 from ..errors import E_CIRCUIT_OPEN, A44Error
+from .ir import RetryIR
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Failure:
     retry_after_ms: int | None = None
 
     @classmethod
-    def of(cls, err: A44Error) -> "Failure":
+    def of(cls, err: A44Error) -> Failure:
         # a connector that knows better than the code's default says so in details (§6.3, 429 Retry-After)
         retryable = err.details.get("retryable", err.retryable)
         after = err.details.get("retry_after_ms")

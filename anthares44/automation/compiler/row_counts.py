@@ -10,7 +10,8 @@ partitions' counts added up first (partition '' is the step as a whole).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..errors import E_EXPECTATION_FAILED, A44Error
 

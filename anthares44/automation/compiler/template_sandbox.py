@@ -160,7 +160,7 @@ def _check_format(fmt: str, args, kwargs, limits: Limits, depth: int = 0) -> Non
         fields = list(string.Formatter().parse(fmt))
     except ValueError:
         return  # str.format will say what is wrong with it
-    for _, name, spec, _ in fields:
+    for _, _name, spec, _ in fields:
         if not spec:
             continue
         if "{" in spec:

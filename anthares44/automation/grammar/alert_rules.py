@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..durations import format_seconds, parse_duration
-from ..errors import (E_ALERT_CONDITION, E_ALERT_FILTER, E_ALERT_METRIC, E_ALERT_RULE_INVALID, A44Error)
+from ..errors import E_ALERT_CONDITION, E_ALERT_FILTER, E_ALERT_METRIC, E_ALERT_RULE_INVALID, A44Error
 from ..suggestions import closest, listing
 
 # metric -> its labels (besides the project, which every rule is scoped to); the daemon samples these

@@ -35,7 +35,7 @@ class Node:
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Node({self.kind!r}, {self.offset}, {self.args!r})"
 
-    def children(self) -> list["Node"]:
+    def children(self) -> list[Node]:
         out: list[Node] = []
         for a in self.args:
             _collect(a, out)

@@ -13,9 +13,23 @@ import time
 
 from . import functions as F
 from .ast import Node
-from .values import (E_COST, E_DUPLICATE_KEY, E_NO_SUCH_KEY, E_NO_SUCH_OVERLOAD, E_TYPE, E_UNKNOWN_IDENT,
-                     E_UNSUPPORTED, TYPES, CostExceeded, Err, UInt, map_get, no_overload, type_name,
-                     valid_key)
+from .values import (
+    E_COST,
+    E_DUPLICATE_KEY,
+    E_NO_SUCH_KEY,
+    E_NO_SUCH_OVERLOAD,
+    E_TYPE,
+    E_UNKNOWN_IDENT,
+    E_UNSUPPORTED,
+    TYPES,
+    CostExceeded,
+    Err,
+    UInt,
+    map_get,
+    no_overload,
+    type_name,
+    valid_key,
+)
 
 DEFAULT_BUDGET = 1_000_000
 _MISSING = object()

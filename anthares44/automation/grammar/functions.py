@@ -11,9 +11,26 @@ import math
 import re
 
 from . import regex
-from .values import (INT64_MAX, INT64_MIN, TYPES, UINT64_MAX, E_CONVERSION, E_DIV_ZERO, E_INDEX,
-                     E_NO_SUCH_KEY, E_OVERFLOW, E_REGEX, CelType, Err, UInt, compare, equals, map_get,
-                     no_overload, type_name)
+from .values import (
+    E_CONVERSION,
+    E_DIV_ZERO,
+    E_INDEX,
+    E_NO_SUCH_KEY,
+    E_OVERFLOW,
+    E_REGEX,
+    INT64_MAX,
+    INT64_MIN,
+    TYPES,
+    UINT64_MAX,
+    CelType,
+    Err,
+    UInt,
+    compare,
+    equals,
+    map_get,
+    no_overload,
+    type_name,
+)
 
 MAX_STRING = 1_000_000   # characters/bytes a string or bytes result may have
 MAX_LIST = 100_000       # elements a list result may have

@@ -3,7 +3,7 @@ event with its id (a reconnecting client resumes from Last-Event-ID), then `end`
 
 from __future__ import annotations
 
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from aiohttp import web
 

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from aiohttp import web
 from aiohttp.http import HttpProcessingError

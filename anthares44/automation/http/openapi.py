@@ -14,8 +14,8 @@ from pydantic.json_schema import models_json_schema
 
 from ..jsonenc import to_json
 from . import params as p
-from .models.common import Error
 from . import routes  # noqa: F401 - declares every route
+from .models.common import Error
 from .routing import ADMIN, READ, ROUTES, WRITE
 
 _REF = "#/components/schemas/{model}"

@@ -9,7 +9,8 @@ parsed values from `params(request)` and never the raw strings. Query parameters
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 

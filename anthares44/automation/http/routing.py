@@ -4,8 +4,9 @@ openapi.py generates `openapi.json` from it, so the document cannot drift from w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel
 

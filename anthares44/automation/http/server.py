@@ -11,21 +11,46 @@ import time
 
 from aiohttp import web
 
-from ..errors import (E_BAD_REQUEST, E_BODY_TOO_LARGE, E_DB_UNAVAILABLE, E_FORBIDDEN, E_HEADER_DUPLICATED, E_HTTP_BIND,
-                      E_INTERNAL, E_METHOD_NOT_ALLOWED, E_NOT_FOUND, E_REQUEST_TIMEOUT, E_TRIGGER_NOT_FOUND,
-                      E_UNSUPPORTED_MEDIA_TYPE, A44Error, http_status, public_details)
 from ..app import gateway
 from ..app import metrics as app_metrics
 from ..app.gateway import MAX_WEBHOOK_BODY, AuthError, Rejection, count, refuse_webhook
 from ..app.serve import HttpLimits, HttpSettings, is_loopback
-from .console import add_routes as add_console
-from .metrics import CONTENT_TYPE_LATEST, flush_loop, render_metrics
-from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_body
-from .params import PARAMS_KEY, check, params
-from .context import (ARCHIVE_KEY, AUTOS_KEY, LIMITS_KEY, MAX_API_BODY, PRINCIPAL_KEY, SETTINGS_KEY, STORE_KEY,
-                      automation_for, error_response, incoming_parent, json_response)
-from .routing import ROUTES, register_all, scope_of
+from ..errors import (
+    E_BAD_REQUEST,
+    E_BODY_TOO_LARGE,
+    E_DB_UNAVAILABLE,
+    E_FORBIDDEN,
+    E_HEADER_DUPLICATED,
+    E_HTTP_BIND,
+    E_INTERNAL,
+    E_METHOD_NOT_ALLOWED,
+    E_NOT_FOUND,
+    E_REQUEST_TIMEOUT,
+    E_TRIGGER_NOT_FOUND,
+    E_UNSUPPORTED_MEDIA_TYPE,
+    A44Error,
+    http_status,
+    public_details,
+)
 from . import routes  # noqa: F401 - declares every REST route in ROUTES
+from .console import add_routes as add_console
+from .context import (
+    ARCHIVE_KEY,
+    AUTOS_KEY,
+    LIMITS_KEY,
+    MAX_API_BODY,
+    PRINCIPAL_KEY,
+    SETTINGS_KEY,
+    STORE_KEY,
+    automation_for,
+    error_response,
+    incoming_parent,
+    json_response,
+)
+from .limits import STOPPING_KEY, CappedSite, ClientGone, handler_args, read_body
+from .metrics import CONTENT_TYPE_LATEST, flush_loop, render_metrics
+from .params import PARAMS_KEY, check, params
+from .routing import ROUTES, register_all, scope_of
 
 log = logging.getLogger("a44.http")
 
@@ -225,7 +250,7 @@ class HttpServer:
         self.host, self.port = self.settings.host, self.settings.port
         self._runner: web.AppRunner | None = None
 
-    async def start(self) -> "HttpServer":
+    async def start(self) -> HttpServer:
         limits = self.settings.limits
         app = build_app(self.store, limits, self.settings.log_archive_dir, self.settings.settings)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,

@@ -11,7 +11,7 @@ from ..settings import Settings
 from ..stdlib_connectors.network import networks_file
 from ..stdlib_connectors.services import APP_DB, BREAKER_STATE, NETWORKS_FILE, PUBLISHER, BreakerState
 from .ingestion.bus import EventResult, publish_event
-from .store import Store
+from .store.core import Store
 
 
 class StoreBreakerState:

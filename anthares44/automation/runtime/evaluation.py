@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import E_EXPR_EVAL, E_TEMPLATE_LIMIT, A44Error
 from .render import TPL_KEY, render_params

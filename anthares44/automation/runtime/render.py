@@ -17,8 +17,9 @@ step's parameters share its iterations and its deadline.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import E_TEMPLATE, E_TEMPLATE_LIMIT, A44Error
 

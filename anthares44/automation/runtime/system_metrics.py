@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from .ingestion.metrics import COUNTERS, Counters
 
+
 @dataclass
 class SystemValues:
     queues: list[dict]

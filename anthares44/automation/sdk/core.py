@@ -20,23 +20,30 @@ import hashlib
 import inspect
 import json
 import random as _random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import Any, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ..attempts import Attempt, StepAttempts, counts_against_budget
 from ..compiler.ir import DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS, RetryIR
 from ..compiler.retry_policy import Failure, retry_delay_ms
 from ..durations import parse_duration
-from ..errors import (E_CONNECTOR_FAILED, E_NETWORK, E_NONDETERMINISTIC_REPLAY, E_PARTITIONS_FAILED, E_STEP_TIMEOUT,
-                      A44Error)
+from ..errors import (
+    E_CONNECTOR_FAILED,
+    E_NETWORK,
+    E_NONDETERMINISTIC_REPLAY,
+    E_PARTITIONS_FAILED,
+    E_STEP_TIMEOUT,
+    A44Error,
+)
 from .expectations import StepRows
 from .partition_plans import Partitions
 
 CTX_PREFIX = "ctx."
 DEFAULT_STEP_TIMEOUT = "60s"
 
-_current: contextvars.ContextVar["Execution | None"] = contextvars.ContextVar("a44_code_execution", default=None)
+_current: contextvars.ContextVar[Execution | None] = contextvars.ContextVar("a44_code_execution", default=None)
 # the step whose body runs in this task: the items of a `step.map` run as concurrent tasks, each with its own
 _running_step: contextvars.ContextVar[str | None] = contextvars.ContextVar("a44_code_step", default=None)
 
@@ -105,7 +112,7 @@ class History:
     sequence: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, attempts: list[Attempt]) -> "History":
+    def of(cls, attempts: list[Attempt]) -> History:
         """`attempts` in log order (the order their first event was written)."""
         h = cls()
         for a in attempts:
@@ -186,7 +193,7 @@ class Host:
 
 # --- helpers ------------------------------------------------------------------------------------------------------
 def _iso(value: datetime) -> str:
-    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def jsonable(value: Any) -> Any:
@@ -248,7 +255,7 @@ class Context:
     """`ctx` of a workflow function: run identity, the deterministic `now()` / `random()`, and `partitions`
     (`since_last_success`, recorded plans of `step.map` keys)."""
 
-    def __init__(self, execution: "Execution", run_id: str, workflow_id: str, idempotency_key: str, input: Any):
+    def __init__(self, execution: Execution, run_id: str, workflow_id: str, idempotency_key: str, input: Any):
         self._x = execution
         self.run_id = run_id
         self.workflow_id = workflow_id
@@ -373,7 +380,7 @@ class Execution:
             status, err = as_error(exc, step_id, timeout_ms)
             async with self._host:
                 await self._failed(log, a, status, err, retry_ir(retry), self.rows.reported(step_id, None))
-            raise AssertionError("unreachable")  # pragma: no cover
+            raise AssertionError("unreachable") from None  # pragma: no cover
         finally:
             self.current_step = None
         async with self._host:

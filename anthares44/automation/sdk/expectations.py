@@ -37,8 +37,8 @@ class StepRows:
 
     @staticmethod
     def programs(expect: Any) -> list:
-        from ..grammar import compile_expression
         from ..compiler.rules.expectations import ROW_FIELDS, expect_list
+        from ..grammar import compile_expression
 
         out = []
         for text in expect_list(expect):

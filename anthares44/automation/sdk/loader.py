@@ -11,8 +11,15 @@ import threading
 from pathlib import Path
 from types import ModuleType
 
-from ..compiler.ir import (DEFAULT_CONCURRENCY, DEFAULT_LEASE_MS, DEFAULT_QUEUE, RUN_DEADLINE_MS, CodeWorkflowIR,
-                           ConcurrencyIR, seal)
+from ..compiler.ir import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_LEASE_MS,
+    DEFAULT_QUEUE,
+    RUN_DEADLINE_MS,
+    CodeWorkflowIR,
+    ConcurrencyIR,
+    seal,
+)
 from ..errors import E_CODE_UNAVAILABLE, A44Error
 from .core import WorkflowDef, duration_ms
 

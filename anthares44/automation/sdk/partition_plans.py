@@ -46,7 +46,7 @@ def plan_spec(every: Any, initial: Any, to: Any, most: int) -> dict:
 
 
 class Partitions:
-    def __init__(self, execution: "Execution"):
+    def __init__(self, execution: Execution):
         self._x = execution
 
     async def since_last_success(self, name: str, *, initial: Any, every: Any = "1d", to: Any = None,

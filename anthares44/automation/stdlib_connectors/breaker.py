@@ -27,9 +27,10 @@ import asyncio
 import logging
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from ..clock import SystemClock
 from ..errors import E_CIRCUIT_OPEN, A44Error
@@ -50,7 +51,7 @@ class BreakerConfig:
     min_requests: int
 
     @classmethod
-    def of(cls, raw: dict[str, Any]) -> "BreakerConfig":
+    def of(cls, raw: dict[str, Any]) -> BreakerConfig:
         c = {**_DEFAULTS, **{k: v for k, v in raw.items() if v is not None}}
         return cls(float(c["errorRateThreshold"]), int(c["window"]), int(c["openFor"]), int(c["minRequests"]))
 

@@ -24,11 +24,11 @@ import base64
 import email.utils
 import json
 import time
-from datetime import timezone
+from datetime import UTC
 from typing import Any
 
 from ..compiler.models.params import HttpParams, VpnHttpParams
-from ..errors import (E_AUTH_FAILED, E_NETWORK, E_PARAMS_INVALID, E_STEP_TIMEOUT, E_TUNNEL_DOWN, A44Error)
+from ..errors import E_AUTH_FAILED, E_NETWORK, E_PARAMS_INVALID, E_STEP_TIMEOUT, E_TUNNEL_DOWN, A44Error
 from ..redact import redact
 from .network import resolve_route
 from .protocol import StepContext
@@ -54,7 +54,7 @@ def retry_after_ms(value: str | None, now: float | None = None) -> int | None:
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     now = time.time() if now is None else now
     return max(0, int((when.timestamp() - now) * 1000))
 

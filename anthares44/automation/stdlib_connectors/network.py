@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import E_TUNNEL_DOWN, A44Error

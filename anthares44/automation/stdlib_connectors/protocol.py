@@ -19,8 +19,9 @@ runtime, and never the control store. See docs/connectors.md.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import E_PARAMS_INVALID, A44Error
 

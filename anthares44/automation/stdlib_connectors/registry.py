@@ -19,8 +19,9 @@ import dataclasses
 import importlib
 import logging
 import traceback
+from collections.abc import Iterable, Mapping
 from importlib import metadata
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..compiler.project import PLUGIN_GROUP
 from ..errors import E_CONNECTOR_FAILED, E_CONNECTOR_NOT_FOUND, E_PARAMS_INVALID, A44Error
@@ -65,7 +66,7 @@ def _as_ref(ref: Any) -> tuple[str, str | None, str | None]:
         return ref, None, None
     if isinstance(ref, Mapping):
         return str(ref.get("uses")), ref.get("kind"), ref.get("type")
-    return str(getattr(ref, "uses")), getattr(ref, "kind", None), getattr(ref, "type", None)
+    return str(ref.uses), getattr(ref, "kind", None), getattr(ref, "type", None)
 
 
 def _as_config(decl: Any) -> dict[str, Any]:

@@ -13,9 +13,10 @@ The secret source (SecretLookup) is `StepContext.secrets`; a registry without on
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Protocol
 
 from ..errors import E_SECRET_NOT_FOUND, A44Error
 from ..redact import secret_parts

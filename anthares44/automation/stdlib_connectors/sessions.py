@@ -6,7 +6,8 @@ silently reroute a step (§14, vpn/http)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class OwnSession:

@@ -133,7 +133,7 @@ class SqlExecuteConnector:
 
     @staticmethod
     def _translate(exc: BaseException) -> A44Error:
-        import asyncpg   # both import asyncpg: loaded with the driver, on first use
+        import asyncpg  # both import asyncpg: loaded with the driver, on first use
 
         from ..db_errors import translate
 

@@ -58,7 +58,7 @@ def _adapt_scalar(value: Any, typ: str) -> Any:
             if typ == "timestamptz" or typ == "timestamp":
                 parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
                 if typ == "timestamptz" and parsed.tzinfo is None:
-                    parsed = parsed.replace(tzinfo=dt.timezone.utc)
+                    parsed = parsed.replace(tzinfo=dt.UTC)
                 return parsed
             if typ == "date":
                 return dt.date.fromisoformat(value)

@@ -9,7 +9,7 @@ Keys are relative paths of 1-512 characters: segments of letters, digits and `._
 segment, no `.` or `..`, no leading `/`, no backslash or control characters. Anything else is refused with
 `E_PARAMS_INVALID` before any file is touched, and the resolved path is checked to be inside the project's prefix.
 
-The same store keeps step results over 256 KB (runtime/results.py) under the project's reserved `_results/`
+The same store keeps step results over 256 KB (runtime/store/results.py) under the project's reserved `_results/`
 prefix: `storage/get` can read them, `storage/put` refuses to write there.
 """
 
@@ -32,7 +32,7 @@ from .protocol import StepContext
 _SEGMENT = re.compile(r"^[A-Za-z0-9._\-=+@,]+$")
 MAX_KEY = 512
 MAX_RESULT_BYTES = 256 * 1024     # storage/get returns the content inline up to this; beyond, only metadata
-RESERVED_PREFIX = "_results"       # step results over 256 KB (runtime/results.py): readable, never written by steps
+RESERVED_PREFIX = "_results"       # step results over 256 KB (runtime/store/results.py): readable, never written by steps
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ function of its inputs and easy to golden-test.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from anthares44.automation.diagnostics import Diagnostic, Severity
 
@@ -43,7 +43,7 @@ class Summary:
     files: int
 
     @classmethod
-    def of(cls, diagnostics: Sequence[Diagnostic], files: Sequence[str]) -> "Summary":
+    def of(cls, diagnostics: Sequence[Diagnostic], files: Sequence[str]) -> Summary:
         errors = sum(1 for d in diagnostics if d.severity is Severity.ERROR)
         return cls(errors, len(diagnostics) - errors, len(files))
 

@@ -11,7 +11,7 @@ Columns are the diagnostic's own: 1-based, `endColumn` exclusive, the same numbe
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from anthares44.automation.diagnostics import Diagnostic, Severity
 

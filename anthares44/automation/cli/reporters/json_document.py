@@ -9,7 +9,7 @@ the linter gives (sorted by file, line, column, code). Output is indented, UTF-8
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from collections.abc import Sequence
 
 from anthares44.automation.diagnostics import Diagnostic
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Sequence
+from collections.abc import Sequence
 from urllib.parse import quote
 
 from anthares44.automation.diagnostics import CODES, Diagnostic, Severity

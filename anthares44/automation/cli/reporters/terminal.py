@@ -13,8 +13,9 @@ Rules (documented in docs/lint.md):
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, TextIO
+from typing import TextIO
 
 COLOR_MODES = ("auto", "always", "never")
 
@@ -40,7 +41,7 @@ class TerminalPolicy:
     snippets: bool
 
     @classmethod
-    def decide(cls, mode: str, *, tty: bool, env: Mapping[str, str] | None = None) -> "TerminalPolicy":
+    def decide(cls, mode: str, *, tty: bool, env: Mapping[str, str] | None = None) -> TerminalPolicy:
         """Pure decision from the color mode, whether the stream is a TTY, and the environment."""
         if mode not in COLOR_MODES:
             raise ValueError(f"color mode must be one of {', '.join(COLOR_MODES)}")
@@ -56,7 +57,7 @@ class TerminalPolicy:
         return cls(color=tty and not no_color and not dumb, snippets=tty)
 
     @classmethod
-    def for_stream(cls, mode: str, stream: TextIO, env: Mapping[str, str] | None = None) -> "TerminalPolicy":
+    def for_stream(cls, mode: str, stream: TextIO, env: Mapping[str, str] | None = None) -> TerminalPolicy:
         return cls.decide(mode, tty=is_tty(stream), env=env)
 
 

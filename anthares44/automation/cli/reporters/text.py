@@ -11,7 +11,7 @@ and a caret marker are inserted between the two; with `color` the severity, loca
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from anthares44.automation.diagnostics import Diagnostic, Severity
 

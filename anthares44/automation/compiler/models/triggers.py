@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, StrictStr
+from pydantic import StrictStr
 
 from .base import Model
 from .types import Bool, Cron, Duration, ObjectId, PositiveInt, TimeZone

@@ -83,7 +83,7 @@ def _check_use(project, decl, path, uses, extra: dict, with_, key):
     if res.kind == "plugin" or (res.kind == "unresolved" and uses.startswith(PLUGIN_PREFIX)):
         for k in extra:
             yield Diagnostic.at(A44212, f"{k!r} is not a step key; parameters of plugin {uses!r} go under 'with:'",
-                                src.path, src.span(path + (k,), key=True), hint=f"move it under `with:`")
+                                src.path, src.span(path + (k,), key=True), hint="move it under `with:`")
         model, err = plugin_params_model(uses, project)
         if err:
             yield Diagnostic.at(A44213, f"plugin {uses!r} failed to load: {err}", src.path, src.span(at))

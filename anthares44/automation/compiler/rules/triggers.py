@@ -4,8 +4,8 @@ that exists, inline triggers say exactly what they are, schedules carry a zone, 
 from __future__ import annotations
 
 from ...diagnostics import Diagnostic, register
-from .connectors import unresolved
 from ..validation import A44600
+from .connectors import unresolved
 
 A44601 = register("A44601", "duplicate id across files")
 A44602 = register("A44602", "inline trigger must name exactly one source")

@@ -7,8 +7,8 @@ and the REST API call, signed in with an API token, every action a POST with a C
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from aiohttp import web
 

@@ -10,9 +10,9 @@ import secrets
 from aiohttp import web
 
 from ...app import gateway
+from ...app.inspection import run_detail
 from ...app.queues import Queues
 from ...app.replay import replay as replay_runs
-from ...app.inspection import run_detail
 from ...errors import E_INVALID_ARGUMENT, A44Error
 from ..params import count, ident, text
 from .auth import PRESESSION_COOKIE, SESSION_COOKIE, Session, check_csrf, cookie_args, csrf_for, read_form, safe_next

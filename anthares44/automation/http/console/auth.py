@@ -34,7 +34,7 @@ class Keys:
     csrf: bytes
 
     @classmethod
-    def fresh(cls) -> "Keys":
+    def fresh(cls) -> Keys:
         return cls(secrets.token_bytes(32))
 
 

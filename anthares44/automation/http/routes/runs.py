@@ -6,8 +6,16 @@ from __future__ import annotations
 from aiohttp import web
 
 from ...errors import E_INVALID_ARGUMENT, A44Error
-from ..context import (PRINCIPAL_KEY, automation_for, incoming_parent, json_object, json_response, read_json,
-                       read_model, uploaded)
+from ..context import (
+    PRINCIPAL_KEY,
+    automation_for,
+    incoming_parent,
+    json_object,
+    json_response,
+    read_json,
+    read_model,
+    uploaded,
+)
 from ..event_stream import stream_events
 from ..models import runs as rm
 from ..params import params

@@ -16,7 +16,8 @@ from datetime import datetime, timedelta
 from ...clock import Clock
 from ...errors import A44Error
 from ...grammar.alert_rules import METRICS, evaluate, parse_condition, parse_filter
-from . import builtins, ledger, rules as rule_store, sampler
+from . import builtins, ledger, sampler
+from . import rules as rule_store
 from .suppression import Policy, State, tick
 
 log = logging.getLogger("a44.alerts")

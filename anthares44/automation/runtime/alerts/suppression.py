@@ -36,7 +36,7 @@ class State:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, doc: dict) -> "State":
+    def from_json(cls, doc: dict) -> State:
         return cls(**doc)
 
     def window_ends_at(self, policy: Policy) -> datetime:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from ...errors import E_RUN_CANCELLED, A44Error
-from ..store import Store
+from ..store.core import Store
 
 
 class CancelRequest:

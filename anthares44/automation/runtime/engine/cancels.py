@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import E_CANCEL_NOT_ALLOWED, E_RUN_NOT_FOUND, A44Error
-from ..store import Store
+from ..store.core import Store
 
 CANCELLED_NOW, REQUESTED, ALREADY = "cancelled", "requested", "already_cancelled"
 

@@ -20,13 +20,19 @@ from typing import Any
 from ...attempts import Attempt, latest_finish
 from ...compiler.ir import COMPENSATION_DELAYS_MS
 from ...compiler.row_counts import WHOLE_STEP, linear_ancestors, summary_rows
-from ...errors import (E_CODE_WORKFLOW, E_EXPECTATION_FAILED, E_PARTITIONS_FAILED, E_PARTITIONS_INVALID,
-                      E_RUN_DEADLINE, E_STEP_TIMEOUT, A44Error)
-from ...sdk.core import (Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error,
-                         call_user, jsonable)
+from ...errors import (
+    E_CODE_WORKFLOW,
+    E_EXPECTATION_FAILED,
+    E_PARTITIONS_FAILED,
+    E_PARTITIONS_INVALID,
+    E_RUN_DEADLINE,
+    E_STEP_TIMEOUT,
+    A44Error,
+)
 from ...redact import redact
-from .interpreter import RunDriver
+from ...sdk.core import Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error, call_user, jsonable
 from .fanout import PLAN_TRIES
+from .interpreter import RunDriver
 from .journal import LeaseLost, PlanConflict
 from .partition_plan import Planner, since_keys
 from .progress import split_part
@@ -173,7 +179,7 @@ class CodeRunDriver(RunDriver, Host):
         except _Infra as exc:
             if isinstance(exc.inner, _CancelRun):
                 return await self._cancelled(x)
-            raise exc.inner
+            raise exc.inner  # noqa: B904 - the wrapped exception leaves as itself
         except Suspend as s:
             if await self.cancel.load(self.engine.store, self.lease.run_id):
                 return await self._cancelled(x)     # instead of a wait: recorded steps replayed, nothing new ran

@@ -34,7 +34,7 @@ from .journal import SIGNALS, Lease, encode_value, write_alone
 
 if TYPE_CHECKING:
     from ...settings import Settings
-    from ..store import Store
+    from ..store.core import Store
 
 log = logging.getLogger("a44.engine")
 
@@ -49,7 +49,7 @@ MAX_IN_FLIGHT = 2
 SECOND_GROUP = 16
 
 
-def synchronous_commit(settings: "Settings") -> bool:
+def synchronous_commit(settings: Settings) -> bool:
     """A44_SYNCHRONOUS_COMMIT: True (unset or `on`: a transition counts once its WAL is flushed) or False (`off`)."""
     value = (settings.synchronous_commit or "on").strip().lower()
     if value not in ("on", "off"):
@@ -76,7 +76,7 @@ class _Pending:
 
 
 class Committer:
-    def __init__(self, store: "Store", *, synchronous_commit: bool = True, max_group: int = MAX_GROUP,
+    def __init__(self, store: Store, *, synchronous_commit: bool = True, max_group: int = MAX_GROUP,
                  max_in_flight: int = MAX_IN_FLIGHT, second_group: int = SECOND_GROUP):
         self.store = store
         self.second_group = second_group

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import E_CONFIRMED_FAILED, E_PARAMS_INVALID, E_RUN_NOT_FOUND, A44Error
-from ..results import encode_json
-from ..store import Store
+from ..store.core import Store
+from ..store.results import encode_json
 from .states import PENDING, illegal
 
 OUTCOMES = ("succeeded", "failed", "retry")

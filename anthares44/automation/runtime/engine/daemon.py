@@ -22,7 +22,7 @@ import contextlib
 import logging
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from ... import tracing
 from ...clock import Clock, SystemClock
@@ -32,12 +32,12 @@ from ...paths import storage_root
 from ...redact import redact_url
 from ...settings import Settings
 from ...stdlib_connectors.registry import ConnectorRegistry
-from ..migrations import log_migrated as migrated
 from ..outage import OUTAGE
-from ..store import Store
+from ..store.core import Store
+from ..store.migrate import log_migrated as migrated
 from . import heartbeat, warmup
-from .journal import Lease
 from .committer import synchronous_commit
+from .journal import Lease
 from .worker import DEFAULT_LEASE, Engine, default_worker_id
 
 log = logging.getLogger("a44.daemon")
@@ -71,7 +71,7 @@ class WorkerSettings:
     env: Settings = field(default_factory=Settings)   # the environment the edge read: where the embedded server is
 
     @classmethod
-    def from_settings(cls, settings, **overrides) -> "WorkerSettings":
+    def from_settings(cls, settings, **overrides) -> WorkerSettings:
         """From the databases, lease timeout, worker id and concurrency of `settings` (settings.Settings, the
         environment), then `overrides` (not None)."""
         s = cls(lease_timeout=_duration(settings.lease_timeout, DEFAULT_LEASE), database_url=settings.database_url,
@@ -127,7 +127,7 @@ class Daemon:
         s = self.settings
         tracer = tracing.from_environment()     # a bad OTEL_* configuration stops the daemon before it connects
         if self._store is None:
-            from ..database import resolve_url
+            from ..postgres.database import resolve_url
 
             url = s.database_url or resolve_url(s.env, start=True)
             # a run holds a connection only while it writes (a step in flight holds none), so the pool stays
@@ -161,7 +161,7 @@ class Daemon:
             log.info("warm-up: %s", exc)
 
     def _app_database_url(self) -> str | None:
-        from ..database import resolve_app_url
+        from ..postgres.database import resolve_app_url
 
         s = self.settings
         if s.app_database_url:
@@ -240,7 +240,7 @@ class Daemon:
                     log.debug("claim loop: %s; retrying in %.1fs", exc, timeout)
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self._hinted = True     # the earliest due time (or the cap) has come
 
     async def _until_next_due(self, claimed: int, free: int) -> float:
@@ -295,7 +295,7 @@ class Daemon:
 
         def on_notify(conn, pid, channel, payload):
             try:
-                due = datetime.fromtimestamp(int(payload) / 1000, tz=timezone.utc)
+                due = datetime.fromtimestamp(int(payload) / 1000, tz=UTC)
             except ValueError:
                 self._hint()
                 return

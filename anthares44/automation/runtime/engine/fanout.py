@@ -27,11 +27,11 @@ PLAN_TRIES = 5        # a since-last-success plan refused because another run to
 class FanOut:
     """The partitions of fan-out steps within one visit of a run."""
 
-    def __init__(self, driver: "RunDriver"):
+    def __init__(self, driver: RunDriver):
         self.d = driver
         self.planner = Planner(driver)
 
-    async def _plan(self, b: "Batch", sp: StepProgress, now: datetime) -> list[PartProgress] | None:
+    async def _plan(self, b: Batch, sp: StepProgress, now: datetime) -> list[PartProgress] | None:
         """The step's partitions at its first visit: read back when recorded, else computed and recorded with this
         transition (a since-last-success plan commits at once, under its workflow step's lock, and is computed
         again while another run takes one of its keys first). None when planning failed the step."""
@@ -71,7 +71,7 @@ class FanOut:
         p.add(b.record(node.id, sp.next_attempt, "action", "failed", now, error=err))
         return None
 
-    async def advance(self, b: "Batch", sp: StepProgress, now: datetime, dues: list, busy: set[str],
+    async def advance(self, b: Batch, sp: StepProgress, now: datetime, dues: list, busy: set[str],
                       starts: list) -> bool:
         """Start what may start of step `sp`'s partitions; end the step when all are final. True when the step
         ended or a partition ran on the spot (successors or other partitions may be ready)."""
@@ -107,7 +107,7 @@ class FanOut:
             return True
         return changed
 
-    def _end(self, b: "Batch", sp: StepProgress, parts: list[PartProgress], now: datetime) -> None:
+    def _end(self, b: Batch, sp: StepProgress, parts: list[PartProgress], now: datetime) -> None:
         p, node = self.d.p, sp.node
         failed = [pp for pp in parts if pp.state == "failed"]
         if failed and node.partitions.on_failure != "partial":

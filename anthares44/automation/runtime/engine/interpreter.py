@@ -14,19 +14,19 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ...attempts import Attempt, counts_against_budget
-from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_RUN_CANCELLED, E_RUN_DEADLINE, A44Error
-from .. import evaluation
-from ...redact import redact
-from . import rows as row_counts
-from ..render import make_scope
-from .invoke import Call, Outcome, invoke
-from .cancel_request import CancelRequest
-from .journal import Batch, Lease, LeaseLost, attempt_key
 from ...compiler.retry_policy import Failure, retry_delay_ms
+from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_RUN_CANCELLED, E_RUN_DEADLINE, A44Error
+from ...redact import redact
+from .. import evaluation
+from ..render import make_scope
+from . import rows as row_counts
+from .cancel_request import CancelRequest
+from .fanout import FanOut, failure
+from .invoke import Call, Outcome, invoke
+from .journal import Batch, Lease, LeaseLost, attempt_key
 from .progress import Progress, StepProgress
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
 from .spans import VisitSpans
-from .fanout import FanOut, failure
 from .states import AWAITING_CONFIRMATION, CANCELLED, COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ CONDITION_TIMEOUT_MS = 10_000     # an `if:` gets the step's timeout, at most th
 
 
 class RunDriver:
-    def __init__(self, engine: "Engine", row):
+    def __init__(self, engine: Engine, row):
         self.engine = engine
         self.clock = engine.clock
         self.row = row
@@ -495,7 +495,7 @@ class RunDriver:
         if self.row["queue"] is None:
             return
         if failed:
-            from ..store import RUN_WALL_CLOCK_LIMIT
+            from ..store.core import RUN_WALL_CLOCK_LIMIT
 
             permanent = error is not None and not Failure.of(error).retryable
             b.after_failure(now, now + RUN_WALL_CLOCK_LIMIT, permanent=permanent)

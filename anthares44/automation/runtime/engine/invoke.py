@@ -8,8 +8,9 @@ import asyncio
 import functools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ...compiler.ir import ConnectorRef
 from ...errors import E_CONNECTOR_FAILED, E_STEP_TIMEOUT, A44Error

@@ -21,13 +21,13 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...attempts import Attempt
 from ...errors import E_LEASE_EXPIRED, A44Error
-from ..results import encode_json
-from ..store import Store
+from ..store.core import Store
+from ..store.results import encode_json
 from .progress import split_part
 from .states import allowed_from, illegal
 
@@ -50,7 +50,7 @@ class Commits(Protocol):
     """Where a batch's statement goes (committer.Committer: grouped with other runs' transitions, their NOTIFYs
     sent in the same transaction; `due`: the wait the batch released the run to)."""
 
-    async def commit(self, lease: "Lease", ops: str, current: str | None, at: datetime,
+    async def commit(self, lease: Lease, ops: str, current: str | None, at: datetime,
                      due: datetime | None = None) -> None: ...
 
 
@@ -113,7 +113,7 @@ class Notifier:
             wait = self._last + self.MIN_INTERVAL_S - loop.time()
             if wait > 0 and not self._hurry:
                 self._nap = nap = loop.create_future()
-                timer = loop.call_later(wait, lambda: nap.done() or nap.set_result(None))
+                timer = loop.call_later(wait, lambda: nap.done() or nap.set_result(None))  # noqa: B023 - cancelled below
                 try:
                     await nap
                 finally:
@@ -137,7 +137,7 @@ class Notifier:
 
 class Batch:
     def __init__(self, store: Store, lease: Lease, worker_id: str, notifier: Notifier | None = None,
-                 spans: "VisitSpans | None" = None, committer: Commits | None = None):
+                 spans: VisitSpans | None = None, committer: Commits | None = None):
         self.store = store
         self.committer = committer
         self.spans = spans
@@ -214,7 +214,7 @@ class Batch:
             run_id=self.lease.run_id, step_id=step_id, partition=partition, epoch=self.lease.epoch,
             rows_in=rows.get("in"), rows_out=rows.get("out"), rows_error=rows.get("error"), now=at)))
 
-    def partition(self, pp: "PartProgress", at: datetime, rows: dict | None) -> None:
+    def partition(self, pp: PartProgress, at: datetime, rows: dict | None) -> None:
         """Mirror a YAML fan-out partition's state into `run_partitions` in the transaction of its attempt, with
         the row counts recorded for it (the step's `rows:`, docs/rows.md; None when it reports none)."""
         self.partition_row(pp.node.id, pp.partition, pp.ordinal, pp.shown, pp.actions, rows, at)
@@ -331,7 +331,7 @@ def encode_ops(ops: list[tuple[str, dict[str, Any]]]) -> str:
 
 def encode_value(value: Any) -> str:
     if isinstance(value, datetime):     # full precision: a finish matches its attempt on started_at
-        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).isoformat()
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
     raise TypeError(f"{type(value).__name__} is not a journal argument")
 
 

@@ -16,7 +16,7 @@ and `partitions.last_success` (the greatest processed key, or null).
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ...errors import E_EXPR_EVAL, E_PARTITIONS_INVALID, A44Error
@@ -50,11 +50,11 @@ def _moment(text: Any, what: str, step_id: str) -> date | datetime:
     except ValueError:
         raise A44Error(E_PARTITIONS_INVALID, f"range {what} of step {step_id} is {text!r}, not an ISO date "
                                              f"(2026-07-04) or date-time", step_id=step_id) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _instant(m: date | datetime) -> datetime:
-    return m if isinstance(m, datetime) else datetime(m.year, m.month, m.day, tzinfo=timezone.utc)
+    return m if isinstance(m, datetime) else datetime(m.year, m.month, m.day, tzinfo=UTC)
 
 
 def range_keys(start: Any, end: Any, every_ms: int, step_id: str) -> list[str]:
@@ -91,7 +91,7 @@ def list_keys(value: Any, step_id: str) -> list[str]:
     return keys
 
 
-def source(spec: "PartitionsIR") -> str:
+def source(spec: PartitionsIR) -> str:
     """The partition source as recorded with a plan: what decided the keys (not how many run at once)."""
     doc = {"foreach": spec.foreach and spec.foreach.cel, "from": spec.range_from and spec.range_from.cel,
            "to": spec.range_to and spec.range_to.cel, "every_ms": spec.every_ms, "since": spec.since,
@@ -142,7 +142,7 @@ def logical_moment(triggers, row, fire_at: datetime | None) -> datetime:
 
     zoned = [t for t in triggers or () if t.tz]
     own = [t for t in zoned if t.id == row["trigger_id"]]
-    tz = zone((own or zoned)[0].tz) if zoned else timezone.utc
+    tz = zone((own or zoned)[0].tz) if zoned else UTC
     return (fire_at or row["created_at"]).astimezone(tz)
 
 
@@ -164,10 +164,10 @@ class Planner:
     """Computes the keys of a fan-out step (YAML) or a `ctx.partitions.since_last_success` (code) at its first
     visit; the caller records them."""
 
-    def __init__(self, driver: "RunDriver"):
+    def __init__(self, driver: RunDriver):
         self.d = driver
 
-    async def keys(self, node: "NodeIR") -> list[str]:
+    async def keys(self, node: NodeIR) -> list[str]:
         spec, d = node.partitions, self.d
         scope = d.cel_scope(node.id)
         history = None

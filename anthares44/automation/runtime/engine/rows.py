@@ -9,7 +9,8 @@ deadline (runtime/evaluation.py); how the counts add up is compiler/row_counts.p
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...compiler.ir import Expr, NodeIR, WorkflowIR
 from ...compiler.row_counts import counts, expectation_failed

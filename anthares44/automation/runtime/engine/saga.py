@@ -10,15 +10,16 @@ for code workflows): each hands the saga a list of `Undo`.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from ...attempts import Attempt, StepAttempts
+from ...compiler.retry_policy import compensation_delay_ms
 from ...errors import E_COMPENSATION_FAILED, E_RUN_CANCELLED, A44Error
 from ...redact import redact
 from .journal import Batch
-from ...compiler.retry_policy import compensation_delay_ms
 from .states import CANCELLED, COMPENSATING, COMPENSATION_FAILED, FAILED
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ class Undo:
 
 
 class Saga:
-    def __init__(self, driver: "RunDriver", batch: Batch, plan: list[Undo], failed_step: str | None,
+    def __init__(self, driver: RunDriver, batch: Batch, plan: list[Undo], failed_step: str | None,
                  error: A44Error | None = None):
         self.d = driver
         self.b = batch

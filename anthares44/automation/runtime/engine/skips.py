@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import E_PARAMS_INVALID, E_RUN_NOT_FOUND, E_SKIP_NOT_ALLOWED, E_UNKNOWN_PARTITION, A44Error
-from ..results import encode_json
-from ..store import Store
+from ..store.core import Store
+from ..store.results import encode_json
 from .journal import attempt_key
 from .progress import part_id
 from .states import FAILED, PARTIAL, SUCCEEDED

@@ -15,7 +15,7 @@ from typing import Any
 
 from ... import tracing as t
 from ...attempts import Attempt
-from ..store import IDEMPOTENCY_WINDOW
+from ..store.core import IDEMPOTENCY_WINDOW
 
 log = logging.getLogger("a44.engine")
 FAILED_STATUSES = frozenset({"failed", "timeout", "lease_expired", "compensation_failed"})
@@ -37,7 +37,7 @@ class VisitSpans:
         self._pending: list[tuple] = []
 
     @classmethod
-    async def open(cls, tracer: t.Tracer, store, row, worker: str) -> "VisitSpans":
+    async def open(cls, tracer: t.Tracer, store, row, worker: str) -> VisitSpans:
         """Read the run's incoming parent and its grant instants, and emit the lease-grant span."""
         ctx = await store.fetchrow("trace_context_of_visit", run_id=row["run_id"], window=IDEMPOTENCY_WINDOW)
         parent = t.parse_traceparent(ctx["traceparent"], ctx["tracestate"]) if ctx is not None else None

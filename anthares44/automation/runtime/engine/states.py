@@ -9,7 +9,7 @@ check every logged change against `RUN_TRANSITIONS`.
 from __future__ import annotations
 
 from ...errors import E_ILLEGAL_TRANSITION, A44Error
-from ..store import RUN_STATES, TERMINAL_RUN_STATES
+from ..store.core import RUN_STATES, TERMINAL_RUN_STATES
 
 PENDING, RUNNING, WAITING, SLEEPING = "pending", "running", "waiting", "sleeping"
 AWAITING_CONFIRMATION, COMPENSATING = "awaiting_confirmation", "compensating"

@@ -21,16 +21,16 @@ from ...clock import Clock
 from ...compiler.ir import NodeIR, WorkflowIR, load_workflow_ir
 from ...errors import A44Error
 from ...settings import Settings
-from ...tracing import Tracer
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ...stdlib_connectors.sql_database import AppDatabase
+from ...tracing import Tracer
 from ..connector_services import connector_services
-from ..secret_file import SecretFile
-from ..secrets import SecretSource
-from ..store import TERMINAL_RUN_STATES, Store
+from ..secrets.file import SecretFile
+from ..secrets.source import SecretSource
+from ..store.core import TERMINAL_RUN_STATES, Store
 from .code_driver import CodeRunDriver
-from .interpreter import RunDriver
 from .committer import Committer, synchronous_commit
+from .interpreter import RunDriver
 from .journal import Lease, Notifier
 
 log = logging.getLogger("a44.engine")

@@ -23,18 +23,24 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+from ...compiler.ir import DEFAULT_QUEUE
+from ...errors import (
+    E_ENVELOPE_INVALID,
+    E_EVENT_ID_CONFLICT,
+    E_EVENT_NOT_FOUND,
+    E_EVENT_TOO_OLD,
+    E_IDEMPOTENCY_KEY_REQUIRED,
+    A44Error,
+)
 from ...jsonenc import iso
 from ...tracing import Parent
-from ...compiler.ir import DEFAULT_QUEUE
-from ...errors import (E_ENVELOPE_INVALID, E_EVENT_ID_CONFLICT, E_EVENT_NOT_FOUND, E_EVENT_TOO_OLD,
-                       E_IDEMPOTENCY_KEY_REQUIRED, A44Error)
 from .. import evaluation
-from ..results import encode_json
-from ..store import IDEMPOTENCY_WINDOW
+from ..store.core import IDEMPOTENCY_WINDOW
+from ..store.results import encode_json
 from .dead_letters import dead_letter
 from .ids import new_event_id
 from .metrics import COUNTERS
@@ -114,7 +120,7 @@ def validate(type: Any, data: Any, idempotency_key: Any, partition_key: Any, occ
         raise _invalid(f"`occurred_at` {occurred_at[:40]!r} is not ISO 8601") from None
     if when.tzinfo is None:
         raise _invalid("`occurred_at` needs a UTC offset (e.g. 2026-07-19T14:02:11.884Z)")
-    return when.astimezone(timezone.utc)
+    return when.astimezone(UTC)
 
 
 async def publish_raw(store, project: str, body: bytes, *, header_key: str | None = None,

@@ -19,7 +19,6 @@ import asyncio
 import weakref
 from typing import Any
 
-
 MAX_BATCH = 128       # defaults; a process sets its own with tune() (A44_WEBHOOK_MAX_BATCH / _FLUSHERS, settings.py)
 MAX_FLUSHERS = 2
 STATEMENT = "webhook_ingest"
@@ -86,8 +85,8 @@ class GroupCommitter:
             fut.set_result(row)
 
 
-_committers: "weakref.WeakKeyDictionary[Any, GroupCommitter]" = weakref.WeakKeyDictionary()
-_tuning: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_committers: weakref.WeakKeyDictionary[Any, GroupCommitter] = weakref.WeakKeyDictionary()
+_tuning: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
 
 
 def tune(store, *, max_batch: int | None = None, flushers: int | None = None) -> None:

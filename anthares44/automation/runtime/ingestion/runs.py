@@ -7,8 +7,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from ...errors import E_DB, E_TEMPLATE, E_TEMPLATE_LIMIT, A44Error
-from ..results import encode_json
-from ..store import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
+from ..store.core import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
+from ..store.results import encode_json
 from ..ulid import new_run_id
 
 

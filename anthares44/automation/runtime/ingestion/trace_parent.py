@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ...tracing import Parent
-from ..store import IDEMPOTENCY_WINDOW
+from ..store.core import IDEMPOTENCY_WINDOW
 
 
 async def record_parent(store, project: str, run_keys: list[str], parent: Parent | None, now: datetime) -> None:

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from ...errors import E_SECRET_ALREADY_SHOWN, E_TRIGGER_NOT_FOUND, A44Error
-from ..results import encode_json
+from ..store.results import encode_json
 from .ids import new_id
 from .webhook_cache import invalidate
 

@@ -65,7 +65,7 @@ class TargetCache:
             self._entries.pop((project, trigger_id), None)
 
 
-_caches: "weakref.WeakKeyDictionary[Any, TargetCache]" = weakref.WeakKeyDictionary()
+_caches: weakref.WeakKeyDictionary[Any, TargetCache] = weakref.WeakKeyDictionary()
 
 
 def tune(store, ttl: float | None) -> None:

@@ -20,16 +20,24 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ...errors import (
+    E_DB,
+    E_ENVELOPE_INVALID,
+    E_SIGNATURE_INVALID,
+    E_TIMESTAMP_SKEW,
+    E_TRIGGER_NOT_FOUND,
+    E_WORKFLOW_NOT_FOUND,
+    A44Error,
+    http_status,
+)
 from ...jsonenc import iso
 from ...tracing import Parent
-from ...errors import (E_DB, E_ENVELOPE_INVALID, E_SIGNATURE_INVALID, E_TIMESTAMP_SKEW, E_TRIGGER_NOT_FOUND,
-                       E_WORKFLOW_NOT_FOUND, A44Error, http_status)
-from ..results import encode_json
-from .ids import new_event_id
-from .metrics import COUNTERS
-from ..store import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
+from ..store.core import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
+from ..store.results import encode_json
 from ..ulid import new_run_id
 from .group_commit import committer_for
+from .ids import new_event_id
+from .metrics import COUNTERS
 from .runs import workflow_partition_key
 from .trace_parent import record_parent
 from .webhook_cache import WebhookTarget, cache_for, from_row

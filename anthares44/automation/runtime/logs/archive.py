@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from ...errors import E_ARCHIVE, E_ARCHIVE_UNAVAILABLE, A44Error
@@ -112,8 +112,8 @@ def delete_day(root: Path, day: date) -> None:
 
 
 def _days(lo: datetime, hi: datetime) -> list[date]:
-    first = lo.astimezone(timezone.utc).date()
-    last = (hi - timedelta(microseconds=1)).astimezone(timezone.utc).date()
+    first = lo.astimezone(UTC).date()
+    last = (hi - timedelta(microseconds=1)).astimezone(UTC).date()
     return [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
 

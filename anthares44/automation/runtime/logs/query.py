@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from ...errors import E_LOG_CURSOR, A44Error
 
@@ -18,7 +18,7 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 10_000          # the manual's ceiling per answer: more is refused, never cut silently
 ROW_KEYS = ("started_at", "finished_at", "duration_ms", "run_id", "workflow_id", "version", "step_id", "attempt",
             "epoch", "kind", "status", "error_code", "error_message", "partition_key", "queue", "worker_id")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Cursor:
     attempt: int
 
     @classmethod
-    def of(cls, row: dict) -> "Cursor":
+    def of(cls, row: dict) -> Cursor:
         return cls(row["started_at"], row["run_id"], row["step_id"], row["epoch"], row["kind"], row["attempt"])
 
     def encode(self) -> str:
@@ -59,7 +59,7 @@ class Cursor:
         return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
     @classmethod
-    def decode(cls, text: str) -> "Cursor":
+    def decode(cls, text: str) -> Cursor:
         try:
             raw = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
             micros, run_id, step_id, epoch, kind, attempt = raw
@@ -90,7 +90,7 @@ class LogPage:
     scanned: dict = field(default_factory=dict)
 
     @classmethod
-    def of(cls, rows: list[dict], limit: int, source: str) -> "LogPage":
+    def of(cls, rows: list[dict], limit: int, source: str) -> LogPage:
         more = len(rows) > limit
         rows = rows[:limit]
         return cls([view(r) for r in rows], limit, more, Cursor.of(rows[-1]).encode() if more else None, source)

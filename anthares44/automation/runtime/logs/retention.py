@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from . import archive
@@ -49,8 +49,8 @@ def month_bounds(name: str) -> tuple[datetime, datetime] | None:
     if m is None:
         return None
     year, month = int(m.group(1)), int(m.group(2))
-    lo = datetime(year, month, 1, tzinfo=timezone.utc)
-    hi = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=timezone.utc)
+    lo = datetime(year, month, 1, tzinfo=UTC)
+    hi = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
     return lo, hi
 
 
@@ -60,7 +60,7 @@ def months_before(day: date, months: int) -> date:
 
 
 def _day_start(day: date) -> datetime:
-    return datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
 async def run_retention(store, root: Path, *, hot_days: int = HOT_DAYS, archive_months: int = ARCHIVE_MONTHS,
@@ -69,7 +69,7 @@ async def run_retention(store, root: Path, *, hot_days: int = HOT_DAYS, archive_
     archive.pyarrow()   # the one coded error before anything is touched
     now = store.clock.now()
     report = RetentionReport(dry_run=dry_run)
-    report.hot_cutoff = cutoff = _day_start((now - timedelta(days=hot_days)).astimezone(timezone.utc).date())
+    report.hot_cutoff = cutoff = _day_start((now - timedelta(days=hot_days)).astimezone(UTC).date())
     async with store.session("log_retention") as lock:
         if not await lock.fetchval("logs_retention_try_lock"):
             report.skipped = True

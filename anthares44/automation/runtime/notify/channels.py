@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from ...errors import E_CHANNEL_EXISTS, E_CHANNEL_INVALID, E_CHANNEL_NOT_FOUND, A44Error
 from ...suggestions import closest
-from ..secret_file import SECRET_REF
+from ..secrets.file import SECRET_REF
 
 KINDS = ("webhook", "slack", "email")
 CHANNEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")

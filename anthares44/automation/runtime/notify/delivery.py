@@ -43,7 +43,7 @@ class DeliverySettings:
     timeout: timedelta = timedelta(seconds=10)
 
     @classmethod
-    def from_settings(cls, settings) -> "DeliverySettings":
+    def from_settings(cls, settings) -> DeliverySettings:
         """From the A44_NOTIFY_* values of `settings` (settings.Settings, read by the edge); ValueError naming one
         that is wrong."""
         values = {}

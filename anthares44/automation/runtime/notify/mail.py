@@ -53,7 +53,7 @@ async def send_email(n: Notification, config: dict, secrets: Secrets, timeout: f
     try:
         # the socket timeout bounds each SMTP exchange; the outer one the whole conversation
         await asyncio.wait_for(asyncio.to_thread(_send, msg, config, login, timeout), timeout * 3)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return Outcome.later(f"{where} did not finish within {timeout * 3:g}s")
     except smtplib.SMTPRecipientsRefused as exc:
         codes = [c for c, _ in exc.recipients.values()]

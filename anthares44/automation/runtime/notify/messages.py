@@ -35,7 +35,7 @@ class Notification:
     created_at: datetime
 
     @classmethod
-    def of(cls, row) -> "Notification":
+    def of(cls, row) -> Notification:
         payload = row["payload"] if isinstance(row["payload"], dict) else {"value": row["payload"]}
         return cls(row["id"], row["project_id"], row["channel"], row["idempotency_key"], row["alert_id"], row["kind"],
                    row["severity"], payload, row["attempts"], row["created_at"])

@@ -8,7 +8,6 @@ Redirects are not followed (a receiver that moved is a configuration to fix, not
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any
@@ -56,7 +55,7 @@ class HttpSender:
                 text = (await resp.content.read(MAX_ERROR)).decode("utf-8", "replace")
                 status = resp.status
                 retry_after = _retry_after(resp.headers.get("Retry-After"))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return Outcome.later(f"{where} did not answer within {self.timeout:g}s")
         except aiohttp.ClientError as exc:
             return Outcome.later(f"{where}: {type(exc).__name__}: {exc}")

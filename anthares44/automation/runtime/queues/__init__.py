@@ -1,6 +1,6 @@
 """Queues (§10.1, §10.2) and the dead-letter queue (§10.3, §10.4): storing published queue files, the gauges
 (`queue_stats`), raw envelope delivery (`deliver_envelope`, E_ENVELOPE_INVALID), and the DLQ operations
-(`dlq_list`, `dlq_stats`, `dlq_show`, `dlq_redrive`). Limits and ordering are enforced by the claim (runtime/queries/
+(`dlq_list`, `dlq_stats`, `dlq_show`, `dlq_redrive`). Limits and ordering are enforced by the claim (runtime/store/queries/
 leases.sql); redelivery and dead-lettering of failed runs by the interpreter (`engine_op_queue_run_failed`,
 migration 0018).
 See docs/queues.md."""
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable
 
 from ...durations import parse_duration, parse_rate
-from ...jsonenc import iso
 from ...errors import E_DLQ_FILTER, E_DLQ_NOT_FOUND, E_ENVELOPE_INVALID, E_INVALID_ARGUMENT, E_QUEUE_NOT_FOUND, A44Error
+from ...jsonenc import iso
 from .. import evaluation
 from ..ingestion.dead_letters import dead_letter
 from ..ingestion.ids import new_event_id

@@ -21,9 +21,10 @@ import asyncio
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any
 
 from ...attempts import Attempt
 from ...compiler.ir import WorkflowIR, load_workflow_ir

@@ -19,9 +19,8 @@ from typing import Any
 
 from ...attempts import Attempt
 from ...compiler.ir import WorkflowIR
-from ..engine.progress import split_part
 from ...errors import E_REPLAY_UNKNOWN_STEP, E_REPLAY_VERSION_MISMATCH, A44Error
-
+from ..engine.progress import split_part
 
 CTX_PREFIX = "ctx."          # recorded ctx.now()/ctx.random() values of code workflows (not steps)
 

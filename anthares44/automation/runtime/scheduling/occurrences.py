@@ -20,14 +20,14 @@ it is a function of the schedule alone; the two instants of a fold differ by the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Iterator
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 DST_POLICIES = ("skip-nonexistent", "run-once", "run-twice")
-UTC = timezone.utc
+UTC = UTC
 _DAY = timedelta(days=1)
 
 

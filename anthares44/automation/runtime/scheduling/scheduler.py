@@ -23,9 +23,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Iterable
 
 from ...clock import Clock
 from ...durations import reconnect_delay
@@ -61,7 +61,7 @@ class TickReport:
     runs_linked: dict[str, str] = field(default_factory=dict)   # occurrence_key -> run_id that already existed
     errors: list[str] = field(default_factory=list)
 
-    def merge(self, other: "TickReport") -> None:
+    def merge(self, other: TickReport) -> None:
         self.decided.update(other.decided)
         self.lost.extend(other.lost)
         self.started_from_queue.extend(other.started_from_queue)

@@ -1,5 +1,5 @@
--- The automation schema produced by runtime/migrations/*.sql (generated; do not edit).
--- Regenerate: .venv/bin/python -m anthares44.automation.runtime.schema_dump
+-- The automation schema produced by runtime/store/migrations/*.sql (generated; do not edit).
+-- Regenerate: .venv/bin/python -m anthares44.automation.runtime.store.schema_dump
 
 CREATE SCHEMA automation;
 

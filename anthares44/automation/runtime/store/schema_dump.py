@@ -1,8 +1,8 @@
 """The normalized schema of the `automation` schema, as `pg_dump --schema-only` prints it, and the command that
-regenerates the committed `runtime/schema.sql`:
+regenerates the committed `runtime/store/schema.sql`:
 
-    .venv/bin/python -m anthares44.automation.runtime.schema_dump          # rewrite schema.sql
-    .venv/bin/python -m anthares44.automation.runtime.schema_dump --check  # exit 1 if it differs
+    .venv/bin/python -m anthares44.automation.runtime.store.schema_dump          # rewrite schema.sql
+    .venv/bin/python -m anthares44.automation.runtime.store.schema_dump --check  # exit 1 if it differs
 
 It migrates a fresh database on a throwaway embedded server and dumps it with the wheel's pg_dump. The monthly
 step_attempts partitions are left out: which months exist depends on the day the dump is taken.
@@ -18,11 +18,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .embedded import EmbeddedServer, bin_dir, free_port
+from ..postgres.embedded import EmbeddedServer, bin_dir, free_port
 
 SCHEMA_FILE = Path(__file__).parent / "schema.sql"
-HEADER = ("-- The automation schema produced by runtime/migrations/*.sql (generated; do not edit).\n"
-          "-- Regenerate: .venv/bin/python -m anthares44.automation.runtime.schema_dump\n")
+HEADER = ("-- The automation schema produced by runtime/store/migrations/*.sql (generated; do not edit).\n"
+          "-- Regenerate: .venv/bin/python -m anthares44.automation.runtime.store.schema_dump\n")
 _DROP_LINE = re.compile(r"^(--.*|SET .*|SELECT pg_catalog\.set_config\(.*|\\(un)?restrict .*)$")
 
 
@@ -43,7 +43,7 @@ def dump_schema(url: str) -> str:
 
 
 async def _migrate(url: str) -> None:
-    from .store import Store
+    from .core import Store
 
     store = await Store.connect(url, results_dir=Path(tempfile.gettempdir()))
     try:

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import E_DB_UNAVAILABLE, A44Error
+from ...errors import E_DB_UNAVAILABLE, A44Error
 
 SUPERUSER = "postgres"
 
@@ -175,7 +175,7 @@ class EmbeddedServer:
     def start(self, port: int, *, wait_s: float = 30) -> PostmasterStatus:
         self.log.touch(exist_ok=True)
         self._give(self.log)
-        opts = [f"-h 127.0.0.1", f"-p {port}", "-c unix_socket_directories=''"]
+        opts = ["-h 127.0.0.1", f"-p {port}", "-c unix_socket_directories=''"]
         if not self.durable:
             opts += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
         deadline = time.monotonic() + wait_s

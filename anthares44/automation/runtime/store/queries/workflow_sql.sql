@@ -1,4 +1,4 @@
--- The roles and the application database of the embedded server (runtime/roles.py), made by the superuser at
+-- The roles and the application database of the embedded server (runtime/postgres/roles.py), made by the superuser at
 -- setup; none of these run on the control store's pool. The wall every workflow database connection passes is the
 -- connectors' own query (stdlib_connectors/workflow_db.sql): it runs on the workflow's database, not here.
 

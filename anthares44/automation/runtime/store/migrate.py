@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..errors import E_DB_SCHEMA, A44Error
-from .queries import load_migrations
+from ...errors import E_DB_SCHEMA, A44Error
+from .vocabulary import load_migrations
 
 if TYPE_CHECKING:
-    from .store import Session
+    from .core import Session
 
 MIN_SERVER_VERSION = 140000
 PARTITION_MONTHS_AHEAD = 2  # current month + 2: a daemon running for weeks never reaches the default partition
@@ -35,7 +35,7 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-async def migrate(conn: "Session", now: datetime) -> MigrationReport:
+async def migrate(conn: Session, now: datetime) -> MigrationReport:
     """Bring the `automation` schema up to date on `conn` (a store session, not in a transaction)."""
     version = await conn.fetchval("server_version")
     if version < MIN_SERVER_VERSION:
@@ -79,6 +79,6 @@ def log_migrated(report: MigrationReport) -> MigrationReport:
     return report
 
 
-async def ensure_partitions(conn: "Session", now: datetime,
+async def ensure_partitions(conn: Session, now: datetime,
                             months_ahead: int = PARTITION_MONTHS_AHEAD) -> int:
     return await conn.fetchval("partitions_ensure", now=now, months_ahead=months_ahead)

@@ -22,15 +22,23 @@ from typing import Any, NamedTuple
 
 import asyncpg
 
-from ..clock import Clock, SystemClock
-from ..db_errors import translate
-from ..errors import (E_DB, E_DB_SCHEMA, E_IDEMPOTENCY_KEY_REQUIRED, E_RUN_NOT_FOUND, E_VERSION_CONFLICT, E_VERSION_REGRESSION,
-                      E_WORKFLOW_NOT_FOUND, A44Error)
-from . import migrations
-from ..named_sql import Query
-from .queries import load_migrations, load_queries
+from ...clock import Clock, SystemClock
+from ...db_errors import translate
+from ...errors import (
+    E_DB,
+    E_DB_SCHEMA,
+    E_IDEMPOTENCY_KEY_REQUIRED,
+    E_RUN_NOT_FOUND,
+    E_VERSION_CONFLICT,
+    E_VERSION_REGRESSION,
+    E_WORKFLOW_NOT_FOUND,
+    A44Error,
+)
+from ...named_sql import Query
+from ..ulid import new_run_id
+from . import migrate as migrations
 from .results import ResultFiles, encode_json
-from .ulid import new_run_id
+from .vocabulary import load_migrations, load_queries
 
 # unique violations of the control store that mean something to a user: constraint -> (code, what to tell them)
 CONSTRAINT_CODES: dict[str, tuple[str, str]] = {
@@ -90,7 +98,7 @@ def _query(name: str) -> Query:
     try:
         return load_queries()[name]
     except KeyError:
-        raise TypeError(f"no named query {name!r} in runtime/queries/*.sql") from None
+        raise TypeError(f"no named query {name!r} in runtime/store/queries/*.sql") from None
 
 
 def _bind(q: Query, params: dict[str, Any]) -> tuple:
@@ -146,7 +154,7 @@ class Session:
     def transaction(self):
         return self._conn.transaction()
 
-    async def apply(self, migration: "migrations.Migration") -> None:
+    async def apply(self, migration: migrations.Migration) -> None:
         """Run a migration file (its statements, no parameters)."""
         await self._conn.execute(migration.sql)
 
@@ -179,7 +187,7 @@ class _Resets:
     and drops listeners. Marks are weak references: a closed connection leaves none behind."""
 
     def __init__(self) -> None:
-        self.clean: "weakref.WeakSet[asyncpg.Connection]" = weakref.WeakSet()
+        self.clean: weakref.WeakSet[asyncpg.Connection] = weakref.WeakSet()
 
     @staticmethod
     def _raw(conn) -> asyncpg.Connection:
@@ -220,7 +228,7 @@ class Store:
     @classmethod
     async def connect(cls, url: str, *, clock: Clock | None = None, results_dir: Path | None = None,
                       min_size: int = 1, max_size: int = 10, connect_timeout: float = 10,
-                      storage: Any = None) -> "Store":
+                      storage: Any = None) -> Store:
         resets = _Resets()
         try:
             pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, init=_init_connection,
@@ -246,10 +254,10 @@ class Store:
         stuck in a lock wait would otherwise hold the close forever)."""
         try:
             await asyncio.wait_for(self._pool.close(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._pool.terminate()
 
-    async def __aenter__(self) -> "Store":
+    async def __aenter__(self) -> Store:
         return self
 
     async def __aexit__(self, *exc) -> None:

@@ -18,7 +18,7 @@ import asyncio
 import threading
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from ..errors import E_DB_UNAVAILABLE, A44Error
+from ...errors import E_DB_UNAVAILABLE, A44Error
 
 CONTROL_ROLE = CONTROL_DATABASE = "a44"
 APP_ROLE = APP_DATABASE = "a44_app"
@@ -31,7 +31,7 @@ def login_url(port: int, role: str, password: str, database: str, host: str = "1
 async def _provision(admin_url: str, control_password: str, app_password: str) -> None:
     import asyncpg
 
-    from .store import Session
+    from ..store.core import Session
 
     raw = await asyncpg.connect(admin_url)
     conn = Session(raw)

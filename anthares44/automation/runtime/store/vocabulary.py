@@ -1,4 +1,4 @@
-"""Loader of the control store's named SQL queries in `runtime/queries/*.sql` (format: named_sql.py) and of the
+"""Loader of the control store's named SQL queries in `runtime/store/queries/*.sql` (format: named_sql.py) and of the
 migration files: it only reads them; the store (store.py) is the only code that runs them. One file per concern;
 names are unique across all files, and a fragment may be included from any of them.
 """
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..named_sql import Query, QueryError, load_files
+from ...named_sql import Query, QueryError, load_files
 
 QUERY_DIR = Path(__file__).parent / "queries"
 

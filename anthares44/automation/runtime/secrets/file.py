@@ -23,14 +23,20 @@ import json
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
-from ..errors import (E_INVALID_ARGUMENT, E_SECRET_FILE_INVALID, E_SECRET_KEY_MISMATCH, E_SECRET_KEY_PERMISSIONS,
-                      E_SECRET_NOT_FOUND, A44Error)
-from ..paths import a44_home
-from ..settings import Settings
-from .secret_cipher import Undecryptable, key_id, new_key, open_entry, open_v1, parse_key, seal
+from ...errors import (
+    E_INVALID_ARGUMENT,
+    E_SECRET_FILE_INVALID,
+    E_SECRET_KEY_MISMATCH,
+    E_SECRET_KEY_PERMISSIONS,
+    E_SECRET_NOT_FOUND,
+    A44Error,
+)
+from ...paths import a44_home
+from ...settings import Settings
+from .cipher import Undecryptable, key_id, new_key, open_entry, open_v1, parse_key, seal
 
 SECRET_REF = re.compile(r"^sec_[A-Za-z0-9_]+$")
 
@@ -83,7 +89,7 @@ class SecretFile:
         self.lock_path = self.home / "secrets.json.lock"
 
     @classmethod
-    def of(cls, settings: Settings) -> "SecretFile":
+    def of(cls, settings: Settings) -> SecretFile:
         """The secret file of `settings`' home, with its A44_SECRET_KEY."""
         return cls(a44_home(settings.home), key=settings.secret_key)
 

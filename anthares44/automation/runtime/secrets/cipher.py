@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ..errors import E_SECRET_KEY_SHORT, A44Error
+from ...errors import E_SECRET_KEY_SHORT, A44Error
 
 MIN_KEY_BYTES = 32
 NONCE_BYTES = 12

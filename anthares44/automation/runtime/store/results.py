@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..errors import E_RESULT_TOO_LARGE, A44Error
+from ...errors import E_RESULT_TOO_LARGE, A44Error
 
 MAX_INLINE_BYTES = 256 * 1024
 RESULTS_PREFIX = "_results"          # reserved key prefix of large step results in every project's object store
@@ -68,8 +68,8 @@ class ResultFiles:
 
     def __init__(self, root: Path | None = None, *, storage: Any = None):
         if storage is None:
-            from ..paths import storage_root
-            from ..stdlib_connectors.storage import LocalObjectStore
+            from ...paths import storage_root
+            from ...stdlib_connectors.storage import LocalObjectStore
 
             storage = LocalObjectStore(Path(root) if root is not None else storage_root(None))
         self.storage = storage

@@ -16,11 +16,11 @@ handed out, and each string field of a structured one, is remembered so `registr
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
-from ..errors import E_SECRET_NOT_FOUND, A44Error
-from ..redact import secret_parts
-from .secret_file import SecretFile, check_ref
+from ...errors import E_SECRET_NOT_FOUND, A44Error
+from ...redact import secret_parts
+from .file import SecretFile, check_ref
 
 ENV_PREFIX = "A44_SECRET_"
 

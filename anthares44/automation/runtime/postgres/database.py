@@ -23,11 +23,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import E_DB_UNAVAILABLE, A44Error
-from ..paths import a44_home
-from ..settings import Settings
-from .roles import APP_DATABASE, APP_ROLE, CONTROL_ROLE, login_url, provision
+from ...errors import E_DB_UNAVAILABLE, A44Error
+from ...paths import a44_home
+from ...settings import Settings
 from .embedded import SUPERUSER, EmbeddedServer, bin_dir, free_port, port_accepts
+from .roles import APP_DATABASE, APP_ROLE, CONTROL_ROLE, login_url, provision
 
 DATABASE_NAME = "a44"
 
@@ -52,7 +52,7 @@ class LocalDatabase:
         self._state_file = self.dir / "state.json"
 
     @classmethod
-    def of(cls, settings: Settings) -> "LocalDatabase":
+    def of(cls, settings: Settings) -> LocalDatabase:
         return cls(settings.home, system_user=settings.pg_system_user)
 
     @contextmanager
