@@ -33,6 +33,10 @@ from .sql_values import adapt_params, to_json
 
 # SQLSTATEs that mean "the same statement may well succeed if tried again"
 CONFLICT_STATES = {"40001": "serialization failure", "40P01": "deadlock", "55P03": "lock not available"}
+# what a cached statement answers once DDL changed what it reads: the result type changed (0A000, "cached plan
+# must not change result type"), or the parameter types fixed at Parse no longer fit (`text = integer`: 42883;
+# a value of the old type for a column of the new one: 42804). Every other SQLSTATE is the statement's own.
+STALE_PLAN_STATES = frozenset({"0A000", "42883", "42804"})
 
 
 def row_count(status: str | None) -> int:
@@ -64,6 +68,21 @@ async def _prepare_cached(conn, query: str):
         except TypeError:       # a driver whose private signature changed
             pass
     return await conn.prepare(query)
+
+
+LOST_HINT = ("the step is retried under its retry policy on a new connection; a statement cut off after it "
+             "committed may have taken effect, so write it to be safe to run twice (`on conflict ... do nothing` "
+             "keyed by run and step, docs/connectors.md)")
+
+
+def _forget_statements(conn) -> None:
+    """Drop the statement cache of this one connection (the step holds it alone, so no other statement is in
+    flight on it), never the pool's: `reload_schema_state()` would mark closed the statements that other steps are
+    running on the pool's other connections (`cannot close prepared statement; refs == 1 != 0`)."""
+    target = getattr(conn, "_con", None) or conn      # a pool's PoolConnectionProxy wraps the connection
+    drop = getattr(target, "_drop_local_statement_cache", None)
+    if drop is not None:
+        drop()
 
 
 class SqlExecuteConnector:
@@ -107,8 +126,8 @@ class SqlExecuteConnector:
         The statement comes from asyncpg's per-connection statement cache, the one `conn.fetch` uses: after the
         first use of a query text on a pooled connection there is no Parse/Describe round trip, hence no extra
         implicit transaction, before the statement itself (docs/connectors.md has the measurement). A cached
-        statement that DDL made stale (`cached plan must not change result type`, or parameter types that no
-        longer fit) is prepared afresh and run once more.""" 
+        statement that DDL made stale (STALE_PLAN_STATES) is prepared afresh on this connection and run once
+        more; any other failure is the statement's own and leaves every cache as it was."""
         import asyncpg
 
         for retry in (True, False):
@@ -121,12 +140,12 @@ class SqlExecuteConnector:
                 records = await stmt.fetch(*adapt_params(values, types))
             except asyncpg.PostgresError as exc:
                 # A statement that failed had no effect (its implicit transaction rolled back), so it can be run
-                # again. Worth it only when the cached plan may be stale: result type changed (0A000), or
-                # parameter types fixed at Parse no longer fit the table (class 42: `text = integer`...).
-                state = getattr(exc, "sqlstate", "") or ""
-                if not retry or conn.is_in_transaction() or not (state == "0A000" or state.startswith("42")):
+                # again, but only a stale plan is worth it. The SQLSTATE is checked first: a lost connection has
+                # none of these, and asking it anything more (is_in_transaction) raises InterfaceError once the
+                # pool has taken it back.
+                if not retry or getattr(exc, "sqlstate", None) not in STALE_PLAN_STATES or conn.is_in_transaction():
                     raise
-                await conn.reload_schema_state()      # drops the connection's (and pool's) cached statements
+                _forget_statements(conn)
                 continue
             return records, stmt.get_statusmsg()
         raise AssertionError("unreachable")
@@ -143,7 +162,8 @@ class SqlExecuteConnector:
                             details={"sqlstate": state})
         err = translate(exc, operation="sql/execute")
         if err is not None and err.retryable:
-            return err  # E_DB_UNAVAILABLE: refused or lost connection
+            # E_DB_UNAVAILABLE: refused or lost connection (terminated backend, server restart, failover)
+            return A44Error(err.code, err.message, hint=LOST_HINT)
         if isinstance(exc, (asyncpg.PostgresError, asyncpg.InterfaceError)):
             detail = {"sqlstate": state} if state else {}
             if getattr(exc, "constraint_name", None):
