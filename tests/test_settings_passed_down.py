@@ -62,10 +62,11 @@ def test_the_embedded_database_follows_the_settings_not_the_environment(tmp_path
     from anthares44.automation.runtime.postgres.database import LocalDatabase, resolve_app_url, resolve_url
 
     monkeypatch.setenv("A44_DATABASE_URL", "postgresql://env@127.0.0.1:9/env")
-    monkeypatch.setenv("A44_APP_DATABASE_URL", "postgresql://env@127.0.0.1:9/env_app")
+    monkeypatch.setenv("A44_APP_DATABASE_URL", "postgresql://env@127.0.0.1:9/env_app_{project}")
     given = Settings(database_url="postgresql://given@127.0.0.1:9/a44", home=str(tmp_path))
     assert resolve_url(given, start=False) == given.database_url
-    assert resolve_app_url(given, start=False) is None        # an external control store is never reused
+    assert resolve_app_url(given, "pj_x", start=False) is None    # an external control store is never reused
+    assert resolve_app_url(Settings(home=str(tmp_path)), "pj_x", start=False) is None   # embedded, not started
     assert LocalDatabase.of(given).dir == tmp_path.resolve() / "pg"
     assert resolve_url(Settings(home=str(tmp_path)), start=False) is None     # embedded, not started
 

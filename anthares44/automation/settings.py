@@ -32,8 +32,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("A44_DATABASE_URL", "database_url",
              "the control store (PostgreSQL URL); unset: the embedded server under `$A44_HOME` (docs/store.md)"),
     Variable("A44_APP_DATABASE_URL", "app_database_url",
-             "where workflow SQL (`sql/execute`) runs; unset: the embedded server's `a44_app`, never the control "
-             "store (docs/connectors.md)"),
+             "where workflow SQL (`sql/execute`) runs: a URL with `{project}`, a database per project; unset: the "
+             "embedded server's database of each project, never the control store (docs/store.md)"),
     Variable("A44_HOME", "home", "the a44 directory: embedded database, credentials, secrets, networks.json "
                                  "(default `~/.a44`)"),
     Variable("A44_API_URL", "api_url", "a daemon's REST API for the runtime verbs' remote mode (docs/cli.md)"),

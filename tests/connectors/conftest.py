@@ -15,14 +15,15 @@ from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
 
 @pytest.fixture
 def make_ctx():
-    def make(*, run_id="run_01TEST", step_id="charge", attempt=1, timeout_s=10.0, secrets=None, **kw):
+    def make(*, run_id="run_01TEST", step_id="charge", attempt=1, timeout_s=10.0, secrets=None,
+             project_id="pj_default", **kw):
         async def secret_source(ref: str) -> str:
             if secrets is None or ref not in secrets:
                 raise KeyError(ref)
             return secrets[ref]
 
         return StepContext(run_id=run_id, step_id=step_id, attempt=attempt, idempotency_key=f"{run_id}:{step_id}",
-                           project_id="pj_default", workflow_id="wf_test", deadline=time.monotonic() + timeout_s,
+                           project_id=project_id, workflow_id="wf_test", deadline=time.monotonic() + timeout_s,
                            secrets=secret_source, **kw)
 
     return make

@@ -1,4 +1,4 @@
-"""sql/execute against a real PostgreSQL application database (the `app_url` fixture: a database of its own with a
+"""sql/execute against a real PostgreSQL application database (the `app_url` fixture: a database per project with a
 login role that has no server-level powers): the seed's effect guard, values in and out, row counts, caps, how
 failures are classified, and the wall in front of every workflow database."""
 
@@ -16,14 +16,13 @@ from anthares44.automation.errors import (
     E_SQL,
     E_SQL_CONFLICT,
     E_SQL_NO_DATABASE,
-    E_SQL_UNSAFE_DATABASE,
     E_STEP_TIMEOUT,
     A44Error,
 )
 from anthares44.automation.runtime.render import make_scope, render_params
 from anthares44.automation.stdlib_connectors.protocol import StepContext
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
-from anthares44.automation.stdlib_connectors.sql_database import AppDatabase
+from anthares44.automation.stdlib_connectors.sql_database import AppDatabase, database_of
 from tests.connectors.support import closed_port, run_step
 
 
@@ -119,12 +118,12 @@ def test_database_refusals_are_permanent_sql_errors(registry, db, aio):
     assert exc.value.message.startswith("the statement has 2 placeholder(s)")
 
 
-def test_lock_not_available_is_retryable(registry, db, aio, app_url):
+def test_lock_not_available_is_retryable(registry, db, aio, app_dbs):
     sql(registry, aio, db(), "create table l (id int primary key)")
     sql(registry, aio, db(), "insert into l values (1)")
 
     async def hold_and_try():
-        other = await asyncpg.connect(app_url)
+        other = await asyncpg.connect(app_dbs.url())
         try:
             tx = other.transaction()
             await tx.start()
@@ -148,11 +147,11 @@ def test_slow_statement_is_step_timeout(registry, db, aio):
     assert sql(registry, aio, db(), "select 1 as one")["rows"] == [{"one": 1}]  # the pool is still usable
 
 
-def test_dsn_from_a_secret(registry, make_ctx, aio, app_url):
+def test_dsn_from_a_secret(registry, make_ctx, aio, app_dbs):
     reg = ConnectorRegistry({"con_reporting": {"id": "con_reporting", "type": "sql/execute",
                                                "dsnSecretRef": "sec_reporting"}})
     try:
-        ctx = make_ctx(secrets={"sec_reporting": app_url, "sec_down": f"postgresql://a44:pw@127.0.0.1:{closed_port()}/x"})
+        ctx = make_ctx(secrets={"sec_reporting": app_dbs.url("pj_reporting"), "sec_down": f"postgresql://a44:pw@127.0.0.1:{closed_port()}/x"})
         out = aio(run_step(reg, "con_reporting", {"query": "select $1::jsonb as doc", "params": [{"a": 1}]}, ctx))
         assert out["rows"] == [{"doc": {"a": 1}}]
         with pytest.raises(A44Error) as exc:
@@ -173,32 +172,19 @@ def test_no_application_database_is_a_clear_permanent_error_never_the_control_st
     assert "A44_APP_DATABASE_URL" in exc.value.hint
 
 
-def test_the_wall_refuses_a_control_store_or_a_superuser_from_any_source(registry, make_ctx, aio, pg_url,
-                                                                          pg_admin_url):
-    """The application database URL or a step's DSN: a database holding the `automation` schema, or a role with
-    server-level powers (the test server's `postgres`), runs no workflow SQL, not even `select 1`."""
-    for url, why in ((pg_url, "automation"), (pg_admin_url, "superuser")):
-        app = AppDatabase(url)
-        ctx = make_ctx(services={"app_db": app}, secrets={"sec_control": url})
-        try:
-            for params in ({"query": "select 1"}, {"query": "select 1", "dsnSecretRef": "sec_control"}):
-                with pytest.raises(A44Error) as exc:
-                    aio(run_step(registry, "sql/execute", params, ctx))
-                assert exc.value.code == E_SQL_UNSAFE_DATABASE and not exc.value.retryable, exc.value
-                assert why in exc.value.message
-        finally:
-            aio(app.aclose())
-
-
-def _commits_per_step(app_url, aio) -> float:
+def _commits_per_step(app_dbs, admin_url, aio) -> float:
     """Steady-state transactions (pg_stat_database.xact_commit) per sql/execute step on the application database:
     two sessions of 5 and 25 steps on one pooled connection; the difference removes the constant costs
     (connecting, the wall's check, type introspection, the first Parse, the reading connection's own)."""
     from tests.runtime.engine_support import xact_commits
+    from tests.runtime.pg import with_database
+
+    app_url = app_dbs.url()
+    stats_url = with_database(admin_url, database_of(app_url))     # pg_stat_database is not the project's to read
 
     async def session(n: int) -> int:
-        before = await xact_commits(app_url)
-        app = AppDatabase(app_url)
+        before = await xact_commits(stats_url)
+        app = AppDatabase(app_dbs.template)
         reg = ConnectorRegistry()
         try:
             for i in range(n):
@@ -213,7 +199,7 @@ def _commits_per_step(app_url, aio) -> float:
             await reg.aclose()
             await app.aclose()            # a backend flushes its counters when it exits
         await asyncio.sleep(0.05)
-        return await xact_commits(app_url) - before
+        return await xact_commits(stats_url) - before
 
     async def setup():
         conn = await asyncpg.connect(app_url)
@@ -234,11 +220,11 @@ async def _truncate(url):
     await conn.close()
 
 
-def test_a_step_costs_the_statement_and_the_pool_reset_only(app_url, aio, capsys):
+def test_a_step_costs_the_statement_and_the_pool_reset_only(app_dbs, pg_admin_url, aio, capsys):
     """One transaction for the statement (asyncpg's statement cache: no Parse/Describe round trip, so no extra
     implicit transaction, after the first use on a connection) and one for the pool's session reset. Before the
     cache was used, `conn.prepare` cost a third one per step."""
-    per_step = _commits_per_step(app_url, aio)
+    per_step = _commits_per_step(app_dbs, pg_admin_url, aio)
     with capsys.disabled():
         print(f"\nsql/execute: {per_step:.2f} commits per step")
     assert per_step <= 2.1

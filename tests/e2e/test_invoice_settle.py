@@ -37,9 +37,9 @@ INVOICES_DDL = ["create table invoices (id text primary key, status text not nul
 
 
 @pytest.fixture
-def stack(pg_url, app_url, tmp_path):
+def stack(pg_url, app_url, app_dbs, tmp_path):
     for stmt in INVOICES_DDL:
-        sql(app_url, stmt)
+        sql(app_dbs.url(), stmt)
     env = e2e_env(tmp_path, database_url=pg_url, A44_APP_DATABASE_URL=app_url)
     standin = StandIn(env, tmp_path / "standin.log")
     env["A44_PAYMENTS_URL"] = standin.url
@@ -57,7 +57,7 @@ def _attempts(url: str, run_id: str) -> list[tuple]:
     return [tuple(r.values()) for r in rows]
 
 
-def test_seed_as_written_fails_at_mark_paid_and_voids_the_authorization(pg_url, app_url, stack, tmp_path):
+def test_seed_as_written_fails_at_mark_paid_and_voids_the_authorization(pg_url, app_dbs, stack, tmp_path):
     env, standin, started = stack
     # publish from examples/, the manual's path
     pub = a44("automation", "publish", "./workflows/invoice-settle.yaml", env=env, cwd=EXAMPLES)
@@ -99,7 +99,7 @@ def test_seed_as_written_fails_at_mark_paid_and_voids_the_authorization(pg_url, 
         ("POST", "/v1/authorizations", f"{run_id}:reserve-funds", 201),
         ("POST", f"/v1/authorizations/{run_id}:reserve-funds/void", f"{run_id}:reserve-funds:compensate", 200),
     ]
-    assert sql(app_url, "select status from invoices where id = 'inv_8812'")[0]["status"] == "open"
+    assert sql(app_dbs.url(), "select status from invoices where id = 'inv_8812'")[0]["status"] == "open"
 
     # §7.4: the manual's query, with psql, on the URL `a44 automation db url` prints
     url = a44("automation", "db", "url", env=env).stdout.strip()
@@ -124,7 +124,7 @@ def test_seed_as_written_fails_at_mark_paid_and_voids_the_authorization(pg_url, 
 FIXED_STEP = '''    query: "update invoices set status='paid' where id = $1"\n'''
 
 
-def test_seed_with_params_settles_and_authorizes_once(pg_url, app_url, stack, tmp_path):
+def test_seed_with_params_settles_and_authorizes_once(pg_url, app_dbs, stack, tmp_path):
     env, standin, started = stack
     text = (EXAMPLES / "workflows" / "invoice-settle.yaml").read_text()
     assert text.endswith(FIXED_STEP)
@@ -143,7 +143,7 @@ def test_seed_with_params_settles_and_authorizes_once(pg_url, app_url, stack, tm
     run_id = lines[0].split()[0]
     assert lines[0] == f"{run_id} created" and re.fullmatch(rf"{run_id} succeeded in \d+(\.\d+)?m?s", lines[1]), lines
 
-    assert [tuple(r.values()) for r in sql(app_url, "select id, status from invoices order by id")] == \
+    assert [tuple(r.values()) for r in sql(app_dbs.url(), "select id, status from invoices order by id")] == \
         [("inv_8812", "paid"), ("inv_8813", "open")]
     assert _attempts(pg_url, run_id) == [
         ("reserve-funds", 1, "action", "failed", "E_UPSTREAM_503", f"{run_id}:reserve-funds"),

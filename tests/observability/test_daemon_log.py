@@ -47,8 +47,8 @@ def own_pg():
 
 def serve(tmp_path: Path, url: str, *extra: str) -> tuple[subprocess.Popen, Path]:
     err = tmp_path / "serve.stderr"
-    env = {**os.environ, "A44_HOME": str(tmp_path / "home"), "A44_DATABASE_URL": url,
-           "A44_APP_DATABASE_URL": url}
+    env = {**os.environ, "A44_HOME": str(tmp_path / "home"), "A44_DATABASE_URL": url}
+    env.pop("A44_APP_DATABASE_URL", None)       # no workflow SQL in these tests
     proc = subprocess.Popen([A44, "automation", "serve", "--http-port", "0", "--lease-timeout", "3s", *extra],
                             env=env, stdout=subprocess.DEVNULL, stderr=err.open("wb"))
     return proc, err

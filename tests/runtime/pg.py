@@ -10,8 +10,10 @@ Helper: query(url, sql, *args) -> rows, on a connection of its own.
 Fixtures:
   pg_admin_url  session  URL of the maintenance database
   pg_url        test     URL of this test's own migrated database (the control store)
-  app_url       test     URL of this test's own empty application database (where workflow SQL runs), owned by
-                         a login role with no server-level powers, as the embedded server's `a44_app` is
+  app_dbs       test     the application databases of this test, one per project (AppDatabases: `url(project)`
+                         makes the project's role and database as the embedded server's are made, and returns its
+                         URL), dropped at the end
+  app_url       test     their `{project}` template (what A44_APP_DATABASE_URL takes), `pj_default`'s made
   clock         test     a ManualClock (tests move it instead of sleeping)
   aio           test     aio(coro) runs a coroutine on this test's event loop (no pytest-asyncio needed)
   store         test     a connected Store on pg_url, the clock and tmp_path/results
@@ -48,6 +50,11 @@ def query(url: str, sql: str, *args) -> list:
             await conn.close()
 
     return asyncio.run(run())
+
+
+def database_name(url: str) -> str:
+    """The database (and, for AppDatabases' URLs, the role) a URL names."""
+    return urlsplit(url).path.lstrip("/")
 
 
 def with_database(url: str, database: str) -> str:
@@ -117,7 +124,9 @@ def pg_template(pg_admin_url) -> str:
 @pytest.fixture
 def pg_url(pg_admin_url, pg_template) -> str:
     name = f"a44_test_{secrets.token_hex(6)}"
-    asyncio.run(_admin(pg_admin_url, f"create database {name} template {pg_template}"))
+    # as a control database must be: no workflow role may connect to it (the wall checks it)
+    asyncio.run(_admin(pg_admin_url, f"create database {name} template {pg_template}",
+                       f"revoke connect, temporary on database {name} from public"))
     yield with_database(pg_admin_url, name)
     asyncio.run(_admin(pg_admin_url, f"drop database if exists {name} with (force)"))
 
@@ -128,23 +137,48 @@ def with_login(url: str, role: str, password: str, database: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, path="/" + database))
 
 
-@pytest.fixture(scope="session")
-def pg_app_role(pg_admin_url) -> tuple[str, str]:
-    """(name, password) of the session's application login role: no superuser, no CREATEDB/CREATEROLE."""
-    name, password = f"a44_app_{secrets.token_hex(4)}", secrets.token_hex(16)
-    asyncio.run(_admin(pg_admin_url, f"create role {name} login password '{password}' nosuperuser nocreatedb "
-                                     "nocreaterole noreplication"))
-    yield name, password
-    asyncio.run(_admin(pg_admin_url, f"drop role if exists {name}"))
+class AppDatabases:
+    """The application databases of one test: for each project a login role and a database `<prefix><slug>`, made
+    by a44's own provisioning (runtime/postgres/projects.py), all with one password, so that `template` (with
+    `{project}`) reaches each."""
+
+    def __init__(self, admin_url: str):
+        self.admin_url = admin_url
+        self.prefix = f"t{secrets.token_hex(4)}_"
+        self.password = secrets.token_hex(16)
+        self.template = with_login(admin_url, self.prefix + "{project}", self.password, self.prefix + "{project}")
+        self._made: set[str] = set()
+
+    def url(self, project: str = "pj_default") -> str:
+        """The project's URL, its role and database made first."""
+        from anthares44.automation.runtime.postgres.projects import provision
+        from anthares44.automation.stdlib_connectors.sql_database import project_slug
+
+        name = self.prefix + project_slug(project)
+        if name not in self._made:
+            asyncio.run(provision(self.admin_url, name, name, self.password))
+            self._made.add(name)
+        return self.template.replace("{project}", project_slug(project))
+
+    def drop(self) -> None:
+        statements = []
+        for name in sorted(self._made):
+            statements += [f'drop database if exists "{name}" with (force)', f'drop role if exists "{name}"']
+        if statements:
+            asyncio.run(_admin(self.admin_url, *statements))
 
 
 @pytest.fixture
-def app_url(pg_admin_url, pg_app_role) -> str:
-    role, password = pg_app_role
-    name = f"a44_app_{secrets.token_hex(6)}"
-    asyncio.run(_admin(pg_admin_url, f"create database {name} owner {role}"))
-    yield with_login(pg_admin_url, role, password, name)
-    asyncio.run(_admin(pg_admin_url, f"drop database if exists {name} with (force)"))
+def app_dbs(pg_admin_url) -> AppDatabases:
+    dbs = AppDatabases(pg_admin_url)
+    yield dbs
+    dbs.drop()
+
+
+@pytest.fixture
+def app_url(app_dbs) -> str:
+    app_dbs.url("pj_default")
+    return app_dbs.template
 
 
 @pytest.fixture

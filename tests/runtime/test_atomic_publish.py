@@ -16,7 +16,7 @@ from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.compiler.lint import lint_paths
 from anthares44.automation.runtime.store.core import Store
 from tests.runtime.daemon_support import ServeProcess, wait_until
-from tests.runtime.pg import query
+from tests.runtime.pg import database_name, query, with_database
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workflows" / "daily-publish.yaml"
 DAY, EMPTY_DAY, N = "2026-07-04", "2026-07-05", 200
@@ -50,7 +50,11 @@ def _fetchrow(url: str, sql: str, *args):
     return query(url, sql, *args)[0]
 
 
-def test_kill_9_mid_swap_leaves_the_old_or_the_new_day_visible_never_half(pg_url, app_url, tmp_path):
+def test_kill_9_mid_swap_leaves_the_old_or_the_new_day_visible_never_half(pg_url, app_url, app_dbs, pg_admin_url,
+                                                                          tmp_path):
+    template, app_url = app_url, app_dbs.url()
+    # the server's view of the project's sessions (the project's role may not list them)
+    sessions_url = with_database(pg_admin_url, database_name(app_url))
     run_id, empty_id = asyncio.run(_setup(pg_url, app_url, tmp_path))
     seen: set[tuple[int, int]] = set()
 
@@ -61,7 +65,7 @@ def test_kill_9_mid_swap_leaves_the_old_or_the_new_day_visible_never_half(pg_url
 
     def swap_waiting() -> bool:
         observe()
-        r = _fetchrow(app_url, "select count(*)::int as n from pg_stat_activity where query like '%moved as%' "
+        r = _fetchrow(sessions_url, "select count(*)::int as n from pg_stat_activity where query like '%moved as%' "
                                "and wait_event_type = 'Lock' and pid <> pg_backend_pid()")
         return r["n"] > 0
 
@@ -69,14 +73,14 @@ def test_kill_9_mid_swap_leaves_the_old_or_the_new_day_visible_never_half(pg_url
     lock = holder.run_until_complete(asyncpg.connect(app_url))
     # a reader-friendly lock (SHARE: reads go on, writes wait) holds the swap in flight so the kill lands mid-swap
     holder.run_until_complete(lock.execute("begin; lock table daily_orders in share mode"))
-    first = ServeProcess(pg_url, tmp_path, worker_id="first", app_url=app_url)
+    first = ServeProcess(pg_url, tmp_path, worker_id="first", app_url=template)
     second = None
     try:
         wait_until(swap_waiting, 60, "the swap to be in flight")
         first.kill9()
         observe()
         holder.run_until_complete(lock.execute("commit"))
-        second = ServeProcess(pg_url, tmp_path, worker_id="second", app_url=app_url)
+        second = ServeProcess(pg_url, tmp_path, worker_id="second", app_url=template)
         wait_until(lambda: observe() or _state(pg_url, run_id) == "succeeded", 60,
                    "the second daemon to complete the run")
         wait_until(lambda: _state(pg_url, empty_id) == "failed", 60, "the empty day to fail")

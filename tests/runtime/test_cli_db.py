@@ -80,21 +80,27 @@ def test_concurrent_starts_share_one_server_and_kill_9_leaves_nothing_stale(home
     assert a44("status", env=home_env).returncode == 0
 
 
-def test_embedded_roles_have_no_server_powers_and_workflow_sql_has_its_own_database(home_env):
+def test_embedded_roles_have_no_server_powers_and_each_project_has_its_own_database(home_env):
     """`db url` is the control role `a44`, which owns the migrated `automation` schema and nothing more; `db url
-    --app` is the embedded server's a44_app, reached by the a44_app role. Workflows may create tables there;
-    neither role has superuser, CREATEDB, CREATEROLE, replication or server-program/file powers, and a44_app cannot
-    even connect to the control database `a44`. A restart keeps the same URLs (passwords are made once)."""
+    --app [--project P]` is the project's own database `a44_app_<P>`, reached by its own role. A project may create
+    tables there; no role has superuser, CREATEDB, CREATEROLE, replication or server-program/file powers or any
+    membership, and a project role connects to its own database only (not to another project's, nor to `a44`,
+    `postgres` or `template1`). A restart keeps the same URLs. `$A44_HOME/pg` is 0700 and the server's log 0600."""
     import asyncio
+    import stat
 
     import asyncpg
 
     out = a44("url", "--app", env=home_env)
     assert out.returncode == 0, out.stderr
     app = out.stdout.strip()
-    assert app.startswith("postgresql://a44_app:") and app.endswith("/a44_app")
+    assert app.startswith("postgresql://a44_app_pj_default:") and app.endswith("/a44_app_pj_default")
+    other = a44("url", "--app", "--project", "pj_b", env=home_env).stdout.strip()
+    assert other.startswith("postgresql://a44_app_pj_b:") and other.endswith("/a44_app_pj_b")
+    assert a44("url", "--project", "pj_b", env=home_env).returncode == 2    # the control store is no project's
     control = a44("url", env=home_env).stdout.strip()
     assert a44("migrate", env=home_env).returncode == 0
+    base = app.rsplit("/", 1)[0]
 
     async def probe():
         conn = await asyncpg.connect(app)
@@ -106,8 +112,15 @@ def test_embedded_roles_have_no_server_powers_and_workflow_sql_has_its_own_datab
                 await conn.execute("copy (select 1) to program 'id'")
         finally:
             await conn.close()
-        with pytest.raises(asyncpg.InsufficientPrivilegeError):       # CONNECT on `a44` is not PUBLIC's
-            await asyncpg.connect(app.rsplit("/", 1)[0] + "/a44")
+        for database in ("a44", "postgres", "template1", "a44_app_pj_b"):     # CONNECT is not PUBLIC's
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await asyncpg.connect(f"{base}/{database}")
+        conn = await asyncpg.connect(other)
+        try:
+            with pytest.raises(asyncpg.UndefinedTableError):                # another database, other catalogs
+                await conn.execute("select * from invoices")
+        finally:
+            await conn.close()
         conn = await asyncpg.connect(control)
         try:
             with pytest.raises(asyncpg.InsufficientPrivilegeError):
@@ -119,8 +132,9 @@ def test_embedded_roles_have_no_server_powers_and_workflow_sql_has_its_own_datab
             roles = await conn.fetch(
                 "select rolname, rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls, "
                 "array(select b.rolname from pg_auth_members m join pg_roles b on b.oid = m.roleid "
-                "where m.member = r.oid) as member_of from pg_roles r where rolname in ('a44', 'a44_app') "
-                "order by rolname")
+                "where m.member = r.oid) as member_of, "
+                "array(select datname from pg_database where datdba = r.oid) as owns "
+                "from pg_roles r where rolname in ('a44', 'a44_app_pj_default', 'a44_app_pj_b') order by rolname")
             return [r["owner"] for r in owners], [dict(r) for r in roles]
         finally:
             await conn.close()
@@ -128,12 +142,18 @@ def test_embedded_roles_have_no_server_powers_and_workflow_sql_has_its_own_datab
     owners, roles = asyncio.run(probe())
     assert owners == ["a44"]
     assert roles == [{"rolname": name, "rolsuper": False, "rolcreatedb": False, "rolcreaterole": False,
-                      "rolreplication": False, "rolbypassrls": False, "member_of": []} for name in ("a44", "a44_app")]
+                      "rolreplication": False, "rolbypassrls": False, "member_of": [],
+                      "owns": ["a44"] if name == "a44" else []}
+                     for name in ("a44", "a44_app_pj_b", "a44_app_pj_default")]
+    pg = Path(home_env["A44_HOME"]) / "pg"
+    assert stat.S_IMODE(pg.stat().st_mode) == 0o700 and stat.S_IMODE((pg / "server.log").stat().st_mode) == 0o600
+    assert stat.S_IMODE((pg / "state.json").stat().st_mode) == 0o600
     assert a44("stop", env=home_env).returncode == 0
     assert a44("start", env=home_env).returncode == 0
     assert a44("url", "--app", env=home_env).stdout.strip() == app
     assert a44("url", env=home_env).stdout.strip() == control
-    assert "application database (workflow SQL): postgresql://a44_app:***@" in a44("status", env=home_env).stdout
+    assert "application databases (workflow SQL): embedded, a database per project" in \
+        a44("status", env=home_env).stdout
 
 
 def test_external_control_store_without_an_app_url_has_no_application_database():
@@ -142,8 +162,13 @@ def test_external_control_store_without_an_app_url_has_no_application_database()
     out = a44("url", "--app", env=env)
     assert out.returncode == 1 and out.stderr.startswith("E_SQL_NO_DATABASE "), out.stderr
     assert "A44_APP_DATABASE_URL" in out.stderr and ":pw@" not in out.stdout + out.stderr
-    env["A44_APP_DATABASE_URL"] = "postgresql://app@db.internal:5432/app"
-    assert a44("url", "--app", env=env).stdout.strip() == env["A44_APP_DATABASE_URL"]
+    env["A44_APP_DATABASE_URL"] = "postgresql://app_{project}@db.internal:5432/app_{project}"
+    assert a44("url", "--app", env=env).stdout.strip() == "postgresql://app_pj_default@db.internal:5432/app_pj_default"
+    assert a44("url", "--app", "--project", "Billing EU", env=env).stdout.strip() == \
+        "postgresql://app__e94229a660e2961977a2@db.internal:5432/app__e94229a660e2961977a2"
+    env["A44_APP_DATABASE_URL"] = "postgresql://app@db.internal:5432/app"        # one database for every project
+    out = a44("url", "--app", env=env)
+    assert out.returncode == 1 and out.stderr.startswith("E_SQL_UNSAFE_DATABASE "), out.stderr
 
 
 def test_a_fresh_home_answers_read_verbs_instead_of_a_schema_error(home_env):

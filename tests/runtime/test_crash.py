@@ -14,10 +14,12 @@ from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.runtime.postgres.embedded import EmbeddedServer, free_port
 from anthares44.automation.runtime.store.core import Store
 from tests.runtime.daemon_support import EFFECTS_DDL, FarSide, ServeProcess, http_sql_workflow, wait_until
-from tests.runtime.pg import _admin, query
+from tests.runtime.pg import AppDatabases, _admin, query
 
 
 async def _setup(url: str, ir, n: int, home: Path, app_url: str) -> list[str]:
+    """Migrate the control store, create `effects` in pj_default's application database (`app_url`), publish `ir`
+    in pj_default and create `n` runs of it."""
     store = await Store.connect(url, clock=SystemClock(), results_dir=home / "results")
     try:
         await store.migrate()
@@ -40,10 +42,10 @@ async def _states(url: str, run_ids) -> dict[str, str]:
         await conn.close()
 
 
-def test_kill_9_mid_step_then_another_daemon_completes_the_run(pg_url, app_url, tmp_path):
+def test_kill_9_mid_step_then_another_daemon_completes_the_run(pg_url, app_url, app_dbs, tmp_path):
     far = FarSide()
     ir = http_sql_workflow(far)
-    (run_id,) = asyncio.run(_setup(pg_url, ir, 1, tmp_path, app_url))
+    (run_id,) = asyncio.run(_setup(pg_url, ir, 1, tmp_path, app_dbs.url()))
     first = ServeProcess(pg_url, tmp_path, worker_id="first", app_url=app_url)
     second = None
     try:
@@ -61,7 +63,7 @@ def test_kill_9_mid_step_then_another_daemon_completes_the_run(pg_url, app_url, 
     assert far.count("/ok/first") == 1                    # completed before the crash: ran exactly once
     assert 1 <= far.count("/hold/middle") <= 2            # interrupted: at most twice
     assert {k for (p, k) in far.hits if p == "/hold/middle"} == {f"{run_id}:middle"}
-    effects = query(app_url, "select step_id from effects where run_id = $1", run_id)
+    effects = query(app_dbs.url(), "select step_id from effects where run_id = $1", run_id)
     assert [r["step_id"] for r in effects] == ["effect"]
     rows = query(pg_url, "select step_id, attempt, status, worker_id from automation.step_attempts "
                          "where run_id = $1 order by started_at, attempt", run_id)
@@ -82,21 +84,23 @@ def test_database_restart_under_load_loses_no_run(tmp_path):
     port = free_port()
     server.start(port, wait_s=20)
     url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    app_url = f"postgresql://a44_app@127.0.0.1:{port}/a44_app"
+    apps = AppDatabases(url)
     far = FarSide(hold_s=0.2)
     ir = http_sql_workflow(far, name="restart")
     daemon = None
     try:
-        asyncio.run(_admin(url, "create role a44_app login", "create database a44_app owner a44_app"))
-        run_ids = asyncio.run(_setup(url, ir, 30, tmp_path, app_url))
-        daemon = ServeProcess(url, tmp_path, worker_id="survivor", extra=["--concurrency", "8"], app_url=app_url)
+        # the control store is `postgres` here: as for any control database, no project role may connect to it
+        asyncio.run(_admin(url, "revoke connect, temporary on database postgres from public"))
+        run_ids = asyncio.run(_setup(url, ir, 30, tmp_path, apps.url()))
+        daemon = ServeProcess(url, tmp_path, worker_id="survivor", extra=["--concurrency", "8"],
+                              app_url=apps.template)
         wait_until(lambda: far.count("/hold/middle") >= 5, 30, "runs in flight")
         server.stop()                                      # under load: steps in flight, leases held
         asyncio.run(asyncio.sleep(1.0))
         server.start(port, wait_s=20)
         wait_until(lambda: set(asyncio.run(_states(url, run_ids)).values()) == {"succeeded"}, 60,
                    "every run to complete after the restart", interval=0.5)
-        effects = query(app_url, "select run_id from effects where step_id = 'effect'")
+        effects = query(apps.url(), "select run_id from effects where step_id = 'effect'")
         assert sorted(r["run_id"] for r in effects) == sorted(run_ids)      # each effect exactly once
         assert far.count("/ok/first") >= 30
         assert "E_DB_UNAVAILABLE" in daemon.output()      # the daemon did see the database go away

@@ -11,10 +11,10 @@ from tests.runtime.pg import query
 from tests.runtime.test_crash import _setup, _states
 
 
-def test_sigterm_finishes_the_step_in_flight_releases_and_exits_0(pg_url, app_url, tmp_path):
+def test_sigterm_finishes_the_step_in_flight_releases_and_exits_0(pg_url, app_url, app_dbs, tmp_path):
     far = FarSide(hold_s=1.0)
     ir = http_sql_workflow(far, name="graceful")
-    (run_id,) = asyncio.run(_setup(pg_url, ir, 1, tmp_path, app_url))
+    (run_id,) = asyncio.run(_setup(pg_url, ir, 1, tmp_path, app_dbs.url()))
     daemon = ServeProcess(pg_url, tmp_path, worker_id="graceful", lease="30s", extra=["--grace", "10s"],
                           app_url=app_url)
     nxt = None
@@ -44,10 +44,10 @@ def test_sigterm_finishes_the_step_in_flight_releases_and_exits_0(pg_url, app_ur
         far.close()
 
 
-def test_an_idle_daemon_wakes_on_notify_for_a_new_run(pg_url, app_url, tmp_path):
+def test_an_idle_daemon_wakes_on_notify_for_a_new_run(pg_url, app_url, app_dbs, tmp_path):
     far = FarSide()
     ir = http_sql_workflow(far, name="notify", hold=False)
-    asyncio.run(_setup(pg_url, ir, 0, tmp_path, app_url))
+    asyncio.run(_setup(pg_url, ir, 0, tmp_path, app_dbs.url()))
     daemon = ServeProcess(pg_url, tmp_path, worker_id="idle", lease="60s", app_url=app_url)   # safety timer: 60 s
     try:
         time.sleep(1.5)                                                        # started and idle

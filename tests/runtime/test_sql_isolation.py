@@ -7,6 +7,7 @@ works; and a daemon pointed at the control store as its application database ref
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import secrets
@@ -22,6 +23,7 @@ import pytest
 from anthares44.automation.runtime.postgres.embedded import free_port
 from tests.e2e.support import sql
 from tests.runtime.daemon_support import A44, ServeProcess
+from tests.runtime.pg import _admin, with_database
 
 ATTACKER, VICTIM = "pj_attacker", "pj_victim"
 TERMINAL = {"succeeded", "failed", "compensation_failed", "cancelled"}
@@ -81,10 +83,12 @@ def token(env: dict, project: str) -> str:
 
 
 @pytest.fixture
-def daemon(pg_url, app_url, tmp_path):
+def daemon(pg_url, app_url, app_dbs, tmp_path):
     """start(app_database_url) -> (attacker's Api, victim's Api) of a fresh daemon (the previous one stopped, so
     the new one runs every run)."""
     procs = []
+    for p in (ATTACKER, VICTIM):
+        app_dbs.url(p)
 
     def start(app: str | None = app_url):
         for p in procs:
@@ -114,7 +118,7 @@ def refused(logs: dict) -> dict:
     return attempt
 
 
-def test_the_four_attacks_are_refused_with_a_code_and_leave_no_trace(daemon, pg_url, app_url):
+def test_the_four_attacks_are_refused_with_a_code_and_leave_no_trace(daemon, pg_url, app_dbs):
     attacker, victim = daemon()
     victim.publish("payroll", workflow("payroll", ("pay", "select $1::text as iban", ["{{ input.iban }}"])))
     assert victim.run("payroll", {"iban": "DE02120300000000202051"})["run"]["state"] == "succeeded"
@@ -159,16 +163,27 @@ def test_the_four_attacks_are_refused_with_a_code_and_leave_no_trace(daemon, pg_
         ("read", "select amount from ledger where run_id = $1", ["{{ run.id }}"])))
     logs = attacker.run("ledger", {"amount": "12.50"})
     assert logs["run"]["state"] == "succeeded", logs
-    assert [(r["run_id"], r["amount"]) for r in sql(app_url, "select run_id, amount::text from ledger")] == \
+    assert [(r["run_id"], r["amount"]) for r in sql(app_dbs.url(ATTACKER), "select run_id, amount::text from ledger")] == \
         [(logs["run"]["run_id"], "12.50")]
 
 
-def test_a_daemon_given_the_control_store_as_its_app_database_runs_no_workflow_sql(daemon, pg_url):
-    """The wall: A44_APP_DATABASE_URL pointing at the control store (here also as a superuser) is refused before
-    the first statement; so is a daemon on an external control store with no application database at all."""
-    for app, code, words in ((pg_url, "E_SQL_UNSAFE_DATABASE", "automation"),
-                             (None, "E_SQL_NO_DATABASE", "no application database")):
-        attacker, _ = daemon(app)
-        attacker.publish("probe", workflow("probe", ("probe", "select count(*) from automation.api_tokens", [])))
-        a = refused(attacker.run("probe"))
-        assert a["error_code"] == code and words in a["error_message"], a
+def test_a_daemon_given_the_control_store_as_its_app_database_runs_no_workflow_sql(daemon, pg_url, pg_admin_url,
+                                                                                  pg_template, tmp_path):
+    """The wall: A44_APP_DATABASE_URL pointing at a control store (here also as a superuser) is refused before the
+    first statement; so is a daemon on an external control store with no application database at all; and one URL
+    for every project (no `{project}`, here the control store itself) stops `serve` before it serves anything."""
+    asyncio.run(_admin(pg_admin_url, f"create database ctl_{ATTACKER} template {pg_template}"))
+    try:
+        for app, code, words in ((with_database(pg_url, "ctl_{project}"), "E_SQL_UNSAFE_DATABASE", "automation"),
+                                 (None, "E_SQL_NO_DATABASE", "no application database")):
+            attacker, _ = daemon(app)
+            attacker.publish("probe", workflow("probe", ("probe", "select count(*) from automation.api_tokens", [])))
+            a = refused(attacker.run("probe"))
+            assert a["error_code"] == code and words in a["error_message"], a
+    finally:
+        asyncio.run(_admin(pg_admin_url, f"drop database if exists ctl_{ATTACKER} with (force)"))
+    env = {"PATH": str(Path(A44).parent), "A44_DATABASE_URL": pg_url, "A44_HOME": str(tmp_path),
+           "A44_APP_DATABASE_URL": pg_url}
+    out = subprocess.run([A44, "automation", "serve", "--http-port", str(free_port())], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 1 and "E_SQL_UNSAFE_DATABASE" in out.stderr and "{project}" in out.stderr, out.stderr

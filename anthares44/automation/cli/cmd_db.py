@@ -1,6 +1,7 @@
 """`a44 automation db start|stop|status|url|migrate`: the database in use (A44_DATABASE_URL, or the embedded
-PostgreSQL under $A44_HOME) and its schema; `db url --app` prints the application database, where workflow SQL
-runs (A44_APP_DATABASE_URL, or the embedded server's `a44_app`).
+PostgreSQL under $A44_HOME) and its schema; `db url --app [--project P]` prints a project's application database,
+where its workflow SQL runs (A44_APP_DATABASE_URL with `{project}`, or the embedded server's database of the
+project, made and restored first).
 
 Exit codes: 0 ok, 1 error (printed as `E_CODE message`), 3 for `status` when the embedded server is stopped
 (as `pg_ctl status` does).
@@ -28,7 +29,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     st = actions.add_parser("status", help="which database, reachable or not, migrations applied")
     url = actions.add_parser("url", help="print the URL of the database in use (psql \"$(a44 automation db url)\")")
     url.add_argument("--app", action="store_true",
-                     help="the application database instead, where workflow SQL runs (sql/execute)")
+                     help="a project's application database instead, where its workflow SQL runs (sql/execute)")
+    url.add_argument("--project", metavar="P",
+                     help="with --app: the project (default: $A44_PROJECT, else pj_default)")
     mg = actions.add_parser("migrate", help="apply pending migrations and create partitions ahead")
     for action in (start, stop, st, url, mg):
         action.add_argument("--format", "-f", choices=FORMATS, default="text", help="output format (default: text)")
@@ -78,18 +81,24 @@ def _stop(args) -> int:
 
 
 def _url(args) -> int:
-    from ..errors import E_SQL_NO_DATABASE, A44Error
+    from ..app.automation import resolve_project
+    from ..errors import E_INVALID_ARGUMENT, E_SQL_NO_DATABASE, A44Error
     from ..runtime.postgres.database import resolve_app_url, resolve_url
 
     if not args.app:
+        if args.project:
+            raise A44Error(E_INVALID_ARGUMENT, "--project goes with --app: the control store is every project's",
+                           hint="a44 automation db url --app --project P")
         found = resolve_url(settings_of(args), start=True)
         return _say(args, found, {"url": found})
-    url = resolve_app_url(settings_of(args), start=True)
+    settings = settings_of(args)
+    project = resolve_project(args.project, settings)
+    url = resolve_app_url(settings, project, start=True)
     if url is None:
         raise A44Error(E_SQL_NO_DATABASE, "A44_DATABASE_URL names an external control store and "
                                           "A44_APP_DATABASE_URL is not set: there is no application database",
-                       hint="set A44_APP_DATABASE_URL to a PostgreSQL database for workflow SQL (docs/store.md)")
-    return _say(args, url, {"url": url})
+                       hint="set A44_APP_DATABASE_URL to a PostgreSQL URL with {project} (docs/store.md)")
+    return _say(args, url, {"url": url, "project": project})
 
 
 def _status(args) -> int:
@@ -100,13 +109,13 @@ def _status(args) -> int:
     env = settings_of(args)
     url = env.database_url
     info: dict = {"kind": "external" if url else "embedded"}
-    app = env.app_database_url
+    app = redact_url(env.app_database_url) if env.app_database_url else None
     if not url:
         st = LocalDatabase.of(env).status()
         info.update(data_dir=str(st.data_dir), running=st.running, pid=st.pid, port=st.port)
         url = st.url
-        app = app or st.app_url
-    info["app_url"] = redact_url(app) if app else None
+        app = app or "embedded, a database per project (a44_app_<project>)"
+    info["app_url"] = app
     if url:
         info["url"] = redact_url(url)
         info.update(asyncio.run(_schema_info(url)))
@@ -122,7 +131,7 @@ def _status(args) -> int:
     if "pid" in info:
         print(f"running: yes (pid {info['pid']}, 127.0.0.1:{info['port']})")
     print(f"url: {info['url']}")
-    print(f"application database (workflow SQL): {info['app_url'] or 'none (set A44_APP_DATABASE_URL)'}")
+    print(f"application databases (workflow SQL): {info['app_url'] or 'none (set A44_APP_DATABASE_URL)'}")
     v = info["server_version_num"]
     print(f"server: PostgreSQL {v // 10000}.{v % 10000}")
     print(f"migrations: {len(info['applied'])} applied, {len(info['pending'])} pending"

@@ -24,8 +24,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--worker-id", help="name of this worker in leases and attempts (default host:pid:random)")
     p.add_argument("--database-url", help="PostgreSQL URL (default A44_DATABASE_URL, else the embedded server)")
     p.add_argument("--app-database-url",
-                   help="PostgreSQL URL where workflow SQL runs (default A44_APP_DATABASE_URL, else the embedded "
-                        "server's a44_app database; never the control store)")
+                   help="PostgreSQL URL with {project} where each project's workflow SQL runs (default "
+                        "A44_APP_DATABASE_URL, else the embedded server's database of each project; never the "
+                        "control store)")
     p.add_argument("--grace", default="10s", metavar="DURATION",
                    help="at SIGTERM, how long in-flight steps may finish before leases are released (default 10s)")
     p.add_argument("--http-port", type=int, default=None, metavar="PORT",

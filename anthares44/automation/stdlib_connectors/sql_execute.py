@@ -1,10 +1,12 @@
 """`uses: sql/execute` (§14): one parameterized statement on the workflow's own database, never the control store.
 
 Where it runs: `dsnSecretRef` (the step's, else the declared connector's) names a secret holding a PostgreSQL
-DSN; without one, the statement runs on the application database the engine passes as `ctx.services["app_db"]`
-(sql_database.AppDatabase: `A44_APP_DATABASE_URL`, or the embedded server's `a44_app`). Either way the connection
-passes the wall of sql_database.py first (no control schema, no server-level powers). Pools for DSNs are made on
-first use and kept per connector instance (closed by `aclose()`), one per event loop.
+DSN; without one, the statement runs on the step's project's own application database, through that project's pool
+of the `AppDatabase` the engine passes as `ctx.services["app_db"]` (sql_database.py: the embedded server's database
+of the project, or `A44_APP_DATABASE_URL` with `{project}`). Either way the connection passes the wall of
+sql_database.py first (no control schema, not the daemon's role, no server-level powers, no other session's
+statements). Pools for DSNs are made on first use and kept per connector instance (closed by `aclose()`), one per
+event loop.
 
 Values are never spliced: `params` are bound to `$1`, `$2`... after adaptation to the placeholder types
 (sql_values.py). The seed's effect guard works as written: `insert ... values ($1, $2, ...) on conflict (run_id,
@@ -97,9 +99,10 @@ class SqlExecuteConnector:
 
     async def _pool(self, p: SqlExecuteParams, ctx: StepContext):
         ref = p.dsnSecretRef or (ctx.declared or {}).get("dsnSecretRef")
+        app_db = ctx.services.get("app_db") or AppDatabase(None)
         if ref is None:
-            return await (ctx.services.get("app_db") or AppDatabase(None)).pool()
-        return await self._pools.get(await ctx.secret(ref))
+            return await app_db.pool(ctx.project_id)
+        return await self._pools.dsn(await ctx.secret(ref), app_db.wall)
 
     async def invoke(self, params: Any, ctx: StepContext) -> dict[str, Any]:
         p = params if isinstance(params, SqlExecuteParams) else SqlExecuteParams.model_validate(params)

@@ -29,13 +29,14 @@ from ...clock import Clock, SystemClock
 from ...durations import parse_duration, reconnect_delay
 from ...errors import A44Error
 from ...paths import storage_root
-from ...redact import redact_url
 from ...settings import Settings
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ..outage import OUTAGE
 from ..store.core import Store
 from ..store.migrate import log_migrated as migrated
 from . import heartbeat, warmup
+from .app_sql import describe as describe_app_database
+from .app_sql import open_app_database
 from .committer import synchronous_commit
 from .journal import Lease
 from .worker import DEFAULT_LEASE, Engine, default_worker_id
@@ -58,8 +59,8 @@ def _duration(text: str | None, default: timedelta) -> timedelta:
 @dataclass
 class WorkerSettings:
     database_url: str | None = None            # None: the embedded server of `env`
-    # where workflow SQL runs (sql/execute without a connection); None: the embedded server's a44_app when the
-    # control store is the embedded one, else none (docs/store.md)
+    # where workflow SQL runs (sql/execute without a connection): a URL with {project}; None: the embedded server's
+    # database per project when the control store is the embedded one, else none (docs/store.md)
     app_database_url: str | None = None
     worker_id: str = field(default_factory=default_worker_id)
     lease_timeout: timedelta = DEFAULT_LEASE   # §18: p99 of the slowest step + 50 %
@@ -138,16 +139,14 @@ class Daemon:
                                               results_dir=storage_root(s.env.home))
         migrated(await self._store.migrate())
         await self._store.ensure_partitions()
-        from ...stdlib_connectors.sql_database import AppDatabase
-
-        app_url = self._app_database_url()
+        app_db = await open_app_database(self._store, s, own_store=self._own_store)
         self.engine = Engine(self._store, self._registry, worker_id=s.worker_id, lease=s.lease_timeout,
                              clock=self._clock or self._store.clock, rng=self._rng, concurrency=s.concurrency,
-                             app_db=AppDatabase(app_url), settings=s.env, tracer=tracer)
+                             app_db=app_db, settings=s.env, tracer=tracer)
         await self._warm()
         await self._beat()
         lifecycle.info("serving worker=%s lease=%ss concurrency=%d workflow-sql=%s", s.worker_id,
-                    s.lease_timeout.total_seconds(), s.concurrency, redact_url(app_url) if app_url else "none")
+                       s.lease_timeout.total_seconds(), s.concurrency, describe_app_database(app_db))
 
     async def _warm(self) -> None:
         """Open the pool's connections and run the hot statements once on each before announcing readiness, so
@@ -159,16 +158,6 @@ class Daemon:
             warmup.warm_connectors(self.engine.registry)
         except A44Error as exc:     # only a head start: the runs pay for it themselves
             log.info("warm-up: %s", exc)
-
-    def _app_database_url(self) -> str | None:
-        from ..postgres.database import resolve_app_url
-
-        s = self.settings
-        if s.app_database_url:
-            return s.app_database_url
-        if self._own_store and not s.database_url:
-            return resolve_app_url(s.env, start=True)
-        return None        # a control store named explicitly is never reused for workflow SQL
 
     async def serve(self) -> None:
         """start() if needed, then claim and drive runs until request_stop(); then shut down gracefully."""

@@ -1,13 +1,16 @@
 """Where the databases are. The control store: `A44_DATABASE_URL`, or the embedded server under `$A44_HOME/pg`
-(started on demand), database `a44` reached as the non-superuser role `a44`. The application database, where
-workflow SQL runs: `A44_APP_DATABASE_URL`, or, on the embedded server only, its database `a44_app` reached as the
-role `a44_app` (roles.py); with an external control store and no `A44_APP_DATABASE_URL` there is none
-(sql/execute without a connection fails with E_SQL_NO_DATABASE).
+(started on demand), database `a44` reached as the non-superuser role `a44`. The application databases, where
+workflow SQL runs, one per project: `A44_APP_DATABASE_URL` with `{project}` (the operator made them), or, on the
+embedded server only, the database and role `a44_app_<project>` that a44 makes (projects.py); with an external
+control store and no `A44_APP_DATABASE_URL` there is none (sql/execute without a connection fails with
+E_SQL_NO_DATABASE).
 
 The embedded server outlives the command that started it and is reused by the next one. Its coordinates are in
-`$A44_HOME/pg/state.json` (port, pid, the passwords of `postgres`, `a44` and `a44_app`) and are only trusted after a liveness check, so the files
-left behind by a `kill -9` are harmless. `$A44_HOME/pg/lock` (flock) serialises start/stop, so two commands
-starting together do not both run initdb or pick two ports.
+`$A44_HOME/pg/state.json` (mode 0600: port, pid, the passwords of `postgres` and `a44`, and `app_secret`, from
+which the project roles' passwords are derived) and are only trusted after a liveness check, so the files left
+behind by a `kill -9` are harmless. `$A44_HOME/pg` is mode 0700 and the server's log 0600 (embedded.py): the log
+holds the text of failed statements, workflow SQL included. `$A44_HOME/pg/lock` (flock) serialises start/stop, so
+two commands starting together do not both run initdb or pick two ports.
 
 The variables are read by the edges (settings.py): the functions here take the `Settings` they read.
 """
@@ -27,7 +30,8 @@ from ...errors import E_DB_UNAVAILABLE, A44Error
 from ...paths import a44_home
 from ...settings import Settings
 from .embedded import SUPERUSER, EmbeddedServer, bin_dir, free_port, port_accepts
-from .roles import APP_DATABASE, APP_ROLE, CONTROL_ROLE, login_url, provision
+from .projects import EmbeddedProjects
+from .roles import CONTROL_ROLE, login_url, provision
 
 DATABASE_NAME = "a44"
 
@@ -39,7 +43,6 @@ class EmbeddedStatus:
     pid: int | None
     data_dir: Path
     url: str | None
-    app_url: str | None = None
 
 
 class LocalDatabase:
@@ -57,7 +60,7 @@ class LocalDatabase:
 
     @contextmanager
     def _locked(self):
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         with open(self.dir / "lock", "a+") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
@@ -73,8 +76,10 @@ class LocalDatabase:
 
     def _write_state(self, state: dict) -> None:
         tmp = self._state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        tmp.chmod(0o600)  # it holds the password
+        tmp.unlink(missing_ok=True)
+        # it holds the passwords: 0600 from its creation, not after a window at the umask's mode
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as fh:
+            fh.write(json.dumps(state, indent=2))
         tmp.replace(self._state_file)
 
     def _admin_url(self, port: int, state: dict) -> str:
@@ -82,20 +87,18 @@ class LocalDatabase:
         return login_url(port, SUPERUSER, state["password"], DATABASE_NAME)
 
     @staticmethod
-    def _urls(port: int, state: dict) -> tuple[str | None, str | None]:
-        """(control store URL, application database URL), None where the role is not made yet."""
-        control = login_url(port, CONTROL_ROLE, state["control_password"], DATABASE_NAME) \
-            if state.get("control_password") else None
-        app = login_url(port, APP_ROLE, state["app_password"], APP_DATABASE) if state.get("app_password") else None
-        return control, app
+    def _url(port: int, state: dict) -> str | None:
+        """The control store's URL, None while the role is not made yet."""
+        if not state.get("control_password"):
+            return None
+        return login_url(port, CONTROL_ROLE, state["control_password"], DATABASE_NAME)
 
     def status(self) -> EmbeddedStatus:
         st = self.server.status()
         state = self._state()
         running = st is not None and port_accepts(st.port)
-        url, app = self._urls(st.port, state) if running else (None, None)
         return EmbeddedStatus(running=running, port=st.port if st else None, pid=st.pid if st else None,
-                              data_dir=self.server.data, url=url, app_url=app)
+                              data_dir=self.server.data, url=self._url(st.port, state) if running else None)
 
     def start(self) -> str:
         """Start the server unless it runs already; create the cluster and the `a44` database the first time.
@@ -123,22 +126,25 @@ class LocalDatabase:
                 self._write_state(state)
                 self._ensure_database(st.port)
                 self._ensure_roles(st.port, state)
-            elif not (state.get("control_password") and state.get("app_password")):
-                self._ensure_roles(st.port, state)      # a server started by an a44 that made no roles
-            return self._urls(st.port, state)[0]
+            elif not (state.get("control_password") and state.get("app_secret")):
+                self._ensure_roles(st.port, state)      # a server started by an a44 that made no such roles
+            return self._url(st.port, state)
 
-    def app_url(self) -> str:
-        """The application database's URL (the server started, the database made, if needed)."""
+    def projects(self) -> EmbeddedProjects:
+        """Where each project's workflow SQL runs on this server (projects.py; the server started if needed)."""
         self.start()
-        return self._urls(self.server.status().port, self._state())[1]
+        state = self._state()
+        return EmbeddedProjects(self._admin_url(self.server.status().port, state), state["app_secret"],
+                                host="127.0.0.1", port=self.server.status().port)
 
     def _ensure_roles(self, port: int, state: dict) -> None:
-        """The roles `a44` and `a44_app` and what they own (roles.py); passwords made once, kept in state.json."""
+        """The role `a44` and what it owns (roles.py); its password and the secret of the project roles' passwords
+        are made once, kept in state.json."""
         control = state.get("control_password") or secrets.token_urlsafe(24)
-        app = state.get("app_password") or secrets.token_urlsafe(24)
-        provision(self._admin_url(port, state), control, app)
-        if (state.get("control_password"), state.get("app_password")) != (control, app):
-            state.update(control_password=control, app_password=app)
+        app_secret = state.get("app_secret") or secrets.token_urlsafe(32)
+        provision(self._admin_url(port, state), control)
+        if (state.get("control_password"), state.get("app_secret")) != (control, app_secret):
+            state.update(control_password=control, app_secret=app_secret)
             self._write_state(state)
 
     def _ensure_database(self, port: int) -> None:
@@ -165,13 +171,29 @@ def resolve_url(settings: Settings, *, start: bool = True) -> str | None:
     return local.status().url
 
 
-def resolve_app_url(settings: Settings, *, start: bool = True) -> str | None:
-    """The URL of the application database: A44_APP_DATABASE_URL, else the embedded server's `a44_app` when the
-    control store is the embedded one (started when `start`), else None (an external control store is never
-    reused for workflow SQL)."""
-    if settings.app_database_url or settings.database_url:
-        return settings.app_database_url
+def resolve_projects(settings: Settings, *, start: bool = True):
+    """Where each project's workflow SQL runs (a sql_database.ProjectLocator): A44_APP_DATABASE_URL (a `{project}`
+    template; E_SQL_UNSAFE_DATABASE without the placeholder), else the embedded server's databases per project when
+    the control store is the embedded one (started when `start`; None when it is not running), else None (an
+    external control store is never reused for workflow SQL)."""
+    from ...stdlib_connectors.sql_database import TemplateLocator
+
+    if settings.app_database_url:
+        return TemplateLocator(settings.app_database_url)
+    if settings.database_url:
+        return None
     local = LocalDatabase.of(settings)
-    if start:
-        return local.app_url()
-    return local.status().app_url
+    if not start and not local.status().running:
+        return None
+    return local.projects()
+
+
+def resolve_app_url(settings: Settings, project: str, *, start: bool = True) -> str | None:
+    """The URL of `project`'s application database (made first on the embedded server), or None (see
+    resolve_projects)."""
+    import asyncio
+
+    locator = resolve_projects(settings, start=start)
+    if locator is None:
+        return None
+    return asyncio.run(locator.url(project))

@@ -112,9 +112,10 @@ class EmbeddedServer:
         for p in [path, *path.rglob("*")] if path.is_dir() else [path]:
             os.chown(p, self._user.pw_uid, self._user.pw_gid, follow_symlinks=False)
         for parent in [*path.parents, *self.bin.parents]:
-            mode = parent.stat().st_mode
-            if not mode & 0o001:
-                parent.chmod(mode | 0o001)
+            st = parent.stat()
+            # the server's own directories (root, 0700) need nothing: the others only a traverse bit
+            if st.st_uid != self._user.pw_uid and not st.st_mode & 0o001:
+                parent.chmod(st.st_mode | 0o001)
 
     def _run(self, args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
         kwargs: dict = {}
@@ -133,9 +134,17 @@ class EmbeddedServer:
     def initialized(self) -> bool:
         return (self.data / "PG_VERSION").exists()
 
+    def _private(self) -> None:
+        """`root` 0700 and the server's log 0600: the log holds the text of failed statements (workflow SQL, a
+        password in an `alter role`), and the root its state and passwords (database.py)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o700)
+        os.close(os.open(self.log, os.O_WRONLY | os.O_CREAT, 0o600))
+        self.log.chmod(0o600)
+
     def initdb(self, password: str | None = None) -> None:
         """Create the cluster. With a password, TCP logins need it (scram); without, they are trusted."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._private()
         if self.data.exists() and not self.initialized():
             shutil.rmtree(self.data)  # a half-made cluster from an interrupted initdb
         self._give(self.root)
@@ -173,7 +182,7 @@ class EmbeddedServer:
         return PostmasterStatus(pid=pid, port=port, ready=ready)
 
     def start(self, port: int, *, wait_s: float = 30) -> PostmasterStatus:
-        self.log.touch(exist_ok=True)
+        self._private()
         self._give(self.log)
         opts = ["-h 127.0.0.1", f"-p {port}", "-c unix_socket_directories=''"]
         if not self.durable:

@@ -17,3 +17,7 @@ select worker_id, host, pid, version, started_at, last_seen_at, stopped_at, in_f
 from automation.daemons
 order by last_seen_at desc, worker_id
 limit :limit;
+
+-- name: control_identity
+-- purpose: the role and database the daemon's control store connections use (the workflow SQL wall refuses both)
+select current_user as role, current_database() as database;

@@ -22,3 +22,7 @@ limit 1;
 -- purpose: store a new version's IR (the caller checked conflict and regression under version_lock)
 insert into automation.workflow_versions (project_id, workflow_id, version, sha256, ir, published_at)
 values (:project, :workflow_id, :version, :sha256, :ir::jsonb, :now);
+
+-- name: projects_published
+-- purpose: every project that has published a workflow (the daemon sets up or restores each one's workflow SQL at start)
+select distinct project_id from automation.workflow_versions order by project_id;
