@@ -59,7 +59,8 @@ E_TUNNEL_DOWN = _code("E_TUNNEL_DOWN", True, "the private network route is unava
 E_CIRCUIT_OPEN = _code("E_CIRCUIT_OPEN", True, "the connector's circuit breaker is open")
 E_CONNECTOR_NOT_FOUND = _code("E_CONNECTOR_NOT_FOUND", False, "the step's connector is not installed")
 E_CONNECTOR_FAILED = _code("E_CONNECTOR_FAILED", False, "the connector raised an unexpected error")
-E_PARAMS_INVALID = _code("E_PARAMS_INVALID", False, "rendered step parameters failed validation")
+E_PARAMS_INVALID = _code("E_PARAMS_INVALID", False, "parameters failed validation: a step's rendered parameters, "
+                         "or a request's (a skip that names neither a partition nor a step)", http=400)
 E_TEMPLATE = _code("E_TEMPLATE", False, "a template could not be rendered at run time", http=422)
 E_TEMPLATE_LIMIT = _code("E_TEMPLATE_LIMIT", False,
                          "a template passed a rendering limit (output size, loop iterations, range, repetition, "

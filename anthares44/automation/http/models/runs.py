@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from .common import Age, Body, Doc, Id, NonBlank, Text
 
@@ -54,9 +54,16 @@ class RunLogs(Doc):
 
 
 class SkipRequest(Body):
+    """Names what to skip: `partition` (with `step` when several steps have it), or `step`; one of the two is
+    required (400 E_PARAMS_INVALID without either)."""
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": ["partition"], "properties": {"partition": {"type": "string"}}},
+        {"required": ["step"], "properties": {"step": {"type": "string"}}}]})
+
     reason: NonBlank = Field(description="why, recorded in the log")
-    partition: Text | None = None
-    step: Id | None = None
+    partition: Text | None = Field(None, description="the failed partition (required unless `step` is given)")
+    step: Id | None = Field(None, description="the failed step, or the step of `partition` (required unless "
+                                              "`partition` is given)")
 
 
 class CancelRequest(Body):
