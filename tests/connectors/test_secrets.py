@@ -4,11 +4,14 @@ after which neither the whole database nor the log output contains the secret or
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import logging
 import os
+import re
 import stat
+import urllib.parse
 
 import asyncpg
 import pytest
@@ -67,6 +70,32 @@ def test_scrub_any_depth_and_structured_parts():
     assert out == {"a": [{"b": "x [redacted] y"}], "[redacted]": 1}
 
 
+def test_encoded_forms_of_a_secret_are_scrubbed():
+    """base64 and base64url (padded or not, alone, as `Bearer <secret>`, as `user:<secret>`, at every byte offset
+    inside a longer encoded text), hex, URL-encoded and JSON-escaped forms."""
+    secret = 'tok"en/With+Odd é'
+    raw = secret.encode()
+    texts = {"alone": base64.b64encode(raw).decode(), "bearer": base64.b64encode(b"Bearer " + raw).decode(),
+             "bearer_url": base64.urlsafe_b64encode(b"Bearer " + raw).decode().rstrip("="),
+             "basic": base64.b64encode(b"user:" + raw).decode(), "hex": raw.hex(), "HEX": raw.hex().upper(),
+             "url": urllib.parse.quote(secret, safe=""), "url_lower": re.sub("%[0-9A-F]{2}", lambda m: m.group().lower(), urllib.parse.quote(secret, safe="")),
+             "plus": urllib.parse.quote_plus(secret), "json": json.dumps({"a": secret}),
+             "json_utf8": json.dumps({"a": secret}, ensure_ascii=False)}
+    for k in range(6):          # every offset inside a longer text
+        texts[f"offset{k}"] = base64.b64encode(b"x" * k + raw + b"tail").decode()
+    out = scrub(texts, [secret])
+    for name, text in out.items():
+        assert "[redacted]" in text, (name, text)
+        rest = text.replace("[redacted]", "")
+        assert len(rest) <= len(texts[name]) - len(secret) // 2, (name, text)
+    assert out["alone"] == "[redacted]" and out["hex"] == "[redacted]"
+    # what the secret does not decide is kept: the encoded `Bearer ` and `tail`
+    assert out["bearer"].startswith("QmVhcmVy") and out["offset0"].endswith(base64.b64encode(b"tail").decode()[2:])
+    # unrelated base64 data and a short secret's encodings are left alone
+    assert scrub({"d": base64.b64encode(b"other data here").decode()}, [secret, "42"]) == \
+        {"d": base64.b64encode(b"other data here").decode()}
+
+
 def test_short_secrets_are_scrubbed_where_they_stand_alone():
     src = SecretSource({"sec_pin": "42", "sec_c": json.dumps({"client_id": "x", "client_secret": "s3cr3t-long"})})
     src.get("sec_pin")
@@ -100,8 +129,14 @@ def echo_app(hits: list):
         hits.append(dict(request.headers))
         if request.path == "/fail":        # an error body that repeats the credential
             return web.json_response({"error": "bad", "you_sent": request.headers.get("Authorization")}, status=500)
+        auth = (request.headers.get("Authorization") or "").encode()
+        # a far side that echoes the credential encoded (issue 24 item 8): each form must be scrubbed too
         return web.json_response({"seen": request.headers.get("Authorization"),
-                                  "nested": [{"token": "tok-in-result"}]})
+                                  "nested": [{"token": "tok-in-result"}],
+                                  "b64": base64.b64encode(auth).decode(),
+                                  "b64url": base64.urlsafe_b64encode(auth).decode().rstrip("="),
+                                  "hex": auth.hex(), "quoted": urllib.parse.quote(auth.decode(), safe=""),
+                                  "text": json.dumps({"auth": auth.decode()})})
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", echo)
@@ -131,6 +166,11 @@ def test_a_run_using_a_secret_leaves_no_trace_of_it(store, clock, pg_url, serve,
     everything = aio(dump(pg_url))
     assert "[redacted]" in everything and "Bearer" in everything      # the results were written, scrubbed
     assert SECRET not in everything
+    raw = SECRET.encode()
+    for encoded in (base64.b64encode(raw).decode(), base64.b64encode(b"Bearer " + raw).decode()[12:-4],
+                    base64.urlsafe_b64encode(b"Bearer " + raw).decode()[12:-4], raw.hex(),
+                    urllib.parse.quote(SECRET, safe="")):
+        assert encoded not in everything, encoded
     assert "tok-in-result" not in everything                          # key-based redaction at depth
     assert SECRET not in caplog.text
 
