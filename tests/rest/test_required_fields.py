@@ -12,7 +12,6 @@ from tests.ingestion.support import P
 from .support import api  # noqa: F401 - the fixture
 
 
-
 def _resolve(schema: dict, components: dict) -> dict:
     ref = schema.get("$ref")
     return components[ref.rsplit("/", 1)[1]] if ref else schema
