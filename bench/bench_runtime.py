@@ -53,6 +53,7 @@ from runtime_limits import insert_then_update, raw_http, raw_inserts  # noqa: E4
 from runtime_profile import Profiler  # noqa: E402
 
 from anthares44.automation.runtime.postgres.embedded import EmbeddedServer, free_port  # noqa: E402
+from anthares44.automation.runtime.postgres.projects import provision  # noqa: E402
 from anthares44.automation.runtime.store.core import Store  # noqa: E402
 
 A44 = str(Path(sys.executable).parent / "a44")
@@ -384,14 +385,15 @@ async def prepare(url: str, home: Path, files: dict[str, str] | None = None) -> 
     if report.errors:
         raise SystemExit(f"publish failed: {[d.to_dict() for d in report.diagnostics]}")
     await store.close()
-    app = await asyncpg.connect(app_url_of(url))        # where the sql workflow's INSERTs land
+    app = await asyncpg.connect(app_url_of(url, PROJECT))      # where the sql workflow's INSERTs land
     await app.execute("create table if not exists bench_effects (id bigserial primary key, n integer not null)")
     await app.close()
 
 
-def app_url_of(url: str) -> str:
-    """The application database (where the sql workflow's statements run) beside the bench's control store."""
-    return url.replace("postgres@", "a44_app@", 1).rsplit("/", 1)[0] + "/a44_app"
+def app_url_of(url: str, project: str = "{project}") -> str:
+    """The application databases (where the sql workflow's statements run, one per project) beside the bench's
+    control store: the `{project}` template A44_APP_DATABASE_URL takes, or one project's URL."""
+    return url.replace("postgres@", f"a44_app_{project}@", 1).rsplit("/", 1)[0] + f"/a44_app_{project}"
 
 
 def start_server(root: Path, durable: bool) -> tuple[EmbeddedServer, str]:
@@ -404,8 +406,8 @@ def start_server(root: Path, durable: bool) -> tuple[EmbeddedServer, str]:
     async def mk():
         c = await asyncpg.connect(admin)
         await c.execute("create database a44")
-        await c.execute("create role a44_app login")
-        await c.execute("create database a44_app owner a44_app")
+        # as the embedded server's: no project role may connect to the control database
+        await c.execute("revoke connect, temporary on database a44 from public")
         await c.execute("create database dbos_bench")     # DBOS's system database, when it is compared
         settings = {r["name"]: r["setting"] for r in await c.fetch(
             "select name, setting from pg_settings where name in ('fsync', 'synchronous_commit', "
@@ -414,6 +416,8 @@ def start_server(root: Path, durable: bool) -> tuple[EmbeddedServer, str]:
         return settings
 
     settings = asyncio.run(mk())
+    name = f"a44_app_{PROJECT}"     # the project's role and database, as a44 makes them on the embedded server
+    asyncio.run(provision(admin, name, name, "bench"))
     print(f"# embedded PostgreSQL {settings.get('server_version')} in {root}: durable={durable} "
           f"fsync={settings.get('fsync')} synchronous_commit={settings.get('synchronous_commit')} "
           f"full_page_writes={settings.get('full_page_writes')} wal_sync_method={settings.get('wal_sync_method')}")
@@ -459,7 +463,7 @@ def dbos_side(url: str, far: FarSide, workflow: str, runs: int, latency_runs: in
         return None
     sys_url = url.rsplit("/", 1)[0] + "/dbos_bench"
     x0 = asyncio.run(settled_commits(sys_url))
-    got = subprocess.run([sys.executable, str(ROOT / "bench" / "runtime_dbos.py"), sys_url, app_url_of(url),
+    got = subprocess.run([sys.executable, str(ROOT / "bench" / "runtime_dbos.py"), sys_url, app_url_of(url, PROJECT),
                           str(far.port), workflow, str(runs), str(latency_runs), str(POSTMASTER[0])],
                          capture_output=True, text=True, timeout=900)
     if got.returncode:
