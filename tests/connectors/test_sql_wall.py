@@ -148,3 +148,28 @@ def test_a_project_role_that_could_reach_beyond_its_project_is_refused(registry,
             [{"r": a_role}]
     finally:
         aio(app.aclose())
+
+
+def test_a_role_setting_its_own_defaults_changes_nothing_on_a44_sessions(registry, make_ctx, aio, app_dbs):
+    """`ALTER ROLE current_user SET statement_timeout = '1ms'` (any role may) and the like: a44's next connections
+    pin what sql/execute relies on in their startup packet, which wins over role defaults."""
+    app_dbs.url("pj_default")
+    app = AppDatabase(app_dbs.template)
+    ctx = make_ctx(services={"app_db": app})
+    try:
+        for setting, value in (("statement_timeout", "1ms"), ("search_path", "nowhere"),
+                               ("default_transaction_read_only", "on"), ("lock_timeout", "1ms")):
+            aio(run_step(registry, "sql/execute",
+                         {"query": f"alter role current_user set {setting} = '{value}'"}, ctx))
+    finally:
+        aio(app.aclose())
+    app = AppDatabase(app_dbs.template)      # new connections: the role's defaults would apply to them
+    ctx = make_ctx(services={"app_db": app})
+    try:
+        out = aio(run_step(registry, "sql/execute", {
+            "query": "select current_setting('statement_timeout') as st, current_setting('search_path') as sp, "
+                     "current_setting('default_transaction_read_only') as ro, pg_sleep(0.05)::text as slept"}, ctx))
+        assert out["rows"] == [{"st": "0", "sp": "public", "ro": "off", "slept": ""}], out
+        aio(run_step(registry, "sql/execute", {"query": "create table written (x int)"}, ctx))
+    finally:
+        aio(app.aclose())

@@ -155,6 +155,37 @@ def test_embedded_roles_have_no_server_powers_and_each_project_has_its_own_datab
     assert "application databases (workflow SQL): embedded, a database per project" in \
         a44("status", env=home_env).stdout
 
+    # what a project role may do to itself (its password, its settings), `db start` undoes for every project that
+    # published a workflow, the server running or not
+    wf = Path(home_env["A44_HOME"]) / "w.yaml"
+    wf.write_text("name: w\nversion: 1\nsteps:\n  - id: s\n    uses: pass\n    timeout: 1s\n")
+    published = subprocess.run([sys.executable, "-m", "anthares44.automation.cli.main", "automation", "publish",
+                                str(wf), "--project", "pj_b"], capture_output=True, text=True, env=home_env,
+                               timeout=120)
+    assert published.returncode == 0, published.stderr
+
+    async def harm():
+        conn = await asyncpg.connect(other)
+        try:
+            await conn.execute("alter role current_user set statement_timeout = '1ms'")
+            await conn.execute("alter role current_user password 'chosen-by-the-project'")
+        finally:
+            await conn.close()
+
+    async def still_usable() -> str | None:
+        conn = await asyncpg.connect(other)
+        try:
+            return await conn.fetchval("select current_setting('statement_timeout')")
+        finally:
+            await conn.close()
+
+    asyncio.run(harm())
+    with pytest.raises(asyncpg.InvalidPasswordError):
+        asyncio.run(still_usable())
+    started = a44("start", env=home_env)
+    assert started.returncode == 0 and "databases of 1 project(s) in order" in started.stdout, started
+    assert asyncio.run(still_usable()) == "0"
+
 
 def test_external_control_store_without_an_app_url_has_no_application_database():
     env = {**os.environ, "A44_DATABASE_URL": f"postgresql://a44:pw@127.0.0.1:{free_port()}/a44"}

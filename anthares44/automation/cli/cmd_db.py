@@ -64,8 +64,14 @@ def _start(args) -> int:
     local = LocalDatabase.of(env)
     local.start()
     st = local.status()
-    return _say(args, f"embedded PostgreSQL running on 127.0.0.1:{st.port} (pid {st.pid}, data {st.data_dir})",
-                {"kind": "embedded", "running": True, "port": st.port, "pid": st.pid, "data_dir": str(st.data_dir)})
+    # the roles and databases of the projects' workflow SQL, made or repaired (undoing what a role did to itself)
+    projects, failed = local.restore_projects()
+    for project, exc in failed:
+        print(f"warning: workflow SQL of project {project}: {exc.code} {exc.message}", file=sys.stderr)
+    return _say(args, f"embedded PostgreSQL running on 127.0.0.1:{st.port} (pid {st.pid}, data {st.data_dir}); "
+                      f"workflow SQL databases of {len(projects) - len(failed)} project(s) in order",
+                {"kind": "embedded", "running": True, "port": st.port, "pid": st.pid, "data_dir": str(st.data_dir),
+                 "projects": projects, "failed": [p for p, _ in failed]})
 
 
 def _stop(args) -> int:

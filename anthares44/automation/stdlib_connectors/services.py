@@ -5,7 +5,8 @@ Keys of `StepContext.services` (the engine builds them, runtime/connector_servic
   * `PUBLISHER` (EventPublisher): puts an event on the project's bus (§8.1); seen by `queue/publish` only;
   * `BREAKER_STATE` (BreakerStateStore): the state circuit breakers share across daemons (breaker.py); used by the
     registry around a declared connector's call, never handed to a connector;
-  * `APP_DB`: the application database workflow SQL runs on (sql_database.AppDatabase);
+  * `APP_DB`: the projects' application databases workflow SQL runs on, one per project (sql_database.AppDatabase:
+    `pool(ctx.project_id)`), and the wall every workflow database connection passes;
   * `CLOCK`, `STORAGE`, `NETWORKS`, `HTTP_SESSION`: the registry's clock, object store, vpn routes, aiohttp session;
   * `NETWORKS_FILE`: the file of the vpn routes (network.py) when the registry was given none.
 The secret source (SecretLookup) is `StepContext.secrets`; a registry without one answers from a static mapping.

@@ -51,7 +51,6 @@ PINNED = {"application_name": APPLICATION_NAME, "search_path": "public", "statem
           "default_transaction_read_only": "off", "default_transaction_isolation": "read committed"}
 # the wall's queries run on the workflow's database, so they live with this connector, not with the store's
 _QUERIES = load_file(Path(__file__).with_name("workflow_db.sql"))
-_GUARD, _ISOLATION = _QUERIES["workflow_db_guard"], _QUERIES["project_db_isolation"]
 _PLAIN_ID = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
@@ -83,9 +82,12 @@ class Wall:
                    control_database=database_of(control_url) if control_url else None)
 
 
-def _args(query, **values) -> tuple:
-    """The values of a named query's parameters, in their `$n` order."""
-    return tuple(values[name] for name in query.params)
+async def _fetch_row(conn, name: str, **values):
+    """One query of workflow_db.sql, by name with named values, on a workflow database's connection (the store runs
+    every other named query; these run on the workflow's own database, see named_sql.py)."""
+    query = _QUERIES[name]
+    text = query.sql
+    return await conn.fetchrow(text, *(values[p] for p in query.params))
 
 
 def unsafe_reasons(row) -> list[str]:
@@ -136,7 +138,7 @@ async def _codecs(conn) -> None:
 
 async def guard(conn, wall: Wall) -> None:
     """The wall every workflow database connection passes before its first statement (E_SQL_UNSAFE_DATABASE)."""
-    row = await conn.fetchrow(_GUARD.sql, *_args(_GUARD, control_role=wall.control_role))
+    row = await _fetch_row(conn, "workflow_db_guard", control_role=wall.control_role)
     reasons = unsafe_reasons(row)
     if reasons:
         raise _refuse(row, reasons, f"point {APP_DATABASE_ENV} (or the connection's dsnSecretRef) at a database of "
@@ -264,8 +266,8 @@ class AppDatabase:
             row = await guard(conn, self.wall)
             others = sorted({self.locator.database(p) for p in self._known if p != project}
                             - {row["database"]})
-            iso = await conn.fetchrow(_ISOLATION.sql, *_args(_ISOLATION, others=others,
-                                                             control_database=self.wall.control_database))
+            iso = await _fetch_row(conn, "project_db_isolation", others=others,
+                                   control_database=self.wall.control_database)
             reasons = isolation_reasons(row["role"], iso)
             if reasons:
                 raise _refuse(row, reasons, "each project needs a login role of its own that owns no database, is "

@@ -67,9 +67,9 @@ class Engine:
         self.clock = clock or store.clock
         self.rng = rng or random.Random()
         self.concurrency = concurrency
-        # what connectors share (stdlib_connectors/services.py): sql/execute runs on the application database
-        # (`app_db`, an AppDatabase; None: none configured, such steps fail with E_SQL_NO_DATABASE) unless a step
-        # names a DSN; queue/publish publishes through the bus of this store, breakers keep their state in it
+        # what connectors share (stdlib_connectors/services.py): sql/execute runs on its project's application
+        # database (`app_db`, an AppDatabase; None: none configured, such steps fail with E_SQL_NO_DATABASE) unless a
+        # step names a DSN; queue/publish publishes through the bus of this store, breakers keep their state in it
         self.app_db = app_db if app_db is not None else AppDatabase(None)
         self.services = {**connector_services(store, self.app_db, settings=settings), **(services or {})}
         self.stopping = False

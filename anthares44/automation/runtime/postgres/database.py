@@ -137,6 +137,31 @@ class LocalDatabase:
         return EmbeddedProjects(self._admin_url(self.server.status().port, state), state["app_secret"],
                                 host="127.0.0.1", port=self.server.status().port)
 
+    def restore_projects(self) -> tuple[list[str], list]:
+        """Make or restore the workflow SQL role and database of every project that has published a workflow
+        (projects.py), as `db start` and every daemon start do: (projects, [(project, A44Error)] of those that
+        failed); none before the control store is migrated (nothing is published yet)."""
+        import asyncio
+
+        from ...errors import E_DB_SCHEMA
+        from ..store.core import Store
+
+        url = self.start()
+
+        async def run():
+            store = await Store.connect(url, min_size=1, max_size=1)
+            try:
+                projects = [r["project_id"] for r in await store.fetch("projects_published")]
+            except A44Error as exc:
+                if exc.code != E_DB_SCHEMA:
+                    raise
+                return [], []
+            finally:
+                await store.close()
+            return projects, await self.projects().restore(projects)
+
+        return asyncio.run(run())
+
     def _ensure_roles(self, port: int, state: dict) -> None:
         """The role `a44` and what it owns (roles.py); its password and the secret of the project roles' passwords
         are made once, kept in state.json."""
