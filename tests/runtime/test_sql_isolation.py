@@ -23,7 +23,7 @@ import pytest
 from anthares44.automation.runtime.postgres.embedded import free_port
 from tests.e2e.support import sql
 from tests.runtime.daemon_support import A44, ServeProcess
-from tests.runtime.pg import _admin, with_database
+from tests.runtime.pg import _admin, database_name, with_database
 
 ATTACKER, VICTIM = "pj_attacker", "pj_victim"
 TERMINAL = {"succeeded", "failed", "compensation_failed", "cancelled"}
@@ -105,6 +105,7 @@ def daemon(pg_url, app_url, app_dbs, tmp_path):
             time.sleep(0.05)
         return apis
 
+    start.procs = procs         # the daemons started so far, the running one last
     yield start
     for p in procs:
         p.stop()
@@ -187,3 +188,23 @@ def test_a_daemon_given_the_control_store_as_its_app_database_runs_no_workflow_s
     out = subprocess.run([A44, "automation", "serve", "--http-port", str(free_port())], env=env, capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 1 and "E_SQL_UNSAFE_DATABASE" in out.stderr and "{project}" in out.stderr, out.stderr
+
+
+def test_a_project_whose_grants_are_wrong_is_named_at_start_and_the_others_run(daemon, app_dbs, pg_admin_url):
+    """With A44_APP_DATABASE_URL (the operator made the roles), a daemon start opens one connection per published
+    project through the wall: a project role that may connect to another project's database is named in a warning
+    at start and its steps are refused; the other project's SQL runs."""
+    attacker, victim = daemon()
+    for api in (attacker, victim):
+        api.publish("probe", workflow("probe", ("probe", "select current_user as r", [])))
+    a_role, v_db = database_name(app_dbs.url(ATTACKER)), database_name(app_dbs.url(VICTIM))
+    asyncio.run(_admin(pg_admin_url, f"grant connect on database {v_db} to {a_role}"))
+    try:
+        attacker, victim = daemon()         # a new start: both projects are published now
+        warnings = [line for line in daemon.procs[-1].output().splitlines() if "workflow SQL of project" in line]
+        assert len(warnings) == 1 and ATTACKER in warnings[0] and f"may connect to {v_db}" in warnings[0], warnings
+        assert victim.run("probe")["run"]["state"] == "succeeded"
+        a = refused(attacker.run("probe"))
+        assert a["error_code"] == "E_SQL_UNSAFE_DATABASE" and f"may connect to {v_db}" in a["error_message"], a
+    finally:
+        asyncio.run(_admin(pg_admin_url, f"revoke connect on database {v_db} from {a_role}"))
