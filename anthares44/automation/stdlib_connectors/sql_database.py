@@ -75,12 +75,6 @@ class Wall:
     control_role: str = CONTROL_ROLE
     control_database: str | None = None
 
-    @classmethod
-    def of_url(cls, control_url: str | None) -> Wall:
-        parts = urlsplit(control_url or "")
-        return cls(control_role=unquote(parts.username) if parts.username else CONTROL_ROLE,
-                   control_database=database_of(control_url) if control_url else None)
-
 
 async def _fetch_row(conn, name: str, **values):
     """One query of workflow_db.sql, by name with named values, on a workflow database's connection (the store runs
@@ -233,10 +227,6 @@ class AppDatabase:
         self._pools = Pools()
         self._known: set[str] = set()       # projects seen: their databases are off limits to the others
 
-    @property
-    def configured(self) -> bool:
-        return self.locator is not None
-
     def know(self, projects) -> None:
         """Projects that exist (the daemon's start lists the published ones): no other project's role may connect
         to their databases."""
@@ -249,11 +239,6 @@ class AppDatabase:
                         hint=f"set {APP_DATABASE_ENV} to a PostgreSQL URL with {PROJECT_PLACEHOLDER} (a database "
                              "per project, docs/store.md), or declare a connection with a dsnSecretRef; the control "
                              "store (A44_DATABASE_URL) is never used")
-
-    async def url(self, project: str) -> str:
-        if self.locator is None:
-            raise self._missing()
-        return await self.locator.url(project)
 
     async def pool(self, project: str):
         """The pool of `project`'s own database (made, with the database if the locator makes them, on first use)."""
