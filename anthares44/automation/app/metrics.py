@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from dataclasses import dataclass, field
 
 from ..errors import A44Error
@@ -177,6 +178,7 @@ class Flusher:
             await self._flush("metrics flush failed (the counts go with the next one)")
 
     async def _flush(self, failure: str) -> None:
+        began = time.monotonic()
         try:
             wrote = await flush_counters(self.store)
             await system_metrics.fold_attempts(self.store)
@@ -187,7 +189,7 @@ class Flusher:
             log.warning("%s: %s", failure, exc)
         else:
             if wrote:      # nothing to flush reaches no database: it says nothing about an outage
-                OUTAGE.ok(self.store.url)
+                OUTAGE.ok(self.store.url, began)
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -27,12 +27,16 @@ class Outage:
                     getattr(exc, "message", None) or exc)
         return True
 
-    def ok(self, url: str) -> bool:
-        """A round succeeded; True (and one INFO line) when the database was lost until now."""
+    def ok(self, url: str, began: float) -> bool:
+        """A round that `began` (time.monotonic()) succeeded; True (and one INFO line) when the database was lost
+        until now. A round that began before the loss was noticed proves nothing: while a server shuts down, a
+        statement sent just before can still succeed after another loop failed, and counting it would log the
+        outage twice (lost, back, lost)."""
         with self._lock:
-            since = self._lost_at.pop(url, None)
-        if since is None:
-            return False
+            since = self._lost_at.get(url)
+            if since is None or began < since:
+                return False
+            del self._lost_at[url]
         log.info("database reachable again after %.1fs", time.monotonic() - since)
         return True
 

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -189,6 +190,7 @@ class Daemon:
             # with a backlog, refill by a quarter of the slots at a time instead of one claim per finished run
             # (fewer claim statements and commits per run, docs/runtime.md); when idle, claim at once
             refill = max(1, min(s.concurrency, s.claim_batch) // 4) if backlog else 1
+            began = time.monotonic()
             try:
                 if quiet:
                     # only a driver finished: nothing became due since the last claim took everything that was
@@ -218,7 +220,7 @@ class Daemon:
                     # a claim that was not full and nothing due left: the next driver to finish need not claim
                     quiet = not backlog and free >= refill and not self._hinted and not self._due_left
                 failures = 0
-                OUTAGE.ok(self.store.url)
+                OUTAGE.ok(self.store.url, began)
             except A44Error as exc:
                 # the database is away (restart, network): keep the in-flight work, retry with a backoff; one
                 # line when it goes and one when it is back (runtime/outage.py), not one per retry

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -236,11 +237,12 @@ class Scheduler:
     async def serve(self, stop: asyncio.Event) -> None:
         failures = 0
         while not stop.is_set():
+            began = time.monotonic()
             try:
                 await self.tick()
                 delay = max(0.0, (await self.next_wake() - self.clock.now()).total_seconds())
                 failures = 0
-                OUTAGE.ok(self.store.url)
+                OUTAGE.ok(self.store.url, began)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the database went away, or a bug: keep the daemon alive
