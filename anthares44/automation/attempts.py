@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .errors import E_CIRCUIT_OPEN
+from .errors import E_CIRCUIT_OPEN, E_STEP_TIMEOUT
 
 KEEPS_RESULT = ("succeeded", "compensated")      # the statuses whose result anything reads back
 
@@ -46,6 +46,13 @@ class Attempt:
         if self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
+
+
+def failed_status(error_code: str | None) -> str:
+    """The status of an attempt that ended in error `error_code`: `timeout` when the step ran out of its time,
+    whoever noticed it first (the interpreter's own timer, or a connector or step body that raised E_STEP_TIMEOUT
+    with the time it was given), else `failed` (docs/states.md "Attempt statuses")."""
+    return "timeout" if error_code == E_STEP_TIMEOUT else "failed"
 
 
 def counts_against_budget(status: str, error_code: str | None) -> bool:

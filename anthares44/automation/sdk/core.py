@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..attempts import Attempt, StepAttempts, counts_against_budget
+from ..attempts import Attempt, StepAttempts, counts_against_budget, failed_status
 from ..compiler.ir import DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS, RetryIR
 from ..compiler.retry_policy import Failure, retry_delay_ms
 from ..durations import parse_duration
@@ -244,7 +244,7 @@ def as_error(exc: BaseException, step_id: str, timeout_ms: int) -> tuple[str, A4
     if isinstance(exc, A44Error):
         if exc.step_id is None:
             exc.step_id = step_id
-        return "failed", exc
+        return failed_status(exc.code), exc     # a client that ran out of the step's time: a timeout
     retryable = isinstance(exc, (ConnectionError, OSError))
     return "failed", A44Error(E_NETWORK if retryable else E_CONNECTOR_FAILED,
                               f"step {step_id} raised {type(exc).__name__}: {exc}", step_id=step_id)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...attempts import failed_status
 from ...compiler.ir import ConnectorRef
 from ...errors import E_CONNECTOR_FAILED, E_STEP_TIMEOUT, A44Error
 from ...stdlib_connectors.protocol import StepContext
@@ -68,8 +69,8 @@ async def invoke(registry: ConnectorRegistry, call: Call, scope: Callable[[], di
             return Outcome("timeout", error=A44Error(E_STEP_TIMEOUT, f"step {call.step_id} did not finish within "
                                                                        f"{call.timeout_ms} ms", step_id=call.step_id))
         return Outcome("failed", error=_unexpected(call, exc))
-    except A44Error as err:
-        return Outcome("failed", error=_with_step(err, call.step_id))
+    except A44Error as err:     # a connector that saw its deadline pass first raises E_STEP_TIMEOUT: a timeout
+        return Outcome(failed_status(err.code), error=_with_step(err, call.step_id))
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - a connector bug fails the step, never the worker
