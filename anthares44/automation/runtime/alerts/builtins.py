@@ -1,7 +1,13 @@
-"""The built-in alerts, raised without any rule (docs/alerts.md "Built-in alerts"):
+"""The built-in alerts, raised without any rule (docs/alerts.md "Built-in alerts"); what each says is causes.py's:
 
 - `builtin:run_failed`: a run ended `failed`; grouped by workflow and error code; clears when a run of the
-  workflow succeeds. Next action: `a44 automation replay RUN --from-step STEP`.
+  workflow succeeds. Next action: `replay RUN --failed-partitions` when partitions failed, else
+  `replay RUN --from-step STEP`.
+- `builtin:run_partial`: a run ended `partial` (partitions failed for good, the rest went on); grouped by workflow
+  and error code; clears when a run of the workflow succeeds (a person's skip of the last failed partition
+  included). Next action: `a44 automation replay RUN --failed-partitions`.
+- `builtin:expectation_failed`: a run ended `failed` or `partial` because an `expect:` did not hold (the run's, a
+  step's or a partition's); grouped by workflow; clears like run_failed. Its message is the run's incident's.
 - `builtin:compensation_failed`: a run ended `compensation_failed`; clears when no run of the workflow is left in
   that state. Next action: undo the step by hand, its attempts in `a44 automation logs RUN`.
 - `builtin:awaiting_confirmation`: a run parked on an interrupted exclusive step; clears when none waits.
@@ -12,52 +18,36 @@
 
 from __future__ import annotations
 
-import re
-import shlex
 from datetime import datetime, timedelta
 
+from ...errors import E_EXPECTATION_FAILED
 from . import ledger
+from .causes import dead_letter_causes, dead_letter_context, run_context
 from .suppression import Policy
 
-RUN_FAILED, COMPENSATION_FAILED, AWAITING = ("builtin:run_failed", "builtin:compensation_failed",
-                                             "builtin:awaiting_confirmation")
+RUN_FAILED, RUN_PARTIAL, EXPECTATION = "builtin:run_failed", "builtin:run_partial", "builtin:expectation_failed"
+COMPENSATION_FAILED, AWAITING = "builtin:compensation_failed", "builtin:awaiting_confirmation"
 DLQ_GROWTH = "builtin:dlq_growth"
-RULE_OF_STATE = {"failed": RUN_FAILED, "compensation_failed": COMPENSATION_FAILED,
+RULE_OF_STATE = {"failed": RUN_FAILED, "partial": RUN_PARTIAL, "compensation_failed": COMPENSATION_FAILED,
                  "awaiting_confirmation": AWAITING}
+CLEARED_BY_SUCCESS = (RUN_FAILED, RUN_PARTIAL, EXPECTATION)
 PARKED = {COMPENSATION_FAILED: "compensation_failed", AWAITING: "awaiting_confirmation"}
 BATCH = 2000
-_SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
 LATE_COMMIT = timedelta(seconds=60)   # how late a run outcome may commit after its timestamp and still be seen
 
 
-def _project_flag(project: str) -> str:
-    return f" --project {shlex.quote(project)}"
-
-
-def next_action(project: str, state: str, run_id: str, step: str | None) -> str:
-    if state == "failed":
-        cut = f" --from-step {shlex.quote(step)}" if step else ""
-        return f"a44 automation replay {run_id}{cut}{_project_flag(project)}"
-    if state == "awaiting_confirmation":
-        return (f"a44 automation runs resolve {run_id} --step {shlex.quote(step or '?')} "
-                f"--outcome succeeded|failed|retry{_project_flag(project)}")
-    return (f"a44 automation logs {run_id}{_project_flag(project)}  # undo step {step}'s effect by hand: "
-            "compensation_failed runs are never retried")
-
-
-def run_context(e) -> dict:
-    step = e["step_id"]
-    extra = {}
-    data = e["alert_data"] or {}      # what the interpreter said when it parked or gave up (engine/saga.py)
-    for key in ("compensation_step", "compensation_error_code", "compensation_attempts", "recommended_action"):
-        if data.get(key) is not None:
-            extra[key] = data[key]
-    return {**extra,"title": f"{e['workflow_id']} run {e['state']}: {e['error_code'] or '-'} at step {step or '-'}",
-            "workflow": e["workflow_id"], "version": e["version"], "run_id": e["run_id"], "state": e["state"],
-            "failed_step": step, "partition_key": e["partition_key"], "queue": e["queue"],
-            "error_code": e["error_code"], "error_message": e["error_message"], "attempts": e["attempts"],
-            "next_action": next_action(e["project_id"], e["state"], e["run_id"], step),
-            "runs_seen": [e["run_id"]], "steps_seen": [step], "partitions_seen": [e["partition_key"]]}
+def matched_rules(e, ctx: dict) -> list[tuple[str, str, dict]]:
+    """(rule, group, context) of every built-in alert a run outcome matches; the first is the outcome's own."""
+    rule = RULE_OF_STATE.get(e["state"])
+    if rule is None:
+        return []
+    out = [(rule, f"{e['workflow_id']}/{e['error_code'] or '-'}", ctx)]
+    codes = {e["error_code"]} | {f["error_code"] for f in ctx.get("failed_partitions", [])}
+    if e["state"] in ("failed", "partial") and E_EXPECTATION_FAILED in codes:
+        out.append((EXPECTATION, e["workflow_id"],
+                    {**ctx, "title": f"{e['workflow_id']} run {e['state']}: an expectation did not hold "
+                                     f"({ctx['title'].split(': ', 1)[1]})"}))
+    return out
 
 
 async def run_outcomes(store, now: datetime, horizon: int, holder: str, policy_for, firing: list[dict]) -> int:
@@ -66,16 +56,19 @@ async def run_outcomes(store, now: datetime, horizon: int, holder: str, policy_f
     while True:
         events = await store.fetch("alert_run_outcomes", after=horizon, limit=BATCH)
         for e in events:
-            rule = RULE_OF_STATE.get(e["state"])
-            if rule is not None:
-                alert, msgs = await ledger.record(store, project=e["project_id"], rule=rule,
-                                                  group_key=f"{e['workflow_id']}/{e['error_code'] or '-'}",
-                                                  policy=policy_for(e["project_id"]), context=run_context(e), now=now,
-                                                  event_id=e["id"])
+            matches = matched_rules(e, run_context(e)) if e["state"] != "succeeded" else []
+            for i, (rule, group, ctx) in enumerate(matches):
+                # the outcome is counted once (alert_seen) by its own rule; the others follow it in one round
+                alert, msgs = await ledger.record(store, project=e["project_id"], rule=rule, group_key=group,
+                                                  policy=policy_for(e["project_id"]), context=ctx, now=now,
+                                                  event_id=e["id"] if i == 0 else None)
+                if alert is None and i == 0:
+                    break           # seen before (a round cut short): its other rules were recorded with it
                 if alert is not None and any(m.kind == "firing" for m in msgs):
                     firing.append(alert)
+            if matches:
                 continue
-            for a in [a for a in firing if a["project_id"] == e["project_id"] and a["rule"] == RUN_FAILED
+            for a in [a for a in firing if a["project_id"] == e["project_id"] and a["rule"] in CLEARED_BY_SUCCESS
                       and a["context"].get("workflow") == e["workflow_id"]]:     # a success clears them
                 await ledger.settle(store, a, policy_for(a["project_id"]), now, cleared=True,
                                     context={"resolved_by": e["run_id"]})
@@ -108,31 +101,14 @@ async def dlq_growth(store, now: datetime, before: dict, series, policy_for, fir
         queue = labels["queue"]
         grown = depth - before.get((project, queue), 0.0)
         if grown > 0:
-            await ledger.record(store, project=project, rule=DLQ_GROWTH, group_key=queue,
-                                policy=policy_for(project), context=await dlq_context(store, project, queue, depth),
-                                now=now, n=int(grown))
+            ctx = await dead_letter_context(store, project, queue)
+            ctx.update(title=f"DLQ of {queue} grew to {int(depth)}", dlq_depth=int(depth),
+                       causes=dead_letter_causes(ctx.get("dead_letters", []), int(grown)))
+            await ledger.record(store, project=project, rule=DLQ_GROWTH, group_key=queue, policy=policy_for(project),
+                                context=ctx, now=now, n=int(grown))
         elif depth == 0 and (project, queue) in open_queues:
             await ledger.settle(store, open_queues[(project, queue)], policy_for(project), now, cleared=True,
                                 context={"dlq_depth": 0})
-
-
-async def dlq_context(store, project: str, queue: str, depth: float) -> dict:
-    d = await store.fetchrow("alert_dead_letter_latest", project=project, queue=queue)
-    code = d["error_code"] if d else None
-    flt = ""
-    if code and _SAFE.match(code):      # as docs/queues.md writes it
-        flt = ' --filter "error_code == ' + f"'{code}'" + '"'
-    elif code:
-        flt = f" --filter {shlex.quote(f'error_code == {code!r}')}"
-    ctx = {"title": f"DLQ of {queue} grew to {int(depth)}", "queue": queue, "dlq_depth": int(depth),
-           "next_action": f"a44 automation dlq redrive {shlex.quote(queue)}{flt}{_project_flag(project)}"}
-    if d is not None:
-        ctx.update({"workflow": d["workflow_id"], "run_id": d["run_id"], "dead_letter_id": d["dead_letter_id"],
-                    "failed_step": d["step_id"], "partition_key": d["partition_key"], "error_code": code,
-                    "error_message": d["error_message"], "attempts": d["attempts"],
-                    "runs_seen": [d["run_id"]], "steps_seen": [d["step_id"]],
-                    "partitions_seen": [d["partition_key"]]})
-    return ctx
 
 
 def policy_of(policies: dict[str, Policy], default: Policy):

@@ -17,6 +17,7 @@ from ...clock import Clock
 from ...errors import A44Error
 from ...grammar.alert_rules import METRICS, evaluate, parse_condition, parse_filter
 from . import builtins, ledger, sampler
+from .causes import dead_letter_causes, dead_letter_context
 from . import rules as rule_store
 from .suppression import Policy, State, tick
 
@@ -106,7 +107,8 @@ class Evaluator:
         for s in await evaluate_rule(self.store, project, row, now, self.interval_s):
             if s["firing"]:
                 await ledger.record(self.store, project=project, rule=row["name"], group_key=s["group_key"],
-                                    policy=policy, context=_rule_context(project, row, s), now=now)
+                                    policy=policy, context=await _rule_context(self.store, project, row, s),
+                                    now=now)
             elif s["firing"] is False and s["group_key"] in by_group:
                 await ledger.settle(self.store, by_group[s["group_key"]], policy, now, cleared=True,
                                     context={"value": s["value"]})
@@ -139,14 +141,20 @@ def row_removed(alert: dict, user_rules: dict) -> bool:
     return not alert["rule"].startswith("builtin:") and (alert["project_id"], alert["rule"]) not in user_rules
 
 
-def _rule_context(project: str, row, s: dict) -> dict:
+async def _rule_context(store, project: str, row, s: dict) -> dict:
+    """A rule's alert: the series, its value, and the causes behind the value where the metric has them (the
+    newest dead letters of a DLQ, with their runs, codes, attempts and partitions, and the redrive command)."""
     labels = ", ".join(f'{k}="{v}"' for k, v in sorted(s["labels"].items()))
-    ctx = {"title": f"{row['name']}: {row['metric']}{{{labels}}} {row['condition']} (value {s['value']:g})",
-           "metric": row["metric"], "labels": s["labels"], "condition": row["condition"], "value": s["value"],
+    ctx = {"metric": row["metric"], "labels": s["labels"], "condition": row["condition"], "value": s["value"],
            "notify": row["notify"]}
     queue = s["labels"].get("queue")
     if row["metric"] == sampler.DLQ and queue:
-        ctx["next_action"] = f"a44 automation dlq stats {queue} --project {project}"
+        causes = await dead_letter_context(store, project, queue)
+        letters = causes.get("dead_letters", [])
+        ctx.update(causes, causes=dead_letter_causes(letters, len(letters)) if letters else [])
+        if int(s["value"] or 0) > len(letters):
+            ctx["dead_letters_more"] = int(s["value"]) - len(letters)     # listed: the newest MAX_CAUSES
     elif queue:
         ctx["next_action"] = f"a44 automation queues stats --project {project}"
+    ctx["title"] = f"{row['name']}: {row['metric']}{{{labels}}} {row['condition']} (value {s['value']:g})"
     return ctx

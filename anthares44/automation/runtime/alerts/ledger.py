@@ -15,6 +15,7 @@ import logging
 from datetime import datetime
 
 from ...jsonenc import to_json
+from . import incidents
 from . import suppression as sm
 
 log = logging.getLogger("a44.alerts")
@@ -86,8 +87,14 @@ async def _send(tx, project: str, rule: str, aid: str, state: sm.State, policy: 
             log.warning("alert %s %s %s (%d): %s; no channel: %s", aid, rule, m.kind, m.count,
                         payload["title"], payload.get("next_action") or "a44 monitor alerts")
             continue
-        await tx.fetchval("notification_enqueue", project=project, channel=m.channel, key=m.key(aid), alert_id=aid,
-                          kind=m.kind, severity=m.severity, payload=to_json(payload, indent=None), now=now)
+        if m.kind == "firing" and payload.get("causes"):      # one incident per cause (incidents.py)
+            if not await incidents.send_firing(tx, project, rule, aid, m.channel, m.key(aid), m.severity, payload,
+                                               now):
+                continue        # grouped into an incident already sent: no message of its own
+        else:
+            await tx.fetchval("notification_enqueue", project=project, channel=m.channel, key=m.key(aid),
+                              alert_id=aid, kind=m.kind, severity=m.severity, payload=to_json(payload, indent=None),
+                              now=now)
         channels.append(m.channel)
     for kind, channels in by_kind.items():
         await tx.execute("alert_history_add", alert_id=aid, now=now, kind=kind, count=state.count, channels=channels)

@@ -107,7 +107,7 @@ with e as (
 delete from automation.alert_seen where event_id <= (select event_horizon from e);
 
 -- name: alert_run_outcomes
--- purpose: run state changes after :after (the built-in alerts' input) not yet seen: failed, compensation_failed, awaiting_confirmation, succeeded, with the run's context, the failed step's attempts and the interpreter's alert data
+-- purpose: run state changes after :after (the built-in alerts' input) not yet seen: failed, partial, compensation_failed, awaiting_confirmation, succeeded, with the run's context, the failed step's attempts, its failed partitions (the first 10 and how many), its waiting dead letter and the interpreter's alert data
 select e.id, e.at, e.project_id, e.run_id, e.state, coalesce(e.error_code, r.error_code) as error_code,
        coalesce(e.message, r.error_message) as error_message, r.workflow_id, r.version, r.partition_key,
        coalesce(e.step_id, r.failed_step, r.current_step) as step_id, r.queue,
@@ -116,11 +116,30 @@ select e.id, e.at, e.project_id, e.run_id, e.state, coalesce(e.error_code, r.err
           and a.kind = 'action')::int as attempts,
        (select a.data from automation.run_events a
         where a.run_id = e.run_id and a.kind = 'alert' and e.state <> 'succeeded'
-        order by a.id desc limit 1) as alert_data
+        order by a.id desc limit 1) as alert_data,
+       case when e.state in ('failed', 'partial') then
+           (select coalesce(jsonb_agg(jsonb_build_object('step', f.step_id, 'partition', f.partition, 'state', f.state,
+                                                         'error_code', f.error_code, 'error_message', f.error_message,
+                                                         'attempts', f.attempts) order by f.step_id, f.ordinal),
+                            '[]'::jsonb)
+            from (select p.step_id, p.partition, p.ordinal, p.state, p.error_code, p.error_message, p.attempts
+                  from automation.run_partitions p
+                  where p.run_id = e.run_id and p.state in ('failed', 'timeout')
+                  order by p.step_id, p.ordinal limit 10) f)
+       end as failed_partitions,
+       case when e.state in ('failed', 'partial') then
+           (select count(*) from automation.run_partitions p
+            where p.run_id = e.run_id and p.state in ('failed', 'timeout'))::int
+       end as failed_partition_count,
+       case when e.state = 'failed' then
+           (select jsonb_build_object('dead_letter_id', d.dead_letter_id, 'queue', coalesce(d.queue, 'q_default'))
+            from automation.dead_letters d where d.run_id = e.run_id and d.redriven_at is null
+            order by d.created_at desc limit 1)
+       end as dead_letter
 from automation.run_events e
 join automation.runs r on r.run_id = e.run_id
 where e.id > :after and e.kind = 'run.state'
-  and e.state in ('failed', 'compensation_failed', 'awaiting_confirmation', 'succeeded')
+  and e.state in ('failed', 'partial', 'compensation_failed', 'awaiting_confirmation', 'succeeded')
   and not exists (select 1 from automation.alert_seen s where s.event_id = e.id)
 order by e.id
 limit :limit;
@@ -129,7 +148,7 @@ limit :limit;
 -- purpose: the newest run outcome id after :after recorded before :before (older outcomes have all committed by now), null: none
 select max(id) from automation.run_events
 where id > :after and kind = 'run.state'
-  and state in ('failed', 'compensation_failed', 'awaiting_confirmation', 'succeeded') and at < :before;
+  and state in ('failed', 'partial', 'compensation_failed', 'awaiting_confirmation', 'succeeded') and at < :before;
 
 -- name: alert_seen_add
 -- purpose: remember the run outcomes :ids as turned into alerts (a late commit with a lower id is not seen twice); returns those not seen before
@@ -141,12 +160,12 @@ returning event_id;
 select count(*)::int from automation.runs
 where project_id = :project and workflow_id = :workflow and state = :state;
 
--- name: alert_dead_letter_latest
--- purpose: the newest dead letter of a queue waiting (not redriven): what a DLQ growth alert says
+-- name: alert_dead_letters_recent
+-- purpose: the newest :limit dead letters of a queue waiting (not redriven): the causes a DLQ alert names
 select dead_letter_id, workflow_id, run_id, step_id, partition_key, error_code, error_message, attempts, created_at
 from automation.dead_letters
 where project_id = :project and coalesce(queue, 'q_default') = :queue and redriven_at is null
-order by created_at desc limit 1;
+order by created_at desc, dead_letter_id desc limit :limit;
 
 -- name: alert_firing_get
 -- purpose: the firing alert of a rule and group, locked for this transaction's state change
@@ -205,3 +224,41 @@ where alert_id = any(:alert_ids::text[]) order by alert_id, id;
 -- purpose: firing alerts per project, rule and severity (/metrics automation_alerts_firing)
 select project_id, rule, severity, count(*)::bigint as n from automation.alerts
 where state = 'firing' group by 1, 2, 3 order by 1, 2, 3;
+
+-- name: alert_incident_open
+-- purpose: the open incident of a cause on a channel (one of its alerts still fires), locked for this transaction
+select i.cause, i.notification_id, i.alert_ids, i.rules from automation.alert_incidents i
+where i.project_id = :project and i.channel = :channel and i.cause = :cause
+  and exists (select 1 from automation.alerts a where a.alert_id = any(i.alert_ids) and a.state = 'firing')
+for update;
+
+-- name: alert_incident_open_new
+-- purpose: open (or reopen, replacing a closed one) the incident of a cause on a channel with the message it sent
+insert into automation.alert_incidents (project_id, channel, cause, notification_id, alert_ids, rules, opened_at,
+                                        updated_at)
+values (:project, :channel, :cause, :notification_id, array[:alert_id::text], array[:rule::text], :now, :now)
+on conflict (project_id, channel, cause) do update
+    set notification_id = excluded.notification_id, alert_ids = excluded.alert_ids, rules = excluded.rules,
+        opened_at = excluded.opened_at, updated_at = excluded.updated_at;
+
+-- name: alert_incident_join
+-- purpose: add an alert and its rule to an open incident
+update automation.alert_incidents
+set alert_ids = array_append(alert_ids, :alert_id::text),
+    rules = case when :rule::text = any(rules) then rules else array_append(rules, :rule::text) end,
+    updated_at = :now
+where project_id = :project and channel = :channel and cause = :cause and not (:alert_id::text = any(alert_ids));
+
+-- name: alert_incident_message_add
+-- purpose: name one more matched rule in an incident's message while it waits unsent (no row: it has left)
+update automation.notifications
+set payload = jsonb_set(jsonb_set(payload, '{rules}', coalesce(payload->'rules', '[]'::jsonb) || to_jsonb(:rule::text)),
+                        '{matched}', coalesce(payload->'matched', '[]'::jsonb) || :matched::jsonb)
+where id = :id and state = 'pending' and attempts = 0 and not (coalesce(payload->'rules', '[]'::jsonb) ? :rule::text)
+returning id;
+
+-- name: alert_incidents_prune
+-- purpose: forget incidents none of whose alerts fires any more and that opened before :before
+delete from automation.alert_incidents i
+where i.opened_at < :before
+  and not exists (select 1 from automation.alerts a where a.alert_id = any(i.alert_ids) and a.state = 'firing');
