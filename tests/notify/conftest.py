@@ -54,9 +54,9 @@ def add_channel(store, aio, name: str, kind: str, config: dict) -> None:
 
 
 def enqueue(store, aio, channel: str, key: str, *, kind: str = "firing", severity: str = "p2",
-            payload: dict | None = None) -> int:
+            payload: dict | None = None, alert_id: str = "alr_1") -> int:
     return aio(outbox.enqueue(store, PROJECT, channel, idempotency_key=key, kind=kind, severity=severity,
-                              payload=PAYLOAD if payload is None else payload, alert_id="alr_1"))
+                              payload=PAYLOAD if payload is None else payload, alert_id=alert_id))
 
 
 def row(store, aio, nid: int) -> dict:

@@ -83,7 +83,7 @@ def test_a_4xx_is_permanent_but_408_is_retried(store, aio, deliverer):
         a = enqueue(store, aio, "picky", "k-408")
         aio(deliverer.deliver_due())
         assert row(store, aio, a)["state"] == "pending"
-        b = enqueue(store, aio, "picky", "k-404")
+        b = enqueue(store, aio, "picky", "k-404", alert_id="alr_2")     # another alert's: it need not wait
         aio(deliverer.deliver_due())
         r = row(store, aio, b)
         assert r["state"] == "failed" and r["attempts"] == 1 and "HTTP 404" in r["last_error"]
@@ -138,3 +138,28 @@ def test_a_missing_secret_or_channel_is_retried_not_lost(store, aio, clock, rece
     assert ra["state"] == rb["state"] == "pending"
     assert ra["last_error"].startswith("E_SECRET_NOT_FOUND") and "does not exist" in rb["last_error"]
     assert receiver.requests == []
+
+
+def test_an_alerts_messages_arrive_in_order_after_the_receiver_recovers(store, aio, clock, deliverer, caplog):
+    """A firing refused with 503 waits out its backoff; the alert's update enqueued meanwhile is due at once but
+    waits behind it, so the receiver gets firing then update (never the update first); another alert's message
+    does not wait."""
+    hook = HttpReceiver(script=[503, 200, 503])
+    try:
+        add_channel(store, aio, "hook", "slack", {"url": hook.hook})
+        first = enqueue(store, aio, "hook", "al_1/1/firing/hook", kind="firing")
+        assert aio(deliverer.deliver_due()) == 1                     # 503: retried later
+        update = enqueue(store, aio, "hook", "al_1/2/update/hook", kind="update")
+        other = enqueue(store, aio, "hook", "al_2/1/firing/hook", alert_id="alr_2")
+        assert aio(deliverer.deliver_due()) == 1                     # the other alert's message only
+        assert row(store, aio, update)["attempts"] == 0 and row(store, aio, other)["state"] == "delivered"
+        assert aio(store.fetchval("notify_next_due")) == row(store, aio, first)["next_attempt_at"]
+        for _ in range(2):                                           # 503 again, then 200
+            clock.advance(row(store, aio, first)["next_attempt_at"] - clock.now())
+            assert aio(deliverer.deliver_due()) == 1
+        assert row(store, aio, first)["state"] == "delivered" and row(store, aio, update)["state"] == "pending"
+        assert aio(deliverer.deliver_due()) == 1
+        assert hook.keys() == ["al_1/1/firing/hook", "al_2/1/firing/hook", "al_1/1/firing/hook",
+                               "al_1/1/firing/hook", "al_1/2/update/hook"]
+    finally:
+        hook.close()

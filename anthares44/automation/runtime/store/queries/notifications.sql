@@ -30,10 +30,14 @@ on conflict (project_id, idempotency_key) do nothing
 returning id;
 
 -- name: notify_claim
--- purpose: lease up to :limit due pending notifications (only :id when given) until :lease_until, counting the attempt; rows another daemon holds are skipped; with their channel's kind and config (null: the channel is gone)
+-- purpose: lease up to :limit due pending notifications (only :id when given) until :lease_until, counting the attempt; rows another daemon holds are skipped, and so is a message of an alert whose earlier message to the same channel is still pending (an alert's messages arrive in order); with their channel's kind and config (null: the channel is gone)
 with due as (
-    select id from automation.notifications
+    select id from automation.notifications n
     where state = 'pending' and next_attempt_at <= :now and (:id::bigint is null or id = :id)
+      and (n.alert_id is null
+           or not exists (select 1 from automation.notifications e
+                          where e.alert_id = n.alert_id and e.channel = n.channel and e.state = 'pending'
+                            and e.id < n.id))
     order by next_attempt_at, id
     for update skip locked
     limit :limit
@@ -94,8 +98,13 @@ with target as (
 select target.state as previous, (select count(*) from requeued) = 1 as requeued from target;
 
 -- name: notify_next_due
--- purpose: when the earliest pending notification is due (null: none is pending)
-select min(next_attempt_at) from automation.notifications where state = 'pending';
+-- purpose: when the earliest pending notification that may be sent is due (null: none is pending); one waiting behind an earlier message of its alert is due when that one is
+select min(n.next_attempt_at) from automation.notifications n
+where n.state = 'pending'
+  and (n.alert_id is null
+       or not exists (select 1 from automation.notifications e
+                      where e.alert_id = n.alert_id and e.channel = n.channel and e.state = 'pending'
+                        and e.id < n.id));
 
 -- name: metrics_notifications
 -- purpose: notifications waiting or given up, per project, channel and state (the /metrics families of docs/notifications.md)
