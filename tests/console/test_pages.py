@@ -296,3 +296,19 @@ def test_the_trace_id_links_to_the_tracing_ui_only_for_an_http_template(pg_url, 
             assert "javascript:" not in text
         finally:
             live.close()
+
+
+def test_a_malformed_run_id_answers_the_consoles_404_page(live, writer):
+    """An id the path check refuses names no run: the console's error page (HTML, 404), like an unknown id;
+    the REST API keeps its JSON 400, and a signed-out visitor still gets the login form."""
+    for path in ("/runs/not%20an%20id", "/runs/..%2Fetc", "/runs/" + "x" * 300, "/runs/run_01KXXAYDNR1VR9RDRHR1V6D7VJ"):
+        page = writer.get(path)
+        assert page.status == 404 and page.headers["content-type"].startswith("text/html"), (path, page.status)
+        assert "E_RUN_NOT_FOUND" in page.text and "<!doctype html>" in page.text
+    hostile = writer.get("/runs/%3Cscript%3Ealert(1)%3C%2Fscript%3E")
+    assert hostile.status == 404 and "<script>alert(1)" not in hostile.text
+    api = writer.get("/v1/automation/runs/not%20an%20id")
+    assert api.status == 400 and api.headers["content-type"].startswith("application/json")
+    from .support import Client
+    anon = Client(live.port).get("/runs/not%20an%20id")
+    assert anon.status in (302, 303) or "login" in anon.text.lower()

@@ -94,7 +94,13 @@ async def guard(request: web.Request, handler):
     """Outermost: parameters checked (params.py) before any handler; every refusal in our error shape; anything
     unexpected a logged line and a bare 500."""
     try:
-        request[PARAMS_KEY] = check(request)
+        try:
+            request[PARAMS_KEY] = check(request)
+        except A44Error as exc:       # a console page answers a refused path with its own error page
+            bad_path = getattr(request.match_info.handler, "bad_path", None)
+            if bad_path is None:
+                raise
+            return await bad_path(request, exc)
         return await handler(request)
     except web.HTTPException as exc:  # aiohttp's own answers: no such route, wrong method
         if exc.status < 400:

@@ -11,7 +11,7 @@ from typing import Any
 import jinja2
 from aiohttp import web
 
-from ...errors import A44Error, http_status
+from ...errors import E_NOT_FOUND, E_RUN_NOT_FOUND, A44Error, http_status
 from ...jsonenc import iso, to_json
 from .auth import CSRF_FIELD, Keys, Session, authenticate
 
@@ -95,6 +95,19 @@ def view(fn: Callable) -> Callable:
             return await fn(request, session, c.automation_for(request))
         except A44Error as exc:
             return refusal(request, exc, session)
+
+    async def bad_path(request: web.Request, exc: A44Error) -> web.StreamResponse:
+        """A path segment that cannot be an id (the server's guard refused it) names nothing: the console's 404
+        page, as for an id that names nothing, never the REST API's JSON."""
+        c = console(request)
+        got = await authenticate(request, request.app[c.store_key], c.keys)
+        if isinstance(got, web.StreamResponse):
+            return got
+        what = "no run has that id" if "run_id" in request.match_info else "no such page"
+        return refusal(request, A44Error(E_RUN_NOT_FOUND if "run_id" in request.match_info else E_NOT_FOUND,
+                                         what, hint=exc.message), got)
+
     handler.__name__ = fn.__name__
     handler.__doc__ = fn.__doc__
+    handler.bad_path = bad_path       # the server's guard hands it a refused path (server.guard)
     return handler
