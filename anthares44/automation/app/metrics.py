@@ -62,7 +62,7 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
     runs = Family("automation_runs", "gauge", "runs by state")
     reclaims = Family("automation_lease_reclaim", "counter", "lease re-grants (a lease taken over after it expired)")
     redeliveries = Family("automation_run_redeliveries", "counter", "queue redeliveries of failed runs")
-    by_project: dict[str, int] = {}
+    by_project: dict[str, int] = dict.fromkeys(v.projects, 0)     # a counter is 0 before the first run, not absent
     by_workflow: dict[tuple[str, str], int] = {}
     for r in v.runs:
         runs.add({"project": r["project_id"], "workflow": r["workflow_id"], "state": r["state"]}, r["runs"])

@@ -29,19 +29,22 @@ class SystemValues:
     counters: list[dict]        # the persisted totals: name, labels, value
     notifications: list[dict]   # pending / failed notifications per project, channel and state
     alerts: list[dict]          # firing alerts per project, rule, severity
+    projects: list[str]         # projects that published something: their counters start at 0 before any run
 
 
 async def read(store) -> SystemValues:
     """Every system value, each family from one query (run side by side on the pool)."""
-    queues, runs, bounds, attempts, breakers, deliveries, counters, notifications, alerts = await asyncio.gather(
+    (queues, runs, bounds, attempts, breakers, deliveries, counters, notifications, alerts,
+     projects) = await asyncio.gather(
         store.fetch("metrics_queues", now=store.clock.now()), store.fetch("metrics_runs"),
         store.fetchval("metrics_duration_bounds"), store.fetch("metrics_attempts"), store.fetch("metrics_breakers"),
         store.fetch("metrics_deliveries"), store.fetch("metrics_counters"), store.fetch("metrics_notifications"),
-        store.fetch("alerts_firing_counts"))
+        store.fetch("alerts_firing_counts"), store.fetch("metrics_projects"))
     return SystemValues(queues=[dict(r) for r in queues], runs=[dict(r) for r in runs], bounds=list(bounds),
                         attempts=_histograms(attempts, len(bounds)), breakers=[dict(r) for r in breakers],
                         deliveries=[dict(r) for r in deliveries], counters=[dict(r) for r in counters],
-                        notifications=[dict(r) for r in notifications], alerts=[dict(r) for r in alerts])
+                        notifications=[dict(r) for r in notifications], alerts=[dict(r) for r in alerts],
+                        projects=[r["project_id"] for r in projects])
 
 
 def _histograms(rows, n: int) -> list[dict]:

@@ -20,14 +20,15 @@ def labels_key(labels: dict) -> str:
 async def read_series(store, now: datetime, before: dict | None = None) -> list[tuple[str, str, dict, float]]:
     """(project, metric, labels, value) of every series now. A queue whose DLQ emptied drops out of the metrics
     queries; `before` (previous_dlq) gives it one sample at 0, so what watched it sees it clear."""
-    queues, runs = await asyncio.gather(store.fetch("metrics_queues", now=now), store.fetch("metrics_runs"))
+    queues, runs, projects = await asyncio.gather(store.fetch("metrics_queues", now=now), store.fetch("metrics_runs"),
+                                                  store.fetch("metrics_projects"))
     out: list[tuple[str, str, dict, float]] = []
     for q in queues:
         labels = {"queue": q["queue"]}
         out += [(q["project_id"], DLQ, labels, float(q["dlq_depth"])),
                 (q["project_id"], "automation.oldest_message_age_seconds", labels, float(q["oldest_age_s"])),
                 (q["project_id"], "automation.queue_waiting", labels, float(q["waiting"]))]
-    reclaims: dict[str, int] = {}
+    reclaims: dict[str, int] = {r["project_id"]: 0 for r in projects}    # from 0 before a project's first run
     redeliveries: dict[tuple[str, str], int] = {}
     for r in runs:
         out.append((r["project_id"], "automation.runs", {"workflow": r["workflow_id"], "state": r["state"]},

@@ -182,6 +182,7 @@ class RunDriver:
             if failure is None and not self.engine.stopping:
                 starts = await self._advance(b, now, dues)
                 failure = self.p.failed_step()
+                now = self.clock.now()      # steps run on the spot (a `pass` fan-out) took time: the run ends now
             if not self._inflight and not starts:
                 if failure is not None:
                     return await self._fail(b, failure, now)
@@ -338,6 +339,7 @@ class RunDriver:
         error, retry due time) goes into the batch: it counts as done only when that batch commits, together
         with the transition it belongs to. A crash before the commit leaves no trace; the step simply runs again."""
         node, attempt, key = sp.node, sp.next_attempt, sp.key
+        now = self.clock.now()      # its own start: a visit may run thousands of them one after the other
         out = await self._invoke(sp, attempt)
         end = self.clock.now()
         b.current_step = key

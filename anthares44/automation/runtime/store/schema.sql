@@ -384,7 +384,7 @@ begin
             lease_deadline = case when x.release then null else r.lease_deadline end,
             failed_step = coalesce(x.failed_step, r.failed_step), error_code = coalesce(x.error_code, r.error_code),
             error_message = coalesce(x.message, r.error_message), result = coalesce(x.result::jsonb, r.result),
-            summary = coalesce(x.summary::jsonb, r.summary), current_step = coalesce(x.current_step, r.current_step),
+            summary = coalesce(x.summary::jsonb, r.summary), current_step = case when x.finished then null else coalesce(x.current_step, r.current_step) end,
             finished_at = case when x.finished then x.now else r.finished_at end, updated_at = x.now
         from prev, x
         where r.run_id = prev.run_id and prev.state = any(x.allowed_from)
@@ -785,6 +785,17 @@ ALTER TABLE automation.alert_history ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+CREATE TABLE automation.alert_incidents (
+    project_id text NOT NULL,
+    channel text NOT NULL,
+    cause text NOT NULL,
+    notification_id bigint NOT NULL,
+    alert_ids text[] NOT NULL,
+    rules text[] NOT NULL,
+    opened_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL
 );
 
 CREATE TABLE automation.alert_rules (
@@ -1273,6 +1284,9 @@ ALTER TABLE ONLY automation.alert_evaluator
 ALTER TABLE ONLY automation.alert_history
     ADD CONSTRAINT alert_history_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY automation.alert_incidents
+    ADD CONSTRAINT alert_incidents_pkey PRIMARY KEY (project_id, channel, cause);
+
 ALTER TABLE ONLY automation.alert_rules
     ADD CONSTRAINT alert_rules_pkey PRIMARY KEY (project_id, name);
 
@@ -1377,6 +1391,8 @@ ALTER TABLE ONLY automation.workflow_versions
 
 CREATE INDEX alert_history_alert_idx ON automation.alert_history USING btree (alert_id, id);
 
+CREATE INDEX alert_incidents_opened_idx ON automation.alert_incidents USING btree (opened_at);
+
 CREATE INDEX alert_samples_at_idx ON automation.alert_samples USING btree (at);
 
 CREATE INDEX alert_samples_series_idx ON automation.alert_samples USING btree (project_id, metric, at);
@@ -1388,6 +1404,8 @@ CREATE INDEX alerts_project_idx ON automation.alerts USING btree (project_id, op
 CREATE INDEX dead_letters_project_idx ON automation.dead_letters USING btree (project_id, created_at DESC);
 
 CREATE INDEX dead_letters_queue_idx ON automation.dead_letters USING btree (project_id, queue, created_at);
+
+CREATE INDEX dead_letters_run_idx ON automation.dead_letters USING btree (run_id) WHERE (run_id IS NOT NULL);
 
 CREATE INDEX dead_letters_waiting_idx ON automation.dead_letters USING btree (project_id, queue, created_at) WHERE (redriven_at IS NULL);
 
@@ -1403,7 +1421,7 @@ CREATE INDEX notifications_alert_idx ON automation.notifications USING btree (al
 
 CREATE INDEX notifications_due_idx ON automation.notifications USING btree (next_attempt_at) WHERE (state = 'pending'::text);
 
-CREATE INDEX run_events_outcome_idx ON automation.run_events USING btree (id) WHERE ((kind = 'run.state'::text) AND (state = ANY (ARRAY['failed'::text, 'compensation_failed'::text, 'awaiting_confirmation'::text, 'succeeded'::text])));
+CREATE INDEX run_events_outcome_idx ON automation.run_events USING btree (id) WHERE ((kind = 'run.state'::text) AND (state = ANY (ARRAY['failed'::text, 'partial'::text, 'compensation_failed'::text, 'awaiting_confirmation'::text, 'succeeded'::text])));
 
 CREATE INDEX run_events_run_idx ON automation.run_events USING btree (run_id, id);
 

@@ -35,6 +35,13 @@ from automation.runs
 group by 1, 2, 3
 order by 1, 2, 3;
 
+-- name: metrics_projects
+-- purpose: every project that published a workflow or a queue: its counters are exported (at 0) before its first run
+select project_id from automation.workflow_versions
+union
+select project_id from automation.queues
+order by 1;
+
 -- name: metrics_attempts
 -- purpose: finished step attempts per project, workflow, step, kind, status and duration bucket (how many bounds of metric_duration_bounds() lie below): attempts, retries (attempt > 1), summed seconds, from the rollup plus the deltas not folded into it yet
 select project_id, workflow_id, step_id, kind, status, bucket, sum(attempts)::bigint as attempts,

@@ -45,10 +45,11 @@ select count(*) from automation.run_partitions
 where run_id = :run_id and state in ('failed', 'timeout');
 
 -- name: skip_complete_run
--- purpose: a partial run of which a person skipped the last failed partition becomes succeeded at :now, logging run.state
+-- purpose: a partial run of which a person skipped the last failed partition becomes succeeded at :now (its finished_at: the skip ended it), logging run.state
 with r as (
     update automation.runs
-    set state = 'succeeded', error_code = null, error_message = null, failed_step = null, updated_at = :now
+    set state = 'succeeded', error_code = null, error_message = null, failed_step = null, current_step = null,
+        updated_at = :now, finished_at = :now
     where run_id = :run_id and state = 'partial'
     returning run_id, project_id
 )
