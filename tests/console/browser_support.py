@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,7 +26,7 @@ CHROMIUM = "/usr/bin/chromium"
 
 
 class Upstream(ThreadedServer):
-    """`POST /charge`: 400 while `broken`, then 200."""
+    """`POST /charge`: 400 while `broken`, then 200. `POST /slow`: 200 after 0.3 s (a run that keeps changing)."""
 
     def __init__(self):
         self.broken = True
@@ -37,6 +38,11 @@ class Upstream(ThreadedServer):
                 return web.json_response({"error": "card <b>declined</b>"}, status=400)
             return web.json_response({"charged": True})
         app.router.add_post("/charge", charge)
+
+        async def slow(request):
+            await asyncio.sleep(0.3)
+            return web.json_response({"ok": True})
+        app.router.add_post("/slow", slow)
 
 
 def free_port() -> int:
@@ -71,7 +77,9 @@ class Scene:
                 return await coro(store)
             finally:
                 await store.close()
-        return asyncio.run(go())
+        # on a thread of its own: Playwright's sync API keeps an event loop running in the test's thread
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, go()).result()
 
     def _setup(self):
         async def go(store):
@@ -86,6 +94,23 @@ class Scene:
             tok = await create_token(store, PROJECT, "oncall", ["automation:write"], timedelta(days=1), None)
             return tok.token, run.run_id
         return go
+
+    def start_slow_run(self, key: str, steps: int = 60) -> str:
+        """A run of wf_slow: `steps` http steps of 0.3 s each, so its page and the runs list change all along."""
+        slow = workflow([call(f"s{i:02d}", "http", {"method": "POST", "url": self.far.url + "/slow"},
+                              timeout_ms=5000, retries=0) for i in range(steps)], name="slow")
+
+        async def go(store):
+            await store.publish_version(PROJECT, slow.workflow_id, slow.version, slow.sha256, to_json(slow))
+            return (await store.create_run(PROJECT, slow.workflow_id, {}, key)).run_id
+        run_id = self._call(go)
+        self.wait(lambda: self.run(run_id)["state"] == "running", "the slow run to start")
+        return run_id
+
+    def run(self, run_id: str) -> dict:
+        async def go(store):
+            return await store.get_run(run_id)
+        return self._call(go)
 
     def _state(self):
         async def go(store):

@@ -115,3 +115,45 @@ def test_redrive_a_dead_letter(page, scene):
     assert "1 of 1 would be redriven" in page.locator("#redrive-preview-result").inner_text()
     page.get_by_role("button", name="Redrive 1").click()
     page.wait_for_url(re.compile(r"redriven=1"))
+
+
+def _typed_while_updates_land(pg, field, text: str, changing, what: str) -> None:
+    """Type `text` into `field` key by key while the page updates itself; then wait for one more update of
+    `changing` (a live part of the page) to land, and check that the field kept its focus, caret and text."""
+    field.click()
+    before = changing.inner_text()
+    field.press_sequentially(text, delay=60)
+    sync_api.expect(changing).not_to_have_text(before, timeout=15_000)      # updates landed while typing
+    now = changing.inner_text()
+    sync_api.expect(changing).not_to_have_text(now, timeout=15_000)         # and after: the field sat through it
+    assert field.input_value() == text, what
+    assert pg.evaluate("document.activeElement && document.activeElement.name") == field.get_attribute("name")
+    assert pg.evaluate("[document.activeElement.selectionStart, document.activeElement.selectionEnd]") == \
+        [len(text), len(text)], what
+
+
+def test_live_updates_never_touch_a_form_being_edited(page, scene):
+    """Issue 25 item 6: a cancel reason typed on a running run's page and the runs filters typed while runs change
+    survive the live updates (focus, caret, text), the rest of the page still updates in place, and the cancel
+    carries the typed reason."""
+    run_id = scene.start_slow_run("live-1")
+    runs = page.context.new_page()
+    runs.goto(scene.url + "/runs")
+    runs.evaluate("window.__not_reloaded = true")
+    step_cell = runs.locator("#live tbody tr").first.locator("td").nth(3)           # the run's current step
+    _typed_while_updates_land(runs, runs.get_by_label("Workflow"), "wf_sl", step_cell, "the runs filter")
+    assert runs.evaluate("window.__not_reloaded") is True
+
+    page.goto(scene.url + f"/runs/{run_id}")
+    page.evaluate("window.__not_reloaded = true")
+    reason = "upstream is down, see INC-42"
+    attempts = page.locator("#attempts-h")
+    _typed_while_updates_land(page, page.get_by_label("Cancel, because"), reason, attempts,
+                              "the cancel reason")
+    assert page.evaluate("window.__not_reloaded") is True
+    page.get_by_role("button", name="Cancel the run").click()
+    scene.wait(lambda: scene.run(run_id)["state"] == "cancelled", "the run to be cancelled")
+    run = scene.run(run_id)
+    assert run["cancel_reason"] == reason, run["cancel_reason"]
+    runs.get_by_role("button", name="Filter").click()                               # the typed filter applies
+    runs.wait_for_url(re.compile(r"workflow=wf_sl"))
