@@ -124,6 +124,8 @@ E_PARTITIONS_FAILED = _code("E_PARTITIONS_FAILED", False, "partitions of a fan-o
 E_SKIP_NOT_ALLOWED = _code("E_SKIP_NOT_ALLOWED", False,
                            "only a permanently failed partition or step of a finished run can be skipped", http=409)
 E_UNKNOWN_PARTITION = _code("E_UNKNOWN_PARTITION", False, "the run has no such partition", http=404)
+E_PARTITION_BUSY = _code("E_PARTITION_BUSY", False,
+                         "another run was processing the partition: skipped here (`onConflict: skip`)", http=409)
 
 
 class A44Error(Exception):

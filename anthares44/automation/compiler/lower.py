@@ -86,7 +86,7 @@ def _partitions(step, roots: set[str]) -> PartitionsIR | None:
     return PartitionsIR(foreach=_expr(p.foreach, roots), range_from=_expr(r.from_, RANGE_ROOTS) if r else None,
                         range_to=_expr(r.to, RANGE_ROOTS) if r else None, every_ms=r.every if r else None,
                         concurrency=p.concurrency, on_failure=step.onPartitionFailure or "fail",
-                        **_since(r))
+                        on_conflict="skip" if p.onConflict == "skip" else None, **_since(r))
 
 
 def _since(r) -> dict:

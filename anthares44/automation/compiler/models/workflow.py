@@ -90,6 +90,9 @@ class Partitions(Model):
     """A date range instead of a list."""
     concurrency: PositiveInt = 4
     """Partitions in flight at once."""
+    onConflict: Literal["wait", "skip"] = "wait"
+    """When another run of the workflow is processing the same partition of this step: `wait` until it is done
+    (the run holds no worker meanwhile), or `skip` it here, recorded as skipped with the other run's id."""
 
 
 class Step(OpenModel):

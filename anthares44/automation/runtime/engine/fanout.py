@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import E_PARTITIONS_FAILED, E_PARTITIONS_INVALID, A44Error
 from .journal import PlanConflict
+from .partition_locks import PartitionLocks
 from .partition_plan import Planner, source
 from .progress import PartProgress, StepProgress
 
@@ -30,6 +31,7 @@ class FanOut:
     def __init__(self, driver: RunDriver):
         self.d = driver
         self.planner = Planner(driver)
+        self.locks = PartitionLocks(driver)
 
     async def _plan(self, b: Batch, sp: StepProgress, now: datetime) -> list[PartProgress] | None:
         """The step's partitions at its first visit: read back when recorded, else computed and recorded with this
@@ -83,11 +85,13 @@ class FanOut:
                 return True
         prefix = node.id + "["
         in_flight = sum(1 for k in busy if k.startswith(prefix))
-        changed = False
+        done_before = sum(1 for pp in parts if pp.done)
+        blocked = await self.locks.gate(b, parts, busy, in_flight, now, dues)     # one run per partition
+        changed = sum(1 for pp in parts if pp.done) > done_before       # skipped for a conflict
         for pp in parts:
             if in_flight >= node.partitions.concurrency:
                 break
-            if pp.key in busy or pp.done or pp.state == "failed":
+            if pp.key in busy or pp.done or pp.state == "failed" or pp.partition in blocked:
                 continue
             if pp.state == "retry" and now < pp.last.retry_at:
                 dues.append((pp.last.retry_at, "waiting"))

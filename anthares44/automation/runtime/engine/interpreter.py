@@ -419,6 +419,7 @@ class RunDriver:
         wake = min(d for d, _ in dues)
         state = WAITING if any(s == WAITING for _, s in dues) else SLEEPING
         b.transition(state, now, next_wake_at=min(wake, self.deadline), release=True)
+        self.fan.locks.before_release(b, now)      # a partition lock freed meanwhile: due at once
         await b.commit(now)
         self.engine.event(f"run.{state}", self.lease.run_id, until=wake.isoformat())
         return state

@@ -239,6 +239,16 @@ class Batch:
             run_id=L.run_id, project=L.project_id, workflow=L.workflow_id, step_id=step_id, source=source,
             keys=keys, epoch=L.epoch, exclusive=exclusive, now=at)))
 
+    def partition_conflict(self, step_id: str, partition: str, holder: str, reason: str, at: datetime) -> None:
+        """A partition skipped because another run was processing it (partition_locks.py, migration 0031): who
+        (`run:<id>`) and why, on its row."""
+        self._ops.append(("partition_conflict", dict(run_id=self.lease.run_id, step_id=step_id, partition=partition,
+                                                     holder=holder, reason=reason, now=at)))
+
+    def partition_wait_check(self, at: datetime) -> None:
+        """After a transition to `waiting` on a refused partition lock: due now if the key freed meanwhile."""
+        self._ops.append(("partition_wait_check", dict(run_id=self.lease.run_id, now=at)))
+
     # --- the run ----------------------------------------------------------------------------------------------
     def transition(self, to: str, at: datetime, *, next_wake_at: datetime | None = None, release: bool = False,
                    failed_step: str | None = None, error: A44Error | None = None, result: Any = None,

@@ -216,6 +216,16 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.engine_op_partition_conflict(op jsonb) RETURNS void
+    LANGUAGE sql
+    AS $$
+    update automation.run_partitions p
+    set skipped_by = x.holder, skip_reason = x.reason, updated_at = x."now"
+    from jsonb_to_record(op) as x(run_id text, step_id text, partition text, holder text, reason text,
+                                  "now" timestamptz)
+    where p.run_id = x.run_id and p.step_id = x.step_id and p.partition = x.partition
+$$;
+
 CREATE FUNCTION automation.engine_op_partition_plan(op jsonb) RETURNS void
     LANGUAGE plpgsql
     AS $$
@@ -235,7 +245,7 @@ begin
         where p.project_id = x.project and p.workflow_id = x.workflow and p.step_id = x.step_id
           and p.run_id <> x.run_id
           and p.partition in (select jsonb_array_elements_text(x.keys))
-          and (p.state in ('success', 'skipped')
+          and ((p.state = 'success' or (p.state = 'skipped' and coalesce(p.skipped_by, '') not like 'run:%'))
                or r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled'))
         limit 1;
         if taken is not null then
@@ -267,6 +277,35 @@ CREATE FUNCTION automation.engine_op_partition_state(op jsonb) RETURNS void
             error_code = excluded.error_code, error_message = excluded.error_message, rows = excluded.rows,
             worker_id = coalesce(excluded.worker_id, p.worker_id), started_at = excluded.started_at,
             finished_at = excluded.finished_at, updated_at = excluded.updated_at
+$$;
+
+CREATE FUNCTION automation.engine_op_partition_wait_check(op jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+    x record;
+    w record;
+    h text;
+    free boolean := false;
+begin
+    select * into x from jsonb_to_record(op) as r(run_id text, "now" timestamptz);
+    for w in select * from automation.partition_lock_waiters v where v.run_id = x.run_id loop
+        select l.run_id into h from automation.partition_locks l
+        where l.project_id = w.project_id and l.workflow_id = w.workflow_id and l.step_id = w.step_id
+          and l.partition = w.partition
+        for share;
+        if not found or h = x.run_id or not exists (
+                select 1 from automation.runs r where r.run_id = h
+                  and r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled')) then
+            free := true;
+            exit;
+        end if;
+    end loop;
+    if free then
+        update automation.runs set next_wake_at = x."now"
+        where run_id = x.run_id and state = 'waiting' and lease_owner is null;
+    end if;
+end
 $$;
 
 CREATE FUNCTION automation.engine_op_queue_run_failed(op jsonb) RETURNS text
@@ -648,6 +687,111 @@ begin
         perform pg_notify('a44_run_events', new.run_id);
     end if;
     return null;
+end
+$$;
+
+CREATE FUNCTION automation.partition_lock_release() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if new.state in ('success', 'skipped', 'failed', 'timeout') then
+        delete from automation.partition_locks l
+        where l.project_id = new.project_id and l.workflow_id = new.workflow_id and l.step_id = new.step_id
+          and l.partition = new.partition and l.run_id = new.run_id;
+        if found then
+            perform automation.partition_lock_wake(new.project_id, new.workflow_id, new.step_id, new.partition,
+                                                   new.updated_at);
+        end if;
+    end if;
+    return null;
+end
+$$;
+
+CREATE FUNCTION automation.partition_lock_wake(p_project text, p_workflow text, p_step text, p_partition text, p_now timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+    woke integer;
+begin
+    with w as (
+        update automation.runs r set next_wake_at = least(r.next_wake_at, p_now)
+        from automation.partition_lock_waiters v
+        where v.project_id = p_project and v.workflow_id = p_workflow and v.step_id = p_step
+          and v.partition = p_partition and r.run_id = v.run_id and r.state = 'waiting' and r.lease_owner is null
+        returning r.run_id
+    )
+    delete from automation.partition_lock_waiters v using w
+    where v.project_id = p_project and v.workflow_id = p_workflow and v.step_id = p_step
+      and v.partition = p_partition and v.run_id = w.run_id;
+    get diagnostics woke = row_count;
+    if woke > 0 then
+        perform pg_notify('a44_runs_due', (floor(extract(epoch from p_now) * 1000))::bigint::text);
+    end if;
+end
+$$;
+
+CREATE FUNCTION automation.partition_locks_of_run_release() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+    l record;
+begin
+    delete from automation.partition_lock_waiters w where w.run_id = new.run_id;
+    for l in delete from automation.partition_locks k where k.run_id = new.run_id
+             returning k.project_id, k.workflow_id, k.step_id, k.partition loop
+        perform automation.partition_lock_wake(l.project_id, l.workflow_id, l.step_id, l.partition, new.updated_at);
+    end loop;
+    return null;
+end
+$$;
+
+CREATE FUNCTION automation.partition_locks_take(p_project text, p_workflow text, p_step text, p_run text, p_keys text[], p_wait boolean, p_now timestamp with time zone) RETURNS TABLE(partition text, holder text)
+    LANGUAGE plpgsql
+    AS $$
+declare
+    k text;
+    h text;
+    live boolean;
+begin
+    foreach k in array p_keys loop
+        loop
+            select l.run_id into h from automation.partition_locks l
+            where l.project_id = p_project and l.workflow_id = p_workflow and l.step_id = p_step
+              and l.partition = k
+            for update;
+            if not found then
+                insert into automation.partition_locks (project_id, workflow_id, step_id, partition, run_id, taken_at)
+                values (p_project, p_workflow, p_step, k, p_run, p_now)
+                on conflict do nothing;
+                if found then
+                    delete from automation.partition_lock_waiters w
+                    where w.project_id = p_project and w.workflow_id = p_workflow and w.step_id = p_step
+                      and w.partition = k and w.run_id = p_run;
+                    exit;
+                end if;
+                continue;           -- another run inserted it meanwhile: read it again
+            end if;
+            exit when h = p_run;
+            select r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled') into live
+            from automation.runs r where r.run_id = h;
+            if not coalesce(live, false) then      -- a stale lock (its run ended without releasing it): take it over
+                update automation.partition_locks l set run_id = p_run, taken_at = p_now
+                where l.project_id = p_project and l.workflow_id = p_workflow and l.step_id = p_step
+                  and l.partition = k;
+                exit;
+            end if;
+            if p_wait then
+                insert into automation.partition_lock_waiters (project_id, workflow_id, step_id, partition, run_id,
+                                                               since)
+                values (p_project, p_workflow, p_step, k, p_run, p_now)
+                on conflict do nothing;
+            end if;
+            partition := k;
+            holder := h;
+            return next;
+            exit;
+        end loop;
+    end loop;
 end
 $$;
 
@@ -1041,6 +1185,24 @@ ALTER TABLE automation.notifications ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
     CACHE 1
 );
 
+CREATE TABLE automation.partition_lock_waiters (
+    project_id text NOT NULL,
+    workflow_id text NOT NULL,
+    step_id text NOT NULL,
+    partition text NOT NULL,
+    run_id text NOT NULL,
+    since timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.partition_locks (
+    project_id text NOT NULL,
+    workflow_id text NOT NULL,
+    step_id text NOT NULL,
+    partition text NOT NULL,
+    run_id text NOT NULL,
+    taken_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE automation.partition_plans (
     run_id text NOT NULL,
     step_id text NOT NULL,
@@ -1347,6 +1509,12 @@ ALTER TABLE ONLY automation.notifications
 ALTER TABLE ONLY automation.notifications
     ADD CONSTRAINT notifications_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY automation.partition_lock_waiters
+    ADD CONSTRAINT partition_lock_waiters_pkey PRIMARY KEY (project_id, workflow_id, step_id, partition, run_id);
+
+ALTER TABLE ONLY automation.partition_locks
+    ADD CONSTRAINT partition_locks_pkey PRIMARY KEY (project_id, workflow_id, step_id, partition);
+
 ALTER TABLE ONLY automation.partition_plans
     ADD CONSTRAINT partition_plans_pkey PRIMARY KEY (run_id, step_id);
 
@@ -1421,6 +1589,10 @@ CREATE INDEX notifications_alert_idx ON automation.notifications USING btree (al
 
 CREATE INDEX notifications_due_idx ON automation.notifications USING btree (next_attempt_at) WHERE (state = 'pending'::text);
 
+CREATE INDEX partition_lock_waiters_run_idx ON automation.partition_lock_waiters USING btree (run_id);
+
+CREATE INDEX partition_locks_run_idx ON automation.partition_locks USING btree (run_id);
+
 CREATE INDEX run_events_outcome_idx ON automation.run_events USING btree (id) WHERE ((kind = 'run.state'::text) AND (state = ANY (ARRAY['failed'::text, 'partial'::text, 'compensation_failed'::text, 'awaiting_confirmation'::text, 'succeeded'::text])));
 
 CREATE INDEX run_events_run_idx ON automation.run_events USING btree (run_id, id);
@@ -1493,9 +1665,13 @@ ALTER INDEX automation.step_attempts_run_started_idx ATTACH PARTITION automation
 
 CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
 
+CREATE TRIGGER run_partitions_lock_release AFTER INSERT OR UPDATE OF state ON automation.run_partitions FOR EACH ROW EXECUTE FUNCTION automation.partition_lock_release();
+
 CREATE TRIGGER runs_due_notify AFTER INSERT OR UPDATE OF next_wake_at, lease_owner ON automation.runs FOR EACH ROW EXECUTE FUNCTION automation.notify_run_due();
 
 CREATE TRIGGER runs_note_grant BEFORE UPDATE OF lease_grants ON automation.runs FOR EACH ROW WHEN ((new.lease_grants IS DISTINCT FROM old.lease_grants)) EXECUTE FUNCTION automation.note_grant();
+
+CREATE TRIGGER runs_partition_locks_release AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.state = ANY (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])) AND (old.state <> ALL (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION automation.partition_locks_of_run_release();
 
 CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
 

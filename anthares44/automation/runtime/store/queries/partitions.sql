@@ -59,9 +59,9 @@ from r
 returning id;
 
 -- name: partition_history
--- purpose: each partition of step :step of workflow :workflow (project :project) in runs other than :run_id: whether one processed it (success or skipped) and whether an unfinished one owns it
+-- purpose: each partition of step :step of workflow :workflow (project :project) in runs other than :run_id: whether one processed it (success, or skipped by a person: not for a conflict with another run) and whether an unfinished one owns it
 select p.partition,
-       bool_or(p.state in ('success', 'skipped')) as done,
+       bool_or(p.state = 'success' or (p.state = 'skipped' and coalesce(p.skipped_by, '') not like 'run:%')) as done,
        bool_or(r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled')) as owned
 from automation.run_partitions p
 join automation.runs r on r.run_id = p.run_id
@@ -81,3 +81,8 @@ from automation.schedule_occurrences
 where project_id = :project and trigger_id = :trigger and run_id = :run_id
 order by fire_at
 limit 1;
+
+-- name: partition_locks_take
+-- purpose: take the locks of partitions :keys of step :step (workflow :workflow, project :project) for run :run_id; one row (partition, holder) per key another unfinished run holds; with :wait the run is woken when such a key frees
+select partition, holder
+from automation.partition_locks_take(:project, :workflow, :step, :run_id, :keys::text[], :wait, :now);

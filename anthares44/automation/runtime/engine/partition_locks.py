@@ -1,0 +1,99 @@
+"""One run per partition (docs/partitions.md "One run per partition"): a (workflow, step, partition key) is processed
+by one run at a time, whatever the source of the keys. Before a fan-out step starts partitions, the run takes
+their locks in one statement (`partition_locks_take`, migration 0031); a key another unfinished run holds is not
+started here:
+
+- `onConflict: wait` (default): the run waits for it. Other partitions and branches go on; when nothing else of
+  the run can proceed it is released to `waiting` (no worker held), registered as a waiter of the key, and the
+  holder's release (the transaction that ends the partition or the run) wakes it; LOCK_RECHECK bounds the wait
+  should a wake-up be lost. A `partition.waiting` event names the key and the holder.
+- `onConflict: skip`: the partition is recorded `skipped` (attempt status `skipped`, E_PARTITION_BUSY), its row's
+  `skipped_by` = `run:<holder>`; a since-last-success plan does not count it as processed.
+
+A lock belongs to the run (not its lease) and lives from the partition's first attempt until the partition or the
+run ends; a run holds locks only of partitions it is processing, and processing one never waits for another lock,
+so two runs cannot wait for each other.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from ...errors import E_PARTITION_BUSY, A44Error
+from .states import WAITING
+
+if TYPE_CHECKING:
+    from .interpreter import RunDriver
+    from .journal import Batch
+    from .progress import PartProgress
+
+LOCK_RECHECK = timedelta(minutes=1)
+
+
+class PartitionLocks:
+    """The locks one visit of a run holds, and the gate its fan-out steps pass before starting partitions."""
+
+    def __init__(self, driver: RunDriver):
+        self.d = driver
+        self.held: set[tuple[str, str]] = set()         # (step, partition) taken in this visit
+        self.waiting: set[tuple[str, str]] = set()      # refused and announced in this visit
+
+    async def gate(self, b: Batch, parts: list[PartProgress], busy: set[str], in_flight: int, now: datetime,
+                   dues: list) -> set[str]:
+        """Take the locks of the partitions that may start now (at most the free slots; all for a step run on the
+        spot). Returns the partitions not to start: held by another run (waited for); with `onConflict: skip`
+        they are recorded skipped here instead."""
+        if not parts:
+            return set()
+        node = parts[0].node
+        spec, L = node.partitions, self.d.lease
+        slots = len(parts) if self.d.engine.inline(node) else spec.concurrency - in_flight
+        blocked: set[str] = set()
+        ready = [pp for pp in parts if pp.key not in busy and not pp.done and pp.state != "failed"
+                 and not (pp.state == "retry" and now < pp.last.retry_at)]
+        while slots > 0 and ready:
+            batch, ready = ready[:slots], ready[slots:]
+            want = [pp for pp in batch if (node.id, pp.partition) not in self.held]
+            refused: dict[str, str] = {}
+            if want:
+                rows = await self.d.engine.store.fetch(
+                    "partition_locks_take", project=L.project_id, workflow=L.workflow_id, step=node.id,
+                    run_id=L.run_id, keys=[pp.partition for pp in want], wait=spec.on_conflict != "skip", now=now)
+                refused = {r["partition"]: r["holder"] for r in rows}
+                self.held.update((node.id, pp.partition) for pp in want if pp.partition not in refused)
+            for pp in batch:
+                holder = refused.get(pp.partition)
+                if holder is None:
+                    slots -= 1
+                elif spec.on_conflict == "skip":
+                    self._skip(b, pp, holder, now)
+                else:
+                    blocked.add(pp.partition)
+                    self._wait(b, pp, holder, now)
+        if blocked:
+            dues.append((now + LOCK_RECHECK, WAITING))
+        return blocked
+
+    def before_release(self, b: Batch, now: datetime) -> None:
+        """The visit releases the run to a wait after a key was refused: in the same transaction, after the
+        transition, the run is made due at once if a key it waits for freed meanwhile (no lost wake-up)."""
+        if self.waiting:
+            b.partition_wait_check(now)
+
+    def _skip(self, b: Batch, pp: PartProgress, holder: str, now: datetime) -> None:
+        reason = f"run {holder} was processing partition {pp.partition} of step {pp.node.id} (onConflict: skip)"
+        a = b.record(pp.key, pp.next_attempt, "action", "skipped", now, error=A44Error(
+            E_PARTITION_BUSY, reason, step_id=pp.node.id))
+        self.d.p.add(a)
+        self.d.note_partition(b, pp, now)
+        b.partition_conflict(pp.node.id, pp.partition, f"run:{holder}", reason, now)
+        self.d.engine.event("partition.skipped", self.d.lease.run_id, step=pp.key, holder=holder)
+
+    def _wait(self, b: Batch, pp: PartProgress, holder: str, now: datetime) -> None:
+        if (pp.node.id, pp.partition) in self.waiting:
+            return
+        self.waiting.add((pp.node.id, pp.partition))
+        b.event("partition.waiting", now, step_id=pp.key, message=f"run {holder} is processing partition "
+                f"{pp.partition} of step {pp.node.id}: waiting for it", data={"holder": holder})
+        self.d.engine.event("partition.waiting", self.d.lease.run_id, step=pp.key, holder=holder)
