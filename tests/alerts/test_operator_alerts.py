@@ -17,13 +17,13 @@ import json
 import random
 import shlex
 
+from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.compiler.models.queues import Queue
 from anthares44.automation.grammar.alert_rules import check_rule
 from anthares44.automation.runtime.alerts import rules as rule_store
 from anthares44.automation.runtime.alerts.evaluator import Evaluator
 from anthares44.automation.runtime.notify import channels
 from anthares44.automation.runtime.notify.delivery import Deliverer
-from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.runtime.queues import deliver_envelope, store_queues
 from anthares44.automation.runtime.secrets.source import SecretSource
 from tests.cli_support import run_cli

@@ -69,8 +69,8 @@ def overlaps(log) -> list[tuple]:
         by_day.setdefault(d, []).append((s, e, run))
     for d, calls in by_day.items():
         calls.sort()
-        for i, (s1, e1, r1) in enumerate(calls):
-            for s2, e2, r2 in calls[i + 1:]:
+        for i, (_s1, e1, r1) in enumerate(calls):
+            for s2, _e2, r2 in calls[i + 1:]:
                 if s2 >= e1:
                     break
                 if r1 != r2:

@@ -17,8 +17,8 @@ from ...clock import Clock
 from ...errors import A44Error
 from ...grammar.alert_rules import METRICS, evaluate, parse_condition, parse_filter
 from . import builtins, ledger, sampler
-from .causes import dead_letter_causes, dead_letter_context
 from . import rules as rule_store
+from .causes import dead_letter_causes, dead_letter_context
 from .suppression import Policy, State, tick
 
 log = logging.getLogger("a44.alerts")
