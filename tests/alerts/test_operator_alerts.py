@@ -224,3 +224,27 @@ def test_a_dlq_rule_names_the_dead_letters_behind_its_value(store, clock, aio):
                                     f"\"error_code == 'E_UPSTREAM_400'\" --project {PROJECT}")
     finally:
         inbox.close()
+
+
+def test_a_rule_on_partial_runs_names_the_runs_behind_its_value(store, clock, aio, serve, tmp_path):
+    api = DailyApi()
+    api.reject = {BAD}
+    ir = compile_yaml(tmp_path, YAML.format(base=serve(api.app()), on_failure="partial"))
+    inbox = Inbox(store, aio)
+    try:
+        aio(rule_store.upsert_builtin(store, PROJECT, notify=None, escalate_to=None, severity="p2", window_s=600,
+                                      update_every=10))     # built-ins routed nowhere: only the rule's message
+        aio(rule_store.upsert(store, PROJECT, check_rule(
+            name="partial-loads", metric="automation.runs", filter='workflow="wf_daily_load",state="partial"',
+            condition="> 0", severity="p3", notify="squad-billing")))
+        eng, run_id, run = aio(start(store, clock, ir, "2026-07-01", "2026-07-05"))
+        assert run["state"] == "partial"
+        [msg] = inbox.round()
+        p = msg["payload"]
+        assert (p["rule"], p["value"], p["run_id"], p["workflow"], p["state"]) == (
+            "partial-loads", 1.0, run_id, "wf_daily_load", "partial")
+        assert [r["run_id"] for r in p["runs"]] == [run_id] and p["causes"] == [f"run:{run_id}"]
+        assert p["next_action"] == f"a44 automation replay {run_id} --failed-partitions --project {PROJECT}"
+        aio(eng.registry.aclose())
+    finally:
+        inbox.close()

@@ -119,6 +119,28 @@ async def dead_letter_context(store, project: str, queue: str) -> dict:
     return ctx
 
 
+CAUSED_STATES = ("failed", "partial", "compensation_failed", "awaiting_confirmation")
+
+
+async def runs_context(store, project: str, workflow: str, state: str) -> dict:
+    """A rule on `automation.runs{workflow, state}` of a state that needs a person: the newest runs in it (at most
+    MAX_CAUSES), the latest's fields at the top level and its next command."""
+    rows = await store.fetch("alert_runs_recent", project=project, workflow=workflow, state=state, limit=MAX_CAUSES)
+    if not rows:
+        return {}
+    runs = [{"run_id": r["run_id"], "workflow": r["workflow_id"], "state": r["state"],
+             "failed_step": r["failed_step"], "partition_key": r["partition_key"], "error_code": r["error_code"],
+             "error_type": error_type(r["error_code"]), "attempts": r["attempts"]} for r in rows]
+    d = rows[0]
+    step = d["failed_step"] or (d["current_step"] if state == "awaiting_confirmation" else None)
+    partitions = state == "partial" or d["error_code"] == "E_PARTITIONS_FAILED"
+    return {"workflow": workflow, "run_id": d["run_id"], "state": state, "failed_step": step,
+            "partition_key": d["partition_key"], "error_code": d["error_code"], "error_type": error_type(d["error_code"]),
+            "error_message": d["error_message"], "attempts": d["attempts"], "runs": runs,
+            "runs_seen": [r["run_id"] for r in rows], "causes": [f"run:{r['run_id']}" for r in rows],
+            "next_action": next_action(project, state, d["run_id"], step, partitions=partitions)}
+
+
 def dead_letter_causes(letters: list[dict], newest: int) -> list[str]:
     """The causes of the `newest` dead letters: their runs, or the letters themselves. Empty when more grew than
     are listed (an unnamed cause must not be folded into another's incident)."""

@@ -18,7 +18,7 @@ from ...errors import A44Error
 from ...grammar.alert_rules import METRICS, evaluate, parse_condition, parse_filter
 from . import builtins, ledger, sampler
 from . import rules as rule_store
-from .causes import dead_letter_causes, dead_letter_context
+from .causes import CAUSED_STATES, dead_letter_causes, dead_letter_context, runs_context
 from .suppression import Policy, State, tick
 
 log = logging.getLogger("a44.alerts")
@@ -154,6 +154,8 @@ async def _rule_context(store, project: str, row, s: dict) -> dict:
         ctx.update(causes, causes=dead_letter_causes(letters, len(letters)) if letters else [])
         if int(s["value"] or 0) > len(letters):
             ctx["dead_letters_more"] = int(s["value"]) - len(letters)     # listed: the newest MAX_CAUSES
+    elif row["metric"] == "automation.runs" and s["labels"].get("state") in CAUSED_STATES:
+        ctx.update(await runs_context(store, project, s["labels"]["workflow"], s["labels"]["state"]))
     elif queue:
         ctx["next_action"] = f"a44 automation queues stats --project {project}"
     ctx["title"] = f"{row['name']}: {row['metric']}{{{labels}}} {row['condition']} (value {s['value']:g})"

@@ -262,3 +262,13 @@ returning id;
 delete from automation.alert_incidents i
 where i.opened_at < :before
   and not exists (select 1 from automation.alerts a where a.alert_id = any(i.alert_ids) and a.state = 'firing');
+
+-- name: alert_runs_recent
+-- purpose: the newest :limit runs of workflow :workflow in state :state (the causes a rule on automation.runs names), with the failed step's attempts
+select r.run_id, r.workflow_id, r.state, r.failed_step, r.current_step, r.partition_key, r.error_code, r.error_message,
+       (select count(*) from automation.step_attempts a
+        where a.run_id = r.run_id and a.step_id = r.failed_step and a.kind = 'action')::int as attempts
+from automation.runs r
+where r.project_id = :project and r.state = :state and r.workflow_id = :workflow
+order by r.created_at desc, r.run_id desc
+limit :limit;
