@@ -161,3 +161,54 @@ def test_random_overlaps_never_process_a_key_twice_at_once(store, clock, aio, se
     name = f"prop-{time.monotonic_ns()}"
     run_ids, runs, parts = aio(scenario(store, clock, tmp_path, api, base, name, on_conflict, ranges, source))
     check(api, run_ids, runs, parts, ranges, on_conflict)
+
+
+CODE_MAP = '''
+import json
+import urllib.request
+
+from anthares44.automation import step, workflow
+
+
+def fetch(base, day, key):
+    req = urllib.request.Request(f"{base}/day/{day}", headers={"Idempotency-Key": key})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        return json.loads(resp.read())
+
+
+@workflow("code-overlap", version=1)
+async def overlap(ctx, input):
+    return await step.map("load", input["days"], lambda day: fetch(input["baseUrl"], day, ctx.idempotency_key),
+                          concurrency=3, timeout="5s")
+'''
+
+
+def test_code_map_items_take_the_same_locks(store, clock, aio, tmp_path):
+    """A code workflow's `step.map` items are partitions too: two runs over overlapping days take turns."""
+    from anthares44.automation.app.automation import Automation
+    from tests.loopback import ThreadedServer
+
+    class ThreadedLoggingApi(LoggingApi, ThreadedServer):
+        def __init__(self):
+            LoggingApi.__init__(self, delay=0.05)
+            ThreadedServer.__init__(self)
+
+    api = ThreadedLoggingApi()
+    (tmp_path / "code_overlap.py").write_text(CODE_MAP)
+    ranges = [(0, 5), (2, 7)]
+
+    async def body():
+        auto = Automation(store)
+        assert (await auto.publish([str(tmp_path / "code_overlap.py")])).ok
+        run_ids = [(await auto.run("code-overlap", {"baseUrl": api.url, "days": [day(n) for n in range(lo, hi + 1)]},
+                                   f"k{i}")).run_id for i, (lo, hi) in enumerate(ranges)]
+        engines = [engine(store, clock=clock, worker_id=f"d{i}") for i in range(2)]
+        runs = await drive_all(store, clock, engines, run_ids)
+        parts = {r: {p["partition"]: dict(p) for p in await partitions_of(store, r)} for r in run_ids}
+        return run_ids, runs, parts
+
+    try:
+        run_ids, runs, parts = aio(body())
+        check(api, run_ids, runs, parts, ranges, "wait")
+    finally:
+        api.close()

@@ -34,6 +34,7 @@ from ...sdk.core import Execution, History, Host, NonDeterministic, StepFailed, 
 from .fanout import PLAN_TRIES
 from .interpreter import RunDriver
 from .journal import LeaseLost, PlanConflict
+from .partition_locks import LOCK_RECHECK, take_item
 from .partition_plan import Planner, since_keys
 from .progress import split_part
 from .rows import recorded
@@ -67,6 +68,7 @@ class CodeRunDriver(RunDriver, Host):
         self._compensating = self.row["state"] == COMPENSATING
 
     _execution: Execution | None = None
+    _lock_waits = False         # a `step.map` item was refused its partition's lock in this visit
 
     # --- Host: the execution's durable writes ---------------------------------------------------------------------
     def now(self) -> datetime:
@@ -91,6 +93,12 @@ class CodeRunDriver(RunDriver, Host):
             self.b.record(step_id, attempt, "action", "failed", now, error=err)
             await self._commit()
             raise StepFailed(step_id, err.code, err.message)
+        split = split_part(step_id)
+        if split is not None and (holder := await take_item(self, split[0], split[1], now)) is not None:
+            self._lock_waits = True         # one run per partition (partition_locks.py): wait, holding no worker
+            self.b.event("partition.waiting", now, step_id=step_id, data={"holder": holder},
+                         message=f"run {holder} is processing partition {split[1]} of {split[0]}: waiting for it")
+            raise Suspend(now + LOCK_RECHECK, "waiting")
         a = self.b.start(step_id, attempt, "action", now)
         self._item_row(step_id, a, None)
         await self._commit()
@@ -186,6 +194,8 @@ class CodeRunDriver(RunDriver, Host):
             state = WAITING if s.state == "waiting" else SLEEPING
             now = self.clock.now()
             self.b.transition(state, now, next_wake_at=min(s.due, self.deadline), release=True)
+            if self._lock_waits:
+                self.b.partition_wait_check(now)    # a lock freed since it was refused: due at once
             await self.b.commit(now)
             self.engine.event(f"run.{state}", L.run_id, until=s.due.isoformat())
             return state

@@ -31,6 +31,16 @@ if TYPE_CHECKING:
 LOCK_RECHECK = timedelta(minutes=1)
 
 
+async def take_item(driver, step_id: str, partition: str, now: datetime) -> str | None:
+    """A code workflow's `step.map` item (code_driver.py): take its key's lock before its attempt; the holder's id
+    when another run holds it (this run is then registered to be woken; the item suspends the visit as a retry
+    wait does, and the other items go on)."""
+    L = driver.lease
+    rows = await driver.engine.store.fetch("partition_locks_take", project=L.project_id, workflow=L.workflow_id,
+                                           step=step_id, run_id=L.run_id, keys=[partition], wait=True, now=now)
+    return rows[0]["holder"] if rows else None
+
+
 class PartitionLocks:
     """The locks one visit of a run holds, and the gate its fan-out steps pass before starting partitions."""
 
