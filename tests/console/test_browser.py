@@ -157,3 +157,15 @@ def test_live_updates_never_touch_a_form_being_edited(page, scene):
     assert run["cancel_reason"] == reason, run["cancel_reason"]
     runs.get_by_role("button", name="Filter").click()                               # the typed filter applies
     runs.wait_for_url(re.compile(r"workflow=wf_sl"))
+
+
+def test_a_malformed_run_id_shows_the_consoles_error_page(page, scene):
+    """Issue 25 item 8 in the browser: a run path whose id the server's path check refuses shows the console's
+    own 404 page (signed in, with its way back), never the REST API's JSON."""
+    for path in ("/runs/not%20an%20id", "/runs/" + "x" * 300):
+        resp = page.goto(scene.url + path)
+        assert resp.status == 404 and resp.headers["content-type"].startswith("text/html"), (path, resp.status)
+        assert page.locator("h1 code").inner_text() == "E_RUN_NOT_FOUND", path
+        assert page.get_by_role("alert").inner_text() == "no run has that id", path
+    page.get_by_role("link", name="Back to the runs").click()
+    page.wait_for_url(re.compile(r"/runs$"))
