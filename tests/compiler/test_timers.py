@@ -130,3 +130,15 @@ def test_a_templated_until_is_not_judged_at_compile_time_but_its_template_is():
     _irs, diags = compiled(wf('  - id: s\n    sleep: {until: "{{ steps.later.result }}"}\n'
                               "  - id: later\n    uses: pass\n    timeout: 1s\n"))
     assert [d.code for d in diags] == ["A44402"]
+
+
+def test_the_examples_of_docs_timers_md_compile_clean():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "timers.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", doc, re.DOTALL)
+    assert len(blocks) >= 2
+    for text in blocks:
+        irs, diags = compiled(text, "publish")
+        assert not diags and len(irs) == 1, [d.format() for d in diags]
