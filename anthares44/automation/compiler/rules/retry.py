@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ...diagnostics import Diagnostic, Severity, register
+from ..ir import RUN_DEADLINE_MS
 from ..models.types import format_duration
-from .timers import DEFAULT_MAX_DURATION_MS
 
 A44240 = register("A44240", "retry base is larger than its cap")
 A44241 = register("A44241", "retry strategy none with retries", Severity.WARNING)
@@ -14,7 +14,7 @@ A44242 = register("A44242", "retries cannot finish within the run deadline", Sev
 def check(project):
     for decl in project.of_kind("workflow"):
         src = decl.src
-        deadline = decl.model.maxDuration or DEFAULT_MAX_DURATION_MS   # how long a run may last (§19)
+        deadline = decl.model.maxDuration or RUN_DEADLINE_MS   # how long a run may last (§19)
         for i, step in enumerate(decl.model.steps):
             r = step.retry
             if r is None:

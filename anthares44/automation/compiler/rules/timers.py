@@ -2,7 +2,8 @@
 and every static sleep and timeout, and the workflow's own `timeout`, fits in the run's `maxDuration` (default
 72 h), so a run is refused at publish instead of failing with E_SLEEP_EXCEEDS_RUN_DEADLINE days later.
 
-A templated `until` is checked by the template rules here and, when it renders, by the runtime (E_SLEEP_INVALID).
+A templated `until` is checked by the template rules (rules/templates.py) and, once rendered, by the runtime
+(E_SLEEP_INVALID).
 A `for` counts at its longest (31-day months, 366-day years, an hour of DST unless in UTC): a span that fits only
 in some months does not fit.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from ...calendar import CalendarError, parse_instant, parse_span
 from ...diagnostics import Diagnostic, register
-from ..models.types import MAX_DURATION_MS
+from ..ir import RUN_DEADLINE_MS
 from ..models.workflow import Sleep
 from ..templating import is_template
 
@@ -19,12 +20,10 @@ A44214 = register("A44214", "a sleep or timeout cannot fit in the run's maxDurat
 A44215 = register("A44215", "sleep until is not an instant with a UTC offset")
 A44216 = register("A44216", "a sleep block needs exactly one of for or until")
 
-DEFAULT_MAX_DURATION_MS = MAX_DURATION_MS
-
 
 def run_deadline_ms(wf) -> int:
     """The run's wall-clock limit: `timeout` when shorter than `maxDuration` (default 72 h). The IR's deadline_ms."""
-    most = wf.maxDuration or DEFAULT_MAX_DURATION_MS
+    most = wf.maxDuration or RUN_DEADLINE_MS
     return min(wf.timeout or most, most)
 
 
@@ -53,7 +52,7 @@ def check(project):
 def _fits(decl, src, wf):
     # measured against maxDuration, not a shorter workflow `timeout`: a file published before maxDuration existed
     # (a 6h step under a 2h run timeout, say) must stay publishable; such a run still fails with E_RUN_DEADLINE
-    most = wf.maxDuration or DEFAULT_MAX_DURATION_MS
+    most = wf.maxDuration or RUN_DEADLINE_MS
     by = f"maxDuration {_text(most)}" if wf.maxDuration else "maxDuration 72h (the default)"
     hint = "raise the workflow's `maxDuration` (at most 400d) or shorten it"
     if wf.timeout is not None and wf.timeout > most:
