@@ -19,7 +19,7 @@ DEFAULT_LEASE_MS = 30_000
 DEFAULT_RETRY_BASE_MS = 1_000
 DEFAULT_RETRY_CAP_MS = 300_000
 COMPENSATION_DELAYS_MS = (5_000, 20_000, 60_000)   # §6.1: 3 attempts, waiting 5 s, 20 s, 60 s
-RUN_DEADLINE_MS = 72 * 3600 * 1000
+RUN_DEADLINE_MS = 72 * 3600 * 1000     # a run's wall-clock limit unless its maxDuration says otherwise (§19)
 DEFAULT_QUEUE = "q_default"
 DEFAULT_CONCURRENCY = 100
 DEFAULT_SINCE_MAX = 366        # partitions in one run's plan of a `since: lastSuccess` range
@@ -88,8 +88,24 @@ class PartitionsIR(_Optional):
     on_conflict: Literal["skip"] | None = None     # None: wait for the run processing a partition to finish it
 
 
+class SleepIR(_Optional):
+    """A sleep that is not a fixed `sleep_ms` (§19). `until`: an ISO instant with its offset, or a template
+    ({"$tpl"}) rendered when the sleep opens. `for`: `months` and `days` added in local wall time of `tz` (month
+    ends clamped; a gap or fold resolved by `dst_policy`), then `ms` elapsed. The runtime computes the due instant
+    once, when the sleep opens, with core calendar.py (`due_for(opened_at, Span(months, days, ms), tz, dst_policy)`,
+    `parse_instant(until)`), and stores it."""
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("until", "months", "days", "ms", "tz", "dst_policy")
+    kind: Literal["until", "for"]
+    until: str | dict[str, Any] | None = None
+    months: int | None = None
+    days: int | None = None
+    ms: int | None = None
+    tz: str | None = None
+    dst_policy: Literal["skip-nonexistent", "run-once", "run-twice"] | None = None
+
+
 class NodeIR(_Optional):
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("rows", "expect", "partitions")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("rows", "expect", "partitions", "sleep")
     id: str
     index: int
     kind: Literal["call", "sleep"]
@@ -104,6 +120,7 @@ class NodeIR(_Optional):
     rows: dict[str, Expr] | None = None      # in | out | error -> CEL over result, input (§16, docs/rows.md)
     expect: tuple[Expr, ...] = ()             # checked when the step succeeds
     partitions: PartitionsIR | None = None
+    sleep: SleepIR | None = None              # kind "sleep" with no sleep_ms: a `for` span or an `until` instant
 
 
 class DeliverIR(IR):

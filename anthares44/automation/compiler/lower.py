@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..calendar import DEFAULT_DST_POLICY
 from ..diagnostics import Severity
 from .graph import edges
 from .ir import (
@@ -16,7 +17,6 @@ from .ir import (
     DEFAULT_RETRY_BASE_MS,
     DEFAULT_RETRY_CAP_MS,
     DEFAULT_SINCE_MAX,
-    RUN_DEADLINE_MS,
     CatchUpIR,
     CompensationIR,
     ConcurrencyIR,
@@ -26,13 +26,16 @@ from .ir import (
     NodeIR,
     PartitionsIR,
     RetryIR,
+    SleepIR,
     TriggerIR,
     WorkflowIR,
     seal,
 )
+from .models.workflow import Sleep
 from .project import workflow_id
 from .resolve import resolve
 from .rules.expectations import ROW_FIELDS, ROWS_ROOTS, STEP_EXPECT_ROOTS, WORKFLOW_EXPECT_ROOTS, expect_list, step_rows
+from .rules.timers import run_deadline_ms
 from .templating import is_template
 
 
@@ -110,12 +113,36 @@ def lower_step(i: int, step, project) -> NodeIR:
                               params=_params(c))
     from .rules.expressions import IF_ROOTS
 
+    sleep_ms, sleep = _sleep(step.sleep)
     return NodeIR(id=step.id, index=i, kind="sleep" if step.sleep is not None else "call",
                   connector=_connector(step.uses, project) if step.uses else None,
                   timeout_ms=step.timeout, retry=retry, compensate=comp, condition=_expr(step.if_, IF_ROOTS),
-                  exclusive=step.exclusive, sleep_ms=step.sleep, params=_params(step),
+                  exclusive=step.exclusive, sleep_ms=sleep_ms, params=_params(step),
                   rows=_rows(step), expect=_expects(step.expect, STEP_EXPECT_ROOTS),
-                  partitions=_partitions(step, IF_ROOTS))
+                  partitions=_partitions(step, IF_ROOTS), sleep=sleep)
+
+
+def _sleep(value) -> tuple[int | None, SleepIR | None]:
+    """(sleep_ms, SleepIR): a span that is the same length in every zone (no months; days only in UTC) stays a
+    plain `sleep_ms`, as `sleep: 30s` always was; the rest needs the calendar when the sleep opens."""
+    if not isinstance(value, Sleep):
+        return value, None
+    if value.until is not None:
+        static = not is_template(value.until)
+        return None, SleepIR(kind="until", until=_instant(value.until) if static else mark_templates(value.until))
+    from ..calendar import parse_span
+
+    span, tz = parse_span(value.for_ or ""), value.tz or "UTC"
+    if span.months == 0 and (span.days == 0 or tz == "UTC"):
+        return span.days * 86_400_000 + span.ms, None
+    return None, SleepIR(kind="for", months=span.months, days=span.days, ms=span.ms, tz=tz,
+                         dst_policy=value.dstPolicy or DEFAULT_DST_POLICY)
+
+
+def _instant(text: str) -> str:
+    from ..calendar import parse_instant
+
+    return parse_instant(text).isoformat()
 
 
 def _rows(step) -> dict[str, Expr] | None:
@@ -163,7 +190,7 @@ def lower_workflow(decl, project) -> WorkflowIR:
         workflow_id=wid, name=wf.name, version=wf.version, queue=wf.queue or DEFAULT_QUEUE,
         concurrency=ConcurrencyIR(max=conc.max if conc else DEFAULT_CONCURRENCY,
                                   partition_key=mark_templates(conc.partitionKey) if conc else None),
-        deadline_ms=min(wf.timeout or RUN_DEADLINE_MS, RUN_DEADLINE_MS), lease_ms=DEFAULT_LEASE_MS,
+        deadline_ms=run_deadline_ms(wf), lease_ms=DEFAULT_LEASE_MS,
         triggers=tuple(triggers), nodes=tuple(lower_step(i, s, project) for i, s in enumerate(wf.steps)),
         edges=tuple(edges(wf)), source={"file": decl.src.path, "format": "yaml"},
         expect=_expects(wf.expect, WORKFLOW_EXPECT_ROOTS))

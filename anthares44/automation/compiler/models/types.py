@@ -12,14 +12,26 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, StrictBool, StrictInt, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
+from ...calendar import SPAN_PATTERN
 from ...durations import DURATION_PATTERN, duration_ms
 
-MAX_DURATION_MS = 72 * 3600 * 1000  # a run may span up to 72 h of wall clock (§3.1)
+MAX_DURATION_MS = 72 * 3600 * 1000  # a run may span up to 72 h of wall clock (§3.1), unless its maxDuration says more
+MAX_RUN_SPAN_MS = 400 * 86_400_000  # ... at most 400 d (§19)
 
 
 def validate_duration(value: Any) -> int:
     """The YAML `Duration`: the one grammar of durations.py, in milliseconds, with the rules of a step's span:
     no bare numbers, greater than zero, at most 72 h."""
+    return _duration(value, MAX_DURATION_MS, "exceeds the 72h maximum a run may span")
+
+
+def validate_run_span(value: Any) -> int:
+    """The YAML `RunSpan`: a `Duration` that may reach the 400 d a run can last at most (§19); whether it fits the
+    run's own `maxDuration` is rules/timers.py's question, which can name both."""
+    return _duration(value, MAX_RUN_SPAN_MS, "exceeds the 400d a run may last at most")
+
+
+def _duration(value: Any, limit_ms: int, too_long: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise PydanticCustomError("a44_duration", "expected a duration such as 250ms, 15s, 2m or 6h")
     if isinstance(value, (int, float)):
@@ -33,10 +45,23 @@ def validate_duration(value: Any) -> int:
                                   {"value": value}) from None
     if total <= 0:
         raise PydanticCustomError("a44_duration", "duration must be greater than zero")
-    if total > MAX_DURATION_MS:
-        raise PydanticCustomError("a44_duration",
-                                  "duration {value} exceeds the 72h maximum a run may span", {"value": value})
+    if total > limit_ms:
+        raise PydanticCustomError("a44_duration", "duration {value} " + too_long, {"value": value})
     return total
+
+
+def check_span(value: Any) -> str:
+    """A sleep's `for:` (§19): calendar units (`1y`, `1mo`, `2w`, `3d`, in local wall time) then fixed ones."""
+    from ...calendar import CalendarError, parse_span
+
+    if not isinstance(value, str):
+        raise PydanticCustomError("a44_duration", "expected a span such as 1mo, 2w, 30d or 12h, got {value!r}",
+                                  {"value": value})
+    try:
+        parse_span(value)
+    except CalendarError as exc:
+        raise PydanticCustomError("a44_duration", str(exc)) from None
+    return value.strip()
 
 
 def format_duration(ms: int) -> str:
@@ -52,6 +77,21 @@ Duration = Annotated[
                     "description": "A duration: numbers with units (d, h, m, s, ms, largest first), e.g. `250ms`, "
                                    "`15s`, `6h`; at most 72h.",
                     "examples": ["250ms", "15s", "2m", "6h"]}),
+]
+RunSpan = Annotated[
+    int, BeforeValidator(validate_run_span),
+    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN,
+                    "description": "A duration: numbers with units (d, h, m, s, ms, largest first), e.g. `15s`, "
+                                   "`6h`, `30d`; at most the workflow's `maxDuration` (default 72h, at most 400d).",
+                    "examples": ["250ms", "15s", "2m", "6h", "30d"]}),
+]
+CalendarSpan = Annotated[
+    str, BeforeValidator(check_span),
+    WithJsonSchema({"type": "string", "pattern": SPAN_PATTERN,
+                    "description": "A span: calendar units `y`, `mo`, `w`, `d` (in local wall time of `tz`; month "
+                                   "ends clamped), then fixed `h`, `m`, `s`, `ms`, largest first, e.g. `1mo`, `2w`, "
+                                   "`1d12h`.",
+                    "examples": ["1mo", "2w", "30d", "1y"]}),
 ]
 
 

@@ -8,11 +8,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictStr
+from pydantic import Discriminator, Field, StrictStr, Tag
 
 from .base import Model, OpenModel
 from .triggers import InlineTrigger
-from .types import WORKFLOW_NAME_PATTERN, Bool, Duration, PositiveInt, StepId, Version
+from .types import (
+    WORKFLOW_NAME_PATTERN,
+    Bool,
+    CalendarSpan,
+    Duration,
+    PositiveInt,
+    RunSpan,
+    StepId,
+    TimeZone,
+    Version,
+)
 
 
 class Retry(Model):
@@ -95,6 +105,30 @@ class Partitions(Model):
     (the run holds no worker meanwhile), or `skip` it here, recorded as skipped with the other run's id."""
 
 
+class Sleep(Model):
+    """A durable wait that is not a fixed duration (§19): `for` a span in local wall time, or `until` an instant."""
+
+    for_: CalendarSpan | None = Field(None, alias="for")
+    """How long: `1mo`, `2w`, `30d`, `1y`, `1d12h`; `y`, `mo`, `w`, `d` count in local wall time of `tz` (month ends
+    clamped: 31 Jan + 1mo = 28/29 Feb), then `h`, `m`, `s`, `ms` as elapsed time."""
+    until: StrictStr | None = None
+    """Until an instant with its offset: `2026-07-01T09:00:00-03:00`, `...Z`, or a template giving one, e.g.
+    `{{ input.renewsAt }}`; a past instant ends the sleep at once."""
+    tz: TimeZone | None = None
+    """With `for`: the IANA zone whose wall time the calendar units count in (default UTC)."""
+    dstPolicy: Literal["skip-nonexistent", "run-once", "run-twice"] | None = None
+    """With `for`: a wall time in a DST gap is shifted forward by the gap; in a fold it is the first instant, or
+    under `run-twice` the second (default `skip-nonexistent`)."""
+
+
+def _sleep_form(value: Any) -> str:
+    return "Sleep" if isinstance(value, dict) else "Duration"
+
+
+SleepField = Annotated[Annotated[RunSpan, Tag("Duration")] | Annotated[Sleep, Tag("Sleep")],
+                       Discriminator(_sleep_form)]
+
+
 class Step(OpenModel):
     """One step: a connector call (`uses`), a durable `sleep`, or `uses: pass`."""
 
@@ -103,7 +137,7 @@ class Step(OpenModel):
     uses: StrictStr | None = None
     """The connector: a built-in (`http`, `vpn/http`, `sql/execute`, `storage/put`, `storage/get`, `queue/publish`,
     `bot/invoke`, `pass`), a declared connector id (`con_...`) or a plugin (`connector/payments.authorize`)."""
-    timeout: Duration | None = None
+    timeout: RunSpan | None = None
     """Mandatory (except sleep steps): the time limit of one attempt, e.g. `15s`."""
     retry: Retry | None = None
     """Retry policy; default: no retry."""
@@ -115,8 +149,9 @@ class Step(OpenModel):
     """Steps that must finish first; turns the list into a DAG."""
     exclusive: Bool = False
     """If the run's lease expires while this step runs, wait for a person instead of re-granting (§7.3)."""
-    sleep: Duration | None = None
-    """A durable wait (`{id: cooldown, sleep: 30s}`); takes no `uses` and no `timeout`."""
+    sleep: SleepField | None = None
+    """A durable wait: `sleep: 30s`, `sleep: {for: 1mo, tz: America/Sao_Paulo}` or `sleep: {until: "{{ ... }}"}`;
+    takes no `uses` and no `timeout`; it must fit in the run's `maxDuration`."""
     with_: dict[str, Any] | None = Field(None, alias="with")
     """Parameters of a `connector/...` plugin, validated by the plugin's own model."""
     rows: Rows | None = None
@@ -153,8 +188,11 @@ class Workflow(Model):
     """Queue id (`q_...`); default: the project's default queue (concurrency 100, ordering none)."""
     concurrency: Concurrency | None = None
     """Workflow-level concurrency limit and partition key."""
-    timeout: Duration | None = None
-    """Deadline of a whole run (default and maximum 72h)."""
+    timeout: RunSpan | None = None
+    """Deadline of a whole run (default and maximum: `maxDuration`)."""
+    maxDuration: RunSpan | None = None
+    """How long a run may last, sleeps included (default 72h, at most 400d); a sleep or timeout that cannot fit
+    is refused at publish."""
     steps: list[Step] = Field(min_length=1)
     """The steps, run in the order written unless `needs` says otherwise."""
     expect: StrictStr | list[StrictStr] | None = None

@@ -7,9 +7,9 @@ declaration whose model failed validation is skipped (its shape errors are alrea
 from __future__ import annotations
 
 from ...diagnostics import Diagnostic
-from . import connectors, dag, expectations, expressions, monitoring, retry, sql, steps, templates, triggers
+from . import connectors, dag, expectations, expressions, monitoring, retry, sql, steps, templates, timers, triggers
 
-RULES = (steps, connectors, dag, retry, expressions, expectations, templates, sql, triggers, monitoring)
+RULES = (steps, connectors, dag, retry, timers, expressions, expectations, templates, sql, triggers, monitoring)
 
 
 def run_rules(project) -> list[Diagnostic]:

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from ...diagnostics import Diagnostic, Severity, register
+from ..ir import RUN_DEADLINE_MS
 from ..models.types import format_duration
 
 A44240 = register("A44240", "retry base is larger than its cap")
 A44241 = register("A44241", "retry strategy none with retries", Severity.WARNING)
 A44242 = register("A44242", "retries cannot finish within the run deadline", Severity.WARNING)
 
-RUN_DEADLINE_MS = 72 * 3600 * 1000
-
 
 def check(project):
     for decl in project.of_kind("workflow"):
         src = decl.src
+        deadline = decl.model.maxDuration or RUN_DEADLINE_MS   # how long a run may last (§19)
         for i, step in enumerate(decl.model.steps):
             r = step.retry
             if r is None:
@@ -32,7 +32,8 @@ def check(project):
                                     hint="use exponential-jitter or fixed, or set max: 0")
             timeout = step.timeout or 0
             worst = sum(min(base * 2 ** n, cap) for n in range(min(r.max, 64))) + timeout * (r.max + 1)
-            if worst > RUN_DEADLINE_MS:
+            if worst > deadline:
                 yield Diagnostic.at(A44242, f"{r.max} retries of {format_duration(timeout)} with backoff up to "
-                                            f"{format_duration(cap)} can exceed the run's 72h limit",
+                                            f"{format_duration(cap)} can exceed the run's {format_duration(deadline)} "
+                                            f"limit",
                                     src.path, src.span(path + ("max",)), hint="lower max or cap")

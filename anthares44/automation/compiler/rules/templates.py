@@ -50,6 +50,9 @@ def check(project):
         for i, step in enumerate(wf.steps):
             raw = steps_data[i] if i < len(steps_data) and isinstance(steps_data[i], dict) else {}
             base = decl.path + ("steps", i)
+            until = getattr(step.sleep, "until", None)
+            if until is not None and is_template(until):   # the instant a sleep ends at (§19)
+                yield from _check_string(src, base + ("sleep", "until"), until, STEP_ROOTS, before[step.id])
             for key, value in raw.items():
                 if key in STEP_KEYS - {"with", "compensate"}:
                     continue

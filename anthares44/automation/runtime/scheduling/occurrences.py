@@ -11,7 +11,8 @@ firing instants in the trigger's IANA zone, by `dstPolicy`:
 | ambiguous (fall-back fold)          | first instant    | first instant               | both instants     |
 
 "Shifted by the gap" is what zoneinfo's `fold=0` gives for a time in a gap: the wall time read with the offset in
-force before the transition (02:30 in a 02:00->03:00 gap is 03:30 new time). The firing instants are a set: a
+force before the transition (02:30 in a 02:00->03:00 gap is 03:30 new time); `classify`, which reads a nominal
+time so, lives in core calendar.py, shared with durable timers (§19). The firing instants are a set: a
 shifted time landing on an instant that already fires does not fire again.
 
 The occurrence key `{trigger_id}:{occurrence_iso}` uses the firing instant as local time with its UTC offset, so
@@ -23,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
-DST_POLICIES = ("skip-nonexistent", "run-once", "run-twice")
+from ... import calendar
+from ...calendar import DST_POLICIES, classify
+
 UTC = UTC
 _DAY = timedelta(days=1)
 
@@ -72,26 +74,11 @@ def occurrence_key(trigger_id: str, local: datetime) -> str:
     return f"{trigger_id}:{occurrence_iso(local)}"
 
 
-@lru_cache(maxsize=256)
 def zone(name: str) -> ZoneInfo:
     try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+        return calendar.zone(name)
+    except calendar.CalendarError as exc:
         raise ScheduleError(f"unknown IANA time zone {name!r}") from exc
-
-
-def classify(nominal: datetime, tz: ZoneInfo) -> tuple[str, datetime, datetime]:
-    """('normal' | 'nonexistent' | 'ambiguous', first UTC instant, second UTC instant) of a naive local time.
-
-    For a nonexistent time the first instant is the fold=0 reading (shifted forward by the gap); for a normal
-    time both are equal; for an ambiguous one they are the two instants, earlier first."""
-    a = nominal.replace(tzinfo=tz, fold=0).astimezone(UTC)
-    b = nominal.replace(tzinfo=tz, fold=1).astimezone(UTC)
-    if a.astimezone(tz).replace(tzinfo=None) != nominal:
-        return "nonexistent", a, a
-    if a == b:
-        return "normal", a, a
-    return "ambiguous", min(a, b), max(a, b)
 
 
 def _local(instant: datetime, tz: ZoneInfo) -> datetime:
