@@ -75,17 +75,10 @@ def run(args) -> int:
 
 
 def serve_http(settings, args, announce: str | None = None) -> int:
-    """`app.serve(settings)` until SIGTERM/SIGINT, with the HTTP plane of `http/`; logs on stderr. `announce`
-    (with `{url}`) is printed once everything listens."""
-    import asyncio
-    import signal
-
-    from ..app.serve import serve
+    """The serving process of http/process.py until SIGTERM/SIGINT, its logs on stderr (cli/daemon_log.py);
+    `announce` (with `{url}`) is printed once everything listens. `serve` and `ingest` both come through here."""
     from ..errors import A44Error
-
-    # edge to edge, the one place either verb names the HTTP plane: app.serve is given the server class instead of
-    # importing http/ (app sits below the edges), and `serve` and `ingest` both come through here
-    from ..http import HttpServer
+    from ..http.process import serve_until_signalled
     from .daemon_log import configure
     from .output import exit_code, print_error
 
@@ -95,15 +88,8 @@ def serve_http(settings, args, announce: str | None = None) -> int:
         if announce:
             print(announce.format(url=url), file=sys.stderr, flush=True)
 
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await serve(settings, stop, http=HttpServer, ready=ready)
-
     try:
-        asyncio.run(main())
+        serve_until_signalled(settings, ready)
     except A44Error as exc:
         print_error(exc)
         return exit_code(exc)
