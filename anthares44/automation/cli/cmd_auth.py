@@ -15,9 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import EXIT_OK, EXIT_USAGE
 from .output import (
-    EXIT_OK,
-    EXIT_USAGE,
     ArgParser,
     add_target_options,
     exit_code,

@@ -13,10 +13,9 @@ import argparse
 import json
 import sys
 
+from ..errors import EXIT_OK, EXIT_STOPPED
 from ..redact import redact_url
 from .output import FORMATS, settings_of
-
-EXIT_OK, EXIT_ERROR, EXIT_STOPPED = 0, 1, 3
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import EXIT_OK
 from .output import (
-    EXIT_OK,
     ArgParser,
     add_target_options,
     json_document,

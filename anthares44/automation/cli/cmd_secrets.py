@@ -14,7 +14,8 @@ import argparse
 import json
 import sys
 
-from .output import EXIT_ERROR, EXIT_OK, FORMATS, print_error, settings_of, usage_error
+from ..errors import EXIT_ERROR, EXIT_OK
+from .output import FORMATS, print_error, settings_of, usage_error
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -15,9 +15,8 @@ import argparse
 import sys
 import time
 
+from ..errors import EXIT_ERROR, EXIT_OK
 from .output import (
-    EXIT_ERROR,
-    EXIT_OK,
     add_common_options,
     add_target_options,
     json_document,
