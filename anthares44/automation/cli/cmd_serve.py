@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 
-from .cmd_ingest import add_host_argument, add_http_limit_arguments, http_settings, serve_http
 from .daemon_log import add_log_arguments
 from .output import settings_of, usage_error
+from .serving import add_host_argument, add_http_limit_arguments, http_settings, serve_http
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
