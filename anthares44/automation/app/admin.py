@@ -18,6 +18,7 @@ from ..errors import E_INVALID_ARGUMENT, A44Error
 from ..runtime.ingestion import tokens, triggers
 
 NEVER = ("never", "none")
+_TTL_HINT = "give an age (30d, 12h), or `never` for a token that does not expire"
 
 
 def token_ttl(expires: str | timedelta | None) -> timedelta | None:
@@ -26,17 +27,13 @@ def token_ttl(expires: str | timedelta | None) -> timedelta | None:
     never: a token that never expires is a choice to spell out, and one that expires at once is no token."""
     if expires is None or expires in NEVER:
         return None
-    zero = A44Error(E_INVALID_ARGUMENT, f"expires: {expires!s:.40} is no time: the token would be expired when made",
-                    hint="give an age (30d, 12h), or `never` for a token that does not expire")
-    if str(expires).strip() == "0":
-        raise zero
     try:
-        ttl = parse_duration(expires)
+        ttl = None if str(expires).strip() == "0" else parse_duration(expires)
     except ValueError as exc:
-        raise A44Error(E_INVALID_ARGUMENT, f"expires: {exc}",
-                       hint="give an age (30d, 12h), or `never` for a token that does not expire") from None
-    if ttl <= timedelta(0):
-        raise zero
+        raise A44Error(E_INVALID_ARGUMENT, f"expires: {exc}", hint=_TTL_HINT) from None
+    if ttl is None or ttl <= timedelta(0):
+        raise A44Error(E_INVALID_ARGUMENT, f"expires: {str(expires)[:40]!r} is no time: the token would be expired "
+                                           "when made", hint=_TTL_HINT)
     return ttl
 
 
