@@ -43,6 +43,25 @@ def test_codes_are_declared_in_errors_py_only():
     assert not declared, f"import these from errors.py instead: {declared}"
 
 
+def test_exit_codes_are_declared_in_errors_py_only():
+    """The CLI's exit codes (`EXIT_OK = 0`, `EXIT_ERROR, EXIT_USAGE = 1, 2`) have one owner: every verb imports
+    them from errors.py, and docs/cli.md's table lists each."""
+    import anthares44.automation.errors as errors
+
+    declared = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path == PACKAGE / "errors.py":
+            continue
+        for m in re.finditer(r"^\s*(EXIT_[A-Z_]+)\s*(?:,\s*EXIT_[A-Z_]+\s*)*=", path.read_text(encoding="utf-8"),
+                             flags=re.M):
+            declared[m.group(1)] = path.relative_to(PACKAGE).as_posix()
+    assert not declared, f"import these from errors.py instead: {declared}"
+    doc = (PACKAGE.parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    table = set(re.findall(r"^\| (\d+) \|", doc, flags=re.M))
+    values = {str(v) for k, v in vars(errors).items() if k.startswith("EXIT_")}
+    assert values <= table, f"docs/cli.md \"Output and exit codes\" lacks {values - table}"
+
+
 def test_every_code_has_an_http_status_and_an_exit_code():
     for code, info in CODES.items():
         assert 400 <= info.http_status <= 599 and info.exit_code in (1, 2), code

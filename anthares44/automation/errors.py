@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-EXIT_ERROR, EXIT_USAGE = 1, 2
+# The exit codes of the CLI, declared here once (docs/cli.md "Output and exit codes"): every verb and the table below
+# use these names. An E_ code ends a verb with EXIT_ERROR or EXIT_USAGE; the others are a verb's own outcomes.
+EXIT_OK = 0
+EXIT_ERROR = 1          # an error or a refusal (`E_CODE message` on stderr)
+EXIT_FINDINGS = 1       # lint, schema and expr found problems in what they were given
+EXIT_USAGE = 2          # the command line itself is wrong
+EXIT_STOPPED = 3        # `db status`: the embedded server is stopped (as `pg_ctl status`)
+EXIT_TIMEOUT = 124      # `run --wait --timeout` elapsed before the run ended (as coreutils `timeout`)
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,30 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from ..durations import parse_duration
-from ..errors import E_INVALID_ARGUMENT, E_TRIGGER_NOT_FOUND, A44Error
+from ..errors import E_INVALID_ARGUMENT, A44Error
 from ..runtime.ingestion import tokens, triggers
+
+NEVER = ("never", "none")
+_TTL_HINT = "give an age (30d, 12h), or `never` for a token that does not expire"
+
+
+def token_ttl(expires: str | timedelta | None) -> timedelta | None:
+    """How long a new token lives: an age (30d, 12h), or None for never/none: the one rule of `auth token create`
+    on the database, through the REST API and from the Python API. Zero (`0`, `0s`) is refused, not read as
+    never: a token that never expires is a choice to spell out, and one that expires at once is no token."""
+    if expires is None or expires in NEVER:
+        return None
+    try:
+        ttl = None if str(expires).strip() == "0" else parse_duration(expires)
+    except ValueError as exc:
+        raise A44Error(E_INVALID_ARGUMENT, f"expires: {exc}", hint=_TTL_HINT) from None
+    if ttl is None or ttl <= timedelta(0):
+        raise A44Error(E_INVALID_ARGUMENT, f"expires: {str(expires)[:40]!r} is no time: the token would be expired "
+                                           "when made", hint=_TTL_HINT)
+    return ttl
 
 
 class Admin:
@@ -24,12 +45,8 @@ class Admin:
         return await tokens.list_tokens(self.store, self.project)
 
     async def create_token(self, name: str, scopes: list[str], expires: str | None, allow_cidrs: list[str]):
-        """`expires`: an age (30d) or never/none."""
-        try:
-            ttl = None if expires in (None, "never", "none") else parse_duration(expires)
-        except ValueError as exc:
-            raise A44Error(E_INVALID_ARGUMENT, f"expires: {exc}") from None
-        return await tokens.create_token(self.store, self.project, name, scopes, ttl, allow_cidrs)
+        """`expires`: an age (30d) or never/none (token_ttl)."""
+        return await tokens.create_token(self.store, self.project, name, scopes, token_ttl(expires), allow_cidrs)
 
     async def revoke_token(self, token_id: str) -> None:
         await tokens.revoke_token(self.store, self.project, token_id)
@@ -50,23 +67,8 @@ class Admin:
 
 
 def schedule_preview(paths: list[str], trigger: str | None, start: str, end: str) -> dict:
-    """The firings of the schedule triggers found under `paths` over [start, end): {triggers, diagnostics}; with
-    compile errors no triggers (and `ok` false). Nothing is stored."""
-    from ..compiler.lint import lint_paths
-    from ..diagnostics import has_errors
-    from ..runtime.scheduling.occurrences import ScheduleError
-    from ..runtime.scheduling.preview import preview, schedule_triggers
+    """The firings of the schedule triggers found under `paths` over [start, end): {ok, triggers, diagnostics}
+    (app/schedules.py, as `schedule preview` computes them); with compile errors no triggers. Nothing is stored."""
+    from .schedules import preview_schedules
 
-    result = lint_paths(paths, lower=True)
-    diagnostics = [d.to_dict() for d in result.diagnostics]
-    if has_errors(result.diagnostics):
-        return {"ok": False, "triggers": [], "diagnostics": diagnostics}
-    found = [t for t in schedule_triggers(result.irs) if trigger is None or t.id == trigger]
-    if not found:
-        raise A44Error(E_TRIGGER_NOT_FOUND, f"no schedule trigger {trigger!r} in the files" if trigger
-                       else "no schedule trigger in the files")
-    try:
-        previews = [preview(t, start, end) for t in found]
-    except (ScheduleError, ValueError) as exc:
-        raise A44Error(E_INVALID_ARGUMENT, str(exc)) from None
-    return {"ok": True, "triggers": [p.to_dict() for p in previews], "diagnostics": diagnostics}
+    return preview_schedules(paths, trigger, start, end).to_dict()

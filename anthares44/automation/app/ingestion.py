@@ -13,7 +13,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..durations import parse_duration
 from ..tracing import Parent
 
 
@@ -58,6 +57,6 @@ class Ingestion:
     async def create_token(self, name: str, scopes: list[str], *, expires: str | timedelta | None = "30d",
                            allow_cidrs: list[str] | None = None):
         from ..runtime.ingestion.tokens import create_token
+        from .admin import token_ttl
 
-        delta = None if expires is None else parse_duration(expires)
-        return await create_token(self.store, self.project, name, scopes, delta, allow_cidrs)
+        return await create_token(self.store, self.project, name, scopes, token_ttl(expires), allow_cidrs)

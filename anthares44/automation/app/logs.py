@@ -1,5 +1,6 @@
 """`logs query`: the arguments of a log query checked and turned into a filter, then answered from the hot rows
-(PostgreSQL) or, with `archive`, from the Parquet days of the cold store (runtime/logs)."""
+(PostgreSQL) or, with `archive`, from the Parquet days of the cold store (runtime/logs); `logs archive`: one pass
+of the retention that moves hot rows to the archive and drops what is past it."""
 
 from __future__ import annotations
 
@@ -61,3 +62,12 @@ async def query_logs(store, f: LogFilter, *, limit: int = DEFAULT_LIMIT, after: 
     from ..runtime.logs.archive import query_archive
 
     return await query_archive(archive_dir, f, limit, cursor)
+
+
+async def archive_logs(store, archive_dir: Path, settings, *, dry_run: bool = False):
+    """One retention pass with the hot days and archive months of `settings` (settings.Settings; the retention's
+    defaults when unset): the RetentionReport, or what it would do with `dry_run`."""
+    from ..runtime.logs.retention import ARCHIVE_MONTHS, HOT_DAYS, run_retention
+
+    return await run_retention(store, archive_dir, hot_days=settings.log_hot_days or HOT_DAYS,
+                               archive_months=settings.log_archive_months or ARCHIVE_MONTHS, dry_run=dry_run)

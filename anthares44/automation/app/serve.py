@@ -115,6 +115,17 @@ class ServeSettings:
     notify: Any = None                 # runtime.notify.delivery.DeliverySettings; None: its defaults
     alert_interval_s: float | None = 15.0    # the alert evaluator's interval (docs/alerts.md); None: not here
 
+    @classmethod
+    def daemon(cls, env: Settings, **worker) -> ServeSettings:
+        """The interpreter daemon of `a44 automation serve`: its WorkerSettings read from `env` with `worker`
+        (lease_timeout, concurrency, worker_id, database_url, app_database_url, grace; None: env's), and the
+        delivery worker's settings from `env`. ValueError names a setting out of range."""
+        from ..runtime.engine import WorkerSettings
+        from ..runtime.notify.delivery import DeliverySettings
+
+        return cls(worker=WorkerSettings.from_settings(env, **worker), env=env,
+                   notify=DeliverySettings.from_settings(env))
+
 
 async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFactory | None = None,
                 ready: Callable[[str | None], None] | None = None, store=None, clock=None, registry=None) -> None:

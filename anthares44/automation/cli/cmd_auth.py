@@ -15,9 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import EXIT_OK, EXIT_USAGE
 from .output import (
-    EXIT_OK,
-    EXIT_USAGE,
     ArgParser,
     add_target_options,
     exit_code,
@@ -85,8 +84,8 @@ def _common(p) -> None:
     p.add_argument("--format", "-f", choices=("text", "json"), default="text")
 
 
-def _with_store(body, args, remote=None) -> int:
-    """`body(store, project, args)` on the local database; with `remote` (a run_api body), the token verbs go to
+def _with_admin(body, args, remote=None) -> int:
+    """`body(admin, args)` with the project's app.admin.Admin on the local database; with `remote` (a run_api body), the token verbs go to
     the daemon when the target is remote (an automation:admin token)."""
     import asyncio
 
@@ -103,16 +102,11 @@ def _with_store(body, args, remote=None) -> int:
             return exit_code(exc)
 
     async def main():
-        from ..runtime.postgres.database import resolve_url
-        from ..runtime.store.core import Store
+        from ..app.admin import Admin
+        from ..app.database import open_store
 
-        url = await asyncio.to_thread(resolve_url, settings_of(args), start=True)
-        store = await Store.connect(url, min_size=1, max_size=2)
-        try:
-            await store.migrate()
-            return await body(store, resolve_project(args.project, settings_of(args)), args)
-        finally:
-            await store.close()
+        async with open_store(settings_of(args), migrate=True) as store:
+            return await body(Admin(store, resolve_project(args.project, settings_of(args))), args)
 
     try:
         return asyncio.run(main())
@@ -121,30 +115,24 @@ def _with_store(body, args, remote=None) -> int:
         return exit_code(exc)
 
 
-def _expires(text: str):
-    from ..durations import parse_duration
-
-    if text in ("never", "none", "0"):
-        return None
-    return parse_duration(text)
-
-
 def _token_create(args) -> int:
+    from ..app.admin import token_ttl
+    from ..errors import A44Error
+
     try:
-        expires = _expires(args.expires)
-    except ValueError as exc:
-        return usage_error(str(exc))
+        token_ttl(args.expires)    # refused before anything starts, by the rule the REST API answers with
+    except A44Error as exc:
+        print_error(exc)
+        return exit_code(exc)
 
-    async def body(store, project, args):
-        from ..runtime.ingestion.tokens import create_token
-
-        tok = await create_token(store, project, args.name, args.scope, expires, args.allow_cidr)
+    async def body(admin, args):
+        tok = await admin.create_token(args.name, args.scope, args.expires, args.allow_cidr)
         return _new_token(args, tok.to_dict())
 
     async def remote(auto, args):
         return _new_token(args, await remote_admin(auto).create_token(args.name, args.scope, args.expires,
                                                                          args.allow_cidr))
-    return _with_store(body, args, remote)
+    return _with_admin(body, args, remote)
 
 
 def _new_token(args, tok: dict) -> int:
@@ -160,14 +148,12 @@ def _new_token(args, tok: dict) -> int:
 
 
 def _token_list(args) -> int:
-    async def body(store, project, args):
-        from ..runtime.ingestion.tokens import list_tokens
-
-        return _tokens(args, await list_tokens(store, project))
+    async def body(admin, args):
+        return _tokens(args, await admin.tokens())
 
     async def remote(auto, args):
         return _tokens(args, await remote_admin(auto).tokens())
-    return _with_store(body, args, remote)
+    return _with_admin(body, args, remote)
 
 
 def _tokens(args, rows: list[dict]) -> int:
@@ -183,10 +169,8 @@ def _tokens(args, rows: list[dict]) -> int:
 
 
 def _token_revoke(args) -> int:
-    async def body(store, project, args):
-        from ..runtime.ingestion.tokens import revoke_token
-
-        await revoke_token(store, project, args.token_id)
+    async def body(admin, args):
+        await admin.revoke_token(args.token_id)
         write(f"{args.token_id} revoked\n")
         return EXIT_OK
 
@@ -194,7 +178,7 @@ def _token_revoke(args) -> int:
         await remote_admin(auto).revoke_token(args.token_id)
         write(f"{args.token_id} revoked\n")
         return EXIT_OK
-    return _with_store(body, args, remote)
+    return _with_admin(body, args, remote)
 
 
 def _home(args):
@@ -240,16 +224,12 @@ def _login(args) -> int:
     except ValueError as exc:
         return usage_error(str(exc), "echo \"$TOKEN\" | a44 auth login --project P --url URL --token-stdin")
     if token is None:
-        async def body(store, project, args):
+        async def body(admin, args):
             import socket
-            from datetime import timedelta
 
-            from ..runtime.ingestion.tokens import create_token
-
-            tok = await create_token(store, project, f"login@{socket.gethostname()}", ["automation:write"],
-                                     timedelta(days=30))
+            tok = await admin.create_token(f"login@{socket.gethostname()}", ["automation:write"], "30d", [])
             return tok.token
-        token = _with_store(body, args)
+        token = _with_admin(body, args)
         if not isinstance(token, str):
             return token
     path = store_login(_home(args), project, url, token)

@@ -12,17 +12,8 @@ import argparse
 import json
 import sys
 
-from .output import (
-    EXIT_OK,
-    FORMATS,
-    add_target_options,
-    exit_code,
-    goes_remote,
-    print_error,
-    remote_admin,
-    run_api,
-    table,
-)
+from ..errors import EXIT_OK
+from .output import FORMATS, add_target_options, exit_code, goes_remote, print_error, remote_admin, run_api, table
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -8,7 +8,8 @@ import argparse
 import urllib.error
 import urllib.request
 
-from .output import EXIT_OK, json_document, write
+from ..errors import EXIT_OK
+from .output import json_document, write
 
 DEFAULT_PORT = 8044
 

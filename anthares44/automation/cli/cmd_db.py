@@ -13,10 +13,9 @@ import argparse
 import json
 import sys
 
+from ..errors import EXIT_OK, EXIT_STOPPED
 from ..redact import redact_url
 from .output import FORMATS, settings_of
-
-EXIT_OK, EXIT_ERROR, EXIT_STOPPED = 0, 1, 3
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -55,13 +54,13 @@ def run(args) -> int:
 
 
 def _start(args) -> int:
-    from ..runtime.postgres.database import LocalDatabase
+    from ..app.database import embedded
 
     env = settings_of(args)
     if env.database_url:
         return _say(args, f"A44_DATABASE_URL is set ({redact_url(env.database_url)}); there is no embedded server "
                           f"to start", {"kind": "external", "url": redact_url(env.database_url), "started": False})
-    local = LocalDatabase.of(env)
+    local = embedded(env)
     local.start()
     st = local.status()
     # the roles and databases of the projects' workflow SQL, made or repaired (undoing what a role did to itself)
@@ -75,31 +74,31 @@ def _start(args) -> int:
 
 
 def _stop(args) -> int:
-    from ..runtime.postgres.database import LocalDatabase
+    from ..app.database import embedded
 
     env = settings_of(args)
     if env.database_url:
         return _say(args, "A44_DATABASE_URL is set; a44 does not manage that server",
                     {"kind": "external", "stopped": False})
-    stopped = LocalDatabase.of(env).stop()
+    stopped = embedded(env).stop()
     return _say(args, "embedded PostgreSQL stopped" if stopped else "embedded PostgreSQL was not running",
                 {"kind": "embedded", "stopped": stopped})
 
 
 def _url(args) -> int:
     from ..app.automation import resolve_project
+    from ..app.database import app_url, control_url
     from ..errors import E_INVALID_ARGUMENT, E_SQL_NO_DATABASE, A44Error
-    from ..runtime.postgres.database import resolve_app_url, resolve_url
 
     if not args.app:
         if args.project:
             raise A44Error(E_INVALID_ARGUMENT, "--project goes with --app: the control store is every project's",
                            hint="a44 automation db url --app --project P")
-        found = resolve_url(settings_of(args), start=True)
+        found = control_url(settings_of(args), start=True)
         return _say(args, found, {"url": found})
     settings = settings_of(args)
     project = resolve_project(args.project, settings)
-    url = resolve_app_url(settings, project, start=True)
+    url = app_url(settings, project, start=True)
     if url is None:
         raise A44Error(E_SQL_NO_DATABASE, "A44_DATABASE_URL names an external control store and "
                                           "A44_APP_DATABASE_URL is not set: there is no application database",
@@ -110,21 +109,21 @@ def _url(args) -> int:
 def _status(args) -> int:
     import asyncio
 
-    from ..runtime.postgres.database import LocalDatabase
+    from ..app.database import embedded, schema_info
 
     env = settings_of(args)
     url = env.database_url
     info: dict = {"kind": "external" if url else "embedded"}
     app = redact_url(env.app_database_url) if env.app_database_url else None
     if not url:
-        st = LocalDatabase.of(env).status()
+        st = embedded(env).status()
         info.update(data_dir=str(st.data_dir), running=st.running, pid=st.pid, port=st.port)
         url = st.url
         app = app or "embedded, a database per project (a44_app_<project>)"
     info["app_url"] = app
     if url:
         info["url"] = redact_url(url)
-        info.update(asyncio.run(_schema_info(url)))
+        info.update(asyncio.run(schema_info(url)))
         info["running"] = True
     code = EXIT_OK if info["running"] else EXIT_STOPPED
     if args.format == "json":
@@ -145,23 +144,13 @@ def _status(args) -> int:
     return code
 
 
-async def _schema_info(url: str) -> dict:
-    from ..runtime.store.core import Store
-
-    store = await Store.connect(url, min_size=1, max_size=1)
-    try:
-        return await store.schema_info()
-    finally:
-        await store.close()
-
-
 def _migrate(args) -> int:
     import asyncio
 
-    from ..runtime.postgres.database import resolve_url
+    from ..app.database import control_url, migrate
 
-    url = resolve_url(settings_of(args), start=True)
-    report = asyncio.run(_do_migrate(url))
+    url = control_url(settings_of(args), start=True)
+    report = asyncio.run(migrate(url))
     if args.format == "json":
         print(json.dumps(report.__dict__, indent=2))
         return EXIT_OK
@@ -175,16 +164,6 @@ def _migrate(args) -> int:
         print(f"warning: migration {name} was edited after it was applied; the database keeps the old one",
               file=sys.stderr)
     return EXIT_OK
-
-
-async def _do_migrate(url: str):
-    from ..runtime.store.core import Store
-
-    store = await Store.connect(url, min_size=1, max_size=1)
-    try:
-        return await store.migrate()
-    finally:
-        await store.close()
 
 
 _ACTIONS = {"start": _start, "stop": _stop, "status": _status, "url": _url, "migrate": _migrate}

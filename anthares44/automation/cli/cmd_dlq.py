@@ -18,10 +18,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import E_DLQ_FILTER, E_INVALID_ARGUMENT
+from ..errors import E_DLQ_FILTER, E_INVALID_ARGUMENT, EXIT_OK, EXIT_USAGE
 from .output import (
-    EXIT_OK,
-    EXIT_USAGE,
     ProgressBar,
     add_common_options,
     add_target_options,

@@ -14,17 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from .output import (
-    EXIT_OK,
-    add_common_options,
-    add_target_options,
-    json_document,
-    run_api,
-    table,
-    usage_error,
-    when,
-    write,
-)
+from ..errors import EXIT_OK
+from .output import add_common_options, add_target_options, json_document, run_api, table, usage_error, when, write
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -12,10 +12,8 @@ import argparse
 import json
 import sys
 
-from ..errors import E_BAD_INPUT
+from ..errors import E_BAD_INPUT, EXIT_FINDINGS, EXIT_OK
 from .output import usage_error
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -5,10 +5,10 @@ Stops on SIGTERM/SIGINT."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 from .daemon_log import add_log_arguments
 from .output import settings_of, usage_error
+from .serving import add_host_argument, add_http_limit_arguments, http_settings, serve_http
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -22,46 +22,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def add_host_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address the HTTP plane binds (default 127.0.0.1); a non-loopback one needs "
-                        "--metrics-token-required (docs/api.md \"Listening address\")")
-
-
-def add_http_limit_arguments(p: argparse.ArgumentParser) -> None:
-    """The HTTP plane's limits (docs/api.md "Limits"), shared by `serve` and `ingest`."""
-    p.add_argument("--http-header-timeout", default="10s", metavar="DURATION",
-                   help="close a connection whose request line and headers have not all arrived this long after it "
-                        "opened or after its previous answer; also the keep-alive idle time (default 10s)")
-    p.add_argument("--http-body-timeout", default="30s", metavar="DURATION",
-                   help="answer 408 E_REQUEST_TIMEOUT when a request body has not all arrived within this (default 30s)")
-    p.add_argument("--http-max-connections", type=int, default=1000, metavar="N",
-                   help="open connections past N get 503 E_SERVER_BUSY and are closed (default 1000)")
-    p.add_argument("--metrics-token-required", action="store_true",
-                   help="GET /metrics requires an automation:read API token (default: loopback clients only)")
-
-
-def http_settings(args):
-    """HttpSettings from the flags above; ValueError with the flag's name when one is out of range."""
-    from ..app.serve import HttpLimits, HttpSettings
-    from ..durations import parse_duration
-
-    timeouts = {}
-    for flag in ("header_timeout", "body_timeout"):
-        try:
-            timeouts[flag] = parse_duration(getattr(args, f"http_{flag}")).total_seconds()
-        except ValueError as exc:
-            raise ValueError(f"--http-{flag.replace('_', '-')}: {exc}") from None
-        if timeouts[flag] <= 0:
-            raise ValueError(f"--http-{flag.replace('_', '-')} must be longer than 0s")
-    if args.http_max_connections < 1:
-        raise ValueError("--http-max-connections must be at least 1")
-    limits = HttpLimits(max_connections=args.http_max_connections,
-                        metrics_token_required=args.metrics_token_required, **timeouts)
-    return HttpSettings.from_settings(settings_of(args), port=args.http_port or 0, host=args.host,
-                                      pool_size=getattr(args, "pool", None) or 20, limits=limits)
-
-
 def run(args) -> int:
     from ..app.serve import ServeSettings
 
@@ -72,39 +32,3 @@ def run(args) -> int:
     env = settings_of(args)
     return serve_http(ServeSettings(http=http, database_url=args.database_url or env.database_url, env=env), args,
                       announce="ingesting on {url}")
-
-
-def serve_http(settings, args, announce: str | None = None) -> int:
-    """`app.serve(settings)` until SIGTERM/SIGINT, with the HTTP plane of `http/`; logs on stderr. `announce`
-    (with `{url}`) is printed once everything listens."""
-    import asyncio
-    import signal
-
-    from ..app.serve import serve
-    from ..errors import A44Error
-
-    # edge to edge, the one place either verb names the HTTP plane: app.serve is given the server class instead of
-    # importing http/ (app sits below the edges), and `serve` and `ingest` both come through here
-    from ..http import HttpServer
-    from .daemon_log import configure
-    from .output import exit_code, print_error
-
-    configure(getattr(args, "log_format", "text"), getattr(args, "verbose", 0))
-
-    def ready(url):
-        if announce:
-            print(announce.format(url=url), file=sys.stderr, flush=True)
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await serve(settings, stop, http=HttpServer, ready=ready)
-
-    try:
-        asyncio.run(main())
-    except A44Error as exc:
-        print_error(exc)
-        return exit_code(exc)
-    return 0

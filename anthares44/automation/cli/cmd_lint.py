@@ -17,8 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-
+from ..errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
 from .reporters import FORMATS  # light: the registry imports no reporter module until one is created
 from .reporters.terminal import COLOR_MODES
 

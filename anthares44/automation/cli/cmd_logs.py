@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import E_RUN_CANCELLED
+from ..errors import E_RUN_CANCELLED, EXIT_OK
 from .output import (
-    EXIT_OK,
     ArgParser,
     add_common_options,
     add_target_options,

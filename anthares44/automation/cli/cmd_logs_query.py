@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import EXIT_OK
 from .output import (
-    EXIT_OK,
     ArgParser,
     add_target_options,
     json_document,
@@ -104,11 +104,9 @@ def render_text(page) -> str:
 
 
 async def _archive(auto, args) -> int:
-    from ..runtime.logs.retention import ARCHIVE_MONTHS, HOT_DAYS, run_retention
+    from ..app.logs import archive_logs
 
-    env = settings_of(args)
-    report = await run_retention(auto.store, auto.archive_dir, hot_days=env.log_hot_days or HOT_DAYS,
-                                 archive_months=env.log_archive_months or ARCHIVE_MONTHS, dry_run=args.dry_run)
+    report = await archive_logs(auto.store, auto.archive_dir, settings_of(args), dry_run=args.dry_run)
     if args.format == "json":
         write(json_document(report.to_dict()))
     else:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from .output import EXIT_OK, add_target_options, json_document, remote_admin, run_api, table, write
+from ..errors import EXIT_OK
+from .output import add_target_options, json_document, remote_admin, run_api, table, write
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

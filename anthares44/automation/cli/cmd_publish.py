@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .output import EXIT_ERROR, EXIT_OK, add_common_options, add_target_options, json_document, run_api, write
+from ..errors import EXIT_ERROR, EXIT_OK
+from .output import add_common_options, add_target_options, json_document, run_api, write
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

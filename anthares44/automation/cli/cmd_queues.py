@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from .output import EXIT_OK, add_common_options, add_target_options, json_document, run_api, service, table, write
+from ..errors import EXIT_OK
+from .output import add_common_options, add_target_options, json_document, run_api, service, table, write
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -23,16 +23,8 @@ from __future__ import annotations
 
 import argparse
 
-from .output import (
-    EXIT_OK,
-    ProgressBar,
-    add_common_options,
-    add_target_options,
-    json_document,
-    remote_admin,
-    run_api,
-    write,
-)
+from ..errors import EXIT_OK
+from .output import ProgressBar, add_common_options, add_target_options, json_document, remote_admin, run_api, write
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -13,10 +13,8 @@ import argparse
 import json
 import sys
 
+from ..errors import EXIT_ERROR, EXIT_OK, EXIT_TIMEOUT
 from .output import (
-    EXIT_ERROR,
-    EXIT_OK,
-    EXIT_TIMEOUT,
     add_common_options,
     add_target_options,
     exit_code,

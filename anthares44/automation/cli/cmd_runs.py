@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import EXIT_OK
 from .output import (
-    EXIT_OK,
     add_common_options,
     add_target_options,
     json_document,

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from .output import add_target_options, usage_error
+from .output import add_target_options
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -42,44 +42,33 @@ def run(args) -> int:
 
 
 def _preview(args) -> int:
-    from ..compiler.lint import lint_paths
-    from ..diagnostics import has_errors
-    from ..runtime.scheduling.occurrences import ScheduleError
-    from ..runtime.scheduling.preview import preview, render_text, schedule_triggers
+    from ..app.schedules import preview_schedules
+    from ..errors import A44Error
     from .cmd_lint import LintSettings, report
+    from .output import exit_code, print_error
 
-    result = lint_paths([args.file], lower=True)
-    if has_errors(result.diagnostics):
-        report(LintSettings((args.file,), "text", False, "never"), result.diagnostics, result.files,
+    try:
+        found = preview_schedules([args.file], args.trigger, args.start, args.end, where=args.file)
+    except A44Error as exc:
+        print_error(exc)
+        return exit_code(exc)
+    if not found.ok:
+        report(LintSettings((args.file,), "text", False, "never"), found.lint.diagnostics, found.lint.files,
                stdout=sys.stdout, stderr=sys.stderr)
         return 1
-    triggers = schedule_triggers(result.irs)
-    if args.trigger:
-        triggers = [t for t in triggers if t.id == args.trigger]
-        if not triggers:
-            print(f"E_TRIGGER_NOT_FOUND no schedule trigger {args.trigger!r} in {args.file}", file=sys.stderr)
-            return 1
-    if not triggers:
-        print(f"E_TRIGGER_NOT_FOUND no schedule trigger in {args.file}", file=sys.stderr)
-        return 1
-    try:
-        previews = [preview(t, args.start, args.end) for t in triggers]
-    except (ScheduleError, ValueError) as exc:
-        return usage_error(str(exc))
     if args.format == "json":
-        print(json.dumps({"triggers": [p.to_dict() for p in previews]}, indent=2))
+        print(json.dumps({"triggers": found.to_dict()["triggers"]}, indent=2))
     else:
-        sys.stdout.write(render_text(previews))
+        sys.stdout.write(found.text())
     return 0
 
 
 def _occurrences(args) -> int:
     import asyncio
 
+    from ..app.database import open_store
+    from ..app.schedules import occurrences
     from ..errors import A44Error
-    from ..runtime.postgres.database import resolve_url
-    from ..runtime.scheduling import list_occurrences
-    from ..runtime.store.core import Store
     from ..settings import DEFAULT_PROJECT
     from .output import exit_code, goes_remote, print_error, remote_unsupported, settings_of
 
@@ -92,11 +81,8 @@ def _occurrences(args) -> int:
         return exit_code(exc)
 
     async def main():
-        store = await Store.connect(args.database_url or resolve_url(settings_of(args), start=True))
-        try:
-            return await list_occurrences(store, project, args.trigger, args.limit)
-        finally:
-            await store.close()
+        async with open_store(settings_of(args), args.database_url) as store:
+            return await occurrences(store, project, args.trigger, args.limit)
 
     try:
         rows = asyncio.run(main())

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXIT_OK, EXIT_FINDINGS = 0, 1
+from ..errors import EXIT_FINDINGS, EXIT_OK
+
 KINDS = ("workflow", "triggers", "connectors", "queues", "alerts", "channels", "any")  # kept equal to jsonschema.KINDS by a test
 
 

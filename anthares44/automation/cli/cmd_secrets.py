@@ -14,7 +14,8 @@ import argparse
 import json
 import sys
 
-from .output import EXIT_ERROR, EXIT_OK, FORMATS, print_error, settings_of, usage_error
+from ..errors import EXIT_ERROR, EXIT_OK
+from .output import FORMATS, print_error, settings_of, usage_error
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -45,14 +46,13 @@ def _done(args, text: str, doc: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..app.secrets import is_secret_id, read_key, secret_file
     from ..errors import A44Error
-    from ..runtime.secrets.cipher import parse_key
-    from ..runtime.secrets.file import SECRET_REF, SecretFile
 
-    f = SecretFile.of(settings_of(args))
+    f = secret_file(settings_of(args))
     try:
         if args.secrets_verb == "set":
-            if not SECRET_REF.match(args.name):
+            if not is_secret_id(args.name):
                 return usage_error(f"{args.name!r} is not a secret id", "use sec_ followed by letters, digits or _")
             if args.file:
                 with open(args.file, encoding="utf-8") as fh:
@@ -82,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
             new = None
             if args.key_file:
                 with open(args.key_file, encoding="ascii", errors="replace") as fh:
-                    new = parse_key(fh.read(), args.key_file)
+                    new = read_key(fh.read(), args.key_file)
             elif args.key_stdin:
-                new = parse_key(sys.stdin.read(), "stdin")
+                new = read_key(sys.stdin.read(), "stdin")
             out = f.rotate_key(new)
             if args.format == "json":
                 print(json.dumps({**out, "file": str(f.path), "key_file": str(f.key_path)}, default=str))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 
-from .cmd_ingest import add_host_argument, add_http_limit_arguments, http_settings, serve_http
 from .daemon_log import add_log_arguments
 from .output import settings_of, usage_error
+from .serving import add_host_argument, add_http_limit_arguments, http_settings, serve_http
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -41,22 +41,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
+    from dataclasses import replace
+
     from ..app.alerts import alert_interval
     from ..app.serve import ServeSettings
     from ..durations import parse_duration
-    from ..runtime.engine import WorkerSettings
-    from ..runtime.notify.delivery import DeliverySettings
 
     try:
-        worker = WorkerSettings.from_settings(settings_of(args),
+        daemon = ServeSettings.daemon(settings_of(args),
             lease_timeout=parse_duration(args.lease_timeout) if args.lease_timeout else None,
             concurrency=args.concurrency, worker_id=args.worker_id, database_url=args.database_url,
             app_database_url=args.app_database_url,
             grace=parse_duration(args.grace))
-        notify = DeliverySettings.from_settings(settings_of(args))
         http = http_settings(args)    # checked even without --http-port: a wrong flag is never silently unused
         alerts = alert_interval(settings_of(args).alert_interval)
     except ValueError as exc:
         return usage_error(str(exc))
-    return serve_http(ServeSettings(worker=worker, http=http if args.http_port is not None else None,
-                                    env=settings_of(args), notify=notify, alert_interval_s=alerts), args)
+    return serve_http(replace(daemon, http=http if args.http_port is not None else None, alert_interval_s=alerts),
+                      args)

@@ -15,9 +15,8 @@ import argparse
 import sys
 import time
 
+from ..errors import EXIT_ERROR, EXIT_OK
 from .output import (
-    EXIT_ERROR,
-    EXIT_OK,
     add_common_options,
     add_target_options,
     json_document,
@@ -75,13 +74,15 @@ def run(args) -> int:
                    local_only=None if args.webhook_verb in ("secret", "rotate") else f"webhook {args.webhook_verb}")
 
 
-async def _secret(auto, args) -> int:
-    from ..runtime.ingestion.triggers import reveal_secret
+def _admin(auto):
+    """The project's administration: app.admin.Admin on the database, its REST twin for a remote `auto`."""
+    from ..app.admin import Admin
 
-    if getattr(auto, "remote", False):
-        secret = await remote_admin(auto).webhook_secret(args.trigger)
-    else:
-        secret = await reveal_secret(auto.store, auto.project, args.trigger)
+    return remote_admin(auto) if getattr(auto, "remote", False) else Admin(auto.store, auto.project)
+
+
+async def _secret(auto, args) -> int:
+    secret = await _admin(auto).webhook_secret(args.trigger)
     if args.format == "json":
         write(json_document({"trigger_id": args.trigger, "secret": secret}))
     else:
@@ -91,12 +92,7 @@ async def _secret(auto, args) -> int:
 
 
 async def _rotate(auto, args) -> int:
-    from ..runtime.ingestion.triggers import rotate_secret
-
-    if getattr(auto, "remote", False):
-        out = await remote_admin(auto).rotate_webhook_secret(args.trigger)
-    else:
-        out = await rotate_secret(auto.store, auto.project, args.trigger)
+    out = await _admin(auto).rotate_webhook_secret(args.trigger)
     if args.format == "json":
         write(json_document(out))
     else:
@@ -106,21 +102,12 @@ async def _rotate(auto, args) -> int:
     return EXIT_OK
 
 
-def headers_for(secret: str, body: bytes, ts: int, key: str | None) -> dict:
-    from ..runtime.ingestion.webhooks import sign
-
-    h = {"Content-Type": "application/json", "A44-Timestamp": str(ts), "A44-Signature": sign(secret, ts, body)}
-    if key is not None:
-        h["A44-Idempotency-Key"] = key
-    return h
-
-
 async def _sign(auto, args) -> int:
-    from ..runtime.ingestion.triggers import current_secret
+    from ..app.webhooks import signed_headers, signing_secret
 
-    secret = (await current_secret(auto.store, auto.project, args.trigger))["secret"]
+    secret = await signing_secret(auto.store, auto.project, args.trigger)
     ts = args.timestamp or int(time.time())
-    h = headers_for(secret, args.body, ts, args.idempotency_key)
+    h = signed_headers(secret, args.body, ts, args.idempotency_key)
     if args.format == "json":
         write(json_document(h))
         return EXIT_OK
@@ -137,11 +124,11 @@ async def _send(auto, args) -> int:
 
     import aiohttp
 
-    from ..runtime.ingestion.triggers import current_secret
+    from ..app.webhooks import signed_headers, signing_secret, webhook_path
 
-    secret = (await current_secret(auto.store, auto.project, args.trigger))["secret"]
+    secret = await signing_secret(auto.store, auto.project, args.trigger)
     base = (args.url or settings_of(args).api_url or "http://127.0.0.1:8044").rstrip("/")
-    url = f"{base}/v1/{auto.project}/{args.trigger}"
+    url = base + webhook_path(auto.project, args.trigger)
     worst = EXIT_OK
     docs = []
     async with aiohttp.ClientSession() as session:
@@ -149,7 +136,7 @@ async def _send(auto, args) -> int:
             ts = args.timestamp or int(time.time())
             try:
                 async with session.post(url, data=args.body,
-                                        headers=headers_for(secret, args.body, ts, args.idempotency_key)) as resp:
+                                        headers=signed_headers(secret, args.body, ts, args.idempotency_key)) as resp:
                     text = await resp.text()
                     age = float(resp.headers.get("A44-Idempotency-Key-Age", "0") or 0)
                     status = resp.status
@@ -177,14 +164,12 @@ async def _send(auto, args) -> int:
 
 
 async def _list(auto, args) -> int:
-    from ..runtime.ingestion.triggers import list_triggers
+    from ..app.webhooks import webhook_triggers
     from .output import table
 
-    rows = await list_triggers(auto.store, auto.project, "webhook")
+    rows = await webhook_triggers(auto.store, auto.project)
     if args.format == "json":
-        write(json_document({"triggers": [{"trigger_id": r["trigger_id"], "workflow_id": r["workflow_id"],
-                                           "path": f"/v1/{auto.project}/{r['trigger_id']}"} for r in rows]}))
+        write(json_document({"triggers": rows}))
     else:
-        write(table(("trigger", "workflow", "path"),
-                    [(r["trigger_id"], r["workflow_id"], f"/v1/{auto.project}/{r['trigger_id']}") for r in rows]))
+        write(table(("trigger", "workflow", "path"), [(r["trigger_id"], r["workflow_id"], r["path"]) for r in rows]))
     return EXIT_OK

@@ -40,8 +40,6 @@ VERBS: dict[str, str] = {
     "console": "cmd_console",
 }
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgParser(prog="a44", description="a44: durable workflow automation")

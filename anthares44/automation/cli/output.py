@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
+from ..errors import EXIT_OK, EXIT_USAGE
 
 
 class ArgParser(argparse.ArgumentParser):
