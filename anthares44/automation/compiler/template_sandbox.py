@@ -16,8 +16,8 @@ import contextvars
 import re
 import string
 import time
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any, TypeVar
 

@@ -8,8 +8,14 @@ Issues from the CEL checker carry an offset into the expression, mapped back int
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from ...diagnostics import Diagnostic, Severity
 from ..graph import predecessors
+
+if TYPE_CHECKING:
+    from ..project import Project
 
 IF_ROOTS = {"input", "steps", "trigger", "run"}
 # a range's `from` / `to` also see `partitions.last_success`: the last partition this step processed (any run)
@@ -29,7 +35,7 @@ def expression_diagnostics(src, path, text: str, roots: set[str], step_ids: set[
                             hint=issue.hint)
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         wf = decl.model
         before = predecessors(wf)

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from ...diagnostics import Diagnostic, Severity, register
 from ..models.types import format_duration
+
+if TYPE_CHECKING:
+    from ..project import Project
 
 A44240 = register("A44240", "retry base is larger than its cap")
 A44241 = register("A44241", "retry strategy none with retries", Severity.WARNING)
@@ -12,7 +18,7 @@ A44242 = register("A44242", "retries cannot finish within the run deadline", Sev
 RUN_DEADLINE_MS = 72 * 3600 * 1000
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         src = decl.src
         for i, step in enumerate(decl.model.steps):

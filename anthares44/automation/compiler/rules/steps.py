@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from ...diagnostics import Diagnostic, register
+
+if TYPE_CHECKING:
+    from ..project import Project
 
 A44200 = register("A44200", "duplicate step id")
 A44201 = register("A44201", "step has no timeout")
@@ -14,7 +20,7 @@ A44207 = register("A44207", "onPartitionFailure or partitions where they do not 
 A44208 = register("A44208", "a partition range needs exactly one of from or since, and since needs initial")
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         src, wf = decl.src, decl.model
         seen: dict[str, int] = {}
