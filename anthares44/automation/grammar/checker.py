@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ..suggestions import closest, first_names
@@ -58,7 +59,7 @@ def referenced_roots(node: Node) -> frozenset[str]:
 
 
 class Checker:
-    def __init__(self, text: str, roots: set[str] | None, step_ids: set[str] | None,
+    def __init__(self, text: str, roots: set[str] | None, step_ids: Collection[str] | None,
                  fields: dict[str, dict[str, str]] | None = None) -> None:
         self.text = text
         self.roots = roots
