@@ -6,14 +6,22 @@ update these objects, and the journal's `Batch` writes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import E_CIRCUIT_OPEN, E_STEP_TIMEOUT
 
 KEEPS_RESULT = ("succeeded", "compensated")      # the statuses whose result anything reads back
+
+
+class Row(Protocol):
+    """A row by column name: an asyncpg `Record` or a dict (the core does not import asyncpg)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+    def get(self, key: str, /) -> Any: ...
+    def keys(self) -> Iterable[str]: ...
 
 
 @dataclass
@@ -31,7 +39,7 @@ class Attempt:
     seq: int | None = None          # log order (the id of the attempt's first event) when the reader asked for it
 
     @classmethod
-    def from_row(cls, row, load_result=None) -> Attempt:
+    def from_row(cls, row: Row, load_result: Callable[[dict[str, Any]], Any] | None = None) -> Attempt:
         """A `step_attempts` row (the columns a query left out stay None); `load_result` (the store's) reads a
         kept result, inline or by reference."""
         result = None

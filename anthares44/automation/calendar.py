@@ -27,10 +27,11 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+from typing import Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 DST_POLICIES = ("skip-nonexistent", "run-once", "run-twice")
-DEFAULT_DST_POLICY = "skip-nonexistent"
+DEFAULT_DST_POLICY: Final = "skip-nonexistent"
 CALENDAR_UNITS = ("y", "mo", "w", "d")
 # calendar units then fixed ones, largest first, each at most once: `1mo`, `2w3d`, `1y6mo`, `1d12h`, `90s`
 _SPAN = re.compile(r"^(?:(\d+)y)?(?:(\d+)mo)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?![so]))?(?:(\d+)s)?"

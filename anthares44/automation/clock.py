@@ -151,7 +151,7 @@ async def wait_until(clock: Clock, aws: Iterable[Awaitable[Any]], instant: datet
     finally:
         if alarm is not None:
             alarm.cancel()
-    done.discard(alarm)       # type: ignore[arg-type]
+    done.discard(alarm)
     return done
 
 

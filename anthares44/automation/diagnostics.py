@@ -18,7 +18,9 @@ Code ranges, one per producer, so parts of the compiler never collide:
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class Severity(str, enum.Enum):  # noqa: UP042 - StrEnum would change str() of the members
@@ -62,11 +64,11 @@ class Diagnostic:
         return cls(code, sev, message, file, sp.line, sp.col, sp.end_line, sp.end_col, hint)
 
     @property
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.file, self.line, self.col, self.code, self.message)
 
-    def to_dict(self) -> dict:
-        d = {
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
             "file": self.file, "line": self.line, "col": self.col,
             "endLine": self.end_line, "endCol": self.end_col,
             "code": self.code, "severity": self.severity.value, "message": self.message,
@@ -105,10 +107,10 @@ def register(code: str, title: str, severity: Severity = Severity.ERROR) -> str:
     return code
 
 
-def sorted_diagnostics(diags) -> list[Diagnostic]:
+def sorted_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     """Deterministic order for every reporter: file, line, column, code, message; duplicates removed."""
     return sorted(set(diags), key=lambda d: d.sort_key)
 
 
-def has_errors(diags, strict: bool = False) -> bool:
+def has_errors(diags: Iterable[Diagnostic], strict: bool = False) -> bool:
     return any(d.severity is Severity.ERROR or strict for d in diags)

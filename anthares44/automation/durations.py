@@ -42,7 +42,7 @@ def parse_duration(text: str | int | float | timedelta) -> timedelta:
     return _capped(text, duration_ms(str(text)))
 
 
-def _capped(text, milliseconds: float) -> timedelta:
+def _capped(text: object, milliseconds: float) -> timedelta:
     if milliseconds > MAX_DURATION / timedelta(milliseconds=1):
         raise ValueError(f"duration {str(text)[:40]!r} is longer than {MAX_DURATION.days}d")
     return timedelta(milliseconds=milliseconds)
@@ -91,4 +91,4 @@ RECONNECT_FIRST_S, RECONNECT_MAX_S = 0.4, 5.0
 def reconnect_delay(failures: int) -> float:
     """Seconds to wait after `failures` failed tries in a row (1, 2, ...): doubling from 0.4 s, at most 5 s. Short
     enough that a restarted database is back in work at once, long enough that a dead one is not hammered."""
-    return min(RECONNECT_FIRST_S * 2 ** (max(failures, 1) - 1), RECONNECT_MAX_S)
+    return min(RECONNECT_FIRST_S * 2.0 ** (max(failures, 1) - 1), RECONNECT_MAX_S)

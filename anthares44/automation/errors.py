@@ -9,6 +9,7 @@ answers it with, the exit code of a CLI verb that ends with it, and its title (d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 # The exit codes of the CLI, declared here once (docs/cli.md "Output and exit codes"): every verb and the table below
 # use these names. An E_ code ends a verb with EXIT_ERROR or EXIT_USAGE; the others are a verb's own outcomes.
@@ -145,7 +146,7 @@ class A44Error(Exception):
     """An error a user can see: a stable code, what happened, and what to do next."""
 
     def __init__(self, code: str, message: str, *, step_id: str | None = None, hint: str | None = None,
-                 details: dict | None = None):
+                 details: dict[str, Any] | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
@@ -163,8 +164,8 @@ class A44Error(Exception):
             return self.code[len("E_UPSTREAM_"):] in {"408", "429", "500", "502", "503", "504"}
         return False
 
-    def to_dict(self) -> dict:
-        d = {"code": self.code, "message": self.message}
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.step_id:
             d["step_id"] = self.step_id
         if self.hint:

@@ -104,7 +104,7 @@ def to_positional(sql: str, where: str) -> tuple[str, tuple[str, ...]]:
             i += 2
             continue
         if c == ":" and sql[i + 1: i + 2] in _IDENT_START and (i == 0 or sql[i - 1] not in _IDENT | {":"}):
-            name = _PARAM.match(sql, i + 1).group(0)
+            name = _PARAM.match(sql, i + 1).group(0)  # type: ignore[union-attr]  # _IDENT_START was just seen: it matches
             if name not in order:
                 order.append(name)
             out.append(sql[start:i] + f"${order.index(name) + 1}")
@@ -136,7 +136,7 @@ def parse(text: str, source: str) -> list[Query]:
 def _expand(queries: dict[str, Query], fragments: dict[str, Query]) -> dict[str, Query]:
     used: set[str] = set()
 
-    def text(m: re.Match, q: Query) -> str:
+    def text(m: re.Match[str], q: Query) -> str:
         f = fragments.get(m.group(1))
         if f is None:
             raise QueryError(f"{q.source}: query {q.name} includes unknown fragment {m.group(1)}")

@@ -10,17 +10,17 @@ from pathlib import Path
 DEFAULT_HOME = "~/.a44"
 
 
-def a44_home(home: str | os.PathLike | None) -> Path:
+def a44_home(home: str | os.PathLike[str] | None) -> Path:
     """The a44 directory named by `home` (`Settings.home`); None or empty: `~/.a44`."""
     return Path(home or DEFAULT_HOME).expanduser()
 
 
-def storage_root(home: str | os.PathLike | None) -> Path:
+def storage_root(home: str | os.PathLike[str] | None) -> Path:
     """The local object store of `storage/*` and of results too large for a row: `<home>/storage`."""
     return a44_home(home) / "storage"
 
 
-def log_archive_root(home: str | os.PathLike | None, directory: str | os.PathLike | None = None) -> Path:
+def log_archive_root(home: str | os.PathLike[str] | None, directory: str | os.PathLike[str] | None = None) -> Path:
     """Where the log archive's Parquet days live: `directory` (`A44_LOG_ARCHIVE_DIR`), else `<home>/storage/logs`
     in the local object store."""
     return Path(directory).expanduser() if directory else storage_root(home) / "logs"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class Settings:
         """The variables of `environ` (default os.environ); an empty one counts as unset. ValueError naming the
         variable when a number is not one."""
         env = os.environ if environ is None else environ
-        values = {}
+        values: dict[str, Any] = {}  # each field its variable's kind: bool, int, float or str
         for var in VARIABLES:
             text = env.get(var.name) or None
             if text is None:

@@ -10,6 +10,7 @@ Listings of names in a message show the first few, in sorted order.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -21,7 +22,7 @@ _left: ContextVar[list[int] | None] = ContextVar("a44_large_searches_left", defa
 
 
 @contextmanager
-def bounded():
+def bounded() -> Iterator[None]:
     """Within this block, at most LARGE_SEARCHES searches through large pools are made."""
     token = _left.set([LARGE_SEARCHES])
     try:
@@ -30,7 +31,7 @@ def bounded():
         _left.reset(token)
 
 
-def closest(word: str, candidates, cutoff: float) -> str | None:
+def closest(word: str, candidates: Collection[str], cutoff: float) -> str | None:
     """The candidate most like `word` (difflib ratio >= cutoff), or None."""
     if len(candidates) > SMALL_POOL:
         left = _left.get()
@@ -42,13 +43,13 @@ def closest(word: str, candidates, cutoff: float) -> str | None:
     return close[0] if close else None
 
 
-def first_names(names, k: int) -> list[str]:
+def first_names(names: Collection[str], k: int) -> list[str]:
     """The first `k` of `names` in sorted order (a `compiler.graph.Before` finds them without a full sort)."""
     first = getattr(names, "first", None)
     return first(k) if first is not None else sorted(names)[:k]
 
 
-def listing(names, limit: int = LISTED) -> str:
+def listing(names: Collection[str], limit: int = LISTED) -> str:
     """`a, b, c ...`: the first `limit` names as given (sorted first by `first_names` for sets)."""
     shown = list(names[:limit]) if isinstance(names, (list, tuple)) else first_names(names, limit)
     return ", ".join(shown) + (" ..." if len(names) > limit else "")

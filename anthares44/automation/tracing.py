@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import ModuleType
 from typing import Any
 
 from .errors import E_OTEL_UNAVAILABLE, A44Error
@@ -101,7 +102,8 @@ def ns(at: datetime) -> int:
 
 
 # (span id, trace id or None) the next span gets from `RunIds`: how the run's span gets the ids computed from its run
-_forced_span_id: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("a44_forced_ids", default=None)
+_forced_span_id: contextvars.ContextVar[tuple[int, int | None] | None] = contextvars.ContextVar(
+    "a44_forced_ids", default=None)
 
 
 class Tracer:
@@ -162,7 +164,8 @@ class Tracer:
             stop()
 
 
-def _trace_state(t, parent: Parent | None):
+def _trace_state(t: ModuleType, parent: Parent | None) -> Any:
+    """The OTel `TraceState` of `parent` (`t` is opentelemetry.trace, imported only when traces are on), or None."""
     if parent is None or not parent.tracestate:
         return None
     try:

@@ -19,6 +19,7 @@ from anthares44.automation.clock import SystemClock
 from anthares44.automation.http import HttpServer
 from anthares44.automation.runtime.ingestion.webhooks import sign
 from anthares44.automation.runtime.store.core import Store
+from tests import store_queries
 
 P = "pj_test"
 
@@ -118,7 +119,7 @@ class LiveServer:
         return self._log.getvalue()
 
     def counts(self) -> dict:
-        return dict(self.run(self.store.fetchrow("ingestion_row_counts")))
+        return dict(self.run(store_queries.fetchrow(self.store, "ingestion_row_counts")))
 
     def close(self):
         async def stop():

@@ -17,6 +17,7 @@ from datetime import UTC, date, datetime, timedelta
 from anthares44.automation.app.automation import Automation
 from anthares44.automation.runtime.logs import archive
 from anthares44.automation.runtime.logs.retention import run_retention
+from tests import store_queries
 from tests.cli.test_runtime_verbs import A44
 from tests.runtime.pg import query
 
@@ -75,7 +76,7 @@ def test_old_days_move_to_parquet_months_drop_and_archive_answers_the_same(store
     left = {r["run_id"] for r in aio(store.fetch("runs_list", project=P, state=None, workflow=None, step=None,
                                                  since=None, limit=100, offset=0))}
     assert left == {f"run_{i:04d}" for i in range(5)}
-    conn_rows = aio(store.fetch("logs_archive_days"))
+    conn_rows = aio(store_queries.fetch(store, "logs_archive_days"))
     assert [r["day"] for r in conn_rows] == [date.fromisoformat(d["day"]) for d in report.archived_days]
 
     again = aio(run_retention(store, root, hot_days=30))                     # nothing new: nothing done
@@ -85,7 +86,7 @@ def test_old_days_move_to_parquet_months_drop_and_archive_answers_the_same(store
     late = aio(run_retention(store, root, hot_days=30, archive_months=13))
     assert late.deleted_archive_days and min(archive.archived_days(root)) >= date(2026, 7, 1)
     assert all(date.fromisoformat(d) < date(2026, 7, 1) for d in late.deleted_archive_days)
-    assert min(r["day"] for r in aio(store.fetch("logs_archive_days"))) >= date(2026, 7, 1)
+    assert min(r["day"] for r in aio(store_queries.fetch(store, "logs_archive_days"))) >= date(2026, 7, 1)
 
 
 def test_one_process_at_a_time(store, aio, tmp_path):
@@ -163,7 +164,7 @@ def test_the_daemon_loop_runs_a_round_and_stops_when_told(store, aio, tmp_path):
         stop = asyncio.Event()
         task = asyncio.create_task(retention_loop(store, root, stop, first_after=0.01, every=3600))
         for _ in range(500):
-            if await store.fetch("logs_archive_days"):
+            if await store_queries.fetch(store, "logs_archive_days"):
                 break
             await asyncio.sleep(0.02)
         stop.set()
@@ -171,4 +172,4 @@ def test_the_daemon_loop_runs_a_round_and_stops_when_told(store, aio, tmp_path):
 
     aio(one_round())
     assert "step_attempts_y2026m04" not in months(store, aio)
-    assert sum(r["rows"] for r in aio(store.fetch("logs_archive_days"))) == 20
+    assert sum(r["rows"] for r in aio(store_queries.fetch(store, "logs_archive_days"))) == 20

@@ -39,6 +39,7 @@ async def open_store(settings: Settings | None = None, url: str | None = None, *
     """A store on `url` (default: the control store of `settings`, the embedded server started when it is the
     one), migrated first with `migrate`, closed on the way out."""
     url = url or await asyncio.to_thread(control_url, settings or Settings.from_env())
+    assert url is not None   # started (start=True): the embedded server always answers with its URL
     store = await Store.connect(url, min_size=min_size, max_size=max_size)
     try:
         if migrate:

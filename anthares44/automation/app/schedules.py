@@ -7,10 +7,14 @@ occurrences`), and as the console shows them: each published schedule trigger of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..compiler.ir import TriggerIR
 from ..errors import E_INVALID_ARGUMENT, E_TRIGGER_NOT_FOUND, A44Error
 from ..runtime.scheduling import firings_after, list_occurrences
+
+if TYPE_CHECKING:
+    from ..compiler.lint import LintResult
 
 NEXT_FIRINGS = 10
 RECENT = 20
@@ -24,6 +28,8 @@ async def schedules_overview(auto, *, next_firings: int = NEXT_FIRINGS, recent: 
         if row["project_id"] != auto.project:
             continue
         trig = TriggerIR.model_validate(row["ir"])
+        # the lowering always sets these three on a schedule trigger (compiler/lower.py)
+        assert trig.cron is not None and trig.tz is not None and trig.dst_policy is not None
         try:
             upcoming = [f.to_dict() for f in firings_after(trig.cron, trig.tz, trig.dst_policy, now,
                                                           limit=next_firings)]
@@ -41,7 +47,7 @@ async def schedules_overview(auto, *, next_firings: int = NEXT_FIRINGS, recent: 
 class Preview:
     """The firings of `schedule preview`: `lint` (compiler.lint.LintResult) has errors, or `previews` holds a
     preview per trigger."""
-    lint: object
+    lint: LintResult
     previews: list
 
     @property

@@ -93,8 +93,10 @@ def is_loopback(address: str | None) -> bool:
 
 
 class HttpPlane(Protocol):
-    url: str
     store: Any
+
+    @property
+    def url(self) -> str: ...
 
     async def start(self) -> HttpPlane: ...
 

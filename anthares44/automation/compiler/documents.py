@@ -8,7 +8,7 @@ A file is one mapping (one object) or a list of objects of one kind; a workflow 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -17,7 +17,7 @@ from .models import TRIGGER_MODELS, ConnectorDecl, Queue, Workflow
 from .models.connectors import DECLARABLE_TYPES
 from .models.monitoring import CHANNEL_MODELS, AlertRule
 from .salvage import salvage
-from .source import SourceFile
+from .source import Path, SourceFile
 from .validation import A44101, did_you_mean, validate, yaml_type
 
 A44010 = register("A44010", "file kind cannot be recognised")
@@ -38,22 +38,25 @@ _SHAPES_HINT = ("a workflow is a mapping with name, version and steps; triggers,
                 "mappings (or lists of them) with id and type/maxConcurrency; add `kind:` to say which")
 
 
+M = TypeVar("M", bound=BaseModel | None, covariant=True)
+
+
 @dataclass
-class Decl:
+class Decl(Generic[M]):
     """One declared object: its kind, validated model, file and path within the file.
 
     A declaration that failed its model carries the model of its salvaged part (`salvaged`, for the rules
     only; None when nothing could be salvaged) and the paths of the stand-ins put in (`stand_ins`)."""
 
     kind: str
-    model: BaseModel | None
+    model: M          # None when nothing could be salvaged: `Project.of_kind` leaves those out
     src: SourceFile
-    path: tuple
+    path: Path
     data: Any
     salvaged: bool = False
-    stand_ins: frozenset = field(default_factory=frozenset)
+    stand_ins: frozenset[Path] = field(default_factory=frozenset)
 
-    def written(self, *path) -> Any:
+    def written(self, *path: str | int) -> Any:
         """The value as written at `path` below this object (None when absent): what the salvage may have set
         aside still counts as given, so a rule does not report a wrong value a second time as missing."""
         cur = self.data
@@ -83,13 +86,15 @@ class Clue:
     one_of: tuple[str, ...] = ()
     prefix: str | None = None
 
-    def seen_in(self, data: dict) -> bool:
+    def seen_in(self, data: dict[str, Any]) -> bool:
         if not all(key in data for key in self.keys):
             return False
         if self.field is None:
             return True
         value = data.get(self.field)  # `type: [..]` is a shape error of the model, not a kind
-        return isinstance(value, str) and (value in self.one_of if self.one_of else value.startswith(self.prefix))
+        if not isinstance(value, str):
+            return False
+        return value in self.one_of if self.one_of else self.prefix is not None and value.startswith(self.prefix)
 
 
 # By precedence: the first kind with a clue present wins (an explicit `kind:` before all of them).
@@ -113,10 +118,10 @@ def classify(data: Any) -> str | None:
     return next((kind for kind, clues in SHAPES if any(clue.seen_in(data) for clue in clues)), None)
 
 
-def declarations(src: SourceFile) -> list[Decl]:
+def declarations(src: SourceFile) -> list[Decl[BaseModel | None]]:
     """Validate every object of a parsed file; diagnostics go to `src.diagnostics`."""
     data = src.data
-    items: list[tuple[tuple, Any]]
+    items: list[tuple[Path, Any]]
     if isinstance(data, list):
         items = [((i,), item) for i, item in enumerate(data)]
         if not items:
@@ -139,7 +144,7 @@ def declarations(src: SourceFile) -> list[Decl]:
                   src.span((kinds.index("workflow"),)), hint="one workflow per file; remove the leading '-'")
         return []
     main_kind = known[0]
-    out: list[Decl] = []
+    out: list[Decl[BaseModel | None]] = []
     for (path, item), kind in zip(items, kinds):
         if kind is None:
             kind = main_kind
@@ -163,7 +168,7 @@ def declarations(src: SourceFile) -> list[Decl]:
     return out
 
 
-def _too_many_steps(src: SourceFile, item: Any, path: tuple) -> bool:
+def _too_many_steps(src: SourceFile, item: Any, path: Path) -> bool:
     steps = item.get("steps") if isinstance(item, dict) else None
     if not isinstance(steps, list) or len(steps) <= MAX_STEPS:
         return False
@@ -172,7 +177,7 @@ def _too_many_steps(src: SourceFile, item: Any, path: tuple) -> bool:
     return True
 
 
-def _model_for(src: SourceFile, kind: str, item: Any, path: tuple) -> type[BaseModel] | None:
+def _model_for(src: SourceFile, kind: str, item: Any, path: Path) -> type[BaseModel] | None:
     if kind == "workflow":
         return Workflow
     if kind == "connector":

@@ -10,8 +10,14 @@ in a long sequence (12 MB at 14,000 steps), but no Python object per member, and
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-def edges(wf) -> list[tuple[str, str]]:
+if TYPE_CHECKING:
+    from .models import Workflow
+
+
+def edges(wf: Workflow) -> list[tuple[str, str]]:
     """(from, to) pairs: `to` runs after `from`. The written order gives each step an edge from the step
     written before it; a step with `needs` replaces that edge with exactly the steps it names (`needs: []`
     makes it a root). Nothing runs in parallel unless a `needs` says so: the conservative default."""
@@ -38,10 +44,10 @@ class Before:
         self._index = index
 
     def __contains__(self, sid: object) -> bool:
-        i = self._index.get(sid)  # type: ignore[arg-type]
+        i = self._index.get(sid) if isinstance(sid, str) else None
         return i is not None and i != self._self and (self._bits >> i) & 1 == 1
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         names, me = self._names, self._self
         bits = bin(self._bits)[:1:-1]   # bit i at position i; find() skips the zeros in C
         i = bits.find("1")
@@ -74,7 +80,7 @@ class Before:
         return Before(self._bits | (1 << i), None if i == self._self else self._self, self._names, self._index)
 
 
-def predecessors(wf) -> dict[str, Before]:
+def predecessors(wf: Workflow) -> dict[str, Before]:
     """For every step, the steps that certainly finished before it (transitive closure of its edges; a step
     on a cycle sees the rest of its cycle, never itself)."""
     names = sorted({s.id for s in wf.steps})   # bit i is the i-th name in sorted order: iteration is sorted

@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, model_serializer
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 IR_VERSION = 1
 DEFAULT_LEASE_MS = 30_000
@@ -35,8 +35,8 @@ class _Optional(IR):
     OPTIONAL: ClassVar[tuple[str, ...]] = ()
 
     @model_serializer(mode="wrap")
-    def _drop_empty(self, handler):
-        doc = handler(self)
+    def _drop_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        doc: dict[str, Any] = handler(self)
         for key in self.OPTIONAL:
             if key in doc and doc[key] in (None, (), []):
                 del doc[key]
@@ -197,11 +197,11 @@ def seal(ir: WorkflowIR) -> WorkflowIR:
     return ir.model_copy(update={"sha256": digest})
 
 
-def to_json(ir: IR) -> dict:
+def to_json(ir: IR) -> dict[str, Any]:
     return ir.model_dump(mode="json")
 
 
-def load_workflow_ir(doc: dict) -> WorkflowIR:
+def load_workflow_ir(doc: dict[str, Any]) -> WorkflowIR:
     """Rebuild a WorkflowIR from stored JSON; refuses IR of another ir_version."""
     if doc.get("ir_version") != IR_VERSION:
         raise ValueError(f"IR version {doc.get('ir_version')!r} is not supported (expected {IR_VERSION})")

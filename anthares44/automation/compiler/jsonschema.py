@@ -25,12 +25,16 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..durations import DURATION_PATTERN
 from .documents import SHAPES, Clue
 from .models import BUILTIN_PARAMS, CHANNEL_MODELS, TRIGGER_MODELS, AlertRule, ConnectorDecl, Queue, Workflow
 from .models.connectors import DECLARABLE_TYPES
-from .models.types import DURATION_PATTERN, format_duration
+from .models.types import format_duration
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 KINDS = ("workflow", "triggers", "connectors", "queues", "alerts", "channels", "any")
@@ -161,8 +165,8 @@ def _definitions() -> dict[str, dict[str, Any]]:
     """Every definition the file kinds need: pydantic's, polished, plus the hand-shaped dispatchers."""
     from pydantic.json_schema import models_json_schema
 
-    models = [Workflow, ConnectorDecl, Queue, AlertRule, *CHANNEL_MODELS.values(), *TRIGGER_MODELS.values(),
-              *dict.fromkeys(BUILTIN_PARAMS.values())]
+    models: list[type[BaseModel]] = [Workflow, ConnectorDecl, Queue, AlertRule, *CHANNEL_MODELS.values(),
+                                     *TRIGGER_MODELS.values(), *dict.fromkeys(BUILTIN_PARAMS.values())]
     _, top = models_json_schema([(m, "validation") for m in models], by_alias=True, ref_template=REF + "{model}")
     defs: dict[str, dict[str, Any]] = top["$defs"]
     from .models.docstrings import all_models, field_docs
@@ -193,7 +197,7 @@ def _file_bodies() -> dict[str, dict[str, Any]]:
     def one_or_list(name: str) -> list[dict[str, Any]]:
         return [{"$ref": REF + name}, {"type": "array", "minItems": 1, "items": {"$ref": REF + name}}]
 
-    bodies = {
+    bodies: dict[str, dict[str, Any]] = {
         "workflow": {"allOf": [{"$ref": REF + "Workflow"}]},
         "triggers": {"anyOf": one_or_list("Trigger")},
         "connectors": {"anyOf": one_or_list("ConnectorDecl")},
@@ -211,12 +215,12 @@ def _by_shape(in_list: bool) -> dict[str, Any]:
     """One object of any kind, judged by the schema of the kind its shape tells (`documents.SHAPES`, as lint
     does): a typo in a queue gets the queue's error, not the union's best guess. `if`/`then`/`else` chain,
     an explicit `kind:` first; an object no sign identifies is judged by the union of the kinds."""
-    targets = {kind: {"$ref": REF + name} for kind, name in _KIND_DEFINITIONS.items()}
+    targets: dict[str, dict[str, Any]] = {kind: {"$ref": REF + name} for kind, name in _KIND_DEFINITIONS.items()}
     if in_list:
         targets["workflow"] = {"not": {}}
         _describe(targets["workflow"], "A workflow is alone in its file: remove the leading `-`.")
     node: dict[str, Any] = {"anyOf": [target for kind, target in targets.items() if kind != "workflow" or not in_list]}
-    rules = [({"required": ["kind"], "properties": {"kind": {"const": kind}}}, kind) for kind in _KIND_DEFINITIONS]
+    rules: list[tuple[dict[str, Any], str]] = [({"required": ["kind"], "properties": {"kind": {"const": kind}}}, kind) for kind in _KIND_DEFINITIONS]
     rules += [({"anyOf": [_clue_schema(clue) for clue in clues]}, kind) for kind, clues in SHAPES]
     for condition, kind in reversed(rules):
         node = {"if": condition, "then": targets[kind], "else": node}
@@ -297,7 +301,8 @@ def _merge(common: dict[str, Any], params: dict[str, Any], where: str) -> dict[s
     return {**copy.deepcopy(common), **params}
 
 
-def _branches(defs, common: dict[str, Any], required: list[str], plugin_extra: dict[str, Any]) -> list[dict]:
+def _branches(defs: dict[str, dict[str, Any]], common: dict[str, Any], required: list[str],
+              plugin_extra: dict[str, Any]) -> list[dict[str, Any]]:
     """One `if uses matches -> then closed object` per uses form."""
     out = []
     for form, condition in _uses_forms():
@@ -320,7 +325,7 @@ def _branches(defs, common: dict[str, Any], required: list[str], plugin_extra: d
     return out
 
 
-def _shared_fields(defs, owner: str, fields: dict[str, Any]) -> dict[str, Any]:
+def _shared_fields(defs: dict[str, dict[str, Any]], owner: str, fields: dict[str, Any]) -> dict[str, Any]:
     """Store each field schema once as `definitions/<owner>_<field>` (help text inside the definition, where
     draft-07 reads it) and return `{field: {$ref}}` for the dispatch branches, which repeat them per `uses`."""
     refs = {}

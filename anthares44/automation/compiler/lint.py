@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..diagnostics import Diagnostic, Span, register, sorted_diagnostics
 from ..suggestions import bounded
@@ -29,7 +31,7 @@ class LintResult:
     diagnostics: list[Diagnostic]
     files: list[str]
     project: Project | None = None
-    irs: dict = field(default_factory=dict)   # workflow id -> IR (only for workflows without errors)
+    irs: dict[str, Any] = field(default_factory=dict)   # workflow id -> IR (only for workflows without errors)
 
 
 def discover(paths: list[str]) -> tuple[list[str], list[Diagnostic]]:
@@ -53,13 +55,11 @@ def discover(paths: list[str]) -> tuple[list[str], list[Diagnostic]]:
         else:
             diags.append(Diagnostic.at(A44901, "no such file or directory", os.path.normpath(p),
                                        Span(1, 1, 1, 1)))
-    seen: set[str] = set()
-    unique = [f for f in files if not (f in seen or seen.add(f))]
-    return unique, diags
+    return list(dict.fromkeys(files)), diags   # each file once, in the order found
 
 
 @contextmanager
-def _collector_paused():
+def _collector_paused() -> Iterator[None]:
     """Compiling builds hundreds of thousands of objects that stay alive until the result is returned, and
     hardly any garbage cycle: the cyclic collector would rescan the growing heap for nothing (half the time of
     a 14,000-step workflow, and super-linear). It is switched back on (if it was on) when compiling ends."""

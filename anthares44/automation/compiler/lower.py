@@ -5,7 +5,8 @@ Only files without errors are lowered; the compiler never emits IR for a definit
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from ..calendar import DEFAULT_DST_POLICY
 from ..diagnostics import Severity
@@ -38,6 +39,17 @@ from .rules.expectations import ROW_FIELDS, ROWS_ROOTS, STEP_EXPECT_ROOTS, WORKF
 from .rules.timers import run_deadline_ms
 from .templating import is_template
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..diagnostics import Diagnostic
+    from .documents import Decl
+    from .models import Workflow
+    from .models.workflow import Compensation, PartitionRange, Step
+    from .project import Project
+
+TriggerType = Literal["event", "webhook", "schedule", "manual"]
+
 
 def mark_templates(value: Any) -> Any:
     """Wrap template strings as {"$tpl": text}; everything else is copied as plain JSON."""
@@ -50,7 +62,11 @@ def mark_templates(value: Any) -> Any:
     return value
 
 
-def _expr(text: str | None, roots: set[str], fields: dict | None = None) -> Expr | None:
+@overload
+def _expr(text: str, roots: set[str], fields: dict[str, Any] | None = None) -> Expr: ...
+@overload
+def _expr(text: str | None, roots: set[str], fields: dict[str, Any] | None = None) -> Expr | None: ...
+def _expr(text: str | None, roots: set[str], fields: dict[str, Any] | None = None) -> Expr | None:
     if text is None:
         return None
     from ..grammar import compile_expression
@@ -61,9 +77,9 @@ def _expr(text: str | None, roots: set[str], fields: dict | None = None) -> Expr
     return Expr(cel=text, program=res.program.to_ir())
 
 
-def _connector(uses: str, project) -> ConnectorRef:
+def _connector(uses: str, project: Project) -> ConnectorRef:
     res = resolve(uses, project)
-    kind = res.kind if res.kind in ("builtin", "declared", "plugin") else "unresolved"
+    kind = cast(Literal["builtin", "declared", "plugin"], res.kind) if res.settled else "unresolved"
     model = project.connector_model(uses) if kind == "declared" else None
     # the interpreter reads only IR: a declared connector's settings travel inside the workflow's IR, so a
     # published version keeps the configuration it was tested with (secrets stay references)
@@ -71,15 +87,16 @@ def _connector(uses: str, project) -> ConnectorRef:
     return ConnectorRef(uses=uses, kind=kind, type=res.type, config=config)
 
 
-def _params(step_model) -> dict:
+def _params(step_model: Step | Compensation) -> dict[str, Any]:
     """Connector parameters as written: extra keys of a built-in/declared step, or `with:` of a plugin."""
     extra = dict(step_model.model_extra or {})
     if step_model.with_ is not None:
         extra = dict(step_model.with_)
-    return mark_templates(extra)
+    marked: dict[str, Any] = mark_templates(extra)
+    return marked
 
 
-def _partitions(step, roots: set[str]) -> PartitionsIR | None:
+def _partitions(step: Step, roots: set[str]) -> PartitionsIR | None:
     p = step.partitions
     if p is None:
         return None
@@ -92,13 +109,13 @@ def _partitions(step, roots: set[str]) -> PartitionsIR | None:
                         on_conflict="skip" if p.onConflict == "skip" else None, **_since(r))
 
 
-def _since(r) -> dict:
+def _since(r: PartitionRange | None) -> dict[str, Any]:
     if r is None or r.since is None:
         return {}
     return {"since": "last_success", "initial": r.initial, "max": r.max or DEFAULT_SINCE_MAX}
 
 
-def lower_step(i: int, step, project) -> NodeIR:
+def lower_step(i: int, step: Step, project: Project) -> NodeIR:
     r = step.retry
     retry = RetryIR(max=r.max if r else 0, strategy=r.strategy if r else "none",
                     base_ms=(r.base if r and r.base is not None else DEFAULT_RETRY_BASE_MS),
@@ -122,7 +139,7 @@ def lower_step(i: int, step, project) -> NodeIR:
                   partitions=_partitions(step, IF_ROOTS), sleep=sleep)
 
 
-def _sleep(value) -> tuple[int | None, SleepIR | None]:
+def _sleep(value: int | Sleep | None) -> tuple[int | None, SleepIR | None]:
     """(sleep_ms, SleepIR): a span that is the same length in every zone (no months; days only in UTC) stays a
     plain `sleep_ms`, as `sleep: 30s` always was; the rest needs the calendar when the sleep opens."""
     if not isinstance(value, Sleep):
@@ -145,7 +162,7 @@ def _instant(text: str) -> str:
     return parse_instant(text).isoformat()
 
 
-def _rows(step) -> dict[str, Expr] | None:
+def _rows(step: Step) -> dict[str, Expr] | None:
     """The step's `rows:` as written (a connector's default rows are the runtime's: rules/expectations.py)."""
     declared = step_rows(step, defaults=False)
     if not declared:
@@ -153,11 +170,11 @@ def _rows(step) -> dict[str, Expr] | None:
     return {k: _expr(text, ROWS_ROOTS) for k, text in declared.items()}
 
 
-def _expects(value, roots: set[str]) -> tuple[Expr, ...]:
+def _expects(value: str | list[str] | None, roots: set[str]) -> tuple[Expr, ...]:
     return tuple(_expr(text, roots, ROW_FIELDS) for text in expect_list(value))
 
 
-def lower_trigger(t, wf_id: str, trig_id: str, type_: str) -> TriggerIR:
+def lower_trigger(t: BaseModel, wf_id: str, trig_id: str, type_: TriggerType) -> TriggerIR:
     from .rules.expressions import FILTER_ROOTS
 
     deliver = getattr(t, "deliver", None)
@@ -177,13 +194,13 @@ def lower_trigger(t, wf_id: str, trig_id: str, type_: str) -> TriggerIR:
         input=getattr(t, "input", None))
 
 
-def lower_workflow(decl, project) -> WorkflowIR:
+def lower_workflow(decl: Decl[Workflow], project: Project) -> WorkflowIR:
     wf = decl.model
     wid = workflow_id(wf.name)
     inline = ([wf.trigger] if wf.trigger else []) + list(wf.triggers or ())
     triggers = []
     for n, t in enumerate(inline):
-        type_ = "event" if t.event else "schedule" if t.cron else "webhook" if t.webhook else "manual"
+        type_: TriggerType = "event" if t.event else "schedule" if t.cron else "webhook" if t.webhook else "manual"
         triggers.append(lower_trigger(t, wid, t.id or f"trg_{wid[3:]}_{n + 1}", type_))
     conc = wf.concurrency
     ir = WorkflowIR(
@@ -197,7 +214,7 @@ def lower_workflow(decl, project) -> WorkflowIR:
     return seal(ir)
 
 
-def lower_project(project, diagnostics) -> dict[str, Any]:
+def lower_project(project: Project, diagnostics: Iterable[Diagnostic]) -> dict[str, Any]:
     """IR of every workflow and standalone trigger whose file has no error."""
     bad_files = {d.file for d in diagnostics if d.severity is Severity.ERROR}
     out: dict[str, Any] = {}

@@ -12,9 +12,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from importlib.metadata import EntryPoint
+from typing import Any, Literal, TypeAlias, overload
+
+from pydantic import BaseModel
 
 from .documents import Decl
+from .models import ConnectorDecl, Queue, Workflow
+from .models.monitoring import AlertRule, EmailChannel, SlackChannel, WebhookChannel
+from .models.triggers import EventTrigger, ManualTrigger, ScheduleTrigger, WebhookTrigger
 from .source import SourceFile
+
+Trigger: TypeAlias = EventTrigger | WebhookTrigger | ScheduleTrigger | ManualTrigger
+Channel: TypeAlias = WebhookChannel | SlackChannel | EmailChannel
 
 PLUGIN_GROUP = "anthares44.automation.connectors"
 
@@ -29,52 +39,67 @@ class Known:
     """Objects that exist outside the compiled files, and where (for messages: "published in project pj_x")."""
 
     where: str = ""
-    workflows: frozenset = frozenset()
-    queues: frozenset = frozenset()
-    connectors: dict = field(default_factory=dict)     # connector id -> validated ConnectorDecl
+    workflows: frozenset[str] = frozenset()
+    queues: frozenset[str] = frozenset()
+    connectors: dict[str, ConnectorDecl] = field(default_factory=dict)     # connector id -> validated ConnectorDecl
 
 
 @dataclass
 class Project:
     sources: list[SourceFile]
-    decls: list[Decl]
+    decls: list[Decl[BaseModel | None]]
     mode: str = "lint"
     known: Known = field(default_factory=Known)
 
-    def connector_model(self, uses: str):
+    def connector_model(self, uses: str) -> ConnectorDecl | None:
         """The declared connector `uses` names (these files first, then the known ones), or None."""
         decl = self.connectors.get(uses)
         return decl.model if decl is not None else self.known.connectors.get(uses)
 
-    def of_kind(self, kind: str) -> list[Decl]:
+    # each kind's model (documents.py validates against it); a declaration of a kind always carries that model
+    @overload
+    def of_kind(self, kind: Literal["workflow"]) -> list[Decl[Workflow]]: ...
+    @overload
+    def of_kind(self, kind: Literal["trigger"]) -> list[Decl[Trigger]]: ...
+    @overload
+    def of_kind(self, kind: Literal["connector"]) -> list[Decl[ConnectorDecl]]: ...
+    @overload
+    def of_kind(self, kind: Literal["queue"]) -> list[Decl[Queue]]: ...
+    @overload
+    def of_kind(self, kind: Literal["alert"]) -> list[Decl[AlertRule]]: ...
+    @overload
+    def of_kind(self, kind: Literal["channel"]) -> list[Decl[Channel]]: ...
+    @overload
+    def of_kind(self, kind: str) -> list[Decl[Any]]: ...   # a kind named at run time: any of the above
+    def of_kind(self, kind: str) -> list[Decl[Any]]:
         return [d for d in self.decls if d.kind == kind and d.model is not None]
 
     @cached_property
-    def workflows(self) -> dict[str, Decl]:
+    def workflows(self) -> dict[str, Decl[Workflow]]:
         return {workflow_id(d.model.name): d for d in self.of_kind("workflow") if d.named}
 
     @cached_property
-    def triggers(self) -> dict[str, Decl]:
+    def triggers(self) -> dict[str, Decl[Trigger]]:
         return {d.model.id: d for d in self.of_kind("trigger")}
 
     @cached_property
-    def connectors(self) -> dict[str, Decl]:
+    def connectors(self) -> dict[str, Decl[ConnectorDecl]]:
         return {d.model.id: d for d in self.of_kind("connector")}
 
     @cached_property
-    def queues(self) -> dict[str, Decl]:
+    def queues(self) -> dict[str, Decl[Queue]]:
         return {d.model.id: d for d in self.of_kind("queue")}
 
     @cached_property
-    def alerts(self) -> dict[str, Decl]:
+    def alerts(self) -> dict[str, Decl[AlertRule]]:
         return {d.model.name: d for d in self.of_kind("alert")}
 
     @cached_property
-    def channels(self) -> dict[str, Decl]:
+    def channels(self) -> dict[str, Decl[Channel]]:
         return {d.model.id: d for d in self.of_kind("channel")}
 
     @cached_property
-    def plugins(self) -> dict[str, object]:
+    def plugins(self) -> dict[str, EntryPoint]:
         """Installed connector plugins by name (entry points; loaded only when their params are checked)."""
         from importlib.metadata import entry_points
 

@@ -58,9 +58,10 @@ def _read(path: str, project_dir: str, *, table: bool) -> ProjectConfig | None:
         line, col = (int(m.group(1)), int(m.group(2))) if m else (1, 1)
         return _bad(path, line, col, f"invalid TOML: {_TOML_AT.sub('', str(exc)).strip()}")
     if table:
-        data = data.get("tool", {}).get("a44") if isinstance(data.get("tool"), dict) else None
-        if data is None:
+        ours = data.get("tool", {}).get("a44") if isinstance(data.get("tool"), dict) else None
+        if ours is None:
             return None              # a pyproject.toml without [tool.a44] is not a44's
+        data = ours
         if not isinstance(data, dict):
             return _bad(path, _line_of(text, "a44"), 1, "[tool.a44] must be a table")
     diags = []

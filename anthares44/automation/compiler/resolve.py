@@ -5,9 +5,16 @@ Shared by the rules (to report) and the lowering (to record what the interpreter
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from .models import BUILTIN_PARAMS
+
+if TYPE_CHECKING:
+    from .project import Project
 
 PLUGIN_PREFIX = "connector/"
 
@@ -17,14 +24,14 @@ class Resolution:
     kind: str              # builtin | declared | plugin | unknown | unresolved
     name: str              # the uses value
     type: str | None       # built-in type behind it (declared instances: their type; plugins: None)
-    params_model: type | None = None
+    params_model: builtins.type[BaseModel] | None = None    # (`type` is the field above)
 
     @property
     def settled(self) -> bool:
         return self.kind in ("builtin", "declared", "plugin")
 
 
-def resolve(uses: str, project) -> Resolution:
+def resolve(uses: str, project: Project) -> Resolution:
     if uses in BUILTIN_PARAMS:
         return Resolution("builtin", uses, uses, BUILTIN_PARAMS[uses])
     if uses.startswith(PLUGIN_PREFIX):
@@ -40,7 +47,7 @@ def resolve(uses: str, project) -> Resolution:
     return Resolution("unknown", uses, None)
 
 
-def plugin_params_model(uses: str, project):
+def plugin_params_model(uses: str, project: Project) -> tuple[Any, str | None]:
     """The params model a plugin declares (`params_model` attribute), or None; loading user code may fail."""
     ep = project.plugins.get(uses[len(PLUGIN_PREFIX):])
     if ep is None:

@@ -80,7 +80,7 @@ def linear_ancestors(order: list[str]) -> Callable[[str], set[str]]:
     return lambda s: set(order[:pos.get(s, 0)])
 
 
-def _seen(text: str, activation: dict) -> list[str]:
+def _seen(text: str, activation: dict[str, Any]) -> list[str]:
     """`path = value` of the `rows.*`, `result.*` and `input.*` selections an expression reads."""
     from ..grammar.parser import SyntaxProblem, parse
 
@@ -117,7 +117,7 @@ def _short(v: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def expectation_failed(where: str, text: str, activation: dict, step_id: str | None = None) -> A44Error:
+def expectation_failed(where: str, text: str, activation: dict[str, Any], step_id: str | None = None) -> A44Error:
     """E_EXPECTATION_FAILED naming the expectation and the values it read."""
     seen = _seen(text, activation)
     msg = f"{where}: expectation `{text}` does not hold" + (f" ({', '.join(seen)})" if seen else "")

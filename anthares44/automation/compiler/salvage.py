@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .source import Path
 from .validation import error_paths
 
 # Each round removes at least one value, and the data is finite; the bound keeps a pathological file cheap.
@@ -23,9 +24,9 @@ MAX_ROUNDS = 8
 STAND_IN_PREFIX = "a44-invalid-"
 
 
-def salvage(model: type[BaseModel], data: Any, kind: str) -> tuple[BaseModel | None, frozenset]:
+def salvage(model: type[BaseModel], data: Any, kind: str) -> tuple[BaseModel | None, frozenset[Path]]:
     """(instance of the salvaged data or None, paths replaced by a stand-in)."""
-    stand_ins: set[tuple] = set()
+    stand_ins: set[Path] = set()
     for _ in range(MAX_ROUNDS):
         errors = error_paths(model, data)
         if errors is None:
@@ -46,7 +47,7 @@ def real_names(names: list[str]) -> list[str]:
     return [n for n in names if not n.startswith(STAND_IN_PREFIX)]
 
 
-def _stand_in(path: tuple, kind: str) -> Any:
+def _stand_in(path: Path, kind: str) -> Any:
     """A valid value for a required slot whose value is wrong (None: no stand-in, remove the container)."""
     if kind != "workflow":
         return None
@@ -61,7 +62,7 @@ def _stand_in(path: tuple, kind: str) -> Any:
     return None
 
 
-def _repair(data: Any, path: tuple, etype: str, kind: str, stand_ins: set) -> Any:
+def _repair(data: Any, path: Path, etype: str, kind: str, stand_ins: set[Path]) -> Any:
     """`data` with the value at `path` set aside; None when nothing valid is left."""
     if etype == "missing":
         if (value := _stand_in(path, kind)) is not None:
@@ -81,7 +82,7 @@ def _repair(data: Any, path: tuple, etype: str, kind: str, stand_ins: set) -> An
 _REMOVE = object()
 
 
-def _set(data: Any, path: tuple, value: Any) -> Any:
+def _set(data: Any, path: Path, value: Any) -> Any:
     """A copy of `data` (copying only the containers along `path`) with `value` at `path` (_REMOVE: deleted)."""
     if not path:
         return value
@@ -96,7 +97,7 @@ def _set(data: Any, path: tuple, value: Any) -> Any:
             out[head] = _set(out.get(head), rest, value)
         return out
     if isinstance(data, list) and isinstance(head, int) and 0 <= head < len(data):
-        out = list(data)
-        out[head] = _set(out[head], rest, value)
-        return out
+        items = list(data)
+        items[head] = _set(items[head], rest, value)
+        return items
     return data

@@ -16,7 +16,10 @@ import math
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ruamel.yaml.error import StreamMark
 
 from ..diagnostics import Diagnostic, Span, register
 
@@ -34,7 +37,7 @@ MAX_FILE_BYTES = 1024 * 1024
 MAX_NODES = 100_000  # values built, counting every alias expansion
 MAX_DEPTH = 200
 
-Path = tuple  # of str | int
+Path = tuple[str | int, ...]   # a location in a YAML document: mapping keys and list indexes
 
 
 @dataclass
@@ -99,7 +102,7 @@ class SourceFile:
         el, ec = self.line_col(last)
         return Span(sl, sc, el, ec + 1)
 
-    def mark_span(self, start, end=None) -> Span:
+    def mark_span(self, start: StreamMark, end: StreamMark | None = None) -> Span:
         """Span between two YAML marks, from their character indexes: libyaml counts U+2028/U+2029 (and NEL) as line
         breaks and the pure parser does not, while editors, CI annotations and our own scalar spans count `\n`
         only, so the marks' own line/column are not used."""
@@ -269,7 +272,7 @@ class _Builder:
         self.src = src
         self.count = 0
 
-    def build(self, node, path: Path, key_span: Span | None, depth: int) -> Any:
+    def build(self, node: Any, path: Path, key_span: Span | None, depth: int) -> Any:
         self.count += 1
         if self.count > MAX_NODES or depth > MAX_DEPTH:
             raise _TooLarge(self.src.mark_span(node.start_mark, node.end_mark), deep=depth > MAX_DEPTH)
@@ -303,7 +306,7 @@ class _Builder:
         return out
 
 
-def _scalar(node) -> Any:
+def _scalar(node: Any) -> Any:   # ruamel's nodes: their classes lack what each kind sets (`id`, `tag`)
     tag, text = node.tag, node.value
     if getattr(node, "style", None) == ">":
         return text.replace("\a", "")  # ruamel's round-trip scanner marks fold points with BEL characters

@@ -16,11 +16,13 @@ import contextvars
 import re
 import string
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import wraps
+from typing import Any, TypeVar
 
 from jinja2 import nodes
-from jinja2.runtime import Macro
+from jinja2.runtime import Context, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace
 
@@ -41,7 +43,7 @@ _CLOCK_EVERY = 1024                # ticks between two looks at the clock
 
 
 class TemplateLimit(Exception):
-    def __init__(self, limit: str, value, bound) -> None:
+    def __init__(self, limit: str, value: object, bound: object) -> None:
         super().__init__(f"{limit} limit: {value} > {bound}")
         self.limit, self.value, self.bound = limit, value, bound
 
@@ -91,7 +93,7 @@ class spending:
         self._token = _BUDGET.set(self.budget)
         return self.budget
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         _BUDGET.reset(self._token)
 
 
@@ -101,18 +103,22 @@ def _tick(n: int = 1) -> None:
         b.tick(n)
 
 
-def _check_size(value, limits: Limits, what: str):
-    t = type(value)
+T = TypeVar("T")
+
+
+def _check_size(value: T, limits: Limits, what: str) -> T:
+    v: Any = value       # exact type tests (mypy does not narrow through `t`): subclasses are not counted
+    t = type(v)
     if t is str or t is bytes:
-        if len(value) > limits.output:
-            raise TemplateLimit(f"{what} size", f"{len(value)} characters", limits.output)
+        if len(v) > limits.output:
+            raise TemplateLimit(f"{what} size", f"{len(v)} characters", limits.output)
     elif t is list or t is tuple or t is dict:
-        if len(value) > limits.items:
-            raise TemplateLimit(f"{what} size", f"{len(value)} elements", limits.items)
+        if len(v) > limits.items:
+            raise TemplateLimit(f"{what} size", f"{len(v)} elements", limits.items)
     return value
 
 
-def _shallow(value) -> int:
+def _shallow(value: object) -> int:
     """A cheap lower bound of how much text a value stands for (what repeating it multiplies)."""
     if isinstance(value, (str, bytes)):
         return len(value)
@@ -121,7 +127,7 @@ def _shallow(value) -> int:
     return 1
 
 
-def _counted(iterable):
+def _counted(iterable: Iterable[Any]) -> Iterator[Any]:
     """The loop rewrite's filter: yields the iterable's items, one budget tick each."""
     for item in iterable:
         _tick()
@@ -139,14 +145,14 @@ def _check_width(value: str | None, limits: Limits) -> None:
         raise TemplateLimit("format width", int(value), limits.width)
 
 
-def _check_star_args(args, limits: Limits) -> None:
+def _check_star_args(args: Iterable[object], limits: Limits) -> None:
     """A width taken from the arguments (`%*d`, `{:{w}}`): any int argument may be it."""
     for v in args:
         if type(v) is int and v > limits.width:
             raise TemplateLimit("format width", v, limits.width)
 
 
-def check_percent(fmt: str, args, limits: Limits = LIMITS) -> None:
+def check_percent(fmt: str, args: object, limits: Limits = LIMITS) -> None:
     for m in _PERCENT.finditer(fmt):
         width, precision = m.groups()
         if "*" in (width, precision):
@@ -155,7 +161,7 @@ def check_percent(fmt: str, args, limits: Limits = LIMITS) -> None:
         _check_width(precision, limits)
 
 
-def _check_format(fmt: str, args, kwargs, limits: Limits, depth: int = 0) -> None:
+def _check_format(fmt: str, args: Iterable[object], kwargs: dict[str, object], limits: Limits, depth: int = 0) -> None:
     try:
         fields = list(string.Formatter().parse(fmt))
     except ValueError:
@@ -172,16 +178,16 @@ def _check_format(fmt: str, args, kwargs, limits: Limits, depth: int = 0) -> Non
             _check_width(m.group(2), limits)
 
 
-def _ctx_offset(fn) -> int:
+def _ctx_offset(fn: object) -> int:
     """Filters marked pass_context / pass_environment / pass_eval_context get that object first."""
     return 1 if hasattr(fn, "jinja_pass_arg") else 0
 
 
-def _guard_filter(name: str, fn, limits: Limits):
+def _guard_filter(name: str, fn: Callable[..., Any], limits: Limits) -> Callable[..., Any]:
     skip = _ctx_offset(fn)
 
     @wraps(fn)
-    def guarded(*args, **kwargs):
+    def guarded(*args: Any, **kwargs: Any) -> Any:
         rest = args[skip:]
         if name == "format" and rest:
             check_percent(str(rest[0]), tuple(rest[1:]) or tuple(kwargs.values()), limits)
@@ -195,7 +201,7 @@ def _guard_filter(name: str, fn, limits: Limits):
                 if type(v) is int and v > limits.items:
                     raise TemplateLimit(f"{name} size", v, limits.items)
         elif name == "replace" and len(rest) >= 3:
-            _check_replace(*rest[:3], limits)
+            _check_replace(rest[0], rest[1], rest[2], limits)
         elif name == "join" and rest:
             items = list(rest[0])
             sep = rest[1] if len(rest) > 1 else kwargs.get("d", "")
@@ -205,7 +211,7 @@ def _guard_filter(name: str, fn, limits: Limits):
     return guarded
 
 
-def _check_replace(s, old, new, limits: Limits) -> None:
+def _check_replace(s: object, old: object, new: object, limits: Limits) -> None:
     if isinstance(s, str) and isinstance(old, str) and isinstance(new, str) and len(new) > len(old):
         hits = s.count(old) if old else len(s) + 1
         grown = len(s) + hits * (len(new) - len(old))
@@ -220,7 +226,7 @@ def _check_grown(s: str, sep: str, width: int, limits: Limits) -> None:
         raise TemplateLimit("padding result size", f"{grown} characters", limits.output)
 
 
-def _check_join(sep, items: list, limits: Limits) -> None:
+def _check_join(sep: str, items: list[Any], limits: Limits) -> None:
     if len(items) > limits.items:
         raise TemplateLimit("join size", f"{len(items)} elements", limits.items)
     total = len(sep) * max(len(items) - 1, 0) + sum(len(v) for v in items if isinstance(v, str))
@@ -233,12 +239,12 @@ _GUARDED_FILTERS = ("format", "center", "indent", "slice", "batch", "replace", "
 _WIDTH_METHODS = {"center", "ljust", "rjust", "zfill", "expandtabs"}
 
 
-def _bounded_namespace(limits: Limits):
+def _bounded_namespace(limits: Limits) -> type[Namespace]:
     class BoundedNamespace(Namespace):
         """`namespace()` whose attributes are size-checked: assigning to one is the only way a value can grow
         across loop iterations."""
 
-        def __setitem__(self, name, value):
+        def __setitem__(self, name: str, value: Any) -> None:
             super().__setitem__(name, _check_size(value, limits, "namespace value"))
 
     return BoundedNamespace
@@ -247,7 +253,7 @@ def _bounded_namespace(limits: Limits):
 class BoundedEnvironment(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"*", "+", "%", "**"})
 
-    def __init__(self, limits: Limits = LIMITS, **options) -> None:
+    def __init__(self, limits: Limits = LIMITS, **options: Any) -> None:
         super().__init__(**options)
         self.limits = limits
         self.globals["range"] = self._range
@@ -257,19 +263,19 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
             if name in self.filters:
                 self.filters[name] = _guard_filter(name, self.filters[name], limits)
 
-    def _parse(self, source, name, filename):
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         tree = super()._parse(source, name, filename)
         for loop in tree.find_all(nodes.For):
             loop.iter = nodes.Filter(loop.iter, LOOP_FILTER, [], [], None, None, lineno=loop.lineno)
         return tree
 
-    def _range(self, *args):
+    def _range(self, *args: int) -> range:
         rng = range(*args)
         if len(rng) > self.limits.range:
             raise TemplateLimit("range", len(rng), self.limits.range)
         return rng
 
-    def call_binop(self, context, operator, left, right):
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         lim = self.limits
         if operator == "*":
             seq, n = (left, right) if type(right) in (int, bool) else (right, left)
@@ -280,7 +286,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
                     raise TemplateLimit("repetition", f"{_shallow(seq) * n} characters", lim.output)
         elif operator == "+":
             if isinstance(left, (str, list, tuple)) and type(left) is type(right):
-                _check_size(left + right, lim, "concatenation")
+                _check_size(left + right, lim, "concatenation")  # type: ignore[operator]  # one type: checked above
         elif operator == "%":
             if isinstance(left, str):
                 check_percent(left, right, lim)
@@ -290,14 +296,14 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
                 raise TemplateLimit("power", f"about {right * abs(left).bit_length()} bits", lim.power_bits)
         return super().call_binop(context, operator, left, right)
 
-    def wrap_str_format(self, value):
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
         wrapped = super().wrap_str_format(value)
         if wrapped is None:
             return None
         fmt, lim, is_map = value.__self__, self.limits, value.__name__ == "format_map"
 
         @wraps(wrapped)
-        def checked(*args, **kwargs):
+        def checked(*args: Any, **kwargs: Any) -> str:
             if is_map and len(args) == 1 and isinstance(args[0], dict):
                 _check_format(fmt, (), args[0], lim)
             else:
@@ -305,7 +311,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
             return _check_size(wrapped(*args, **kwargs), lim, "format result")
         return checked
 
-    def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - the sandbox's own signature
+    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - the sandbox's own signature
         _tick()
         lim = __self.limits
         if isinstance(__obj, Macro):  # a recursive macro can double an argument on every call

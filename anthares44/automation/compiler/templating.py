@@ -5,10 +5,18 @@ data, not HTML). The compiler checks templates with it and the runtime renders t
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterator
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from ..suggestions import listing
 from .validation import did_you_mean
+
+if TYPE_CHECKING:
+    from .template_sandbox import BoundedEnvironment
+
+# a template problem: (kind, message, offset, length, hint)
+Issue = tuple[str, str, int, int, str | None]
 
 _MARK = re.compile(r"\{\{|\{%")
 
@@ -18,7 +26,7 @@ def is_template(text: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def environment():
+def environment() -> BoundedEnvironment:
     """The bounded sandbox (template_sandbox.py): every rendering is capped in size, iterations and time."""
     from jinja2 import StrictUndefined
 
@@ -45,7 +53,7 @@ def _name_offset(text: str, name: str) -> int:
     return 0
 
 
-def template_issues(text: str, roots: set[str], step_ids: set[str] | None):
+def template_issues(text: str, roots: set[str], step_ids: Collection[str] | None) -> Iterator[Issue]:
     """Yields (kind, message, offset, length, hint); kind is 'syntax', 'root' or 'step'."""
     from jinja2 import TemplateSyntaxError, nodes
 
@@ -77,6 +85,7 @@ def template_issues(text: str, roots: set[str], step_ids: set[str] | None):
     if step_ids is None or "steps" not in roots:
         return
     for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
+        assert isinstance(node, (nodes.Getattr, nodes.Getitem))   # what find_all was asked for
         target = node.node
         if not (isinstance(target, nodes.Name) and target.name == "steps"):
             continue

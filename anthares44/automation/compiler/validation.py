@@ -7,13 +7,15 @@ would talk about Python ("Input should be a valid integer" -> "expected an integ
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from ..diagnostics import Diagnostic, register
 from ..suggestions import closest
-from .source import SourceFile
+from .source import Path, SourceFile
 
 A44100 = register("A44100", "value has the wrong shape")
 A44101 = register("A44101", "unknown key")
@@ -56,7 +58,7 @@ def yaml_type(value: Any) -> str:
     return type(value).__name__
 
 
-def did_you_mean(word: str, candidates) -> str | None:
+def did_you_mean(word: str, candidates: Collection[str]) -> str | None:
     close = closest(word, candidates, 0.6)
     return f"did you mean {close!r}?" if close else None
 
@@ -66,7 +68,7 @@ def model_keys(model: type[BaseModel]) -> list[str]:
 
 
 def validate(src: SourceFile, model: type[BaseModel], data: Any,
-             base: tuple = ()) -> tuple[BaseModel | None, list[Diagnostic]]:
+             base: Path = ()) -> tuple[BaseModel | None, list[Diagnostic]]:
     """Validate `data` (found at path `base` in `src`) against `model`; returns (instance or None, diagnostics)."""
     try:
         return model.model_validate(data), []
@@ -75,7 +77,7 @@ def validate(src: SourceFile, model: type[BaseModel], data: Any,
         return None, _merge_type_errors(diags)
 
 
-def error_paths(model: type[BaseModel], data: Any) -> list[tuple[tuple, str]] | None:
+def error_paths(model: type[BaseModel], data: Any) -> list[tuple[Path, str]] | None:
     """Where `data` fails `model`: (path in the data, pydantic error type) per error; None when it validates."""
     try:
         model.model_validate(data)
@@ -88,7 +90,7 @@ def error_paths(model: type[BaseModel], data: Any) -> list[tuple[tuple, str]] | 
 def _merge_type_errors(diags: list[Diagnostic]) -> list[Diagnostic]:
     """A union field (`compensate: str | mapping`) fails once per member: say it once, with every option."""
     out: list[Diagnostic] = []
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[Any, ...], int] = {}
     for d in diags:
         key = (d.code, d.line, d.col)
         if d.code != A44103 or key not in seen:
@@ -103,7 +105,7 @@ def _merge_type_errors(diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-def path_text(path: tuple) -> str:
+def path_text(path: Path) -> str:
     """`("steps", 0, "compensate")` -> `steps[0].compensate`."""
     text = ""
     for p in path:
@@ -111,11 +113,12 @@ def path_text(path: tuple) -> str:
     return text or "document"
 
 
-def _data_path(data: Any, loc: tuple) -> tuple[tuple, Any, Any]:
+def _data_path(data: Any, loc: tuple[str | int, ...]) -> tuple[Path, Any, Any]:
     """Follow pydantic's loc through the data, dropping union-member tags that are not keys of the data.
     Returns (path, parent value, value)."""
-    path: list = []
-    parent, cur = None, data
+    path: list[str | int] = []
+    parent: Any = None
+    cur = data
     for part in loc:
         if isinstance(cur, dict) and isinstance(part, str) and part in cur:
             parent, cur = cur, cur[part]
@@ -136,7 +139,7 @@ def path_is_tag(part: str) -> bool:
     return part[:1].isupper() or "[" in part or part in {"str", "int", "float", "bool", "list", "dict", "none"}
 
 
-def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+def _model_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> type[BaseModel] | None:
     """The model class that owns the last key of `loc` (for did-you-mean over its fields)."""
     import typing
 
@@ -162,7 +165,7 @@ def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
     return cur if isinstance(cur, type) and issubclass(cur, BaseModel) else None
 
 
-def _diagnostic(src: SourceFile, model, data, base: tuple, err: dict) -> Diagnostic:
+def _diagnostic(src: SourceFile, model: type[BaseModel], data: Any, base: Path, err: ErrorDetails) -> Diagnostic:
     loc = tuple(err.get("loc", ()))
     etype = err.get("type", "")
     path, parent, value = _data_path(data, loc)
@@ -208,7 +211,7 @@ def _diagnostic(src: SourceFile, model, data, base: tuple, err: dict) -> Diagnos
     return Diagnostic.at(A44100, f"{where}: {err.get('msg', 'invalid value')}", src.path, src.span(full))
 
 
-def _range_text(etype: str, ctx: dict, value: Any) -> str:
+def _range_text(etype: str, ctx: dict[str, Any], value: Any) -> str:
     if etype == "too_short":
         return f"needs at least {ctx.get('min_length')} item(s)"
     if etype == "too_long":
@@ -218,7 +221,7 @@ def _range_text(etype: str, ctx: dict, value: Any) -> str:
     return f"{value!r} is out of range; it must be {bound}"
 
 
-def _pattern_hint(path: tuple) -> str | None:
+def _pattern_hint(path: Path) -> str | None:
     last = path[-1] if path else ""
     if last == "name":
         return "lowercase letters, digits and '-', starting with a letter, e.g. invoice-settle"

@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, NoReturn
 
 from ..durations import format_seconds, parse_duration
 from ..errors import E_ALERT_CONDITION, E_ALERT_FILTER, E_ALERT_METRIC, E_ALERT_RULE_INVALID, A44Error
@@ -42,7 +43,7 @@ class Matcher:
     negate: bool
     value: str
 
-    def matches(self, labels: dict) -> bool:
+    def matches(self, labels: dict[str, Any]) -> bool:
         return (str(labels.get(self.label, "")) == self.value) != self.negate
 
     def __str__(self) -> str:
@@ -91,7 +92,7 @@ def parse_filter(text: str, labels: tuple[str, ...] | None = None) -> list[Match
     out: list[Matcher] = []
     i, n = 0, len(text)
 
-    def fail(msg: str, at: int):
+    def fail(msg: str, at: int) -> NoReturn:
         raise A44Error(E_ALERT_FILTER, f"filter column {at + 1}: {msg}",
                        hint='write label="value" or label!="value", separated by commas, e.g. queue="q_invoice_settle"',
                        details={"column": at + 1})
@@ -145,7 +146,7 @@ def parse_condition(text: str) -> Condition:
     s = text.strip()
     hint = "e.g. min_over_time(10m) > 0, rate(5m) >= 0.5, increase(1h) > 10, or > 100 (the last value)"
 
-    def fail(msg: str):
+    def fail(msg: str) -> NoReturn:
         raise A44Error(E_ALERT_CONDITION, f"condition {text[:80]!r}: {msg}", hint=hint)
 
     function = window = None
@@ -255,6 +256,7 @@ def evaluate(cond: Condition, samples: list[tuple[datetime, float]], now: dateti
             return Verdict(None, None, 0, "no samples yet")
         value = samples[-1][1]
         return Verdict(_compare(value, cond.op, cond.threshold), value, len(samples), "last value")
+    assert cond.window_s is not None  # parse_condition gives every windowed function its window
     start = now.timestamp() - cond.window_s
     inside = [(t, v) for t, v in samples if t.timestamp() >= start - tolerance_s and t <= now]
     if not inside or inside[0][0].timestamp() > start + tolerance_s:

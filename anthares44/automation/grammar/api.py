@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from . import codes
@@ -30,7 +31,7 @@ class CompileResult:
         return self.program is not None
 
 
-def compile_expression(text: str, *, roots: set[str] | None = None, step_ids: set[str] | None = None,
+def compile_expression(text: str, *, roots: set[str] | None = None, step_ids: Collection[str] | None = None,
                        expect_bool: bool = False, fields: dict[str, dict[str, str]] | None = None) -> CompileResult:
     """Parse, check and compile `text`. Never raises for a user's mistake: problems become issues. `fields`
     types the fields of roots with a fixed shape (`{"rows": {"in": "int", ...}}`)."""

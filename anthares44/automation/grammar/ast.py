@@ -25,7 +25,7 @@ MAX_TEXT = 20_000        # characters in one expression
 class Node:
     __slots__ = ("kind", "offset", "args", "depth", "size")
 
-    def __init__(self, kind: str, offset: int, args: list, depth: int = 1, size: int = 1) -> None:
+    def __init__(self, kind: str, offset: int, args: list[Any], depth: int = 1, size: int = 1) -> None:
         self.kind = kind
         self.offset = offset
         self.args = args
@@ -42,7 +42,7 @@ class Node:
         return out
 
 
-def _collect(a: Any, out: list) -> None:
+def _collect(a: Any, out: list[Node]) -> None:
     if isinstance(a, Node):
         out.append(a)
     elif isinstance(a, list):
@@ -60,7 +60,7 @@ def make(kind: str, offset: int, *args: Any) -> Node:
     return Node(kind, offset, list(args), depth, size)
 
 
-def to_json(node: Node) -> dict:
+def to_json(node: Node) -> dict[str, Any]:
     """JSON-serialisable form: {"k": kind, "o": offset, "a": [...]}, nested nodes as dicts."""
     return {"k": node.kind, "o": node.offset, "a": [_arg_json(a) for a in node.args]}
 

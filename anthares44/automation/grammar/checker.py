@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ..suggestions import closest, first_names
@@ -41,7 +42,7 @@ class Finding:
 def referenced_roots(node: Node) -> frozenset[str]:
     """Top-level identifiers the expression reads (comprehension variables excluded)."""
     found: set[str] = set()
-    stack: list[tuple[Node, frozenset]] = [(node, frozenset())]
+    stack: list[tuple[Node, frozenset[str]]] = [(node, frozenset())]
     while stack:
         n, scope = stack.pop()
         if n.kind == "ident":
@@ -58,7 +59,7 @@ def referenced_roots(node: Node) -> frozenset[str]:
 
 
 class Checker:
-    def __init__(self, text: str, roots: set[str] | None, step_ids: set[str] | None,
+    def __init__(self, text: str, roots: set[str] | None, step_ids: Collection[str] | None,
                  fields: dict[str, dict[str, str]] | None = None) -> None:
         self.text = text
         self.roots = roots
@@ -103,7 +104,7 @@ class Checker:
             f"unknown step '{step}': only steps that run earlier can be referenced", offset, length, hint))
 
     # -- walk ----------------------------------------------------------------------------------
-    def visit(self, n: Node, scope: frozenset) -> str | None:
+    def visit(self, n: Node, scope: frozenset[str]) -> str | None:
         k = n.kind
         if k in ("int", "uint", "double", "string", "bytes", "bool"):
             return k
@@ -168,7 +169,7 @@ class Checker:
             return self._call(n, scope)
         return None  # pragma: no cover
 
-    def _ident(self, n: Node, scope: frozenset) -> str | None:
+    def _ident(self, n: Node, scope: frozenset[str]) -> str | None:
         name = n.args[0]
         if name in scope:
             return None
@@ -188,7 +189,7 @@ class Checker:
             return "type"
         return None
 
-    def _comp(self, n: Node, scope: frozenset) -> str | None:
+    def _comp(self, n: Node, scope: frozenset[str]) -> str | None:
         macro, rng, var, _v2, args = n.args
         rt = self.visit(rng, scope)
         if rt is not None and rt not in ("list", "map"):
@@ -201,7 +202,7 @@ class Checker:
                 self._type(a, f"the predicate of {macro}() must be a boolean, found {t}")
         return "list" if macro in ("map", "filter") else "bool"
 
-    def _call(self, n: Node, scope: frozenset) -> str | None:
+    def _call(self, n: Node, scope: frozenset[str]) -> str | None:
         name, target, args = n.args
         tt = self.visit(target, scope) if target is not None else None
         ats = [self.visit(a, scope) for a in args]

@@ -10,6 +10,8 @@ deadline, the clock is read every 1,024 steps and passing it stops the evaluatio
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 from . import functions as F
 from .ast import Node
@@ -25,6 +27,7 @@ from .values import (
     CostExceeded,
     Err,
     UInt,
+    Value,
     map_get,
     no_overload,
     type_name,
@@ -33,6 +36,9 @@ from .values import (
 
 DEFAULT_BUDGET = 1_000_000
 _MISSING = object()
+
+Scope: TypeAlias = frozenset[str]                   # the comprehension variables bound where a node is compiled
+Eval: TypeAlias = "Callable[[_Ctx], Value]"          # a compiled node: evaluates it in a context
 
 
 _CLOCK_EVERY = 1024     # budget steps between two looks at the clock when there is a deadline
@@ -45,9 +51,9 @@ class DeadlinePassed(CostExceeded):
 class _Ctx:
     __slots__ = ("vars", "locals", "budget", "deadline", "_clock_at")
 
-    def __init__(self, variables: dict, budget: int, deadline: float | None = None) -> None:
+    def __init__(self, variables: dict[str, Value], budget: int, deadline: float | None = None) -> None:
         self.vars = variables
-        self.locals: dict = {}
+        self.locals: dict[str, Value] = {}
         self.budget = budget
         self.deadline = deadline
         self._clock_at = budget - _CLOCK_EVERY if deadline is not None else -1
@@ -58,48 +64,49 @@ class _Ctx:
             if self.budget < 0:
                 raise CostExceeded()
             self._clock_at = self.budget - _CLOCK_EVERY
-            if time.monotonic() > self.deadline:
+            if self.deadline is not None and time.monotonic() > self.deadline:
                 raise DeadlinePassed()
         elif self.budget < 0:
             raise CostExceeded()
 
 
-def build(node: Node):
+def build(node: Node) -> Eval:
     """Compile a tree into its root closure."""
     return _Compiler().compile(node, frozenset())
 
 
 class _Compiler:
-    def compile(self, node: Node, scope: frozenset):
-        return getattr(self, "_" + node.kind)(node, scope)
+    def compile(self, node: Node, scope: Scope) -> Eval:
+        compile_kind: Callable[[Node, Scope], Eval] = getattr(self, "_" + node.kind)
+        return compile_kind(node, scope)
 
     # -- literals ------------------------------------------------------------------------------
-    def _const(self, value):
+    def _const(self, value: Value) -> Eval:
         return lambda ctx: value
 
-    def _int(self, node, scope):
+    def _int(self, node: Node, scope: Scope) -> Eval:
         return self._const(node.args[0])
 
-    def _uint(self, node, scope):
+    def _uint(self, node: Node, scope: Scope) -> Eval:
         return self._const(UInt(node.args[0]))
 
-    def _double(self, node, scope):
+    def _double(self, node: Node, scope: Scope) -> Eval:
         return self._const(float(node.args[0]))
 
-    def _string(self, node, scope):
+    def _string(self, node: Node, scope: Scope) -> Eval:
         return self._const(node.args[0])
 
-    def _bytes(self, node, scope):
+    def _bytes(self, node: Node, scope: Scope) -> Eval:
         return self._const(bytes.fromhex(node.args[0]))
 
-    def _bool(self, node, scope):
+    def _bool(self, node: Node, scope: Scope) -> Eval:
         return self._const(bool(node.args[0]))
 
-    def _null(self, node, scope):
+    def _null(self, node: Node, scope: Scope) -> Eval:
         return self._const(None)
 
     # -- names ---------------------------------------------------------------------------------
-    def _ident(self, node, scope):
+    def _ident(self, node: Node, scope: Scope) -> Eval:
         name: str = node.args[0]
         off = node.offset
         if name in scope:
@@ -107,7 +114,7 @@ class _Compiler:
         name = name.lstrip(".")
         builtin = TYPES.get(name, _MISSING)
 
-        def ident(ctx):
+        def ident(ctx: _Ctx) -> Value:
             v = ctx.vars.get(name, _MISSING)
             if v is _MISSING:
                 if builtin is not _MISSING:
@@ -116,13 +123,13 @@ class _Compiler:
             return v
         return ident
 
-    def _select(self, node, scope):
+    def _select(self, node: Node, scope: Scope) -> Eval:
         operand = self.compile(node.args[0], scope)
         field: str = node.args[1]
         off = node.offset
         qualified = _qualified_name(node, scope)
 
-        def select(ctx):
+        def select(ctx: _Ctx) -> Value:
             if qualified is not None:  # a variable may itself be named "a.b.c" (CEL qualified names)
                 v = ctx.vars.get(qualified, _MISSING)
                 if v is not _MISSING:
@@ -138,12 +145,12 @@ class _Compiler:
             return Err(E_TYPE, f"cannot select field '{field}' from a value of type {type_name(obj)}", off)
         return select
 
-    def _has(self, node, scope):
+    def _has(self, node: Node, scope: Scope) -> Eval:
         operand = self.compile(node.args[0], scope)
         field: str = node.args[1]
         off = node.offset
 
-        def has(ctx):
+        def has(ctx: _Ctx) -> Value:
             obj = operand(ctx)
             if type(obj) is dict:
                 return map_get(obj, field)[0]
@@ -152,13 +159,13 @@ class _Compiler:
             return Err(E_TYPE, f"has() cannot test field '{field}' on a value of type {type_name(obj)}", off)
         return has
 
-    def _index(self, node, scope):
+    def _index(self, node: Node, scope: Scope) -> Eval:
         operand = self.compile(node.args[0], scope)
         key = self.compile(node.args[1], scope)
         return self._strict(F.index, [operand, key], node.offset)
 
     # -- calls ---------------------------------------------------------------------------------
-    def _call(self, node, scope):
+    def _call(self, node: Node, scope: Scope) -> Eval:
         name, target, args = node.args
         fns = ([self.compile(target, scope)] if target is not None else []) + \
               [self.compile(a, scope) for a in args]
@@ -168,7 +175,7 @@ class _Compiler:
             msg = f"no such function or overload: {shown}/{len(fns)}"
             err = Err(E_NO_SUCH_OVERLOAD, msg, node.offset)
 
-            def unknown(ctx):
+            def unknown(ctx: _Ctx) -> Value:
                 for f in fns:  # still surface argument errors first, as strict evaluation does
                     v = f(ctx)
                     if type(v) is Err:
@@ -178,11 +185,11 @@ class _Compiler:
         return self._strict(impl, fns, node.offset)
 
     @staticmethod
-    def _strict(impl, fns, off):
+    def _strict(impl: Callable[..., Value], fns: list[Eval], off: int) -> Eval:
         if len(fns) == 1:
             (f0,) = fns
 
-            def call1(ctx):
+            def call1(ctx: _Ctx) -> Value:
                 ctx.charge(1)
                 a = f0(ctx)
                 if type(a) is Err:
@@ -192,7 +199,7 @@ class _Compiler:
         if len(fns) == 2:
             f0, f1 = fns
 
-            def call2(ctx):
+            def call2(ctx: _Ctx) -> Value:
                 ctx.charge(1)
                 a = f0(ctx)
                 if type(a) is Err:
@@ -203,9 +210,9 @@ class _Compiler:
                 return _located(impl(a, b), off)
             return call2
 
-        def calln(ctx):  # pragma: no cover - no standard function takes more than two arguments
+        def calln(ctx: _Ctx) -> Value:  # pragma: no cover - no standard function takes more than two arguments
             ctx.charge(1)
-            vals = []
+            vals: list[Value] = []
             for f in fns:
                 v = f(ctx)
                 if type(v) is Err:
@@ -215,20 +222,20 @@ class _Compiler:
         return calln
 
     # -- logic ---------------------------------------------------------------------------------
-    def _and(self, node, scope):
+    def _and(self, node: Node, scope: Scope) -> Eval:
         return self._logic(node, scope, short=False, op="_&&_")
 
-    def _or(self, node, scope):
+    def _or(self, node: Node, scope: Scope) -> Eval:
         return self._logic(node, scope, short=True, op="_||_")
 
-    def _logic(self, node, scope, short: bool, op: str):
+    def _logic(self, node: Node, scope: Scope, short: bool, op: str) -> Eval:
         fns = [self.compile(a, scope) for a in node.args[0]]
         off = node.offset
 
-        def logic(ctx):
+        def logic(ctx: _Ctx) -> Value:
             # CEL's commutative logic: the deciding value (false for &&, true for ||) wins over errors
             # whatever side they are on; otherwise the first error (or non-bool) is the result.
-            err = None
+            err: Value = None
             for f in fns:
                 v = f(ctx)
                 if v is short:
@@ -238,11 +245,11 @@ class _Compiler:
             return err if err is not None else (not short)
         return logic
 
-    def _cond(self, node, scope):
+    def _cond(self, node: Node, scope: Scope) -> Eval:
         test, then, other = (self.compile(a, scope) for a in node.args)
         off = node.offset
 
-        def cond(ctx):
+        def cond(ctx: _Ctx) -> Value:
             t = test(ctx)
             if t is True:
                 return then(ctx)
@@ -252,12 +259,12 @@ class _Compiler:
         return cond
 
     # -- aggregates ----------------------------------------------------------------------------
-    def _list(self, node, scope):
+    def _list(self, node: Node, scope: Scope) -> Eval:
         fns = [self.compile(a, scope) for a in node.args[0]]
 
-        def make_list(ctx):
+        def make_list(ctx: _Ctx) -> Value:
             ctx.charge(1 + len(fns))
-            out = []
+            out: list[Value] = []
             for f in fns:
                 v = f(ctx)
                 if type(v) is Err:
@@ -266,12 +273,12 @@ class _Compiler:
             return out
         return make_list
 
-    def _map(self, node, scope):
+    def _map(self, node: Node, scope: Scope) -> Eval:
         entries = [(self.compile(k, scope), self.compile(v, scope), k.offset) for k, v in node.args[0]]
 
-        def make_map(ctx):
+        def make_map(ctx: _Ctx) -> Value:
             ctx.charge(1 + len(entries))
-            out = {}
+            out: dict[Any, Value] = {}
             for kf, vf, koff in entries:
                 k = kf(ctx)
                 if type(k) is Err:
@@ -287,13 +294,13 @@ class _Compiler:
             return out
         return make_map
 
-    def _message(self, node, scope):
+    def _message(self, node: Node, scope: Scope) -> Eval:
         err = Err(E_UNSUPPORTED, f"message construction ({node.args[0]}{{...}}) is not supported",
                   node.offset)
         return lambda ctx: err
 
     # -- macros --------------------------------------------------------------------------------
-    def _comp(self, node, scope):
+    def _comp(self, node: Node, scope: Scope) -> Eval:
         from .macros import build_macro
         macro, rng, var, _var2, args = node.args
         inner = scope | {var}
@@ -301,14 +308,14 @@ class _Compiler:
                            [self.compile(a, inner) for a in args], node.offset)
 
 
-def _located(v, off):
+def _located(v: Value, off: int) -> Value:
     if type(v) is Err and v.offset < 0:
         v.offset = off
     return v
 
 
-def _qualified_name(node: Node, scope: frozenset) -> str | None:
-    parts = []
+def _qualified_name(node: Node, scope: Scope) -> str | None:
+    parts: list[str] = []
     while node.kind == "select":
         parts.append(node.args[1])
         node = node.args[0]
@@ -318,7 +325,8 @@ def _qualified_name(node: Node, scope: frozenset) -> str | None:
     return ".".join(reversed(parts))
 
 
-def run(root, variables: dict, budget: int = DEFAULT_BUDGET, deadline: float | None = None):
+def run(root: Eval, variables: dict[str, Value], budget: int = DEFAULT_BUDGET,
+        deadline: float | None = None) -> Value:
     """Evaluate a compiled root closure; cost/recursion exhaustion and a passed deadline (time.monotonic())
     become error values here."""
     ctx = _Ctx(variables, budget, deadline)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 from . import regex
 from .values import (
@@ -25,6 +26,7 @@ from .values import (
     CelType,
     Err,
     UInt,
+    Value,
     compare,
     equals,
     map_get,
@@ -35,21 +37,24 @@ from .values import (
 MAX_STRING = 1_000_000   # characters/bytes a string or bytes result may have
 MAX_LIST = 100_000       # elements a list result may have
 
+# an implementation: evaluated, non-error arguments (one or two) -> a value or an Err
+Function = Callable[..., Value]
 
-def _int(v: int, op: str):
+
+def _int(v: int, op: str) -> int | Err:
     if INT64_MIN <= v <= INT64_MAX:
         return v
     return Err(E_OVERFLOW, f"integer overflow in {op}")
 
 
-def _uint(v: int, op: str):
+def _uint(v: int, op: str) -> UInt | Err:
     if 0 <= v <= UINT64_MAX:
         return UInt(v)
     return Err(E_OVERFLOW, f"unsigned integer overflow in {op}")
 
 
 # -- arithmetic --------------------------------------------------------------------------------
-def add(a, b):
+def add(a: Value, b: Value) -> Value:
     ta, tb = type(a), type(b)
     if ta is not tb:
         return no_overload("_+_", a, b)
@@ -70,7 +75,7 @@ def add(a, b):
     return no_overload("_+_", a, b)
 
 
-def sub(a, b):
+def sub(a: Value, b: Value) -> Value:
     ta = type(a)
     if ta is not type(b):
         return no_overload("_-_", a, b)
@@ -83,7 +88,7 @@ def sub(a, b):
     return no_overload("_-_", a, b)
 
 
-def mul(a, b):
+def mul(a: Value, b: Value) -> Value:
     ta = type(a)
     if ta is not type(b):
         return no_overload("_*_", a, b)
@@ -101,7 +106,7 @@ def _trunc_div(a: int, b: int) -> int:
     return q if (a < 0) == (b < 0) else -q
 
 
-def div(a, b):
+def div(a: Value, b: Value) -> Value:
     ta = type(a)
     if ta is not type(b):
         return no_overload("_/_", a, b)
@@ -118,7 +123,7 @@ def div(a, b):
     return no_overload("_/_", a, b)
 
 
-def mod(a, b):
+def mod(a: Value, b: Value) -> Value:
     ta = type(a)
     if ta is not type(b) or ta not in (int, UInt):
         return no_overload("_%_", a, b)
@@ -130,7 +135,7 @@ def mod(a, b):
     return -r if a < 0 else r
 
 
-def neg(a):
+def neg(a: Value) -> Value:
     ta = type(a)
     if ta is int:
         return _int(-a, "negation")
@@ -139,32 +144,32 @@ def neg(a):
     return no_overload("-_", a)
 
 
-def not_(a):
+def not_(a: Value) -> Value:
     if type(a) is bool:
         return not a
     return no_overload("!_", a)
 
 
 # -- comparison --------------------------------------------------------------------------------
-def eq(a, b):
+def eq(a: Value, b: Value) -> Value:
     return equals(a, b)
 
 
-def ne(a, b):
+def ne(a: Value, b: Value) -> Value:
     r = equals(a, b)
     return r if type(r) is Err else not r
 
 
-def _ordering(op: str, test):
-    def fn(a, b):
+def _ordering(op: str, test: Callable[[int], bool]) -> Function:
+    def fn(a: Value, b: Value) -> Value:
         c = compare(a, b, op)
-        if type(c) is Err:
+        if isinstance(c, Err):
             return c
         return False if c is None else test(c)
     return fn
 
 
-def in_(a, coll):
+def in_(a: Value, coll: Value) -> Value:
     tc = type(coll)
     if tc is list:
         for x in coll:
@@ -177,7 +182,7 @@ def in_(a, coll):
     return no_overload("@in", a, coll)
 
 
-def index(coll, key):
+def index(coll: Value, key: Value) -> Value:
     tc = type(coll)
     if tc is list:
         tk = type(key)
@@ -198,28 +203,28 @@ def index(coll, key):
     return no_overload("_[_]", coll, key)
 
 
-def _show(v) -> str:
+def _show(v: Value) -> str:
     if type(v) is str:
         return "'" + v.replace("'", "\\'") + "'"
     return repr(v)
 
 
 # -- size and strings --------------------------------------------------------------------------
-def size(v):
+def size(v: Value) -> Value:
     if type(v) in (str, bytes, list, dict):
         return len(v)
     return no_overload("size", v)
 
 
-def _strfn(name: str, test):
-    def fn(s, t):
+def _strfn(name: str, test: Callable[[str, str], bool]) -> Function:
+    def fn(s: Value, t: Value) -> Value:
         if type(s) is str and type(t) is str:
             return test(s, t)
         return no_overload(name, s, t)
     return fn
 
 
-def matches(s, pattern):
+def matches(s: Value, pattern: Value) -> Value:
     if type(s) is not str or type(pattern) is not str:
         return no_overload("matches", s, pattern)
     try:
@@ -236,7 +241,7 @@ _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
 
-def to_int(v):
+def to_int(v: Value) -> Value:
     t = type(v)
     if t is int:
         return v
@@ -254,7 +259,7 @@ def to_int(v):
     return no_overload("int", v)
 
 
-def to_uint(v):
+def to_uint(v: Value) -> Value:
     t = type(v)
     if t is UInt:
         return v
@@ -271,7 +276,7 @@ def to_uint(v):
     return no_overload("uint", v)
 
 
-def to_double(v):
+def to_double(v: Value) -> Value:
     t = type(v)
     if t is float:
         return v
@@ -296,7 +301,7 @@ def format_double(v: float) -> str:
     return text.replace("e+", "e+").replace("e-0", "e-")
 
 
-def to_string(v):
+def to_string(v: Value) -> Value:
     t = type(v)
     if t is str:
         return v
@@ -316,7 +321,7 @@ def to_string(v):
     return no_overload("string", v)
 
 
-def to_bytes(v):
+def to_bytes(v: Value) -> Value:
     t = type(v)
     if t is bytes:
         return v
@@ -325,7 +330,7 @@ def to_bytes(v):
     return no_overload("bytes", v)
 
 
-def to_bool(v):
+def to_bool(v: Value) -> Value:
     t = type(v)
     if t is bool:
         return v
@@ -338,27 +343,28 @@ def to_bool(v):
     return no_overload("bool", v)
 
 
-def type_of(v):
+def type_of(v: Value) -> Value:
     name = type_name(v)
     if name == "unsupported":
         return no_overload("type", v)
     return TYPES[name]
 
 
-def dyn(v):
+def dyn(v: Value) -> Value:
     return v
 
 
 # name -> (global arity -> fn, receiver arity (including the receiver) -> fn)
 _G, _R = "global", "receiver"
-FUNCTIONS: dict[tuple[str, str, int], object] = {}
+FUNCTIONS: dict[tuple[str, str, int], Function] = {}
 
 
-def _reg(name: str, fn, arity: int, *styles: str) -> None:
+def _reg(name: str, fn: Function, arity: int, *styles: str) -> None:
     for style in styles or (_G,):
         FUNCTIONS[(name, style, arity)] = fn
 
 
+_fn: Function
 for _name, _fn in (("_+_", add), ("_-_", sub), ("_*_", mul), ("_/_", div), ("_%_", mod),
                    ("_==_", eq), ("_!=_", ne), ("_in_", in_), ("_[_]", index),
                    ("_<_", _ordering("_<_", lambda c: c < 0)), ("_<=_", _ordering("_<=_", lambda c: c <= 0)),
@@ -378,6 +384,6 @@ for _name, _fn in (("int", to_int), ("uint", to_uint), ("double", to_double), ("
 KNOWN_NAMES = frozenset(name for name, _, _ in FUNCTIONS)
 
 
-def lookup(name: str, receiver: bool, arity: int):
+def lookup(name: str, receiver: bool, arity: int) -> Function | None:
     """The implementation for a call, or None. `arity` counts the receiver for receiver-style calls."""
     return FUNCTIONS.get((name, _R if receiver else _G, arity))

@@ -41,14 +41,15 @@ def decode_string_token(tok: str) -> tuple[str | bytes, int]:
 
 
 def _unescape(body: str, is_bytes: bool, base: int) -> str | bytes:
-    out = bytearray() if is_bytes else []
+    raw = bytearray()        # a bytes literal's bytes
+    chars: list[str] = []    # a string literal's characters
     n, i = len(body), 0
 
     def put_char(ch: str) -> None:
         if is_bytes:
-            out.extend(ch.encode("utf-8", "surrogatepass"))
+            raw.extend(ch.encode("utf-8", "surrogatepass"))
         else:
-            out.append(ch)
+            chars.append(ch)
 
     while i < n:
         c = body[i]
@@ -70,9 +71,9 @@ def _unescape(body: str, is_bytes: bool, base: int) -> str | bytes:
             if code > 255:
                 raise LiteralError("octal escape out of range", base + i)
             if is_bytes:
-                out.append(code)
+                raw.append(code)
             else:
-                out.append(chr(code))
+                chars.append(chr(code))
             i += 4
         elif e in "xXuU":
             width = 2 if e in "xX" else (4 if e == "u" else 8)
@@ -81,7 +82,7 @@ def _unescape(body: str, is_bytes: bool, base: int) -> str | bytes:
                 raise LiteralError(f"\\{e} escape needs {width} hex digits", base + i)
             code = int(digits, 16)
             if is_bytes and e in "xX":
-                out.append(code)
+                raw.append(code)
             else:
                 if is_bytes and e in "uU":
                     raise LiteralError("unicode escapes are not allowed in bytes literals", base + i)
@@ -91,7 +92,7 @@ def _unescape(body: str, is_bytes: bool, base: int) -> str | bytes:
             i += 2 + width
         else:
             raise LiteralError(f"invalid escape sequence '\\{e}'", base + i)
-    return bytes(out) if is_bytes else "".join(out)
+    return bytes(raw) if is_bytes else "".join(chars)
 
 
 def decode_int(tok: str) -> int:

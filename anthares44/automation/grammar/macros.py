@@ -7,14 +7,22 @@ names). `all`/`exists` absorb errors like `&&`/`||`; the others are strict.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
+
 from .functions import MAX_LIST
-from .values import E_OVERFLOW, Err, no_overload
+from .values import E_OVERFLOW, Err, Value, no_overload
+
+if TYPE_CHECKING:
+    from .evaluator import Eval, _Ctx
+
+Body: TypeAlias = "Callable[[_Ctx, list[Value]], Value]"   # a macro's loop over the elements (or keys)
 
 _UNSET = object()
 
 
-def build_macro(macro: str, rng, var: str, fns: list, off: int):
-    def items(ctx):
+def build_macro(macro: str, rng: Eval, var: str, fns: list[Eval], off: int) -> Eval:
+    def items(ctx: _Ctx) -> Value:
         coll = rng(ctx)
         t = type(coll)
         if t is list or t is dict:
@@ -23,7 +31,7 @@ def build_macro(macro: str, rng, var: str, fns: list, off: int):
             return coll
         return no_overload(macro, coll, offset=off)
 
-    def loop(ctx, body):
+    def loop(ctx: _Ctx, body: Body) -> Value:
         coll = items(ctx)
         if type(coll) is Err:
             return coll
@@ -41,8 +49,8 @@ def build_macro(macro: str, rng, var: str, fns: list, off: int):
         pred = fns[0]
         decisive = macro == "exists"   # exists stops at true, all stops at false
 
-        def quantifier(ctx, elems):
-            err = None
+        def quantifier(ctx: _Ctx, elems: list[Value]) -> Value:
+            err: Value = None
             for e in elems:
                 ctx.charge(1)
                 ctx.locals[var] = e
@@ -57,7 +65,7 @@ def build_macro(macro: str, rng, var: str, fns: list, off: int):
     if macro == "exists_one":
         pred = fns[0]
 
-        def exists_one(ctx, elems):
+        def exists_one(ctx: _Ctx, elems: list[Value]) -> Value:
             count = 0
             for e in elems:
                 ctx.charge(1)
@@ -70,20 +78,21 @@ def build_macro(macro: str, rng, var: str, fns: list, off: int):
             return count == 1
         return lambda ctx: loop(ctx, exists_one)
 
+    keep_if: Eval | None
     if macro == "filter" or (macro == "map" and len(fns) == 2):
-        pred = fns[0]
+        keep_if = fns[0]
         transform = fns[1] if macro == "map" else None
     else:
-        pred = None
+        keep_if = None
         transform = fns[0]
 
-    def map_filter(ctx, elems):
-        out = []
+    def map_filter(ctx: _Ctx, elems: list[Value]) -> Value:
+        out: list[Value] = []
         for e in elems:
             ctx.charge(1)
             ctx.locals[var] = e
-            if pred is not None:
-                keep = pred(ctx)
+            if keep_if is not None:
+                keep = keep_if(ctx)
                 if keep is False:
                     continue
                 if keep is not True:

@@ -8,7 +8,9 @@ recursion. Lark's exceptions never leave this module.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from importlib import resources
+from typing import Any, TypeAlias, cast
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -76,7 +78,7 @@ def parse(text: str) -> Node:
         raise SyntaxProblem("empty expression: expected an expression", 0, 0)
     parser = _get_parser()
     try:
-        return _check_literals(parser.parse(text))
+        return _check_literals(cast(Node, parser.parse(text)))  # the inline _Build makes the tree a Node
     except SyntaxProblem:
         raise
     except UnexpectedInput as exc:
@@ -116,7 +118,7 @@ def _describe(name: str, parser: Lark) -> str:
     return name.lower()
 
 
-def _expected(names, parser: Lark) -> str:
+def _expected(names: Iterable[str], parser: Lark) -> str:
     # words ("an identifier") first, then punctuation, so a truncated list still says the useful part
     shown = sorted({_describe(n, parser) for n in names if not n.startswith("__")},
                    key=lambda s: (s.startswith("'"), s))
@@ -138,7 +140,7 @@ def _from_lark(exc: UnexpectedInput, text: str, parser: Lark) -> SyntaxProblem:
         return SyntaxProblem(f"expected {_expected(exc.expected, parser)}, found {found}", offset,
                              0 if at_end else len(str(tok.value)))
     if isinstance(exc, UnexpectedCharacters):
-        pos = exc.pos_in_stream
+        pos = exc.pos_in_stream or 0  # always set by the lexer (lark types it Optional)
         ch = text[pos] if pos < len(text) else ""
         if ch in "'\"":
             return SyntaxProblem("unterminated string literal", pos)
@@ -168,13 +170,23 @@ def _qualified(node: Node) -> str | None:
     return ".".join(reversed(parts))
 
 
-class _Build(Transformer):
+# what lark hands each callback: its children, tokens mixed with the nodes and helper lists built below them
+Children: TypeAlias = list[Any]
+
+
+def _start(tok: Token) -> int:
+    """A lexed token's offset (lark types it Optional, for tokens made by hand; the lexer always sets it)."""
+    assert tok.start_pos is not None
+    return tok.start_pos
+
+
+class _Build(Transformer[Token, Node]):
     """Inline tree builder: every callback returns an `ast.Node` (or a helper list)."""
 
     # -- literals -----------------------------------------------------------------------------
-    def literal(self, children):
+    def literal(self, children: Children) -> Node:
         tok: Token = children[0]
-        pos, t = tok.start_pos, tok.type
+        pos, t = _start(tok), tok.type
         try:
             if t == "INT":
                 return make("int", pos, decode_int(tok.value))  # range checked after negation folds
@@ -194,7 +206,7 @@ class _Build(Transformer):
         return make("bool", pos, t == "TRUE")
 
     # -- names and calls ----------------------------------------------------------------------
-    def _name(self, children) -> tuple[str, int]:
+    def _name(self, children: Children) -> tuple[str, int]:
         if children[0].type == "DOT":
             return "." + children[1].value, children[0].start_pos
         tok = children[0]
@@ -203,20 +215,21 @@ class _Build(Transformer):
                                 len(tok.value))
         return tok.value, tok.start_pos
 
-    def ident(self, children):
+    def ident(self, children: Children) -> Node:
         name, pos = self._name(children)
         return make("ident", pos, name)
 
-    def args(self, children):
+    def args(self, children: Children) -> list[Any]:
         return children[0] if children else []
 
-    def exprlist(self, children):
+    def exprlist(self, children: Children) -> list[Any]:
         # left-recursive in the grammar (so a trailing comma is LALR-friendly): [list, item] or [item]
         if len(children) == 2:
-            return children[0] + [children[-1]]
+            items: list[Any] = children[0]
+            return items + [children[-1]]
         return [children[0]]
 
-    def global_call(self, children):
+    def global_call(self, children: Children) -> Node:
         name, pos = self._name(children)
         args = children[-1]
         if name == "has":
@@ -226,7 +239,7 @@ class _Build(Transformer):
             return _limit(make("has", pos, sel.args[0], sel.args[1]))
         return _limit(make("call", pos, name, None, args))
 
-    def method_call(self, children):
+    def method_call(self, children: Children) -> Node:
         target, _dot, name_tok, _lpar, args = children
         name, pos = name_tok.value, name_tok.start_pos
         if name in MACROS and len(args) in MACROS[name]:
@@ -237,79 +250,80 @@ class _Build(Transformer):
             return _limit(make("comp", pos, name, target, var.args[0], None, args[1:]))
         return _limit(make("call", pos, name, target, args))
 
-    def select(self, children):
+    def select(self, children: Children) -> Node:
         target, _dot, name_tok = children
         name = name_tok.value[1:-1] if name_tok.type == "QIDENT" else name_tok.value
         return _limit(make("select", name_tok.start_pos, target, name))
 
-    def index(self, children):
+    def index(self, children: Children) -> Node:
         target, lbrack, idx = children
         return _limit(make("index", lbrack.start_pos, target, idx))
 
-    def message(self, children):
+    def message(self, children: Children) -> Node:
         target, lbrace, fields = children
         name = _qualified(target)
         if name is None:
             raise SyntaxProblem("'{' here must follow a message type name", lbrace.start_pos)
         return _limit(make("message", target.offset, name, fields))
 
-    def fieldinits(self, children):
+    def fieldinits(self, children: Children) -> list[Any]:
         return children[0] if children else []
 
-    def fieldinit(self, children):
+    def fieldinit(self, children: Children) -> list[Any]:
         name_tok, _colon, value = children
         return [name_tok.value, value]
 
     # -- aggregates ---------------------------------------------------------------------------
-    def list_lit(self, children):
+    def list_lit(self, children: Children) -> Node:
         elems = children[1] if len(children) > 1 and isinstance(children[1], list) else []
         return _limit(make("list", children[0].start_pos, elems))
 
-    def map_lit(self, children):
+    def map_lit(self, children: Children) -> Node:
         entries = children[1] if len(children) > 1 and isinstance(children[1], list) else []
         return _limit(make("map", children[0].start_pos, entries))
 
     mapinits = exprlist
     fields = exprlist
 
-    def mapinit(self, children):
+    def mapinit(self, children: Children) -> list[Any]:
         key, _colon, value = children
         return [key, value]
 
     # -- operators ----------------------------------------------------------------------------
-    def relop(self, children):
-        return children[0]
+    def relop(self, children: Children) -> Token:
+        op: Token = children[0]
+        return op
 
-    def binary(self, children):
+    def binary(self, children: Children) -> Node:
         left, op, right = children
         return _limit(make("call", op.start_pos, "_" + op.value + "_", None, [left, right]))
 
-    def _chain(self, kind: str, children):
+    def _chain(self, kind: str, children: Children) -> Node:
         left, op, right = children
         operands = left.args[0] + [right] if left.kind == kind else [left, right]
         # depth of a flattened chain is that of its deepest operand + 1, never its length
         return _limit(make(kind, op.start_pos if left.kind != kind else left.offset, operands))
 
-    def logic_or(self, children):
+    def logic_or(self, children: Children) -> Node:
         return self._chain("or", children)
 
-    def logic_and(self, children):
+    def logic_and(self, children: Children) -> Node:
         return self._chain("and", children)
 
-    def ternary(self, children):
+    def ternary(self, children: Children) -> Node:
         test, q, then, other = children
         return _limit(make("cond", q.start_pos, test, then, other))
 
-    def not_(self, children):
+    def not_(self, children: Children) -> Node:
         *ops, operand = children
-        node = operand
+        node: Node = operand
         for op in reversed(ops):
             node = _limit(make("call", op.start_pos, "!_", None, [node]))
         return node
 
-    def negate(self, children):
+    def negate(self, children: Children) -> Node:
         *ops, operand = children
-        node = operand
+        node: Node = operand
         if ops and (operand.kind == "double" or (operand.kind == "int" and operand.args[0] >= 0)):
             # fold one minus into the literal so -9223372036854775808 is representable; a literal that is
             # already negative was folded before (`-(-9223372036854775808)`): negating it again is arithmetic,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import ast, evaluator
 from .ast import Node
 from .checker import referenced_roots
-from .values import TYPES, Err
+from .values import TYPES, Err, Value
 
 IR_VERSION = 1
 
@@ -28,8 +30,8 @@ class Program:
         # builtin type names (int, string...) resolve without a variable, so they are not roots
         self.roots: frozenset[str] = frozenset(r for r in referenced_roots(node) if r not in TYPES)
 
-    def evaluate(self, activation: dict | None = None, *, budget: int = evaluator.DEFAULT_BUDGET,
-                 deadline: float | None = None):
+    def evaluate(self, activation: dict[str, Any] | None = None, *, budget: int = evaluator.DEFAULT_BUDGET,
+                 deadline: float | None = None) -> Value:
         """Evaluate against `activation` (name -> JSON-like value). Returns the value; raises EvalError.
         `deadline` (time.monotonic()) stops a long evaluation with E_EXPR_COST."""
         result = self.evaluate_value(activation, budget=budget, deadline=deadline)
@@ -37,8 +39,8 @@ class Program:
             raise EvalError(result.code, result.message, result.offset)
         return result
 
-    def evaluate_value(self, activation: dict | None = None, *, budget: int = evaluator.DEFAULT_BUDGET,
-                       deadline: float | None = None):
+    def evaluate_value(self, activation: dict[str, Any] | None = None, *, budget: int = evaluator.DEFAULT_BUDGET,
+                       deadline: float | None = None) -> Value:
         """Like `evaluate` but returns an error as an `Err` value instead of raising (for callers that
         need CEL's own error-as-value view, such as the conformance runner)."""
         if activation is None:
@@ -47,14 +49,14 @@ class Program:
             return Err("E_EXPR_TYPE", "the activation must be a mapping of names to values")
         return evaluator.run(self._root, activation, budget, deadline)
 
-    def to_ir(self) -> dict:
+    def to_ir(self) -> dict[str, Any]:
         return {"v": IR_VERSION, "cel": self.text, "ast": ast.to_json(self.node)}
 
     def __repr__(self) -> str:
         return f"Program({self.text!r})"
 
 
-def load_program(ir: dict) -> Program:
+def load_program(ir: dict[str, Any]) -> Program:
     """Rebuild a Program from `to_ir()` output without re-parsing; falls back to the text if the tree is
     missing or malformed (IR written by another version). Raises ValueError if neither works."""
     if not isinstance(ir, dict) or not isinstance(ir.get("cel"), str):

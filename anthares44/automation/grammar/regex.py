@@ -10,14 +10,18 @@ cached (bounded).
 from __future__ import annotations
 
 import re
+from typing import Any, TypeAlias
 
 MAX_PATTERN = 1_000
 MAX_INPUT = 1_000_000          # the longest string CEL can build (functions.MAX_STRING)
 MAX_MEM = 8 << 20              # bytes RE2 may use for one compiled pattern
 _CACHE_SIZE = 256
 
-_cache: dict[str, object] = {}
-_options = None
+# a compiled RE2 pattern and RE2 options: google-re2 ships no types
+Pattern: TypeAlias = Any
+
+_cache: dict[str, Pattern | str] = {}
+_options: Any = None
 # RE2 says "invalid perl operator: (?=" for all of these; the author gets told which feature it is
 _EXPLAINED = [
     (re.compile(r"\\[1-9]|\(\?P="), "backreferences are not supported (RE2 syntax)"),
@@ -33,7 +37,7 @@ class RegexRejected(ValueError):
     pass
 
 
-def _re2():
+def _re2() -> tuple[Any, Any]:
     global _options
     import re2
 
@@ -46,7 +50,7 @@ def _re2():
     return re2, _options
 
 
-def compile_pattern(pattern: str):
+def compile_pattern(pattern: str) -> Pattern:
     """The compiled RE2 pattern, or RegexRejected with a user-facing reason."""
     hit = _cache.get(pattern)
     if hit is None:
@@ -59,7 +63,7 @@ def compile_pattern(pattern: str):
     return hit
 
 
-def _build(pattern: str):
+def _build(pattern: str) -> Pattern | str:
     """A compiled pattern, or the reason (a str) it is refused."""
     if len(pattern) > MAX_PATTERN:
         return f"pattern longer than {MAX_PATTERN} characters"

@@ -10,6 +10,11 @@ Nothing here ever touches attributes of arbitrary Python objects: foreign object
 from __future__ import annotations
 
 import math
+from typing import Any, TypeAlias
+
+# A CEL value at run time: None, bool, int, UInt, float, str, bytes, list, dict, CelType or Err. The rules below
+# dispatch on `type(v) is ...` held in locals, which mypy does not narrow through: one name for "any of those".
+Value: TypeAlias = Any
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 UINT64_MAX = 2 ** 64 - 1
@@ -116,7 +121,7 @@ def no_overload(fn: str, *args: object, offset: int = -1) -> Err:
     return Err(E_NO_SUCH_OVERLOAD, f"no such overload: {fn}({sig})", offset)
 
 
-def num_cmp(a: object, b: object) -> int | None:
+def num_cmp(a: Value, b: Value) -> int | None:
     """Compare two numbers of any CEL numeric type by value. Returns -1/0/1, or None if unordered (NaN).
     Like CEL implementations, an int/uint meeting a double is compared as a double (so 2^63-1 equals
     9223372036854775808.0, the double it rounds to); int against uint compares exactly."""
@@ -124,15 +129,15 @@ def num_cmp(a: object, b: object) -> int | None:
         a, b = float(a), float(b)
         if a != a or b != b:
             return None
-    return (a > b) - (a < b)
+    return int(a > b) - int(a < b)
 
 
-def equals(a: object, b: object) -> bool | Err:
+def equals(a: Value, b: Value) -> bool | Err:
     """CEL `==`: heterogeneous numeric equality; deep for lists/maps; different types are unequal."""
     ta, tb = type(a), type(b)
-    if ta is Err:
+    if type(a) is Err:
         return a
-    if tb is Err:
+    if type(b) is Err:
         return b
     if is_num(a) and is_num(b):
         return num_cmp(a, b) == 0
@@ -162,17 +167,17 @@ def equals(a: object, b: object) -> bool | Err:
                 return r
         return True
     if ta is float:
-        return a == b
-    return a == b
+        return bool(a == b)
+    return bool(a == b)
 
 
-def compare(a: object, b: object, op: str) -> int | None | Err:
+def compare(a: Value, b: Value, op: str) -> int | None | Err:
     """Ordering for `<` and friends. Returns -1/0/1, None if unordered (NaN) or an Err."""
     if is_num(a) and is_num(b):
         return num_cmp(a, b)
     ta = type(a)
     if ta is type(b) and ta in (str, bytes, bool):
-        return (a > b) - (a < b)
+        return int(a > b) - int(a < b)
     return no_overload(op, a, b)
 
 
@@ -180,7 +185,7 @@ def valid_key(k: object) -> bool:
     return type(k) in (str, int, UInt, bool)
 
 
-def map_get(m: dict, key: object) -> tuple[bool, object]:
+def map_get(m: dict[Any, Value], key: Value) -> tuple[bool, Value]:
     """Key lookup with CEL semantics: numeric keys match across int/uint/double by value, bool only
     matches bool (Python would let True find key 1), nothing else matches across types."""
     tk = type(key)
@@ -195,7 +200,7 @@ def map_get(m: dict, key: object) -> tuple[bool, object]:
     return True, m[key]
 
 
-def _stored_key_is_bool(m: dict, key: object) -> bool:
+def _stored_key_is_bool(m: dict[Any, Value], key: object) -> bool:
     # A dict keeps the first key object inserted for equal keys; find it (only ever for 0/1/False/True).
     for sk in m:
         if type(sk) is not str and sk == key:

@@ -5,9 +5,13 @@ files."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .store.core import Store
 
 
-async def published_objects(store, project: str) -> tuple[set[str], set[str], dict[str, dict]]:
+async def published_objects(store: Store, project: str) -> tuple[set[str], set[str], dict[str, dict]]:
     """(queue ids, workflow ids, {connector id: definition}) published in `project`."""
     queues = {r["queue_id"] for r in await store.fetch("published_queue_ids", project=project)}
     workflows = {r["workflow_id"] for r in await store.fetch("published_workflow_ids", project=project)}
@@ -18,7 +22,7 @@ async def published_objects(store, project: str) -> tuple[set[str], set[str], di
     return queues, workflows, connectors
 
 
-async def store_connectors(store, project: str, connectors: list) -> list[tuple[str, str]]:
+async def store_connectors(store: Store, project: str, connectors: list) -> list[tuple[str, str]]:
     """Upsert published declared connectors, each (validated model, mapping as written): the definition kept is
     the one written, validated again when a later publish reads it. Returns [(connector_id, outcome)]."""
     now = store.clock.now()

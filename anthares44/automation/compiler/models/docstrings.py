@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+from collections.abc import Iterable
 
 from pydantic import BaseModel
 
@@ -36,7 +37,7 @@ def field_docs(model: type[BaseModel]) -> dict[str, str]:
     return {(f.alias or name): by_attr[name] for name, f in model.model_fields.items() if name in by_attr}
 
 
-def all_models(roots) -> dict[str, type[BaseModel]]:
+def all_models(roots: Iterable[type[BaseModel]]) -> dict[str, type[BaseModel]]:
     """Every model class reachable from `roots` through field annotations, by class name."""
     import typing
 

@@ -4,7 +4,7 @@ same code as `a44 monitor alert create` (grammar/alert_rules.py, in rules/monito
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, StrictStr
 
@@ -102,13 +102,14 @@ CHANNEL_MODELS: dict[str, type[_Channel]] = {"webhook": WebhookChannel, "slack":
                                              "email": EmailChannel}
 
 
-def channel_config(model: _Channel) -> dict:
+def channel_config(model: _Channel) -> dict[str, Any]:
     """The `notification_channels.config` of a channel file (the shape the delivery worker reads)."""
     if isinstance(model, WebhookChannel):
         return {"url": model.url, "secretRef": model.secretRef}
     if isinstance(model, SlackChannel):
         return {"url": model.url}
-    smtp = {"host": model.smtp.host, "port": model.smtp.port, "starttls": model.smtp.starttls}
+    assert isinstance(model, EmailChannel)   # the three kinds of CHANNEL_MODELS
+    smtp: dict[str, Any] = {"host": model.smtp.host, "port": model.smtp.port, "starttls": model.smtp.starttls}
     for key in ("usernameSecretRef", "passwordSecretRef"):
         if getattr(model.smtp, key) is not None:
             smtp[key] = getattr(model.smtp, key)

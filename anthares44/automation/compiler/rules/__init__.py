@@ -6,13 +6,18 @@ declaration whose model failed validation is skipped (its shape errors are alrea
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...diagnostics import Diagnostic
 from . import connectors, dag, expectations, expressions, monitoring, retry, sql, steps, templates, timers, triggers
+
+if TYPE_CHECKING:
+    from ..project import Project
 
 RULES = (steps, connectors, dag, retry, timers, expressions, expectations, templates, sql, triggers, monitoring)
 
 
-def run_rules(project) -> list[Diagnostic]:
+def run_rules(project: Project) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for rule in RULES:
         out.extend(rule.check(project))

@@ -6,12 +6,20 @@ settle (a plugin not installed here, a `con_...` declared elsewhere) is a warnin
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 from ...diagnostics import Diagnostic, Severity, register
 from ...suggestions import listing
 from ..models import BUILTIN_PARAMS
 from ..project import PLUGIN_GROUP
 from ..resolve import PLUGIN_PREFIX, plugin_params_model, resolve
 from ..validation import did_you_mean, validate
+
+if TYPE_CHECKING:
+    from ..documents import Decl
+    from ..project import Project
+    from ..source import Path, SourceFile
 
 A44210 = register("A44210", "unknown connector")
 A44211 = register("A44211", "reference cannot be settled from the linted files", Severity.WARNING)
@@ -23,7 +31,7 @@ STEP_KEYS = {"id", "uses", "timeout", "retry", "compensate", "if", "needs", "exc
              "description", "partitions", "onPartitionFailure"}
 
 
-def unresolved(project, code_path, src, what: str, known: list[str], hint: str | None = None,
+def unresolved(project: Project, code_path: Path, src: SourceFile, what: str, known: list[str], hint: str | None = None,
                name: str | None = None) -> Diagnostic:
     """`name`, when given, is offered a did-you-mean over `known` (a misspelt published queue, say)."""
     sev = Severity.ERROR if project.mode == "publish" else Severity.WARNING
@@ -46,7 +54,7 @@ def _install_hint(uses: str) -> str:
             "what is installed. publish refuses the step until then")
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         for i, step in enumerate(decl.model.steps):
             if step.uses is None:
@@ -61,7 +69,8 @@ def check(project):
                                       comp.with_, "uses")
 
 
-def _check_use(project, decl, path, uses, extra: dict, with_, key):
+def _check_use(project: Project, decl: Decl[Any], path: Path, uses: str, extra: dict[str, Any],
+               with_: dict[str, Any] | None, key: str) -> Iterator[Diagnostic]:
     src = decl.src
     res = resolve(uses, project)
     at = path + (key,)

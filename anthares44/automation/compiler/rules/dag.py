@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from ...diagnostics import Diagnostic, register
 from ...suggestions import listing
 from ..salvage import real_names
 from ..validation import did_you_mean
+
+if TYPE_CHECKING:
+    from ..project import Project
 
 A44230 = register("A44230", "needs names an unknown step")
 A44231 = register("A44231", "steps depend on each other in a cycle")
 A44232 = register("A44232", "step needs itself")
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         src, wf = decl.src, decl.model
         ids = [s.id for s in wf.steps]

@@ -8,9 +8,17 @@ sink steps' outputs), `input` and every step.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
+from typing import TYPE_CHECKING
+
 from ...diagnostics import Diagnostic, register
 from ..graph import predecessors
 from .expressions import expression_diagnostics
+
+if TYPE_CHECKING:
+    from ..models import Step
+    from ..project import Project
+    from ..source import Path, SourceFile
 
 A44710 = register("A44710", "expectation reads a row count nothing reports")
 
@@ -22,7 +30,7 @@ WORKFLOW_EXPECT_ROOTS = {"rows", "result", "input", "steps"}
 DEFAULT_ROWS = {"sql/execute": {"out": "result.rowCount"}}   # the command status count (`UPDATE 3` -> 3)
 
 
-def step_rows(step, *, defaults: bool = True) -> dict[str, str]:
+def step_rows(step: Step, *, defaults: bool = True) -> dict[str, str]:
     """The row counts a step reports, key -> CEL text: its `rows:`, else its connector's default (applied by the
     runtime, not written into the IR: an unchanged definition keeps its sha256)."""
     if step.rows is not None:
@@ -31,7 +39,7 @@ def step_rows(step, *, defaults: bool = True) -> dict[str, str]:
     return dict(DEFAULT_ROWS.get(step.uses or "", {})) if defaults else {}
 
 
-def expect_list(value) -> list[str]:
+def expect_list(value: str | list[str] | None) -> list[str]:
     if value is None:
         return []
     return [value] if isinstance(value, str) else list(value)
@@ -54,7 +62,8 @@ def row_reads(text: str) -> list[tuple[str, int]]:
     return sorted(out, key=lambda x: x[1])
 
 
-def _expectations(src, path, value, roots, before, reported: set[str], whose: str):
+def _expectations(src: SourceFile, path: Path, value: str | list[str] | None, roots: set[str],
+                  before: Collection[str], reported: set[str], whose: str) -> Iterator[Diagnostic]:
     texts = expect_list(value)
     for j, text in enumerate(texts):
         at = path + (("expect", j) if isinstance(value, list) else ("expect",))
@@ -73,7 +82,7 @@ def _expectations(src, path, value, roots, before, reported: set[str], whose: st
             yield Diagnostic.at(A44710, msg, src.path, src.scalar_span(at, offset, len(field)), hint=hint)
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         wf, src = decl.model, decl.src
         before = predecessors(wf)

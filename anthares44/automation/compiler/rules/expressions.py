@@ -8,8 +8,17 @@ Issues from the CEL checker carry an offset into the expression, mapped back int
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
+from typing import TYPE_CHECKING, Any
+
 from ...diagnostics import Diagnostic, Severity
 from ..graph import predecessors
+
+if TYPE_CHECKING:
+    from ..models import InlineTrigger, Workflow
+    from ..models.workflow import Partitions
+    from ..project import Project
+    from ..source import Path, SourceFile
 
 IF_ROOTS = {"input", "steps", "trigger", "run"}
 # a range's `from` / `to` also see `partitions.last_success`: the last partition this step processed (any run)
@@ -17,8 +26,9 @@ RANGE_ROOTS = IF_ROOTS | {"partitions"}
 FILTER_ROOTS = {"data", "id", "type", "idempotency_key", "partition_key", "occurred_at", "attempt", "trigger_id"}
 
 
-def expression_diagnostics(src, path, text: str, roots: set[str], step_ids: set[str] | None = None, *,
-                           expect_bool: bool = True, fields: dict | None = None):
+def expression_diagnostics(src: SourceFile, path: Path, text: str, roots: set[str],
+                           step_ids: Collection[str] | None = None, *, expect_bool: bool = True,
+                           fields: dict[str, Any] | None = None) -> Iterator[Diagnostic]:
     from ...grammar import compile_expression
 
     res = compile_expression(text, roots=roots, step_ids=step_ids, expect_bool=expect_bool, fields=fields)
@@ -29,7 +39,7 @@ def expression_diagnostics(src, path, text: str, roots: set[str], step_ids: set[
                             hint=issue.hint)
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         wf = decl.model
         before = predecessors(wf)
@@ -51,18 +61,18 @@ def check(project):
             yield from expression_diagnostics(decl.src, decl.path + ("filter",), flt, FILTER_ROOTS)
 
 
-def _partition_sources(p):
+def _partition_sources(p: Partitions | None) -> list[tuple[Path, str]]:
     if p is None:
         return []
-    out = [(("foreach",), p.foreach)] if p.foreach else []
+    out: list[tuple[Path, str]] = [(("foreach",), p.foreach)] if p.foreach else []
     if p.range is not None:
         out += [(("range", "from"), p.range.from_)] if p.range.from_ is not None else []
         out += [(("range", "to"), p.range.to)]
     return out
 
 
-def _inline(wf):
-    out = []
+def _inline(wf: Workflow) -> list[InlineTrigger]:
+    out: list[InlineTrigger] = []
     if wf.trigger is not None:
         out.append(wf.trigger)
     out.extend(wf.triggers or ())

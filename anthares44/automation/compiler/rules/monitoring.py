@@ -4,10 +4,18 @@ declared in them (a warning: the channel may exist in the project already; publi
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from ...diagnostics import Diagnostic, Severity, register
 from ...errors import E_ALERT_CONDITION, E_ALERT_FILTER, E_ALERT_METRIC, A44Error
 from ...grammar.alert_rules import check_rule
 from ..models.types import format_duration
+
+if TYPE_CHECKING:
+    from ..documents import Decl
+    from ..models import AlertRule
+    from ..project import Project
 
 A44701 = register("A44701", "alert rule names an unknown metric")
 A44702 = register("A44702", "alert rule filter does not parse or names an unknown label")
@@ -20,7 +28,7 @@ _FIELD = {E_ALERT_METRIC: (A44701, "metric"), E_ALERT_FILTER: (A44702, "filter")
           E_ALERT_CONDITION: (A44703, "condition")}
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     seen: dict[tuple[str, str], object] = {}
     for kind, key in (("alert", "name"), ("channel", "id")):
         for decl in project.of_kind(kind):
@@ -34,7 +42,7 @@ def check(project):
         yield from _rule(decl, channels)
 
 
-def _rule(decl, channels: set[str]):
+def _rule(decl: Decl[AlertRule], channels: set[str]) -> Iterator[Diagnostic]:
     m, src = decl.model, decl.src
     try:
         check_rule(name=m.name, metric=m.metric, filter=m.filter, condition=m.condition, severity=m.severity,

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from ...diagnostics import Diagnostic, Severity, register
 from ..ir import RUN_DEADLINE_MS
 from ..models.types import format_duration
+
+if TYPE_CHECKING:
+    from ..project import Project
 
 A44240 = register("A44240", "retry base is larger than its cap")
 A44241 = register("A44241", "retry strategy none with retries", Severity.WARNING)
 A44242 = register("A44242", "retries cannot finish within the run deadline", Severity.WARNING)
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         src = decl.src
         deadline = decl.model.maxDuration or RUN_DEADLINE_MS   # how long a run may last (§19)

@@ -4,9 +4,14 @@ the driver, never spliced); `$n` placeholders must match the params given."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from ...diagnostics import Diagnostic, Severity, register
 from ..templating import is_template
+
+if TYPE_CHECKING:
+    from ..project import Project
 
 A44500 = register("A44500", "template inside SQL query")
 A44501 = register("A44501", "SQL placeholder without params", Severity.WARNING)
@@ -16,7 +21,7 @@ _PLACEHOLDER = re.compile(r"\$(\d+)")
 _STRINGS = re.compile(r"'(?:[^']|'')*'")
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         src = decl.src
         for i, step in enumerate(decl.model.steps):
@@ -37,6 +42,7 @@ def check(project):
             params = extra.get("params")
             if numbers and params is None:
                 first = _PLACEHOLDER.search(query)
+                assert first is not None   # `numbers` came from the same pattern
                 yield Diagnostic.at(A44501, f"query uses ${max(numbers)} placeholder(s) but the step has no "
                                             f"params", src.path, src.scalar_span(path, first.start(), 2),
                                     hint="add `params: [...]` with one value per placeholder")
@@ -45,6 +51,6 @@ def check(project):
                                     src.path, src.span(decl.path + ("steps", i, "params")))
 
 
-def _is_sql_connector(project, uses) -> bool:
+def _is_sql_connector(project: Project, uses: str | None) -> bool:
     model = project.connector_model(uses) if uses else None
     return model is not None and model.type == "sql/execute"

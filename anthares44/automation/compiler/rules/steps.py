@@ -3,7 +3,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 from ...diagnostics import Diagnostic, register
+
+if TYPE_CHECKING:
+    from ..models import Step
+    from ..models.workflow import PartitionRange
+    from ..project import Project
+    from ..source import Path, SourceFile
 
 A44200 = register("A44200", "duplicate step id")
 A44201 = register("A44201", "step has no timeout")
@@ -14,7 +23,7 @@ A44207 = register("A44207", "onPartitionFailure or partitions where they do not 
 A44208 = register("A44208", "a partition range needs exactly one of from or since, and since needs initial")
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         src, wf = decl.src, decl.model
         seen: dict[str, int] = {}
@@ -51,9 +60,9 @@ def check(project):
                                     hint="add e.g. `timeout: 15s` (size it from the step's p99 plus 50%)")
 
 
-def _fan_out(src, path, step, written: dict):
+def _fan_out(src: SourceFile, path: Path, step: Step, written: dict[str, Any]) -> Iterator[Diagnostic]:
     p = step.partitions
-    given = written.get("partitions") if isinstance(written.get("partitions"), dict) else {}
+    given: dict[str, Any] = written["partitions"] if isinstance(written.get("partitions"), dict) else {}
     if p is not None and (p.foreach is None) == (p.range is None) and not (
             p.foreach is None and {"foreach", "range"} & given.keys()):
         what = "both" if p.foreach is not None else "neither"
@@ -68,8 +77,8 @@ def _fan_out(src, path, step, written: dict):
                             hint="add `partitions:` or remove `onPartitionFailure`")
 
 
-def _since(src, path, step_id: str, r):
-    def bad(message: str, key: str, hint: str):
+def _since(src: SourceFile, path: Path, step_id: str, r: PartitionRange) -> Iterator[Diagnostic]:
+    def bad(message: str, key: str, hint: str) -> Diagnostic:
         return Diagnostic.at(A44208, f"partitions.range of step {step_id!r} {message}", src.path,
                              src.span(path + (key,), key=True) if key else src.span(path, key=True), hint=hint)
 

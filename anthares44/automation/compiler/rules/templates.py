@@ -7,10 +7,17 @@ Templates are compiled again at publish time by the lowering, from the same envi
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
+from typing import TYPE_CHECKING, Any
+
 from ...diagnostics import Diagnostic, register
 from ..graph import predecessors
 from ..templating import is_template, template_issues
 from .connectors import STEP_KEYS
+
+if TYPE_CHECKING:
+    from ..project import Project
+    from ..source import Path, SourceFile
 
 A44400 = register("A44400", "template syntax error")
 A44401 = register("A44401", "template references an unknown name")
@@ -22,7 +29,7 @@ EVENT_ROOTS = {"data", "id", "type", "idempotency_key", "partition_key", "occurr
 _CODES = {"syntax": A44400, "root": A44401, "step": A44402}
 
 
-def _strings(value, path):
+def _strings(value: Any, path: Path) -> Iterator[tuple[Path, str]]:
     """Every string leaf under `value` with its path."""
     if isinstance(value, str):
         yield path, value
@@ -34,12 +41,13 @@ def _strings(value, path):
             yield from _strings(v, path + (i,))
 
 
-def _check_string(src, path, text, roots, step_ids):
+def _check_string(src: SourceFile, path: Path, text: str, roots: set[str],
+                  step_ids: Collection[str] | None) -> Iterator[Diagnostic]:
     for kind, message, offset, length, hint in template_issues(text, roots, step_ids):
         yield Diagnostic.at(_CODES[kind], message, src.path, src.scalar_span(path, offset, length), hint=hint)
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         wf, src = decl.model, decl.src
         before = predecessors(wf)

@@ -10,18 +10,27 @@ in some months does not fit.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 from ...calendar import CalendarError, parse_instant, parse_span
 from ...diagnostics import Diagnostic, register
 from ..ir import RUN_DEADLINE_MS
 from ..models.workflow import Sleep
 from ..templating import is_template
 
+if TYPE_CHECKING:
+    from ..documents import Decl
+    from ..models.workflow import Step, Workflow
+    from ..project import Project
+    from ..source import Path, SourceFile
+
 A44214 = register("A44214", "a sleep or timeout cannot fit in the run's maxDuration")
 A44215 = register("A44215", "sleep until is not an instant with a UTC offset")
 A44216 = register("A44216", "a sleep block needs exactly one of for or until")
 
 
-def run_deadline_ms(wf) -> int:
+def run_deadline_ms(wf: Workflow) -> int:
     """The run's wall-clock limit: `timeout` when shorter than `maxDuration` (default 72 h). The IR's deadline_ms."""
     most = wf.maxDuration or RUN_DEADLINE_MS
     return min(wf.timeout or most, most)
@@ -36,7 +45,7 @@ def _text(ms: int) -> str:
     return out or "0s"
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         src, wf = decl.src, decl.model
         for i, step in enumerate(wf.steps):
@@ -49,7 +58,7 @@ def check(project):
         yield from _fits(decl, src, wf)
 
 
-def _fits(decl, src, wf):
+def _fits(decl: Decl[Workflow], src: SourceFile, wf: Workflow) -> Iterator[Diagnostic]:
     # measured against maxDuration, not a shorter workflow `timeout`: a file published before maxDuration existed
     # (a 6h step under a 2h run timeout, say) must stay publishable; such a run still fails with E_RUN_DEADLINE
     most = wf.maxDuration or RUN_DEADLINE_MS
@@ -64,14 +73,15 @@ def _fits(decl, src, wf):
         path = decl.path + ("steps", i)
         longest, key = _longest(step)
         if longest is not None and longest > most:
-            what = f"sleep {step.sleep.for_}" if key == "for" else f"{key} {_text(longest)}"
+            span = step.sleep.for_ if isinstance(step.sleep, Sleep) else None
+            what = f"sleep {span}" if key == "for" else f"{key} {_text(longest)}"
             most_text = f" (up to {_text(longest)})" if key == "for" else ""
             yield Diagnostic.at(A44214, f"{what} of step {step.id!r}{most_text} cannot fit in the run's {by}",
                                 src.path, src.span(path + (("sleep", "for") if key == "for" else (key,))),
                                 hint=hint)
 
 
-def _longest(step) -> tuple[int | None, str]:
+def _longest(step: Step) -> tuple[int | None, str]:
     """The longest static span of a step (its sleep's, else its timeout's) and the key it is written under."""
     if isinstance(step.sleep, int):
         return step.sleep, "sleep"
@@ -83,7 +93,7 @@ def _longest(step) -> tuple[int | None, str]:
     return step.timeout, "timeout"
 
 
-def _block(src, path, step_id: str, s: Sleep, written):
+def _block(src: SourceFile, path: Path, step_id: str, s: Sleep, written: Any) -> Iterator[Diagnostic]:
     given = written.keys() if isinstance(written, dict) else set()
     has_for, has_until = s.for_ is not None or "for" in given, s.until is not None or "until" in given
     if has_for == has_until:

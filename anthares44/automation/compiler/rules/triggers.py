@@ -3,9 +3,18 @@ that exists, inline triggers say exactly what they are, schedules carry a zone, 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 from ...diagnostics import Diagnostic, register
 from ..validation import A44600
 from .connectors import unresolved
+
+if TYPE_CHECKING:
+    from ..documents import Decl
+    from ..models import InlineTrigger
+    from ..project import Project
+    from ..source import Path, SourceFile
 
 A44601 = register("A44601", "duplicate id across files")
 A44602 = register("A44602", "inline trigger must name exactly one source")
@@ -15,7 +24,7 @@ _SCHEDULE_ONLY = ("tz", "dstPolicy", "overlap", "catchUp")
 _EVENT_ONLY = ("filter", "deliver")
 
 
-def check(project):
+def check(project: Project) -> Iterator[Diagnostic]:
     yield from _duplicates(project)
     for decl in project.of_kind("trigger"):
         wf = decl.model.workflow
@@ -28,7 +37,7 @@ def check(project):
                 and wf.queue != "q_default":
             yield unresolved(project, decl.path + ("queue",), src, f"queue {wf.queue!r}",
                              sorted(set(project.queues) | project.known.queues), name=wf.queue)
-        inline = []
+        inline: list[tuple[Path, InlineTrigger]] = []
         if wf.trigger is not None:
             inline.append((("trigger",), wf.trigger))
         inline.extend((("triggers", j), t) for j, t in enumerate(wf.triggers or ()))
@@ -36,7 +45,7 @@ def check(project):
             yield from _inline(src, decl.path + key, trig, decl.written(*key))
 
 
-def _inline(src, path, trig, written):
+def _inline(src: SourceFile, path: Path, trig: InlineTrigger, written: Any) -> Iterator[Diagnostic]:
     sources = [k for k in ("event", "cron", "webhook", "manual") if getattr(trig, k)]
     if len(sources) != 1:
         what = ", ".join(sources) if sources else "none"
@@ -56,9 +65,9 @@ def _inline(src, path, trig, written):
                             src.span(path + (k,), key=True))
 
 
-def _duplicates(project):
+def _duplicates(project: Project) -> Iterator[Diagnostic]:
     for kind in ("trigger", "connector", "queue"):
-        seen: dict[str, object] = {}
+        seen: dict[str, Decl[Any]] = {}
         for decl in project.of_kind(kind):
             oid = decl.model.id
             if oid in seen:
@@ -70,7 +79,7 @@ def _duplicates(project):
                 seen[oid] = decl
     from ..project import workflow_id
 
-    seen_wf: dict[str, object] = {}
+    seen_wf: dict[str, Decl[Any]] = {}
     for decl in project.of_kind("workflow"):
         if not decl.named:
             continue

@@ -99,7 +99,7 @@ def source(spec: PartitionsIR) -> str:
     return json.dumps({k: v for k, v in doc.items() if v is not None}, sort_keys=True, separators=(",", ":"))
 
 
-class History:
+class PartitionHistory:
     """What other runs did with a step's partitions: processed (success or skipped) and owned (planned by a run
     that has not finished)."""
 
@@ -146,7 +146,7 @@ def logical_moment(triggers, row, fire_at: datetime | None) -> datetime:
     return (fire_at or row["created_at"]).astimezone(tz)
 
 
-def since_keys(history: History, initial: str, end: Any, every_ms: int, most: int, step_id: str) -> list[str]:
+def since_keys(history: PartitionHistory, initial: str, end: Any, every_ms: int, most: int, step_id: str) -> list[str]:
     """The keys of a since-last-success plan: from `history.start` to `end`, without those processed or owned
     by other runs; more than `most` is E_PARTITIONS_INVALID."""
     start = history.start(initial, every_ms)
@@ -193,11 +193,11 @@ class Planner:
             return range_keys(await ev(spec.range_from), await ev(spec.range_to), spec.every_ms, node.id)
         return since_keys(history, spec.initial, await ev(spec.range_to), spec.every_ms, spec.max, node.id)
 
-    async def history(self, step_id: str) -> History:
+    async def history(self, step_id: str) -> PartitionHistory:
         L = self.d.lease
         rows = await self.d.engine.store.fetch("partition_history", project=L.project_id, workflow=L.workflow_id,
                                                step=step_id, run_id=L.run_id)
-        return History(rows, step_id)
+        return PartitionHistory(rows, step_id)
 
     async def logical_day(self) -> date:
         row, L = self.d.row, self.d.lease

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from ...durations import parse_duration, parse_rate
 from ...errors import E_DLQ_FILTER, E_DLQ_NOT_FOUND, E_ENVELOPE_INVALID, E_INVALID_ARGUMENT, E_QUEUE_NOT_FOUND, A44Error
@@ -20,6 +21,9 @@ from .. import evaluation
 from ..ingestion.dead_letters import dead_letter
 from ..ingestion.ids import new_event_id
 from ..ingestion.runs import create_run_in
+
+if TYPE_CHECKING:
+    from ..store.core import Store
 
 DEFAULT_QUEUE = "q_default"
 ENVELOPE_FIELDS = ("id", "type", "idempotency_key", "occurred_at", "data")
@@ -34,7 +38,7 @@ def _bad(message: str, hint: str | None = None) -> A44Error:
 
 
 # --- publishing -----------------------------------------------------------------------------------------------
-async def store_queues(store, project: str, queues: list) -> list[tuple[str, str]]:
+async def store_queues(store: Store, project: str, queues: list) -> list[tuple[str, str]]:
     """Upsert published Queue models; returns [(queue_id, created|updated|unchanged)]."""
     out = []
     now = store.clock.now()
@@ -53,7 +57,7 @@ async def store_queues(store, project: str, queues: list) -> list[tuple[str, str
 
 
 # --- gauges (§16: age of the oldest message per queue, DLQ depth) --------------------------------------------
-async def queue_stats(store, project: str) -> list[dict]:
+async def queue_stats(store: Store, project: str) -> list[dict]:
     rows = await store.fetch("queues_stats", project=project, now=store.clock.now())
     return [{"queue": r["queue"], "published": r["published"], "max_concurrency": r["max_concurrency"],
              "ordering": r["ordering"], "max_attempts": r["max_attempts"], "max_age_ms": r["max_age_ms"],
@@ -63,7 +67,7 @@ async def queue_stats(store, project: str) -> list[dict]:
              "dlq_depth": r["dlq_depth"]} for r in rows]
 
 
-async def require_queue(store, project: str, queue: str) -> None:
+async def require_queue(store: Store, project: str, queue: str) -> None:
     if not await store.fetchval("dlq_queue_known", project=project, queue=queue):
         raise A44Error(E_QUEUE_NOT_FOUND, f"no queue {queue!r} in {project}",
                        hint="`a44 automation queues stats` lists the queues; publish the queue file first")
@@ -87,7 +91,7 @@ def parse_envelope(raw: bytes | str) -> dict:
     return env
 
 
-async def _create_from_envelope(conn, store, project: str, workflow_id: str, env: dict, *, key: str,
+async def _create_from_envelope(conn, store: Store, project: str, workflow_id: str, env: dict, *, key: str,
                                 queue: str, trigger_id: str | None, event_id: str | None,
                                 partition_key: str | None, now: datetime) -> tuple[str, bool]:
     made = await create_run_in(conn, project, workflow_id, None, env.get("data"), key, trigger_id=trigger_id,
@@ -95,7 +99,7 @@ async def _create_from_envelope(conn, store, project: str, workflow_id: str, env
     return made.run_id, made.created
 
 
-async def deliver_envelope(store, project: str, workflow_id: str, raw: bytes | str, *,
+async def deliver_envelope(store: Store, project: str, workflow_id: str, raw: bytes | str, *,
                            trigger_id: str | None = None) -> dict:
     """Enqueue a raw envelope (bytes as received) for a workflow: a run when it deserializes, else a dead letter
     with E_ENVELOPE_INVALID and the bytes kept as they came. Returns {outcome, run_id | dead_letter_id}."""
@@ -142,14 +146,14 @@ def parse_since(since: str | timedelta | datetime | None, now: datetime) -> date
         raise _bad(str(exc), "e.g. --since 24h") from None
 
 
-async def dlq_list(store, project: str, queue: str | None = None, limit: int = 50) -> list[dict]:
+async def dlq_list(store: Store, project: str, queue: str | None = None, limit: int = 50) -> list[dict]:
     """Dead letters newest first, of every queue or of one."""
     if queue is not None:
         await require_queue(store, project, queue)
     return [dict(r) for r in await store.fetch("dlq_list", project=project, queue=queue, limit=limit)]
 
 
-async def dlq_stats(store, project: str, queue: str, since=None) -> dict:
+async def dlq_stats(store: Store, project: str, queue: str, since=None) -> dict:
     await require_queue(store, project, queue)
     now = store.clock.now()
     start = parse_since(since, now)
@@ -187,7 +191,7 @@ def _history_z(delivery: dict) -> dict:
     return {**delivery, "attempts": attempts} if "attempts" in delivery else delivery
 
 
-async def dlq_show(store, project: str, dead_letter_id: str, *, with_attempts: bool = False) -> dict:
+async def dlq_show(store: Store, project: str, dead_letter_id: str, *, with_attempts: bool = False) -> dict:
     r = await store.fetchrow("dlq_get", dead_letter_id=dead_letter_id, project=project)
     if r is None:
         raise A44Error(E_DLQ_NOT_FOUND, f"no dead letter {dead_letter_id} in {project}",
@@ -271,7 +275,7 @@ class RedriveReport:
                 "runs": self.runs}
 
 
-async def dlq_redrive(store, project: str, queue: str, *, filter: str | None = None, rate=None,
+async def dlq_redrive(store: Store, project: str, queue: str, *, filter: str | None = None, rate=None,
                       max: int | None = None, dry_run: bool = False,
                       progress: Callable[[int, int | None], None] | None = None) -> RedriveReport:
     """Re-enqueue the original envelope of every waiting (not yet redriven) dead letter of `queue` that matches
@@ -331,7 +335,7 @@ async def dlq_redrive(store, project: str, queue: str, *, filter: str | None = N
     return report
 
 
-async def _redrive_one(store, project: str, r, report: RedriveReport) -> str | None:
+async def _redrive_one(store: Store, project: str, r, report: RedriveReport) -> str | None:
     """Redrive entry `r`; the id of the new entry when its envelope went back to the DLQ, else None."""
     try:
         return await _redrive_tx(store, project, r, report)
@@ -340,7 +344,7 @@ async def _redrive_one(store, project: str, r, report: RedriveReport) -> str | N
         return None
 
 
-async def _redrive_tx(store, project: str, r, report: RedriveReport) -> str | None:
+async def _redrive_tx(store: Store, project: str, r, report: RedriveReport) -> str | None:
     now = store.clock.now()
     dl_id = r["dead_letter_id"]
     async with store.transaction("dlq_redrive") as conn:

@@ -24,12 +24,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...attempts import Attempt
 from ...compiler.ir import WorkflowIR, load_workflow_ir
 from ...errors import E_INVALID_ARGUMENT, E_REPLAY_NOT_TERMINAL, A44Error
 from .plan import Cut, RunPlan, check_version, per_run_doc, plan_run, run_seconds, step_durations, summarize
+
+if TYPE_CHECKING:
+    from ..store.core import Store
 
 __all__ = ["Selection", "Cut", "ReplayPlan", "prepare", "apply", "request_id", "REPLAYABLE"]
 
@@ -80,7 +83,7 @@ def _plural(n: int, one: str, many: str) -> str:
     return one if n == 1 else many
 
 
-async def _ir(store, cache: dict, project: str, workflow_id: str, version: int) -> WorkflowIR:
+async def _ir(store: Store, cache: dict, project: str, workflow_id: str, version: int) -> WorkflowIR:
     key = (project, workflow_id, version)
     if key not in cache:
         row = await store.get_version(project, workflow_id, version)
@@ -88,7 +91,7 @@ async def _ir(store, cache: dict, project: str, workflow_id: str, version: int) 
     return cache[key]
 
 
-async def prepare(store, project: str, selection: Selection, cut: Cut, *, to_version: int | None = None,
+async def prepare(store: Store, project: str, selection: Selection, cut: Cut, *, to_version: int | None = None,
                   concurrency: int = DEFAULT_CONCURRENCY, rate: float | None = None,
                   request: str | None = None) -> ReplayPlan:
     """Select the runs, check them, and compute per run what is reused and what runs again. Reads only."""
@@ -182,7 +185,7 @@ class ReplayResult:
                 "runs": self.replayed}
 
 
-async def replay_one(store, run: dict, plan: RunPlan, ir: WorkflowIR, request: str, cut: Cut,
+async def replay_one(store: Store, run: dict, plan: RunPlan, ir: WorkflowIR, request: str, cut: Cut,
                      to_version: int | None) -> bool:
     """Open the next epoch of one run, atomically: lock it, skip it if this request replayed it already (or it
     is not replayable any more), copy the reused results, make it pending. True when replayed now."""
@@ -203,7 +206,7 @@ async def replay_one(store, run: dict, plan: RunPlan, ir: WorkflowIR, request: s
         return got is not None
 
 
-async def apply(store, plan: ReplayPlan, *, rate: float | None = None,
+async def apply(store: Store, plan: ReplayPlan, *, rate: float | None = None,
                 progress: Callable[[int, int], None] | None = None) -> ReplayResult:
     """Replay every planned run, paced at `rate` runs per second (None: as fast as the database takes them).
     Each run is its own transaction, so an interrupted call leaves every run either replayed or untouched."""

@@ -14,13 +14,15 @@ import asyncio
 import json
 import re
 import weakref
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import asyncpg
+from asyncpg.transaction import Transaction
 
 from ...clock import Clock, SystemClock
 from ...db_errors import translate
@@ -38,7 +40,13 @@ from ...named_sql import Query
 from ..ulid import new_run_id
 from . import migrate as migrations
 from .results import ResultFiles, encode_json
-from .vocabulary import load_migrations, load_queries
+from .vocabulary import Migration, load_migrations, load_queries
+
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
+
+# what the store runs SQL on: a connection of its pool (a proxy while borrowed), or one opened on its own
+Connection: TypeAlias = "asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]"
 
 # unique violations of the control store that mean something to a user: constraint -> (code, what to tell them)
 CONSTRAINT_CODES: dict[str, tuple[str, str]] = {
@@ -69,9 +77,9 @@ class CreatedRun(NamedTuple):
 class RunPage:
     """One page of a run listing and the total that match: the store's rows, or the application's views of them."""
     total: int
-    runs: list[dict]
+    runs: list[dict[str, Any]]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"total": self.total, "runs": self.runs}
 
 
@@ -101,7 +109,7 @@ def _query(name: str) -> Query:
         raise TypeError(f"no named query {name!r} in runtime/store/queries/*.sql") from None
 
 
-def _bind(q: Query, params: dict[str, Any]) -> tuple:
+def _bind(q: Query, params: dict[str, Any]) -> tuple[Any, ...]:
     """The positional arguments of `q` ($1..$n, in the order recorded at load) from its named ones."""
     try:
         args = tuple([params[p] for p in q.params])
@@ -121,7 +129,7 @@ class Session:
 
     __slots__ = ("_conn",)
 
-    def __init__(self, conn: asyncpg.Connection):
+    def __init__(self, conn: Connection):
         self._conn = conn
 
     # the same SQL text object every time, so asyncpg's per-connection statement cache prepares each query once
@@ -151,10 +159,10 @@ class Session:
         q = _query(name)
         return await self._conn.fetchmany(q.sql, [_bind(q, r) for r in rows])
 
-    def transaction(self):
+    def transaction(self) -> Transaction:
         return self._conn.transaction()
 
-    async def apply(self, migration: migrations.Migration) -> None:
+    async def apply(self, migration: Migration) -> None:
         """Run a migration file (its statements, no parameters)."""
         await self._conn.execute(migration.sql)
 
@@ -187,34 +195,34 @@ class _Resets:
     and drops listeners. Marks are weak references: a closed connection leaves none behind."""
 
     def __init__(self) -> None:
-        self.clean: weakref.WeakSet[asyncpg.Connection] = weakref.WeakSet()
+        self.clean: weakref.WeakSet[asyncpg.Connection[asyncpg.Record]] = weakref.WeakSet()
 
     @staticmethod
-    def _raw(conn) -> asyncpg.Connection:
-        raw = getattr(conn, "_con", None)     # a pool's PoolConnectionProxy wraps the connection
-        return raw if raw is not None else conn
+    def _raw(conn: Connection) -> asyncpg.Connection[asyncpg.Record]:
+        raw: asyncpg.Connection[asyncpg.Record] | None = getattr(conn, "_con", None)  # a pool's proxy wraps it
+        return raw if raw is not None else conn  # type: ignore[return-value]  # no _con: conn is the connection
 
-    def mark(self, conn, neutral: bool) -> None:
+    def mark(self, conn: Connection, neutral: bool) -> None:
         raw = self._raw(conn)
         if neutral:
             self.clean.add(raw)
         else:
             self.clean.discard(raw)
 
-    async def __call__(self, conn: asyncpg.Connection) -> None:
+    async def __call__(self, conn: asyncpg.Connection[asyncpg.Record]) -> None:
         if conn in self.clean:
             self.clean.discard(conn)
             return
         await conn.execute(conn.get_reset_query())
 
 
-async def _init_connection(conn: asyncpg.Connection) -> None:
+async def _init_connection(conn: asyncpg.Connection[asyncpg.Record]) -> None:
     for typ in ("jsonb", "json"):
         await conn.set_type_codec(typ, encoder=_jsonb_text, decoder=json.loads, schema="pg_catalog")
 
 
 class Store:
-    def __init__(self, pool: asyncpg.Pool, *, url: str, clock: Clock, results_dir: Path | None = None,
+    def __init__(self, pool: asyncpg.Pool[asyncpg.Record], *, url: str, clock: Clock, results_dir: Path | None = None,
                  resets: _Resets | None = None, storage: Any = None):
         self._pool = pool
         self._resets = resets or _Resets()
@@ -243,7 +251,7 @@ class Store:
                    storage=storage)
 
     @property
-    def pool(self) -> asyncpg.Pool:
+    def pool(self) -> asyncpg.Pool[asyncpg.Record]:
         """The control store's asyncpg pool (for the runtime's own modules; connectors never get it, workflow SQL
         runs on the application database). Connections acquired from it directly get asyncpg's full session reset
         when released."""
@@ -260,12 +268,12 @@ class Store:
     async def __aenter__(self) -> Store:
         return self
 
-    async def __aexit__(self, *exc) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     # --- running named queries ---------------------------------------------------------------------------
     @asynccontextmanager
-    async def connection(self, operation: str, *, session_neutral: bool = False):
+    async def connection(self, operation: str, *, session_neutral: bool = False) -> AsyncIterator[Connection]:
         """A pooled connection; driver errors inside the block become A44Error. `session_neutral=True` promises
         the block leaves no session state (no SET without LOCAL, LISTEN, session advisory lock, cursor WITH
         HOLD): the connection then goes back to the pool without asyncpg's reset statement."""
@@ -282,13 +290,13 @@ class Store:
             raise err from exc
 
     @asynccontextmanager
-    async def session(self, operation: str, *, session_neutral: bool = False):
+    async def session(self, operation: str, *, session_neutral: bool = False) -> AsyncIterator[Session]:
         """A pooled connection running named queries, each statement its own transaction (see `connection`)."""
         async with self.connection(operation, session_neutral=session_neutral) as conn:
             yield Session(conn)
 
     @asynccontextmanager
-    async def transaction(self, operation: str, *, session_neutral: bool = False):
+    async def transaction(self, operation: str, *, session_neutral: bool = False) -> AsyncIterator[Session]:
         """One transaction on a pooled connection, running named queries (see `connection`)."""
         async with self.connection(operation, session_neutral=session_neutral) as conn:
             async with conn.transaction():
@@ -330,7 +338,7 @@ class Store:
         async with self.session("ensure_partitions") as conn:
             return await migrations.ensure_partitions(conn, self.clock.now(), months_ahead)
 
-    async def schema_info(self) -> dict:
+    async def schema_info(self) -> dict[str, Any]:
         """Server version and migrations applied / pending, for `db status`."""
         version = await self.fetchval("server_version")
         try:
@@ -342,11 +350,11 @@ class Store:
         pending = [m.name for m in load_migrations() if m.name not in applied]
         return {"server_version_num": version, "applied": applied, "pending": pending}
 
-    async def list_partitions(self) -> list[dict]:
+    async def list_partitions(self) -> list[dict[str, Any]]:
         return [dict(r) for r in await self.fetch("partitions_list")]
 
     # --- workflow versions (§3.8) ------------------------------------------------------------------------
-    async def publish_version(self, project: str, workflow_id: str, version: int, sha256: str, ir: dict) -> str:
+    async def publish_version(self, project: str, workflow_id: str, version: int, sha256: str, ir: dict[str, Any]) -> str:
         """Store `ir` as `version`: 'created', or 'unchanged' when that version exists with the same sha256."""
         async with self.transaction("publish_version") as conn:
             await conn.execute("version_lock", project=project, workflow_id=workflow_id)
@@ -370,18 +378,18 @@ class Store:
             return "created"
 
     @staticmethod
-    async def _next_version(conn: asyncpg.Connection, project: str, workflow_id: str) -> int:
+    async def _next_version(conn: Session, project: str, workflow_id: str) -> int:
         latest = await conn.fetchrow("version_latest", project=project, workflow_id=workflow_id)
         return (latest["version"] if latest else 0) + 1
 
-    async def get_version(self, project: str, workflow_id: str, version: int) -> dict:
+    async def get_version(self, project: str, workflow_id: str, version: int) -> dict[str, Any]:
         row = await self.fetchrow("version_get", project=project, workflow_id=workflow_id, version=version)
         if row is None:
             raise A44Error(E_WORKFLOW_NOT_FOUND, f"{workflow_id} version {version} is not published in {project}",
                            hint="`a44 automation publish FILE` first")
         return dict(row)
 
-    async def latest_version(self, project: str, workflow_id: str) -> dict:
+    async def latest_version(self, project: str, workflow_id: str) -> dict[str, Any]:
         row = await self.fetchrow("version_latest", project=project, workflow_id=workflow_id)
         if row is None:
             raise A44Error(E_WORKFLOW_NOT_FOUND, f"no version of {workflow_id} is published in {project}",
@@ -404,6 +412,7 @@ class Store:
                                       run_id=run_id, input=encode_json(input), key=idempotency_key,
                                       trigger_id=trigger_id, partition_key=partition_key, queue=queue, now=now,
                                       window=IDEMPOTENCY_WINDOW, deadline=now + RUN_WALL_CLOCK_LIMIT, event_id=event_id)
+            assert row is not None  # run_create selects two scalar subqueries, no FROM: always one row
             if row["version"] is None:
                 which = f"version {version} of {workflow_id}" if version is not None else workflow_id
                 raise A44Error(E_WORKFLOW_NOT_FOUND, f"{which} is not published in {project}",
@@ -419,7 +428,7 @@ class Store:
             # the holder rolled back or was purged in between: claim again
         raise A44Error(E_DB, f"idempotency key {idempotency_key!r} kept changing hands; try again")
 
-    async def get_run(self, run_id: str, project: str | None = None) -> dict:
+    async def get_run(self, run_id: str, project: str | None = None) -> dict[str, Any]:
         row = await self.fetchrow("run_get", run_id=run_id, project=project)
         if row is None:
             raise A44Error(E_RUN_NOT_FOUND, f"no run {run_id}" + (f" in {project}" if project else ""),
@@ -456,7 +465,7 @@ class Store:
 
     async def record_attempt_finish(self, ref: AttemptRef, status: str, *, result: Any = None,
                                     error_code: str | None = None, error_message: str | None = None,
-                                    finished_at: datetime | None = None) -> dict:
+                                    finished_at: datetime | None = None) -> dict[str, Any]:
         """Finish a running attempt. Results over 256 KB go to the object store first (`_results/...` under the
         project) and the row keeps its `a44-storage://` reference.
         Returns {'result_ref', 'result_bytes'}. A44Error E_DB if the attempt is not running any more."""
@@ -475,10 +484,10 @@ class Store:
                            step_id=ref.step_id)
         return {"result_ref": stored.ref, "result_bytes": stored.size}
 
-    async def list_attempts(self, run_id: str) -> list[dict]:
+    async def list_attempts(self, run_id: str) -> list[dict[str, Any]]:
         return [dict(r) for r in await self.fetch("attempts_list", run_id=run_id)]
 
-    def load_result(self, attempt_row: dict) -> Any:
+    def load_result(self, attempt_row: dict[str, Any]) -> Any:
         """The attempt's result, reading the object (or, for rows written by older versions, the `file://`
         file) when the row holds a reference."""
         if attempt_row.get("result_ref"):
@@ -490,10 +499,11 @@ class Store:
                                step_id: str | None = None, attempt: int | None = None, status: str | None = None,
                                error_code: str | None = None, message: str | None = None,
                                data: Any = None, at: datetime | None = None) -> int:
-        return await self.fetchval("run_event_append", run_id=run_id, project=project, at=at or self.clock.now(),
-                                   kind=kind, state=state, step_id=step_id, attempt=attempt, status=status,
-                                   error_code=error_code, message=message,
-                                   data=None if data is None else encode_json(data))
+        event_id: int = await self.fetchval("run_event_append", run_id=run_id, project=project,
+                                            at=at or self.clock.now(), kind=kind, state=state, step_id=step_id,
+                                            attempt=attempt, status=status, error_code=error_code, message=message,
+                                            data=None if data is None else encode_json(data))
+        return event_id
 
-    async def list_run_events(self, run_id: str, after_id: int = 0, limit: int = 1000) -> list[dict]:
+    async def list_run_events(self, run_id: str, after_id: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         return [dict(r) for r in await self.fetch("run_events_list", run_id=run_id, after_id=after_id, limit=limit)]

@@ -81,4 +81,5 @@ def log_migrated(report: MigrationReport) -> MigrationReport:
 
 async def ensure_partitions(conn: Session, now: datetime,
                             months_ahead: int = PARTITION_MONTHS_AHEAD) -> int:
-    return await conn.fetchval("partitions_ensure", now=now, months_ahead=months_ahead)
+    created: int = await conn.fetchval("partitions_ensure", now=now, months_ahead=months_ahead)
+    return created

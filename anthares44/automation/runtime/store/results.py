@@ -36,7 +36,7 @@ class StoredResult:
     size: int | None  # bytes of the JSON text
 
 
-def encode_json(value) -> str:
+def encode_json(value: Any) -> str:
     """Compact JSON; what we store and what we count against the 256 KB limit."""
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -74,7 +74,7 @@ class ResultFiles:
             storage = LocalObjectStore(Path(root) if root is not None else storage_root(None))
         self.storage = storage
 
-    def store(self, value, *, project_id: str, run_id: str, step_id: str, epoch: int, kind: str,
+    def store(self, value: Any, *, project_id: str, run_id: str, step_id: str, epoch: int, kind: str,
               attempt: int) -> StoredResult:
         if value is None:
             return StoredResult(None, None, None)

@@ -122,20 +122,6 @@ on conflict (event_id, trigger_id) do nothing;
 select trigger_id, outcome, run_id, at from automation.event_deliveries
 where event_id = :event_id order by trigger_id;
 
--- name: ingestion_row_counts
--- purpose: rows in the tables a webhook or API request may write (tests: a rejected request writes nothing)
-select (select count(*) from automation.runs) as runs,
-       (select count(*) from automation.events) as events,
-       (select count(*) from automation.idempotency_keys) as idempotency_keys,
-       (select count(*) from automation.event_keys) as event_keys,
-       (select count(*) from automation.event_deliveries) as deliveries,
-       (select count(*) from automation.dead_letters) as dead_letters,
-       (select count(*) from automation.run_events) as run_events,
-       (select count(*) from automation.workflow_versions) as workflow_versions,
-       (select count(*) from automation.triggers) as triggers,
-       (select count(*) from automation.webhook_secrets) as webhook_secrets,
-       (select count(*) from automation.api_tokens) as api_tokens;
-
 -- name: webhook_target
 -- purpose: what the webhook endpoint caches for a few seconds per trigger: the trigger row (updated_at is its
 -- version stamp), every secret still valid at :now with its expiry (the newest first), and the workflow's latest

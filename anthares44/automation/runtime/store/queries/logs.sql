@@ -58,10 +58,6 @@ insert into automation.log_archive_days (day, rows, path, archived_at)
 values (:day, :rows, :path, :now)
 on conflict (day) do update set rows = excluded.rows, path = excluded.path, archived_at = excluded.archived_at;
 
--- name: logs_archive_days
--- purpose: the days the archive holds, oldest first
-select day, rows, path, archived_at from automation.log_archive_days order by day;
-
 -- name: logs_archive_day_forget
 -- purpose: forget the archive's record of days before :before (their files are deleted by cold retention)
 delete from automation.log_archive_days where day < :before;

@@ -1,0 +1,20 @@
+-- Named queries only the tests run (tests/store_queries.py runs them on a Store's pool): what a test reads back to
+-- check the store, which the package itself never asks. Format: anthares44/automation/named_sql.py.
+
+-- name: ingestion_row_counts
+-- purpose: rows in the tables a webhook or API request may write (a rejected request writes nothing)
+select (select count(*) from automation.runs) as runs,
+       (select count(*) from automation.events) as events,
+       (select count(*) from automation.idempotency_keys) as idempotency_keys,
+       (select count(*) from automation.event_keys) as event_keys,
+       (select count(*) from automation.event_deliveries) as deliveries,
+       (select count(*) from automation.dead_letters) as dead_letters,
+       (select count(*) from automation.run_events) as run_events,
+       (select count(*) from automation.workflow_versions) as workflow_versions,
+       (select count(*) from automation.triggers) as triggers,
+       (select count(*) from automation.webhook_secrets) as webhook_secrets,
+       (select count(*) from automation.api_tokens) as api_tokens;
+
+-- name: logs_archive_days
+-- purpose: the days the archive holds, oldest first
+select day, rows, path, archived_at from automation.log_archive_days order by day;
