@@ -14,9 +14,10 @@ from __future__ import annotations
 from ..durations import parse_duration
 from ..errors import E_INVALID_ARGUMENT, E_TRIGGER_NOT_FOUND, A44Error
 from ..runtime.ingestion import tokens, triggers
+from .contract.services import AdminService
 
 
-class Admin:
+class Admin(AdminService):
     def __init__(self, store, project: str):
         self.store, self.project = store, project
 

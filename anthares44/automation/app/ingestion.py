@@ -15,6 +15,7 @@ from typing import Any
 
 from ..durations import parse_duration
 from ..tracing import Parent
+from .contract.services import EventsService
 
 
 def ingestion_for(auto):
@@ -22,7 +23,7 @@ def ingestion_for(auto):
     return auto.ingestion() if getattr(auto, "remote", False) else Ingestion(auto)
 
 
-class Ingestion:
+class Ingestion(EventsService):
     def __init__(self, auto):
         self.auto = auto
         self.store = auto.store

@@ -35,8 +35,10 @@ from ..errors import (
     A44Error,
 )
 from .automation import InvalidArgument, RunHandle, RunPage, require_idempotency_key, workflow_ref
+from .contract import endpoints as ep
+from .contract.endpoints import Call
+from .contract.services import EventsService, RunsService
 
-API_PREFIX = "/v1/automation"
 _ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 _STREAM_RETRIES = 5
 
@@ -72,7 +74,7 @@ def _error(code: str, message: str, hint: str | None = None, details: Any = None
     return A44Error(code, message, hint=hint, details=details, step_id=step_id)
 
 
-class RemoteAutomation:
+class RemoteAutomation(RunsService):
     remote = True
 
     def __init__(self, url: str, token: str, project: str, *, send_project: bool = True,
@@ -140,19 +142,19 @@ class RemoteAutomation:
                             hint=self._login_hint())
         shown = " ".join(text.split())[:200]
         return A44Error(E_API, f"{what} answered HTTP {status}" + (f": {shown}" if shown else ""),
-                        hint=f"is {self.url} an a44 daemon? (GET {self.url}{API_PREFIX}/openapi.json should answer)")
+                        hint=f"is {self.url} an a44 daemon? (GET {self.url}{ep.OPENAPI.path} should answer)")
 
-    async def _call(self, method: str, path: str, *, body: Any = None, params: dict | None = None,
+    async def _call(self, call: Call, *, body: Any = None, params: dict | None = None,
                     ok: tuple[int, ...] = (200,)) -> tuple[int, Any]:
         import aiohttp
 
         session = await self._http()
-        what = f"{method} {API_PREFIX}{path}"
+        what = f"{call.method} {call.path}"
         data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Content-Type": "application/json"} if data is not None else None
         query = {k: str(v) for k, v in (params or {}).items() if v is not None}
         try:
-            async with session.request(method, self.url + API_PREFIX + path, data=data, params=query,
+            async with session.request(call.method, self.url + call.path, data=data, params=query,
                                        headers=headers, timeout=aiohttp.ClientTimeout(total=self._timeout)) as resp:
                 text = await resp.text(encoding="utf-8", errors="replace")
                 status = resp.status
@@ -166,8 +168,8 @@ class RemoteAutomation:
             return status, doc
         raise self._coded(status, doc, text, what)
 
-    async def _events(self, path: str, after: int = 0) -> AsyncIterator[dict]:
-        """Server-sent events of `path` as dicts {id, event, data}; resumed with Last-Event-ID when the stream
+    async def _events(self, call: Call, after: int = 0) -> AsyncIterator[dict]:
+        """Server-sent events of `call` (a GET) as dicts {id, event, data}; resumed with Last-Event-ID when the stream
         drops; ends at `event: end`."""
         import aiohttp
 
@@ -179,7 +181,7 @@ class RemoteAutomation:
             if last:
                 headers["Last-Event-ID"] = str(last)
             try:
-                async with session.get(self.url + API_PREFIX + path, params={"follow": "true"}, headers=headers,
+                async with session.get(self.url + call.path, params={"follow": "true"}, headers=headers,
                                        timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._timeout)) as resp:
                     if resp.status != 200 or "text/event-stream" not in resp.headers.get("Content-Type", ""):
                         text = await resp.text(encoding="utf-8", errors="replace")
@@ -187,7 +189,7 @@ class RemoteAutomation:
                             doc = json.loads(text)
                         except ValueError:
                             doc = None
-                        raise self._coded(resp.status, doc, text, f"GET {API_PREFIX}{path}")
+                        raise self._coded(resp.status, doc, text, f"GET {call.path}")
                     fields: dict[str, str] = {}
                     data: list[str] = []
                     async for raw in resp.content:
@@ -223,7 +225,7 @@ class RemoteAutomation:
             # the server closed the stream without `event: end`: resume where it stopped
             failures += 1
             if failures > _STREAM_RETRIES:
-                raise A44Error(E_API, f"the event stream of {path} keeps ending before the run does",
+                raise A44Error(E_API, f"the event stream of {call.path} keeps ending before the run does",
                                hint="check the daemon's log")
             await asyncio.sleep(reconnect_delay(failures))
 
@@ -256,7 +258,7 @@ class RemoteAutomation:
         def local(name):
             return back.get(name, name) if isinstance(name, str) else name
 
-        _, doc = await self._call("POST", "/publish", body={"files": texts}, ok=(200, 422))
+        _, doc = await self._call(ep.PUBLISH.call(), body={"files": texts}, ok=(200, 422))
         if not isinstance(doc, dict) or "workflows" not in doc:
             raise A44Error(E_API, "POST /publish answered something that is not a PublishReport")
         diagnostics = sorted_diagnostics([
@@ -276,7 +278,7 @@ class RemoteAutomation:
         require_idempotency_key(idempotency_key)
         body = {"workflow": workflow_ref(workflow), "input": {} if input is None else input,
                 "idempotency_key": str(idempotency_key)}
-        _, doc = await self._call("POST", "/runs", body=body, ok=(200, 202))
+        _, doc = await self._call(ep.RUN_START.call(), body=body, ok=(200, 202))
         handle = RunHandle(doc["run_id"], bool(doc["created"]), float(doc["key_age_seconds"]), doc["workflow_id"],
                            doc["version"])
         if not wait:
@@ -292,7 +294,7 @@ class RemoteAutomation:
         await self.get_run(run_id)  # E_RUN_NOT_FOUND before waiting
 
         async def drain():
-            async for _ in self._events(f"/runs/{run_id}/logs"):
+            async for _ in self._events(ep.RUN_LOGS.at(run_id=run_id)):
                 pass
         try:
             await asyncio.wait_for(drain(), seconds)
@@ -301,7 +303,7 @@ class RemoteAutomation:
         return await self.get_run(run_id), False
 
     async def get_run(self, run_id: str) -> dict:
-        _, doc = await self._call("GET", f"/runs/{_seg(run_id)}")
+        _, doc = await self._call(ep.RUN.at(run_id=run_id))
         return timestamps(doc)
 
     # --- runs, logs, follow ------------------------------------------------------------------------------------
@@ -315,12 +317,12 @@ class RemoteAutomation:
         elif isinstance(since, datetime):
             raise InvalidArgument("since as an instant is not supported against a remote daemon",
                                   hint="pass an age: 48h, 30m, 7d")
-        _, doc = await self._call("GET", "/runs", params={"state": state, "workflow": workflow, "step": step,
+        _, doc = await self._call(ep.RUNS.call(), params={"state": state, "workflow": workflow, "step": step,
                                                           "since": since, "limit": limit, "offset": offset})
         return RunPage(int(doc["total"]), [timestamps(r) for r in doc["runs"]])
 
     async def logs(self, run_id: str) -> list[dict]:
-        _, doc = await self._call("GET", f"/runs/{_seg(run_id)}/logs")
+        _, doc = await self._call(ep.RUN_LOGS.at(run_id=run_id))
         return [timestamps(a) for a in doc["attempts"]]
 
     async def query_logs(self, *, error_code: str | None = None, step: str | None = None,
@@ -335,43 +337,43 @@ class RemoteAutomation:
             elif isinstance(value, datetime):
                 value = value.isoformat()
             ages[name] = value
-        _, doc = await self._call("GET", "/logs", params={
+        _, doc = await self._call(ep.LOGS.call(), params={
             "error_code": error_code, "step": step, "workflow": workflow, "partition_key": partition_key,
             "limit": limit, "cursor": after, "archive": "true" if archive else None, **ages})
         return LogPage([timestamps(r) for r in doc["rows"]], int(doc["limit"]), bool(doc["truncated"]), doc["next"],
                        doc["source"])
 
     async def follow(self, run_id: str, after_id: int = 0) -> AsyncIterator[dict]:
-        async for event in self._events(f"/runs/{_seg(run_id)}/logs", after_id):
+        async for event in self._events(ep.RUN_LOGS.at(run_id=run_id), after_id):
             if isinstance(event["data"], dict):
                 yield timestamps(event["data"])
 
     async def resolve(self, run_id: str, step_id: str, outcome: str, *, by: str | None = None) -> dict:
         # the daemon records the calling token's name as who decided (`by` is local only)
-        _, doc = await self._call("POST", f"/runs/{_seg(run_id)}/resolve", body={"step": step_id, "outcome": outcome})
+        _, doc = await self._call(ep.RESOLVE.at(run_id=run_id), body={"step": step_id, "outcome": outcome})
         return timestamps(doc)
 
     async def partitions(self, target: str, *, state: str | None = None, partition: str | None = None,
                          step: str | None = None, limit: int = 1000) -> dict:
-        _, doc = await self._call("GET", f"/partitions/{_seg(target)}",
+        _, doc = await self._call(ep.PARTITIONS.at(target=target),
                                   params={"state": state, "partition": partition, "step": step, "limit": limit})
         return {**doc, "partitions": [timestamps(d) for d in doc["partitions"]]}
 
     async def skip(self, run_id: str, *, reason: str, by: str, partition: str | None = None,
                    step: str | None = None) -> dict:
         # the daemon records the calling token's name as who skipped it (`by` is local only)
-        _, doc = await self._call("POST", f"/runs/{_seg(run_id)}/skip",
+        _, doc = await self._call(ep.SKIP.at(run_id=run_id),
                                   body={"partition": partition, "step": step, "reason": reason})
         return doc
 
     async def cancel(self, run_id: str, *, by: str, reason: str | None = None, compensate: bool = False) -> dict:
         # the daemon records the calling token's name as who cancelled it (`by` is local only)
-        _, doc = await self._call("POST", f"/runs/{_seg(run_id)}/cancel",
+        _, doc = await self._call(ep.CANCEL.at(run_id=run_id),
                                   body={"reason": reason, "compensate": compensate})
         return doc
 
     async def whoami(self) -> dict:
-        _, doc = await self._call("GET", "/whoami")
+        _, doc = await self._call(ep.WHOAMI.call())
         return timestamps(doc)
 
     # --- events --------------------------------------------------------------------------------------------
@@ -379,7 +381,7 @@ class RemoteAutomation:
         return RemoteIngestion(self)
 
 
-class RemoteIngestion:
+class RemoteIngestion(EventsService):
     """The `Ingestion` methods the CLI's `events` verbs call, over the API."""
 
     def __init__(self, auto: RemoteAutomation):
@@ -397,23 +399,17 @@ class RemoteIngestion:
             body["partition_key"] = partition_key
         if occurred_at is not None:
             body["occurred_at"] = occurred_at.isoformat() if isinstance(occurred_at, datetime) else occurred_at
-        _, doc = await self.auto._call("POST", "/events", body=body, ok=(200, 202))
+        _, doc = await self.auto._call(ep.EVENT_PUBLISH.call(), body=body, ok=(200, 202))
         return EventResult(doc["event_id"], bool(doc["created"]), float(doc["key_age_seconds"]), doc["type"],
                            doc["idempotency_key"], list(doc.get("deliveries") or []))
 
     async def events(self, type: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
-        _, doc = await self.auto._call("GET", "/events", params={"type": type, "limit": limit, "offset": offset})
+        _, doc = await self.auto._call(ep.EVENTS.call(), params={"type": type, "limit": limit, "offset": offset})
         return [timestamps(e) for e in doc["events"]]
 
     async def event(self, event_id: str) -> dict:
-        _, doc = await self.auto._call("GET", f"/events/{_seg(event_id)}")
+        _, doc = await self.auto._call(ep.EVENT.at(event_id=event_id))
         return doc
-
-
-def _seg(value: str) -> str:
-    from urllib.parse import quote
-
-    return quote(str(value), safe="")
 
 
 def _error_of(doc: dict | None) -> A44Error | None:

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 document served at `GET /v1/automation/openapi.json` and committed as schemas/openapi.json,
-generated from the route table (routing.py) and the pydantic models of http/models/: paths, methods, parameters
+generated from the route table (routing.py) and the pydantic models of app/contract/models/: paths, methods, parameters
 (their schemas are the rules params.py applies), bodies, answers, error answers and the security schemes.
 
     python -m anthares44.automation.http.openapi > schemas/openapi.json
@@ -12,10 +12,10 @@ import sys
 
 from pydantic.json_schema import models_json_schema
 
+from ..app.contract.models.common import Error
 from ..jsonenc import to_json
 from . import params as p
 from . import routes  # noqa: F401 - declares every route
-from .models.common import Error
 from .routing import ADMIN, READ, ROUTES, WRITE
 
 _REF = "#/components/schemas/{model}"

@@ -1,5 +1,5 @@
 """The types every area shares: closed request bodies, open answer documents, ids and texts with the limits the
-path parameters have (http/params.py), and the error document."""
+path parameters have (endpoints.py, checked by http/params.py), and the error document."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..params import ID_PATTERN, MAX_ID_LEN
+from ..endpoints import ID_PATTERN, MAX_ID_LEN
 
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LEN, pattern=f"^{ID_PATTERN.pattern}$")]
 # free text stored in the database: no NUL (PostgreSQL text cannot hold it), bounded
