@@ -60,3 +60,24 @@ def test_local_and_remote_implement_the_service_protocol(protocol):
             # a local class may take more, as optional keywords only (a trace parent, an origin)
             assert all(k == inspect.Parameter.KEYWORD_ONLY and d is not inspect.Parameter.empty
                        for _, k, d in extra), f"{ref}.{name} takes {extra}"
+
+
+def test_the_answer_check_of_the_tests_refuses_what_the_route_does_not_declare():
+    from types import SimpleNamespace
+
+    from anthares44.automation.http.routes.runs import api_run_get, api_runs
+    from tests.rest_answers import mismatch
+
+    def check(handler, status, body, content_type="application/json"):
+        return mismatch(SimpleNamespace(match_info=SimpleNamespace(handler=handler)), status, body, content_type)
+
+    assert check(api_runs, 200, b'{"total": 0, "runs": []}') is None
+    assert "does not match Runs" in check(api_runs, 200, b'{"total": 0}')
+    assert "does not match Runs" in check(api_runs, 200, b'{"total": 0, "runs": [{"run_id": "run_1"}]}')
+    assert "not the JSON of Runs" in check(api_runs, 200, b"total: 0", "text/plain")
+    assert "does not declare" in check(api_runs, 202, b"{}")
+    error = b'{"error": {"code": "E_RUN_NOT_FOUND", "message": "no run"}}'
+    assert check(api_run_get, 404, error) is None
+    assert "does not declare" in check(api_runs, 404, error)
+    assert "does not match Error" in check(api_run_get, 404, b'{"code": "E_RUN_NOT_FOUND"}')
+    assert check(lambda request: None, 500, b"") is None   # not a route of the table: webhooks, /metrics

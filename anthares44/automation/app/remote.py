@@ -1,7 +1,10 @@
 """`RemoteAutomation`: the methods of `Automation` the CLI verbs call (publish, run, wait, get_run, runs, logs,
 follow, resolve, skip, partitions; events through `ingestion()`; the other services: remote_services.py), over a
 daemon's REST API `/v1/automation` (docs/api.md) with
-`Authorization: Bearer <token>`, returning the same objects, so the CLI prints the same views and JSON.
+`Authorization: Bearer <token>`, returning the same objects, so the CLI prints the same views and JSON. Every call
+is built from the endpoint table the server routes (contract/endpoints.py); `publish`, `run` and `publish_event`
+read their answers through the routes' answer models (contract/models/). Both sides implement the service
+Protocols of contract/services.py.
 
     async with RemoteAutomation("http://host:8044", token, "pj_checkout_prod") as auto:
         handle = await auto.run("wf_invoice_settle", {"invoiceId": "inv_8812"}, "manual-inv_8812", wait=True)
@@ -22,7 +25,9 @@ import os
 import re
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from ..durations import parse_duration, reconnect_delay
 from ..errors import (
@@ -37,10 +42,13 @@ from ..errors import (
 from .automation import InvalidArgument, RunHandle, RunPage, require_idempotency_key, workflow_ref
 from .contract import endpoints as ep
 from .contract.endpoints import Call
+from .contract.models import events as ev
+from .contract.models import runs as rm
 from .contract.services import EventsService, RunsService
 
 _ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 _STREAM_RETRIES = 5
+M = TypeVar("M", bound=BaseModel)
 
 
 def _when(value: Any) -> Any:
@@ -168,6 +176,20 @@ class RemoteAutomation(RunsService):
             return status, doc
         raise self._coded(status, doc, text, what)
 
+    async def _answer(self, call: Call, model: type[M], *, body: Any = None, ok: tuple[int, ...] = (200,)) -> M:
+        """`_call`'s answer parsed by the route's answer model (app/contract/models/): an answer without the
+        fields the model lists is not an a44 answer (E_API)."""
+        _, doc = await self._call(call, body=body, ok=ok)
+        try:
+            return model.model_validate(doc)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "the answer"
+            raise A44Error(E_API, f"{call.method} {call.path} answered something that is not a {model.__name__} "
+                                  f"({where}: {first['msg']})",
+                           hint=f"is {self.url} an a44 daemon of this version? (GET {self.url}{ep.OPENAPI.path} "
+                                "shows what it serves)") from None
+
     async def _events(self, call: Call, after: int = 0) -> AsyncIterator[dict]:
         """Server-sent events of `call` (a GET) as dicts {id, event, data}; resumed with Last-Event-ID when the stream
         drops; ends at `event: end`."""
@@ -258,19 +280,20 @@ class RemoteAutomation(RunsService):
         def local(name):
             return back.get(name, name) if isinstance(name, str) else name
 
-        _, doc = await self._call(ep.PUBLISH.call(), body={"files": texts}, ok=(200, 422))
-        if not isinstance(doc, dict) or "workflows" not in doc:
-            raise A44Error(E_API, "POST /publish answered something that is not a PublishReport")
+        doc = await self._answer(ep.PUBLISH.call(), rm.PublishReport, body={"files": texts}, ok=(200, 422))
         diagnostics = sorted_diagnostics([
-            Diagnostic(d["code"], Severity(d["severity"]), d["message"], local(d["file"]), d["line"], d["col"],
-                       d["endLine"], d["endCol"], d.get("hint")) for d in doc.get("diagnostics", [])])
+            Diagnostic(d.code, Severity(d.severity), d.message, local(d.file), d.line, d.col, d.endLine, d.endCol,
+                       d.hint) for d in doc.diagnostics])
         order = {f: i for i, f in enumerate(files)}
-        shown = sorted((local(f) for f in doc.get("files", [])), key=lambda f: order.get(f, len(order)))
-        workflows = [PublishedWorkflow(w["workflow_id"], w["version"], w["sha256"], local(w.get("file")),
-                                       w["outcome"], _error_of(w.get("error"))) for w in doc["workflows"]]
-        return PublishReport(project=doc.get("project", self.project), files=shown, diagnostics=diagnostics,
-                             workflows=workflows, triggers=list(doc.get("triggers", [])),
-                             stored_triggers=[StoredTrigger(**t) for t in doc.get("stored_triggers", [])])
+        shown = sorted((local(f) for f in doc.files), key=lambda f: order.get(f, len(order)))
+        workflows = [PublishedWorkflow(w.workflow_id, w.version, w.sha256, local(w.file), w.outcome,
+                                       None if w.error is None else _error(w.error.code, w.error.message,
+                                                                           w.error.hint, None, w.error.step_id))
+                     for w in doc.workflows]
+        return PublishReport(project=doc.project, files=shown, diagnostics=diagnostics, workflows=workflows,
+                             triggers=list(doc.triggers),
+                             stored_triggers=[StoredTrigger(t.trigger_id, t.type, t.workflow_id, t.origin, t.outcome,
+                                                            t.secret_created) for t in doc.stored_triggers])
 
     # --- run, wait -------------------------------------------------------------------------------------------
     async def run(self, workflow: str, input: Any = None, idempotency_key: str | None = None, *,
@@ -278,9 +301,8 @@ class RemoteAutomation(RunsService):
         require_idempotency_key(idempotency_key)
         body = {"workflow": workflow_ref(workflow), "input": {} if input is None else input,
                 "idempotency_key": str(idempotency_key)}
-        _, doc = await self._call(ep.RUN_START.call(), body=body, ok=(200, 202))
-        handle = RunHandle(doc["run_id"], bool(doc["created"]), float(doc["key_age_seconds"]), doc["workflow_id"],
-                           doc["version"])
+        doc = await self._answer(ep.RUN_START.call(), rm.RunHandle, body=body, ok=(200, 202))
+        handle = RunHandle(doc.run_id, doc.created, doc.key_age_seconds, doc.workflow_id, doc.version)
         if not wait:
             return handle
         run, timed_out = await self.wait(handle.run_id, timeout)
@@ -399,9 +421,9 @@ class RemoteIngestion(EventsService):
             body["partition_key"] = partition_key
         if occurred_at is not None:
             body["occurred_at"] = occurred_at.isoformat() if isinstance(occurred_at, datetime) else occurred_at
-        _, doc = await self.auto._call(ep.EVENT_PUBLISH.call(), body=body, ok=(200, 202))
-        return EventResult(doc["event_id"], bool(doc["created"]), float(doc["key_age_seconds"]), doc["type"],
-                           doc["idempotency_key"], list(doc.get("deliveries") or []))
+        doc = await self.auto._answer(ep.EVENT_PUBLISH.call(), ev.EventResult, body=body, ok=(200, 202))
+        return EventResult(doc.event_id, doc.created, doc.key_age_seconds, doc.type, doc.idempotency_key,
+                           list(doc.deliveries))
 
     async def events(self, type: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
         _, doc = await self.auto._call(ep.EVENTS.call(), params={"type": type, "limit": limit, "offset": offset})
@@ -410,12 +432,6 @@ class RemoteIngestion(EventsService):
     async def event(self, event_id: str) -> dict:
         _, doc = await self.auto._call(ep.EVENT.at(event_id=event_id))
         return doc
-
-
-def _error_of(doc: dict | None) -> A44Error | None:
-    if not doc:
-        return None
-    return _error(doc["code"], doc.get("message", ""), doc.get("hint"), doc.get("details"), doc.get("step_id"))
 
 
 def _upload_keys(files: list[str]) -> dict[str, str]:

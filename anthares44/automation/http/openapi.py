@@ -32,7 +32,9 @@ _STATUS = {400: "bad request: a parameter (E_BAD_REQUEST) or the body (E_INVALID
            403: "the token's scope, project or allowed networks refuse it (E_FORBIDDEN)",
            404: "not found", 405: "method not allowed", 408: "E_REQUEST_TIMEOUT: the body did not arrive in time",
            409: "conflict with the current state", 413: "E_BODY_TOO_LARGE", 415: "not application/json",
-           422: "refused (compile errors)", 501: "not available on this server"}
+           422: "refused (compile errors)", 501: "not available on this server",
+           503: "the database cannot be reached (E_DB_UNAVAILABLE) or the server is at its connection limit "
+                "(E_SERVER_BUSY); retry"}
 _SCOPE_TEXT = {READ: "automation:read (or write, or admin)", WRITE: "automation:write (or admin)",
                ADMIN: "automation:admin"}
 

@@ -14,6 +14,9 @@ from pydantic import BaseModel
 from ..app.contract.endpoints import Endpoint
 
 READ, WRITE, ADMIN = "automation:read", "automation:write", "automation:admin"
+# what any route may answer: a refused parameter or body, token or scope, and a database or server that cannot
+# take the request now (E_DB_UNAVAILABLE, E_SERVER_BUSY)
+ALWAYS = (400, 401, 403, 503)
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ def route(endpoint: Endpoint, summary: str, *, scope: str | None = None, body: t
 
     def register(fn: Callable) -> Callable:
         r = Route(endpoint, fn, summary, scope or (READ if method == "GET" else WRITE), body,
-                  answers or {}, query, headers, tuple(sorted({400, 401, 403, *errors})), tag)
+                  answers or {}, query, headers, tuple(sorted({*ALWAYS, *errors})), tag)
         assert endpoint not in {x.endpoint for x in ROUTES}, f"{method} {endpoint.path} declared twice"
         ROUTES.append(r)
         _BY_HANDLER[fn] = r
