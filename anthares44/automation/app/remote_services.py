@@ -4,6 +4,8 @@ ones, so `--remote` prints what the local path prints. `twin(auto, "queues")` ha
 
 from __future__ import annotations
 
+import builtins
+
 from .contract import endpoints as ep
 from .contract.services import AdminService, AlertsService, NotificationsService, QueuesService
 from .remote import RemoteAutomation, timestamps
@@ -69,7 +71,7 @@ class RemoteAlerts(AlertsService):
             "update_every": update_every})
         return timestamps(doc)
 
-    async def list(self) -> list[dict]:
+    async def list(self) -> builtins.list[dict]:
         _, doc = await self.auto._call(ep.ALERT_RULES.call())
         return _rows(doc, "rules")
 
@@ -84,7 +86,7 @@ class RemoteAlerts(AlertsService):
         _, doc = await self.auto._call(ep.ALERT_RULE_TEST.at(name=name))
         return doc
 
-    async def alerts(self, *, state: str | None = None, limit: int = 50) -> list[dict]:
+    async def alerts(self, *, state: str | None = None, limit: int = 50) -> builtins.list[dict]:
         _, doc = await self.auto._call(ep.ALERTS.call(), params={"state": state, "limit": limit})
         return _rows(doc, "alerts")
 

@@ -16,6 +16,7 @@ app/connectors.py); RemoteAdmin offers them as methods.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -87,7 +88,7 @@ class AlertsService(Protocol):
     async def builtin(self, *, notify: str | None, escalate_to: str | None = None, severity: str = "p2",
                       suppress_window: str | None = None, update_every: int | None = None) -> dict: ...
 
-    async def list(self) -> list[dict]: ...
+    async def list(self) -> builtins.list[dict]: ...
 
     async def show(self, name: str) -> dict: ...
 
@@ -95,7 +96,7 @@ class AlertsService(Protocol):
 
     async def test(self, name: str) -> dict: ...
 
-    async def alerts(self, *, state: str | None = None, limit: int = 50) -> list[dict]: ...
+    async def alerts(self, *, state: str | None = None, limit: int = 50) -> builtins.list[dict]: ...
 
 
 class NotificationsService(Protocol):
