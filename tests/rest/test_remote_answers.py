@@ -1,6 +1,6 @@
-"""The REST client reads `publish`, `run` and `events publish` answers through their routes' answer models: an
-answer that lacks what the model lists is refused as not an a44 answer (E_API) naming the field, never turned
-into a half-filled report."""
+"""The REST client reads every answer through the model its endpoint declares for the status (app/contract/
+endpoints.py): an answer that lacks what the model lists is refused as not an a44 answer (E_API) naming the
+field, never turned into a half-filled report or a KeyError."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ class Impostor(ThreadedServer):
 
         async def event(request):
             return web.json_response({"event_id": "evt_1", "created": True, "key_age_seconds": 0}, status=202)
+        async def one_run(request):
+            return web.json_response({"run_id": request.match_info["run_id"], "state": "running"})
+        app.router.add_get("/v1/automation/runs/{run_id}", one_run)
         app.router.add_post("/v1/automation/runs", run)
         app.router.add_post("/v1/automation/publish", publish)
         app.router.add_post("/v1/automation/events", event)
@@ -64,3 +67,9 @@ def test_a_publish_answer_without_its_fields_is_not_an_a44_answer(impostor, tmp_
 def test_an_event_answer_without_its_fields_is_not_an_a44_answer(impostor):
     err = _refusal(impostor, lambda auto: auto.ingestion().publish_event("order.paid", {}, "k-1"))
     assert "EventResult" in err.message and "type" in err.message
+
+
+def test_a_document_answer_without_its_fields_is_not_an_a44_answer(impostor):
+    err = _refusal(impostor, lambda auto: auto.get_run("run_1"))
+    assert "GET /v1/automation/runs/run_1" in err.message and "not a Run " in err.message
+    assert "workflow_id" in err.message

@@ -152,8 +152,33 @@ class RemoteAutomation(RunsService):
         return A44Error(E_API, f"{what} answered HTTP {status}" + (f": {shown}" if shown else ""),
                         hint=f"is {self.url} an a44 daemon? (GET {self.url}{ep.OPENAPI.path} should answer)")
 
-    async def _call(self, call: Call, *, body: Any = None, params: dict | None = None,
-                    ok: tuple[int, ...] = (200,)) -> tuple[int, Any]:
+    async def _call(self, call: Call, *, body: Any = None, params: dict | None = None) -> tuple[int, Any]:
+        """(status, the answer's JSON) of one request; an answer is taken at a status its endpoint declares, once
+        it validates against that status's model (E_API otherwise); an error document is raised as its A44Error."""
+        status, doc = await self._request(call, body, params)
+        self._parsed(call, status, doc)
+        return status, doc
+
+    async def _answer(self, call: Call, model: type[M], *, body: Any = None) -> M:
+        """The answer as its model (app/contract/models/), for the verbs that rebuild objects from it."""
+        status, doc = await self._request(call, body, None)
+        parsed = self._parsed(call, status, doc)
+        assert isinstance(parsed, model), f"{call.method} {call.path} answers {type(parsed).__name__} at {status}"
+        return parsed
+
+    def _parsed(self, call: Call, status: int, doc: Any) -> BaseModel:
+        model = call.answers[status]
+        try:
+            return model.model_validate(doc)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "the answer"
+            raise A44Error(E_API, f"{call.method} {call.path} answered something that is not a {model.__name__} "
+                                  f"({where}: {first['msg']})",
+                           hint=f"is {self.url} an a44 daemon of this version? (GET {self.url}{ep.OPENAPI.path} "
+                                "shows what it serves)") from None
+
+    async def _request(self, call: Call, body: Any, params: dict | None) -> tuple[int, Any]:
         import aiohttp
 
         session = await self._http()
@@ -172,23 +197,9 @@ class RemoteAutomation(RunsService):
             doc = json.loads(text) if text else None
         except ValueError:
             doc = None
-        if status in ok and doc is not None and not (isinstance(doc, dict) and "error" in doc):
+        if status in call.answers and doc is not None and not (isinstance(doc, dict) and "error" in doc):
             return status, doc
         raise self._coded(status, doc, text, what)
-
-    async def _answer(self, call: Call, model: type[M], *, body: Any = None, ok: tuple[int, ...] = (200,)) -> M:
-        """`_call`'s answer parsed by the route's answer model (app/contract/models/): an answer without the
-        fields the model lists is not an a44 answer (E_API)."""
-        _, doc = await self._call(call, body=body, ok=ok)
-        try:
-            return model.model_validate(doc)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "the answer"
-            raise A44Error(E_API, f"{call.method} {call.path} answered something that is not a {model.__name__} "
-                                  f"({where}: {first['msg']})",
-                           hint=f"is {self.url} an a44 daemon of this version? (GET {self.url}{ep.OPENAPI.path} "
-                                "shows what it serves)") from None
 
     async def _events(self, call: Call, after: int = 0) -> AsyncIterator[dict]:
         """Server-sent events of `call` (a GET) as dicts {id, event, data}; resumed with Last-Event-ID when the stream
@@ -280,7 +291,7 @@ class RemoteAutomation(RunsService):
         def local(name):
             return back.get(name, name) if isinstance(name, str) else name
 
-        doc = await self._answer(ep.PUBLISH.call(), rm.PublishReport, body={"files": texts}, ok=(200, 422))
+        doc = await self._answer(ep.PUBLISH.call(), rm.PublishReport, body={"files": texts})
         diagnostics = sorted_diagnostics([
             Diagnostic(d.code, Severity(d.severity), d.message, local(d.file), d.line, d.col, d.endLine, d.endCol,
                        d.hint) for d in doc.diagnostics])
@@ -301,7 +312,7 @@ class RemoteAutomation(RunsService):
         require_idempotency_key(idempotency_key)
         body = {"workflow": workflow_ref(workflow), "input": {} if input is None else input,
                 "idempotency_key": str(idempotency_key)}
-        doc = await self._answer(ep.RUN_START.call(), rm.RunHandle, body=body, ok=(200, 202))
+        doc = await self._answer(ep.RUN_START.call(), rm.RunHandle, body=body)
         handle = RunHandle(doc.run_id, doc.created, doc.key_age_seconds, doc.workflow_id, doc.version)
         if not wait:
             return handle
@@ -421,7 +432,7 @@ class RemoteIngestion(EventsService):
             body["partition_key"] = partition_key
         if occurred_at is not None:
             body["occurred_at"] = occurred_at.isoformat() if isinstance(occurred_at, datetime) else occurred_at
-        doc = await self.auto._answer(ep.EVENT_PUBLISH.call(), ev.EventResult, body=body, ok=(200, 202))
+        doc = await self.auto._answer(ep.EVENT_PUBLISH.call(), ev.EventResult, body=body)
         return EventResult(doc.event_id, doc.created, doc.key_age_seconds, doc.type, doc.idempotency_key,
                            list(doc.deliveries))
 

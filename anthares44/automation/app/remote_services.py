@@ -148,7 +148,7 @@ class RemoteAdmin(AdminService):
         return _rows(doc, "tokens")
 
     async def create_token(self, name: str, scopes: list[str], expires: str | None, allow_cidrs: list[str]) -> dict:
-        _, doc = await self.auto._call(ep.TOKEN_CREATE.call(), ok=(201,), body={
+        _, doc = await self.auto._call(ep.TOKEN_CREATE.call(), body={
             "name": name, "scopes": list(scopes), "expires": expires or "never", "allow_cidrs": list(allow_cidrs)})
         return timestamps(doc)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..app.contract.endpoints import ID_PATTERN, MAX_ID_LEN
+from ..app.contract.models.common import ID_PATTERN, MAX_ID_LEN
 from ..durations import parse_duration
 from ..errors import E_BAD_REQUEST, A44Error
 

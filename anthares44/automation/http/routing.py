@@ -6,8 +6,7 @@ generates `openapi.json` from it, so the document cannot drift from what is serv
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from pydantic import BaseModel
 
@@ -26,7 +25,6 @@ class Route:
     summary: str
     scope: str
     body: type[BaseModel] | None = None
-    answers: dict[int, Any] = field(default_factory=dict)   # status -> model, or a description for other media
     query: tuple[str, ...] = ()
     headers: tuple[str, ...] = ()
     errors: tuple[int, ...] = ()
@@ -40,20 +38,24 @@ class Route:
     def path(self) -> str:
         return self.endpoint.path
 
+    @property
+    def answers(self) -> dict[int, type[BaseModel]]:
+        """status -> the model of the answer's JSON"""
+        return self.endpoint.answers
+
 
 ROUTES: list[Route] = []
 _BY_HANDLER: dict[Callable, Route] = {}
 
 
 def route(endpoint: Endpoint, summary: str, *, scope: str | None = None, body: type[BaseModel] | None = None,
-          answers: dict[int, Any] | None = None, query: tuple[str, ...] = (), headers: tuple[str, ...] = (),
+          query: tuple[str, ...] = (), headers: tuple[str, ...] = (),
           errors: tuple[int, ...] = (), tag: str = "runs"):
     """Declare the decorated handler as `endpoint`; the scope defaults to read for GET, write otherwise."""
     method = endpoint.method
 
     def register(fn: Callable) -> Callable:
-        r = Route(endpoint, fn, summary, scope or (READ if method == "GET" else WRITE), body,
-                  answers or {}, query, headers, tuple(sorted({*ALWAYS, *errors})), tag)
+        r = Route(endpoint, fn, summary, scope or (READ if method == "GET" else WRITE), body, query, headers, tuple(sorted({*ALWAYS, *errors})), tag)
         assert endpoint not in {x.endpoint for x in ROUTES}, f"{method} {endpoint.path} declared twice"
         ROUTES.append(r)
         _BY_HANDLER[fn] = r

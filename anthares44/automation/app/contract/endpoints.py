@@ -1,21 +1,27 @@
-"""The REST API's endpoints: each `/v1/automation` method and path written once. http/routing.py declares its
-routes with them (summary, scope, models), and the REST client (remote.py, remote_services.py) builds its calls
-from them, so the two sides cannot name different paths. Ids in a path segment follow ID_PATTERN (http/params.py
-checks them, models/common.py types them).
+"""The REST API's endpoints: each `/v1/automation` method, path and answer models (status -> model) written once.
+http/routing.py declares its routes with them (summary, scope, parameters, body, error statuses) and generates
+openapi.json; the REST client (remote.py, remote_services.py) builds its calls from them and reads each answer
+through the model of its status, so the two sides cannot name different paths or documents.
 
-    await self._call(ep.RUN.at(run_id=run_id))      # GET /v1/automation/runs/run_...
+    await self._call(ep.RUN.at(run_id=run_id))      # GET /v1/automation/runs/run_..., the answer a Run
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from string import Formatter
 from urllib.parse import quote
 
+from pydantic import BaseModel
+
+from .models import admin as am
+from .models import common as cm
+from .models import events as ev
+from .models import monitor as mm
+from .models import queues as qm
+from .models import runs as rm
+
 PREFIX = "/v1/automation"
-MAX_ID_LEN = 200
-ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 
 
 @dataclass(frozen=True)
@@ -23,12 +29,18 @@ class Call:
     """One request's method and path, its segments filled in and quoted."""
     method: str
     path: str
+    endpoint: Endpoint | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def answers(self) -> dict[int, type[BaseModel]]:
+        return self.endpoint.answers if self.endpoint is not None else {}
 
 
 @dataclass(frozen=True)
 class Endpoint:
     method: str
     path: str   # with `{name}` segments, as aiohttp routes them
+    answers: dict[int, type[BaseModel]] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def segments(self) -> tuple[str, ...]:
@@ -39,7 +51,7 @@ class Endpoint:
         missing = set(self.segments) - set(segments)
         if missing or set(segments) - set(self.segments):
             raise TypeError(f"{self.method} {self.path} takes the segments {self.segments}, not {sorted(segments)}")
-        return Call(self.method, self.path.format(**{k: quote(str(v), safe="") for k, v in segments.items()}))
+        return Call(self.method, self.path.format(**{k: quote(str(v), safe="") for k, v in segments.items()}), self)
 
     def call(self) -> Call:
         """This endpoint when it has no segments."""
@@ -49,59 +61,59 @@ class Endpoint:
 OPENAPI = Endpoint("GET", f"{PREFIX}/openapi.json")
 
 # runs, logs and publishing
-PUBLISH = Endpoint("POST", PREFIX + "/publish")
-RUN_START = Endpoint("POST", PREFIX + "/runs")
-RUNS = Endpoint("GET", PREFIX + "/runs")
-RUN = Endpoint("GET", PREFIX + "/runs/{run_id}")
-RUN_LOGS = Endpoint("GET", PREFIX + "/runs/{run_id}/logs")
-PARTITIONS = Endpoint("GET", PREFIX + "/partitions/{target}")
-SKIP = Endpoint("POST", PREFIX + "/runs/{run_id}/skip")
-CANCEL = Endpoint("POST", PREFIX + "/runs/{run_id}/cancel")
-RESOLVE = Endpoint("POST", PREFIX + "/runs/{run_id}/resolve")
-LOGS = Endpoint("GET", PREFIX + "/logs")
-REPLAY = Endpoint("POST", PREFIX + "/replay")
+PUBLISH = Endpoint("POST", PREFIX + "/publish", {200: rm.PublishReport, 422: rm.PublishReport})
+RUN_START = Endpoint("POST", PREFIX + "/runs", {202: rm.RunHandle, 200: rm.RunHandle})
+RUNS = Endpoint("GET", PREFIX + "/runs", {200: rm.Runs})
+RUN = Endpoint("GET", PREFIX + "/runs/{run_id}", {200: rm.Run})
+RUN_LOGS = Endpoint("GET", PREFIX + "/runs/{run_id}/logs", {200: rm.RunLogs})
+PARTITIONS = Endpoint("GET", PREFIX + "/partitions/{target}", {200: rm.Partitions})
+SKIP = Endpoint("POST", PREFIX + "/runs/{run_id}/skip", {200: rm.SkipResult})
+CANCEL = Endpoint("POST", PREFIX + "/runs/{run_id}/cancel", {200: rm.CancelResult})
+RESOLVE = Endpoint("POST", PREFIX + "/runs/{run_id}/resolve", {200: rm.Run})
+LOGS = Endpoint("GET", PREFIX + "/logs", {200: rm.LogPage})
+REPLAY = Endpoint("POST", PREFIX + "/replay", {200: rm.ReplayResult})
 
 # events
-EVENT_PUBLISH = Endpoint("POST", PREFIX + "/events")
-EVENTS = Endpoint("GET", PREFIX + "/events")
-EVENT = Endpoint("GET", PREFIX + "/events/{event_id}")
+EVENT_PUBLISH = Endpoint("POST", PREFIX + "/events", {202: ev.EventResult, 200: ev.EventResult})
+EVENTS = Endpoint("GET", PREFIX + "/events", {200: ev.EventList})
+EVENT = Endpoint("GET", PREFIX + "/events/{event_id}", {200: ev.Event})
 
 # queues and dead letters
-QUEUES = Endpoint("GET", PREFIX + "/queues")
-DEAD_LETTERS = Endpoint("GET", PREFIX + "/dead-letters")
-DEAD_LETTER = Endpoint("GET", PREFIX + "/dead-letters/{dead_letter_id}")
-DLQ_STATS = Endpoint("GET", PREFIX + "/queues/{queue}/dead-letters/stats")
-DLQ_REDRIVE = Endpoint("POST", PREFIX + "/queues/{queue}/dead-letters/redrive")
+QUEUES = Endpoint("GET", PREFIX + "/queues", {200: qm.QueueStats})
+DEAD_LETTERS = Endpoint("GET", PREFIX + "/dead-letters", {200: qm.DeadLetters})
+DEAD_LETTER = Endpoint("GET", PREFIX + "/dead-letters/{dead_letter_id}", {200: qm.DeadLetter})
+DLQ_STATS = Endpoint("GET", PREFIX + "/queues/{queue}/dead-letters/stats", {200: qm.DlqStats})
+DLQ_REDRIVE = Endpoint("POST", PREFIX + "/queues/{queue}/dead-letters/redrive", {200: qm.RedriveReport})
 
 # alerts
-ALERT_RULES = Endpoint("GET", PREFIX + "/alert-rules")
-ALERT_RULE_PUT = Endpoint("PUT", PREFIX + "/alert-rules/{name}")
-ALERT_RULE = Endpoint("GET", PREFIX + "/alert-rules/{name}")
-ALERT_RULE_RM = Endpoint("DELETE", PREFIX + "/alert-rules/{name}")
-ALERT_RULE_TEST = Endpoint("POST", PREFIX + "/alert-rules/{name}/test")
-BUILTIN_ALERTS = Endpoint("PUT", PREFIX + "/builtin-alerts")
-ALERTS = Endpoint("GET", PREFIX + "/alerts")
+ALERT_RULES = Endpoint("GET", PREFIX + "/alert-rules", {200: mm.AlertRules})
+ALERT_RULE_PUT = Endpoint("PUT", PREFIX + "/alert-rules/{name}", {200: mm.AlertRuleChange})
+ALERT_RULE = Endpoint("GET", PREFIX + "/alert-rules/{name}", {200: mm.AlertRule})
+ALERT_RULE_RM = Endpoint("DELETE", PREFIX + "/alert-rules/{name}", {200: cm.Removed})
+ALERT_RULE_TEST = Endpoint("POST", PREFIX + "/alert-rules/{name}/test", {200: mm.AlertTest})
+BUILTIN_ALERTS = Endpoint("PUT", PREFIX + "/builtin-alerts", {200: mm.AlertRuleChange})
+ALERTS = Endpoint("GET", PREFIX + "/alerts", {200: mm.AlertList})
 
 # notifications
-CHANNELS = Endpoint("GET", PREFIX + "/channels")
-CHANNEL_PUT = Endpoint("PUT", PREFIX + "/channels/{name}")
-CHANNEL = Endpoint("GET", PREFIX + "/channels/{name}")
-CHANNEL_RM = Endpoint("DELETE", PREFIX + "/channels/{name}")
-CHANNEL_TEST = Endpoint("POST", PREFIX + "/channels/{name}/test")
-NOTIFICATIONS = Endpoint("GET", PREFIX + "/notifications")
-NOTIFICATION = Endpoint("GET", PREFIX + "/notifications/{notification_id}")
-NOTIFICATION_RETRY = Endpoint("POST", PREFIX + "/notifications/{notification_id}/retry")
+CHANNELS = Endpoint("GET", PREFIX + "/channels", {200: mm.Channels})
+CHANNEL_PUT = Endpoint("PUT", PREFIX + "/channels/{name}", {200: mm.Channel})
+CHANNEL = Endpoint("GET", PREFIX + "/channels/{name}", {200: mm.Channel})
+CHANNEL_RM = Endpoint("DELETE", PREFIX + "/channels/{name}", {200: cm.Removed})
+CHANNEL_TEST = Endpoint("POST", PREFIX + "/channels/{name}/test", {200: mm.Notification})
+NOTIFICATIONS = Endpoint("GET", PREFIX + "/notifications", {200: mm.Notifications})
+NOTIFICATION = Endpoint("GET", PREFIX + "/notifications/{notification_id}", {200: mm.Notification})
+NOTIFICATION_RETRY = Endpoint("POST", PREFIX + "/notifications/{notification_id}/retry", {200: mm.Requeued})
 
 # admin: tokens, webhook secrets, connectors, metrics, schedules
-WHOAMI = Endpoint("GET", PREFIX + "/whoami")
-TOKENS = Endpoint("GET", PREFIX + "/tokens")
-TOKEN_CREATE = Endpoint("POST", PREFIX + "/tokens")
-TOKEN_REVOKE = Endpoint("DELETE", PREFIX + "/tokens/{token_id}")
-WEBHOOK_SECRET = Endpoint("POST", PREFIX + "/webhooks/{trigger}/secret")
-WEBHOOK_ROTATE = Endpoint("POST", PREFIX + "/webhooks/{trigger}/rotate")
-CONNECTORS = Endpoint("GET", PREFIX + "/connectors")
-METRICS = Endpoint("GET", PREFIX + "/metrics")
-SCHEDULES_PREVIEW = Endpoint("POST", PREFIX + "/schedules/preview")
+WHOAMI = Endpoint("GET", PREFIX + "/whoami", {200: am.Principal})
+TOKENS = Endpoint("GET", PREFIX + "/tokens", {200: am.Tokens})
+TOKEN_CREATE = Endpoint("POST", PREFIX + "/tokens", {201: am.NewToken})
+TOKEN_REVOKE = Endpoint("DELETE", PREFIX + "/tokens/{token_id}", {200: am.Revoked})
+WEBHOOK_SECRET = Endpoint("POST", PREFIX + "/webhooks/{trigger}/secret", {200: am.WebhookSecret})
+WEBHOOK_ROTATE = Endpoint("POST", PREFIX + "/webhooks/{trigger}/rotate", {200: am.RotatedSecret})
+CONNECTORS = Endpoint("GET", PREFIX + "/connectors", {200: am.Connectors})
+METRICS = Endpoint("GET", PREFIX + "/metrics", {200: am.Metrics})
+SCHEDULES_PREVIEW = Endpoint("POST", PREFIX + "/schedules/preview", {200: am.SchedulePreview, 422: am.SchedulePreview})
 
 # every endpoint the route table declares (openapi.json is served beside it)
 ENDPOINTS: tuple[Endpoint, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Endpoint) and v is not OPENAPI)

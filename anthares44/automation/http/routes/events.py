@@ -20,8 +20,7 @@ def ingestion_for(request: web.Request) -> Ingestion:
 
 @route(ep.EVENT_PUBLISH, "publish an event on the bus; 202 created, 200 deduplicated (24 h); a body "
        "that cannot be deserialized is kept byte for byte as a dead letter (400 E_ENVELOPE_INVALID with its id)",
-       body=ev.EventRequest, answers={202: ev.EventResult, 200: ev.EventResult},
-       headers=("A44-Idempotency-Key",), errors=(408, 409, 413), tag="events")
+       body=ev.EventRequest, headers=("A44-Idempotency-Key",), errors=(408, 409, 413), tag="events")
 async def api_events_publish(request: web.Request) -> web.Response:
     # the body is read raw, not through the model: what cannot be deserialized must reach the DLQ as received
     raw = await read_body(request, MAX_API_BODY, request.app[LIMITS_KEY].body_timeout)
@@ -36,15 +35,13 @@ async def api_events_publish(request: web.Request) -> web.Response:
     return json_response(result.to_dict(), result.status)
 
 
-@route(ep.EVENTS, "list events", answers={200: ev.EventList},
-       query=("type", "limit", "offset"), tag="events")
+@route(ep.EVENTS, "list events", query=("type", "limit", "offset"), tag="events")
 async def api_events_list(request: web.Request) -> web.Response:
     q = params(request)
     events = await ingestion_for(request).events(q.get("type"), min(q.get("limit", 50), 1000), q.get("offset", 0))
     return json_response({"events": events})
 
 
-@route(ep.EVENT, "one event: envelope and deliveries",
-       answers={200: ev.Event}, errors=(404,), tag="events")
+@route(ep.EVENT, "one event: envelope and deliveries", errors=(404,), tag="events")
 async def api_event_get(request: web.Request) -> web.Response:
     return json_response(await ingestion_for(request).event(params(request)["event_id"]))

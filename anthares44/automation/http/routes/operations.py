@@ -17,7 +17,7 @@ from ..routing import route
 
 @route(ep.REPLAY, "re-run terminal runs from a step, an instant or their failed partitions, "
        "reusing earlier results (as `replay`); dry_run: the plan, nothing changes", body=rm.ReplayRequest,
-       answers={200: rm.ReplayResult}, errors=(404, 409, 413))
+       errors=(404, 409, 413))
 async def api_replay(request: web.Request) -> web.Response:
     b = await read_model(request, rm.ReplayRequest)
     doc = await replay(automation_for(request), b.run_ids, state=b.state, step=b.step, since=b.since,
@@ -28,8 +28,7 @@ async def api_replay(request: web.Request) -> web.Response:
 
 
 @route(ep.RESOLVE, "settle an exclusive step awaiting confirmation (as `runs "
-       "resolve`), recording the token's name; answers the run", body=rm.ResolveRequest, answers={200: rm.Run},
-       errors=(404, 409))
+       "resolve`), recording the token's name; answers the run", body=rm.ResolveRequest, errors=(404, 409))
 async def api_resolve(request: web.Request) -> web.Response:
     b = await read_model(request, rm.ResolveRequest)
     run = await automation_for(request).resolve(params(request)["run_id"], b.step, b.outcome,
@@ -38,13 +37,13 @@ async def api_resolve(request: web.Request) -> web.Response:
 
 
 @route(ep.QUEUES, "per queue: limits, in flight, waiting, oldest waiting age, DLQ depth "
-       "(as `queues stats`)", answers={200: qm.QueueStats}, tag="queues")
+       "(as `queues stats`)", tag="queues")
 async def api_queues(request: web.Request) -> web.Response:
     return json_response({"queues": await Queues(automation_for(request)).stats()})
 
 
 @route(ep.DEAD_LETTERS, "dead letters newest first, of every queue or of `queue` (as `dlq "
-       "list`)", answers={200: qm.DeadLetters}, query=("queue", "limit"), tag="queues")
+       "list`)", query=("queue", "limit"), tag="queues")
 async def api_dlq_list(request: web.Request) -> web.Response:
     q = params(request)
     rows = await Queues(automation_for(request)).dlq_list(q.get("queue"), limit=min(q.get("limit", 50), 1000))
@@ -52,7 +51,7 @@ async def api_dlq_list(request: web.Request) -> web.Response:
 
 
 @route(ep.DEAD_LETTER, "one dead letter: envelope, last error, with_attempts: "
-       "every delivery and its attempts (as `dlq show`)", answers={200: qm.DeadLetter}, query=("with_attempts",),
+       "every delivery and its attempts (as `dlq show`)", query=("with_attempts",),
        errors=(404,), tag="queues")
 async def api_dlq_show(request: web.Request) -> web.Response:
     q = params(request)
@@ -61,7 +60,7 @@ async def api_dlq_show(request: web.Request) -> web.Response:
 
 
 @route(ep.DLQ_STATS, "a queue's dead letters by error code (as `dlq "
-       "stats`)", answers={200: qm.DlqStats}, query=("since",), errors=(404,), tag="queues")
+       "stats`)", query=("since",), errors=(404,), tag="queues")
 async def api_dlq_stats(request: web.Request) -> web.Response:
     q = params(request)
     return json_response(await Queues(automation_for(request)).dlq_stats(q["queue"], since=q.get("since")))
@@ -69,7 +68,7 @@ async def api_dlq_stats(request: web.Request) -> web.Response:
 
 @route(ep.DLQ_REDRIVE, "re-enqueue a queue's dead letters matching a "
        "CEL filter, at most `rate` per second and `max` in all, never one twice (as `dlq redrive`); dry_run: count "
-       "and list", body=qm.RedriveRequest, answers={200: qm.RedriveReport}, errors=(404,), tag="queues")
+       "and list", body=qm.RedriveRequest, errors=(404,), tag="queues")
 async def api_dlq_redrive(request: web.Request) -> web.Response:
     b = await read_model(request, qm.RedriveRequest)
     report = await Queues(automation_for(request)).dlq_redrive(params(request)["queue"], filter=b.filter,
