@@ -9,4 +9,4 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-pytest_plugins = ["tests.runtime.pg"]
+pytest_plugins = ["tests.runtime.pg", "tests.rest_answers"]

@@ -16,6 +16,7 @@ from datetime import timedelta
 from ..durations import parse_duration
 from ..errors import E_INVALID_ARGUMENT, A44Error
 from ..runtime.ingestion import tokens, triggers
+from .contract.services import AdminService
 
 NEVER = ("never", "none")
 _TTL_HINT = "give an age (30d, 12h), or `never` for a token that does not expire"
@@ -37,7 +38,7 @@ def token_ttl(expires: str | timedelta | None) -> timedelta | None:
     return ttl
 
 
-class Admin:
+class Admin(AdminService):
     def __init__(self, store, project: str):
         self.store, self.project = store, project
 

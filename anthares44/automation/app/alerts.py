@@ -15,6 +15,7 @@ from ..errors import E_ALERT_RULE_INVALID, A44Error
 from ..grammar.alert_rules import check_routing, check_rule
 from ..runtime.alerts import rules
 from ..runtime.alerts.evaluator import DEFAULT_INTERVAL_S, evaluate_rule
+from .contract.services import AlertsService
 
 ALERT_STATES = ("firing", "resolved")
 
@@ -40,7 +41,7 @@ def sampling_interval(text: str | None) -> float:
         return DEFAULT_INTERVAL_S
 
 
-class Alerts:
+class Alerts(AlertsService):
     def __init__(self, auto, *, interval_s: float = DEFAULT_INTERVAL_S):
         self.store, self.project, self.interval_s = auto.store, auto.project, interval_s
 

@@ -28,6 +28,7 @@ from ..runtime.store.core import RunPage
 from ..settings import DEFAULT_PROJECT, Settings
 from ..suggestions import closest
 from ..tracing import Parent
+from .contract.services import RunsService
 from .views import PARTITION_STATES, attempt_view, event_view, partition_view, run_view
 from .watch import SAFETY_RECHECK_S, RunListener
 
@@ -103,7 +104,7 @@ class RunHandle:
                 "run": self.run}
 
 
-class Automation:
+class Automation(RunsService):
     def __init__(self, store, project: str | None = None, *, owns_store: bool = False,
                  archive_dir: Path | None = None):
         self.store = store

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..tracing import Parent
+from .contract.services import EventsService
 
 
 def ingestion_for(auto):
@@ -21,7 +22,7 @@ def ingestion_for(auto):
     return auto.ingestion() if getattr(auto, "remote", False) else Ingestion(auto)
 
 
-class Ingestion:
+class Ingestion(EventsService):
     def __init__(self, auto):
         self.auto = auto
         self.store = auto.store

@@ -22,11 +22,12 @@ from ..runtime.secrets.file import SecretFile
 from ..runtime.secrets.source import SecretSource, env_name
 from ..settings import Settings
 from ..suggestions import closest
+from .contract.services import NotificationsService
 
 WAIT_POLL_S = 0.2
 
 
-class Notifications:
+class Notifications(NotificationsService):
     def __init__(self, auto, settings: Settings | None = None):
         self.store, self.project = auto.store, auto.project
         self.settings = settings if settings is not None else Settings()

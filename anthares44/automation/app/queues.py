@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..runtime import queues as rq
+from .contract.services import QueuesService
 
 
-class Queues:
+class Queues(QueuesService):
     def __init__(self, auto):
         self.auto = auto
         self.store = auto.store

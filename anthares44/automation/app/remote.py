@@ -1,7 +1,10 @@
 """`RemoteAutomation`: the methods of `Automation` the CLI verbs call (publish, run, wait, get_run, runs, logs,
 follow, resolve, skip, partitions; events through `ingestion()`; the other services: remote_services.py), over a
 daemon's REST API `/v1/automation` (docs/api.md) with
-`Authorization: Bearer <token>`, returning the same objects, so the CLI prints the same views and JSON.
+`Authorization: Bearer <token>`, returning the same objects, so the CLI prints the same views and JSON. Every call
+is built from the endpoint table the server routes (contract/endpoints.py); `publish`, `run` and `publish_event`
+read their answers through the routes' answer models (contract/models/). Both sides implement the service
+Protocols of contract/services.py.
 
     async with RemoteAutomation("http://host:8044", token, "pj_checkout_prod") as auto:
         handle = await auto.run("wf_invoice_settle", {"invoiceId": "inv_8812"}, "manual-inv_8812", wait=True)
@@ -22,7 +25,9 @@ import os
 import re
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from ..durations import parse_duration, reconnect_delay
 from ..errors import (
@@ -35,10 +40,15 @@ from ..errors import (
     A44Error,
 )
 from .automation import InvalidArgument, RunHandle, RunPage, require_idempotency_key, workflow_ref
+from .contract import endpoints as ep
+from .contract.endpoints import Call
+from .contract.models import events as ev
+from .contract.models import runs as rm
+from .contract.services import EventsService, RunsService
 
-API_PREFIX = "/v1/automation"
 _ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 _STREAM_RETRIES = 5
+M = TypeVar("M", bound=BaseModel)
 
 
 def _when(value: Any) -> Any:
@@ -72,7 +82,7 @@ def _error(code: str, message: str, hint: str | None = None, details: Any = None
     return A44Error(code, message, hint=hint, details=details, step_id=step_id)
 
 
-class RemoteAutomation:
+class RemoteAutomation(RunsService):
     remote = True
 
     def __init__(self, url: str, token: str, project: str, *, send_project: bool = True,
@@ -140,19 +150,44 @@ class RemoteAutomation:
                             hint=self._login_hint())
         shown = " ".join(text.split())[:200]
         return A44Error(E_API, f"{what} answered HTTP {status}" + (f": {shown}" if shown else ""),
-                        hint=f"is {self.url} an a44 daemon? (GET {self.url}{API_PREFIX}/openapi.json should answer)")
+                        hint=f"is {self.url} an a44 daemon? (GET {self.url}{ep.OPENAPI.path} should answer)")
 
-    async def _call(self, method: str, path: str, *, body: Any = None, params: dict | None = None,
-                    ok: tuple[int, ...] = (200,)) -> tuple[int, Any]:
+    async def _call(self, call: Call, *, body: Any = None, params: dict | None = None) -> tuple[int, Any]:
+        """(status, the answer's JSON) of one request; an answer is taken at a status its endpoint declares, once
+        it validates against that status's model (E_API otherwise); an error document is raised as its A44Error."""
+        status, doc = await self._request(call, body, params)
+        self._parsed(call, status, doc)
+        return status, doc
+
+    async def _answer(self, call: Call, model: type[M], *, body: Any = None) -> M:
+        """The answer as its model (app/contract/models/), for the verbs that rebuild objects from it."""
+        status, doc = await self._request(call, body, None)
+        parsed = self._parsed(call, status, doc)
+        assert isinstance(parsed, model), f"{call.method} {call.path} answers {type(parsed).__name__} at {status}"
+        return parsed
+
+    def _parsed(self, call: Call, status: int, doc: Any) -> BaseModel:
+        model = call.answers[status]
+        try:
+            return model.model_validate(doc)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "the answer"
+            raise A44Error(E_API, f"{call.method} {call.path} answered something that is not a {model.__name__} "
+                                  f"({where}: {first['msg']})",
+                           hint=f"is {self.url} an a44 daemon of this version? (GET {self.url}{ep.OPENAPI.path} "
+                                "shows what it serves)") from None
+
+    async def _request(self, call: Call, body: Any, params: dict | None) -> tuple[int, Any]:
         import aiohttp
 
         session = await self._http()
-        what = f"{method} {API_PREFIX}{path}"
+        what = f"{call.method} {call.path}"
         data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Content-Type": "application/json"} if data is not None else None
         query = {k: str(v) for k, v in (params or {}).items() if v is not None}
         try:
-            async with session.request(method, self.url + API_PREFIX + path, data=data, params=query,
+            async with session.request(call.method, self.url + call.path, data=data, params=query,
                                        headers=headers, timeout=aiohttp.ClientTimeout(total=self._timeout)) as resp:
                 text = await resp.text(encoding="utf-8", errors="replace")
                 status = resp.status
@@ -162,12 +197,12 @@ class RemoteAutomation:
             doc = json.loads(text) if text else None
         except ValueError:
             doc = None
-        if status in ok and doc is not None and not (isinstance(doc, dict) and "error" in doc):
+        if status in call.answers and doc is not None and not (isinstance(doc, dict) and "error" in doc):
             return status, doc
         raise self._coded(status, doc, text, what)
 
-    async def _events(self, path: str, after: int = 0) -> AsyncIterator[dict]:
-        """Server-sent events of `path` as dicts {id, event, data}; resumed with Last-Event-ID when the stream
+    async def _events(self, call: Call, after: int = 0) -> AsyncIterator[dict]:
+        """Server-sent events of `call` (a GET) as dicts {id, event, data}; resumed with Last-Event-ID when the stream
         drops; ends at `event: end`."""
         import aiohttp
 
@@ -179,7 +214,7 @@ class RemoteAutomation:
             if last:
                 headers["Last-Event-ID"] = str(last)
             try:
-                async with session.get(self.url + API_PREFIX + path, params={"follow": "true"}, headers=headers,
+                async with session.get(self.url + call.path, params={"follow": "true"}, headers=headers,
                                        timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._timeout)) as resp:
                     if resp.status != 200 or "text/event-stream" not in resp.headers.get("Content-Type", ""):
                         text = await resp.text(encoding="utf-8", errors="replace")
@@ -187,7 +222,7 @@ class RemoteAutomation:
                             doc = json.loads(text)
                         except ValueError:
                             doc = None
-                        raise self._coded(resp.status, doc, text, f"GET {API_PREFIX}{path}")
+                        raise self._coded(resp.status, doc, text, f"GET {call.path}")
                     fields: dict[str, str] = {}
                     data: list[str] = []
                     async for raw in resp.content:
@@ -223,7 +258,7 @@ class RemoteAutomation:
             # the server closed the stream without `event: end`: resume where it stopped
             failures += 1
             if failures > _STREAM_RETRIES:
-                raise A44Error(E_API, f"the event stream of {path} keeps ending before the run does",
+                raise A44Error(E_API, f"the event stream of {call.path} keeps ending before the run does",
                                hint="check the daemon's log")
             await asyncio.sleep(reconnect_delay(failures))
 
@@ -256,19 +291,20 @@ class RemoteAutomation:
         def local(name):
             return back.get(name, name) if isinstance(name, str) else name
 
-        _, doc = await self._call("POST", "/publish", body={"files": texts}, ok=(200, 422))
-        if not isinstance(doc, dict) or "workflows" not in doc:
-            raise A44Error(E_API, "POST /publish answered something that is not a PublishReport")
+        doc = await self._answer(ep.PUBLISH.call(), rm.PublishReport, body={"files": texts})
         diagnostics = sorted_diagnostics([
-            Diagnostic(d["code"], Severity(d["severity"]), d["message"], local(d["file"]), d["line"], d["col"],
-                       d["endLine"], d["endCol"], d.get("hint")) for d in doc.get("diagnostics", [])])
+            Diagnostic(d.code, Severity(d.severity), d.message, local(d.file), d.line, d.col, d.endLine, d.endCol,
+                       d.hint) for d in doc.diagnostics])
         order = {f: i for i, f in enumerate(files)}
-        shown = sorted((local(f) for f in doc.get("files", [])), key=lambda f: order.get(f, len(order)))
-        workflows = [PublishedWorkflow(w["workflow_id"], w["version"], w["sha256"], local(w.get("file")),
-                                       w["outcome"], _error_of(w.get("error"))) for w in doc["workflows"]]
-        return PublishReport(project=doc.get("project", self.project), files=shown, diagnostics=diagnostics,
-                             workflows=workflows, triggers=list(doc.get("triggers", [])),
-                             stored_triggers=[StoredTrigger(**t) for t in doc.get("stored_triggers", [])])
+        shown = sorted((local(f) for f in doc.files), key=lambda f: order.get(f, len(order)))
+        workflows = [PublishedWorkflow(w.workflow_id, w.version, w.sha256, local(w.file), w.outcome,
+                                       None if w.error is None else _error(w.error.code, w.error.message,
+                                                                           w.error.hint, None, w.error.step_id))
+                     for w in doc.workflows]
+        return PublishReport(project=doc.project, files=shown, diagnostics=diagnostics, workflows=workflows,
+                             triggers=list(doc.triggers),
+                             stored_triggers=[StoredTrigger(t.trigger_id, t.type, t.workflow_id, t.origin, t.outcome,
+                                                            t.secret_created) for t in doc.stored_triggers])
 
     # --- run, wait -------------------------------------------------------------------------------------------
     async def run(self, workflow: str, input: Any = None, idempotency_key: str | None = None, *,
@@ -276,9 +312,8 @@ class RemoteAutomation:
         require_idempotency_key(idempotency_key)
         body = {"workflow": workflow_ref(workflow), "input": {} if input is None else input,
                 "idempotency_key": str(idempotency_key)}
-        _, doc = await self._call("POST", "/runs", body=body, ok=(200, 202))
-        handle = RunHandle(doc["run_id"], bool(doc["created"]), float(doc["key_age_seconds"]), doc["workflow_id"],
-                           doc["version"])
+        doc = await self._answer(ep.RUN_START.call(), rm.RunHandle, body=body)
+        handle = RunHandle(doc.run_id, doc.created, doc.key_age_seconds, doc.workflow_id, doc.version)
         if not wait:
             return handle
         run, timed_out = await self.wait(handle.run_id, timeout)
@@ -292,7 +327,7 @@ class RemoteAutomation:
         await self.get_run(run_id)  # E_RUN_NOT_FOUND before waiting
 
         async def drain():
-            async for _ in self._events(f"/runs/{run_id}/logs"):
+            async for _ in self._events(ep.RUN_LOGS.at(run_id=run_id)):
                 pass
         try:
             await asyncio.wait_for(drain(), seconds)
@@ -301,7 +336,7 @@ class RemoteAutomation:
         return await self.get_run(run_id), False
 
     async def get_run(self, run_id: str) -> dict:
-        _, doc = await self._call("GET", f"/runs/{_seg(run_id)}")
+        _, doc = await self._call(ep.RUN.at(run_id=run_id))
         return timestamps(doc)
 
     # --- runs, logs, follow ------------------------------------------------------------------------------------
@@ -315,12 +350,12 @@ class RemoteAutomation:
         elif isinstance(since, datetime):
             raise InvalidArgument("since as an instant is not supported against a remote daemon",
                                   hint="pass an age: 48h, 30m, 7d")
-        _, doc = await self._call("GET", "/runs", params={"state": state, "workflow": workflow, "step": step,
+        _, doc = await self._call(ep.RUNS.call(), params={"state": state, "workflow": workflow, "step": step,
                                                           "since": since, "limit": limit, "offset": offset})
         return RunPage(int(doc["total"]), [timestamps(r) for r in doc["runs"]])
 
     async def logs(self, run_id: str) -> list[dict]:
-        _, doc = await self._call("GET", f"/runs/{_seg(run_id)}/logs")
+        _, doc = await self._call(ep.RUN_LOGS.at(run_id=run_id))
         return [timestamps(a) for a in doc["attempts"]]
 
     async def query_logs(self, *, error_code: str | None = None, step: str | None = None,
@@ -335,43 +370,43 @@ class RemoteAutomation:
             elif isinstance(value, datetime):
                 value = value.isoformat()
             ages[name] = value
-        _, doc = await self._call("GET", "/logs", params={
+        _, doc = await self._call(ep.LOGS.call(), params={
             "error_code": error_code, "step": step, "workflow": workflow, "partition_key": partition_key,
             "limit": limit, "cursor": after, "archive": "true" if archive else None, **ages})
         return LogPage([timestamps(r) for r in doc["rows"]], int(doc["limit"]), bool(doc["truncated"]), doc["next"],
                        doc["source"])
 
     async def follow(self, run_id: str, after_id: int = 0) -> AsyncIterator[dict]:
-        async for event in self._events(f"/runs/{_seg(run_id)}/logs", after_id):
+        async for event in self._events(ep.RUN_LOGS.at(run_id=run_id), after_id):
             if isinstance(event["data"], dict):
                 yield timestamps(event["data"])
 
     async def resolve(self, run_id: str, step_id: str, outcome: str, *, by: str | None = None) -> dict:
         # the daemon records the calling token's name as who decided (`by` is local only)
-        _, doc = await self._call("POST", f"/runs/{_seg(run_id)}/resolve", body={"step": step_id, "outcome": outcome})
+        _, doc = await self._call(ep.RESOLVE.at(run_id=run_id), body={"step": step_id, "outcome": outcome})
         return timestamps(doc)
 
     async def partitions(self, target: str, *, state: str | None = None, partition: str | None = None,
                          step: str | None = None, limit: int = 1000) -> dict:
-        _, doc = await self._call("GET", f"/partitions/{_seg(target)}",
+        _, doc = await self._call(ep.PARTITIONS.at(target=target),
                                   params={"state": state, "partition": partition, "step": step, "limit": limit})
         return {**doc, "partitions": [timestamps(d) for d in doc["partitions"]]}
 
     async def skip(self, run_id: str, *, reason: str, by: str, partition: str | None = None,
                    step: str | None = None) -> dict:
         # the daemon records the calling token's name as who skipped it (`by` is local only)
-        _, doc = await self._call("POST", f"/runs/{_seg(run_id)}/skip",
+        _, doc = await self._call(ep.SKIP.at(run_id=run_id),
                                   body={"partition": partition, "step": step, "reason": reason})
         return doc
 
     async def cancel(self, run_id: str, *, by: str, reason: str | None = None, compensate: bool = False) -> dict:
         # the daemon records the calling token's name as who cancelled it (`by` is local only)
-        _, doc = await self._call("POST", f"/runs/{_seg(run_id)}/cancel",
+        _, doc = await self._call(ep.CANCEL.at(run_id=run_id),
                                   body={"reason": reason, "compensate": compensate})
         return doc
 
     async def whoami(self) -> dict:
-        _, doc = await self._call("GET", "/whoami")
+        _, doc = await self._call(ep.WHOAMI.call())
         return timestamps(doc)
 
     # --- events --------------------------------------------------------------------------------------------
@@ -379,7 +414,7 @@ class RemoteAutomation:
         return RemoteIngestion(self)
 
 
-class RemoteIngestion:
+class RemoteIngestion(EventsService):
     """The `Ingestion` methods the CLI's `events` verbs call, over the API."""
 
     def __init__(self, auto: RemoteAutomation):
@@ -397,29 +432,17 @@ class RemoteIngestion:
             body["partition_key"] = partition_key
         if occurred_at is not None:
             body["occurred_at"] = occurred_at.isoformat() if isinstance(occurred_at, datetime) else occurred_at
-        _, doc = await self.auto._call("POST", "/events", body=body, ok=(200, 202))
-        return EventResult(doc["event_id"], bool(doc["created"]), float(doc["key_age_seconds"]), doc["type"],
-                           doc["idempotency_key"], list(doc.get("deliveries") or []))
+        doc = await self.auto._answer(ep.EVENT_PUBLISH.call(), ev.EventResult, body=body)
+        return EventResult(doc.event_id, doc.created, doc.key_age_seconds, doc.type, doc.idempotency_key,
+                           list(doc.deliveries))
 
     async def events(self, type: str | None = None, limit: int = 50, offset: int = 0) -> list[dict]:
-        _, doc = await self.auto._call("GET", "/events", params={"type": type, "limit": limit, "offset": offset})
+        _, doc = await self.auto._call(ep.EVENTS.call(), params={"type": type, "limit": limit, "offset": offset})
         return [timestamps(e) for e in doc["events"]]
 
     async def event(self, event_id: str) -> dict:
-        _, doc = await self.auto._call("GET", f"/events/{_seg(event_id)}")
+        _, doc = await self.auto._call(ep.EVENT.at(event_id=event_id))
         return doc
-
-
-def _seg(value: str) -> str:
-    from urllib.parse import quote
-
-    return quote(str(value), safe="")
-
-
-def _error_of(doc: dict | None) -> A44Error | None:
-    if not doc:
-        return None
-    return _error(doc["code"], doc.get("message", ""), doc.get("hint"), doc.get("details"), doc.get("step_id"))
 
 
 def _upload_keys(files: list[str]) -> dict[str, str]:

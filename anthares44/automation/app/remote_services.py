@@ -4,40 +4,37 @@ ones, so `--remote` prints what the local path prints. `twin(auto, "queues")` ha
 
 from __future__ import annotations
 
-from typing import Any
-from urllib.parse import quote
+import builtins
 
+from .contract import endpoints as ep
+from .contract.services import AdminService, AlertsService, NotificationsService, QueuesService
 from .remote import RemoteAutomation, timestamps
-
-
-def _seg(value: Any) -> str:
-    return quote(str(value), safe="")
 
 
 def _rows(doc: dict, key: str) -> list[dict]:
     return [timestamps(r) for r in doc[key]]
 
 
-class RemoteQueues:
+class RemoteQueues(QueuesService):
     """`app.queues.Queues` over `/v1/automation/queues` and `/dead-letters`."""
 
     def __init__(self, auto: RemoteAutomation):
         self.auto, self.project = auto, auto.project
 
     async def stats(self) -> list[dict]:
-        _, doc = await self.auto._call("GET", "/queues")
+        _, doc = await self.auto._call(ep.QUEUES.call())
         return doc["queues"]
 
     async def dlq_list(self, queue: str | None = None, *, limit: int = 50) -> list[dict]:
-        _, doc = await self.auto._call("GET", "/dead-letters", params={"queue": queue, "limit": limit})
+        _, doc = await self.auto._call(ep.DEAD_LETTERS.call(), params={"queue": queue, "limit": limit})
         return _rows(doc, "dead_letters")
 
     async def dlq_stats(self, queue: str, since=None) -> dict:
-        _, doc = await self.auto._call("GET", f"/queues/{_seg(queue)}/dead-letters/stats", params={"since": since})
+        _, doc = await self.auto._call(ep.DLQ_STATS.at(queue=queue), params={"since": since})
         return doc
 
     async def dlq_show(self, dead_letter_id: str, *, with_attempts: bool = False) -> dict:
-        _, doc = await self.auto._call("GET", f"/dead-letters/{_seg(dead_letter_id)}",
+        _, doc = await self.auto._call(ep.DEAD_LETTER.at(dead_letter_id=dead_letter_id),
                                        params={"with_attempts": "true" if with_attempts else None})
         return timestamps(doc)
 
@@ -46,13 +43,13 @@ class RemoteQueues:
         from ..runtime.queues import RedriveReport
 
         body = {"filter": filter, "rate": None if rate is None else str(rate), "max": max, "dry_run": dry_run}
-        _, doc = await self.auto._call("POST", f"/queues/{_seg(queue)}/dead-letters/redrive", body=body)
+        _, doc = await self.auto._call(ep.DLQ_REDRIVE.at(queue=queue), body=body)
         return RedriveReport(doc["queue"], doc["dry_run"], doc["matched"], doc["redriven"],
                              doc["dead_lettered_again"], doc["skipped_taken"], doc["scanned"], doc["elapsed_s"],
                              doc["runs"])
 
 
-class RemoteAlerts:
+class RemoteAlerts(AlertsService):
     """`app.alerts.Alerts` over `/v1/automation/alert-rules`, `/builtin-alerts` and `/alerts`."""
 
     def __init__(self, auto: RemoteAutomation):
@@ -61,7 +58,7 @@ class RemoteAlerts:
     async def create(self, name: str, *, metric: str, condition: str, filter: str = "", severity: str = "p3",
                      notify: str | None = None, escalate_to: str | None = None, suppress_window: str | None = None,
                      update_every: int | None = None) -> dict:
-        _, doc = await self.auto._call("PUT", f"/alert-rules/{_seg(name)}", body={
+        _, doc = await self.auto._call(ep.ALERT_RULE_PUT.at(name=name), body={
             "metric": metric, "condition": condition, "filter": filter or "", "severity": severity,
             "notify": notify, "escalate_to": escalate_to, "suppress_window": suppress_window,
             "update_every": update_every})
@@ -69,32 +66,32 @@ class RemoteAlerts:
 
     async def builtin(self, *, notify: str | None, escalate_to: str | None = None, severity: str = "p2",
                       suppress_window: str | None = None, update_every: int | None = None) -> dict:
-        _, doc = await self.auto._call("PUT", "/builtin-alerts", body={
+        _, doc = await self.auto._call(ep.BUILTIN_ALERTS.call(), body={
             "notify": notify, "escalate_to": escalate_to, "severity": severity, "suppress_window": suppress_window,
             "update_every": update_every})
         return timestamps(doc)
 
-    async def list(self) -> list[dict]:
-        _, doc = await self.auto._call("GET", "/alert-rules")
+    async def list(self) -> builtins.list[dict]:
+        _, doc = await self.auto._call(ep.ALERT_RULES.call())
         return _rows(doc, "rules")
 
     async def show(self, name: str) -> dict:
-        _, doc = await self.auto._call("GET", f"/alert-rules/{_seg(name)}")
+        _, doc = await self.auto._call(ep.ALERT_RULE.at(name=name))
         return timestamps(doc)
 
     async def rm(self, name: str) -> None:
-        await self.auto._call("DELETE", f"/alert-rules/{_seg(name)}")
+        await self.auto._call(ep.ALERT_RULE_RM.at(name=name))
 
     async def test(self, name: str) -> dict:
-        _, doc = await self.auto._call("POST", f"/alert-rules/{_seg(name)}/test")
+        _, doc = await self.auto._call(ep.ALERT_RULE_TEST.at(name=name))
         return doc
 
-    async def alerts(self, *, state: str | None = None, limit: int = 50) -> list[dict]:
-        _, doc = await self.auto._call("GET", "/alerts", params={"state": state, "limit": limit})
+    async def alerts(self, *, state: str | None = None, limit: int = 50) -> builtins.list[dict]:
+        _, doc = await self.auto._call(ep.ALERTS.call(), params={"state": state, "limit": limit})
         return _rows(doc, "alerts")
 
 
-class RemoteNotifications:
+class RemoteNotifications(NotificationsService):
     """`app.notifications.Notifications` over `/v1/automation/channels` and `/notifications`; secrets a channel
     names are checked on the daemon's host, where they are read."""
 
@@ -102,38 +99,38 @@ class RemoteNotifications:
         self.auto = auto
 
     async def create_channel(self, name: str, kind: str, config: dict) -> dict:
-        _, doc = await self.auto._call("PUT", f"/channels/{_seg(name)}", body={"type": kind, "config": config})
+        _, doc = await self.auto._call(ep.CHANNEL_PUT.at(name=name), body={"type": kind, "config": config})
         return timestamps(doc)
 
     async def channels(self) -> list[dict]:
-        _, doc = await self.auto._call("GET", "/channels")
+        _, doc = await self.auto._call(ep.CHANNELS.call())
         return _rows(doc, "channels")
 
     async def channel(self, name: str) -> dict:
-        _, doc = await self.auto._call("GET", f"/channels/{_seg(name)}")
+        _, doc = await self.auto._call(ep.CHANNEL.at(name=name))
         return timestamps(doc)
 
     async def remove_channel(self, name: str) -> None:
-        await self.auto._call("DELETE", f"/channels/{_seg(name)}")
+        await self.auto._call(ep.CHANNEL_RM.at(name=name))
 
     async def test_channel(self, name: str, *, timeout: float = 30.0) -> dict:
-        _, doc = await self.auto._call("POST", f"/channels/{_seg(name)}/test", params={"timeout": f"{timeout}s"})
+        _, doc = await self.auto._call(ep.CHANNEL_TEST.at(name=name), params={"timeout": f"{timeout}s"})
         return timestamps(doc)
 
     async def notifications(self, *, state: str | None = None, limit: int = 100) -> list[dict]:
-        _, doc = await self.auto._call("GET", "/notifications", params={"state": state, "limit": limit})
+        _, doc = await self.auto._call(ep.NOTIFICATIONS.call(), params={"state": state, "limit": limit})
         return _rows(doc, "notifications")
 
     async def notification(self, notification_id: int) -> dict:
-        _, doc = await self.auto._call("GET", f"/notifications/{int(notification_id)}")
+        _, doc = await self.auto._call(ep.NOTIFICATION.at(notification_id=int(notification_id)))
         return timestamps(doc)
 
     async def retry(self, notification_id: int) -> bool:
-        _, doc = await self.auto._call("POST", f"/notifications/{int(notification_id)}/retry")
+        _, doc = await self.auto._call(ep.NOTIFICATION_RETRY.at(notification_id=int(notification_id)))
         return bool(doc["requeued"])
 
 
-class RemoteAdmin:
+class RemoteAdmin(AdminService):
     """Tokens, webhook secrets, metrics, connectors and replay of the daemon's project."""
 
     def __init__(self, auto: RemoteAutomation):
@@ -143,35 +140,35 @@ class RemoteAdmin:
         options.pop("progress", None)   # the daemon hands the runs over; nothing to show here
         if options.get("from_time") is not None:
             options["from_time"] = str(options["from_time"])
-        _, doc = await self.auto._call("POST", "/replay", body={"run_ids": list(run_ids), **options})
+        _, doc = await self.auto._call(ep.REPLAY.call(), body={"run_ids": list(run_ids), **options})
         return doc
 
     async def tokens(self) -> list[dict]:
-        _, doc = await self.auto._call("GET", "/tokens")
+        _, doc = await self.auto._call(ep.TOKENS.call())
         return _rows(doc, "tokens")
 
     async def create_token(self, name: str, scopes: list[str], expires: str | None, allow_cidrs: list[str]) -> dict:
-        _, doc = await self.auto._call("POST", "/tokens", ok=(201,), body={
+        _, doc = await self.auto._call(ep.TOKEN_CREATE.call(), body={
             "name": name, "scopes": list(scopes), "expires": expires or "never", "allow_cidrs": list(allow_cidrs)})
         return timestamps(doc)
 
     async def revoke_token(self, token_id: str) -> None:
-        await self.auto._call("DELETE", f"/tokens/{_seg(token_id)}")
+        await self.auto._call(ep.TOKEN_REVOKE.at(token_id=token_id))
 
     async def webhook_secret(self, trigger: str) -> str:
-        _, doc = await self.auto._call("POST", f"/webhooks/{_seg(trigger)}/secret")
+        _, doc = await self.auto._call(ep.WEBHOOK_SECRET.at(trigger=trigger))
         return doc["secret"]
 
     async def rotate_webhook_secret(self, trigger: str) -> dict:
-        _, doc = await self.auto._call("POST", f"/webhooks/{_seg(trigger)}/rotate")
+        _, doc = await self.auto._call(ep.WEBHOOK_ROTATE.at(trigger=trigger))
         return timestamps(doc)
 
     async def metrics(self, prefix: str | None = None) -> list[dict]:
-        _, doc = await self.auto._call("GET", "/metrics", params={"name": prefix})
+        _, doc = await self.auto._call(ep.METRICS.call(), params={"name": prefix})
         return doc["metrics"]
 
     async def connectors(self) -> list[dict]:
-        _, doc = await self.auto._call("GET", "/connectors")
+        _, doc = await self.auto._call(ep.CONNECTORS.call())
         return doc["connectors"]
 
 

@@ -1,5 +1,5 @@
 """The OpenAPI 3.1 document served at `GET /v1/automation/openapi.json` and committed as schemas/openapi.json,
-generated from the route table (routing.py) and the pydantic models of http/models/: paths, methods, parameters
+generated from the route table (routing.py) and the pydantic models of app/contract/models/: paths, methods, parameters
 (their schemas are the rules params.py applies), bodies, answers, error answers and the security schemes.
 
     python -m anthares44.automation.http.openapi > schemas/openapi.json
@@ -12,10 +12,10 @@ import sys
 
 from pydantic.json_schema import models_json_schema
 
+from ..app.contract.models.common import Error
 from ..jsonenc import to_json
 from . import params as p
 from . import routes  # noqa: F401 - declares every route
-from .models.common import Error
 from .routing import ADMIN, READ, ROUTES, WRITE
 
 _REF = "#/components/schemas/{model}"
@@ -32,7 +32,9 @@ _STATUS = {400: "bad request: a parameter (E_BAD_REQUEST) or the body (E_INVALID
            403: "the token's scope, project or allowed networks refuse it (E_FORBIDDEN)",
            404: "not found", 405: "method not allowed", 408: "E_REQUEST_TIMEOUT: the body did not arrive in time",
            409: "conflict with the current state", 413: "E_BODY_TOO_LARGE", 415: "not application/json",
-           422: "refused (compile errors)", 501: "not available on this server"}
+           422: "refused (compile errors)", 501: "not available on this server",
+           503: "the database cannot be reached (E_DB_UNAVAILABLE) or the server is at its connection limit "
+                "(E_SERVER_BUSY); retry"}
 _SCOPE_TEXT = {READ: "automation:read (or write, or admin)", WRITE: "automation:write (or admin)",
                ADMIN: "automation:admin"}
 

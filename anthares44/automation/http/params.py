@@ -14,14 +14,13 @@ from typing import Any
 
 from aiohttp import web
 
+from ..app.contract.models.common import ID_PATTERN, MAX_ID_LEN
 from ..durations import parse_duration
 from ..errors import E_BAD_REQUEST, A44Error
 
 PARAMS_KEY = web.RequestKey("params", dict) if hasattr(web, "RequestKey") else "params"
-MAX_ID_LEN = 200
 MAX_TEXT_LEN = 200
 BIGINT_MAX = 2 ** 63 - 1
-ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 
 
 def bad(name: str, message: str) -> A44Error:

@@ -13,6 +13,7 @@ from aiohttp import web
 
 from ..app import gateway
 from ..app import metrics as app_metrics
+from ..app.contract.endpoints import OPENAPI
 from ..app.gateway import MAX_WEBHOOK_BODY, AuthError, Rejection, count, refuse_webhook
 from ..app.serve import HttpLimits, HttpSettings, is_loopback
 from ..errors import (
@@ -227,7 +228,7 @@ def build_app(store, limits: HttpLimits | None = None, log_archive_dir: str | No
     app[STOPPING_KEY] = asyncio.Event()
     app[AUTOS_KEY] = {}
     r = app.router
-    r.add_get("/v1/automation/openapi.json", openapi)
+    r.add_get(OPENAPI.path, openapi)
     register_all(r, ROUTES)
     r.add_get("/metrics", metrics)
     r.add_get("/healthz", health)

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from ...app.contract import endpoints as ep
+from ...app.contract.models import queues as qm
+from ...app.contract.models import runs as rm
 from ...app.queues import Queues
 from ...app.replay import replay
 from ..context import automation_for, json_response, principal, read_model
-from ..models import queues as qm
-from ..models import runs as rm
 from ..params import params
 from ..routing import route
 
 
-@route("POST", "/v1/automation/replay", "re-run terminal runs from a step, an instant or their failed partitions, "
+@route(ep.REPLAY, "re-run terminal runs from a step, an instant or their failed partitions, "
        "reusing earlier results (as `replay`); dry_run: the plan, nothing changes", body=rm.ReplayRequest,
-       answers={200: rm.ReplayResult}, errors=(404, 409, 413))
+       errors=(404, 409, 413))
 async def api_replay(request: web.Request) -> web.Response:
     b = await read_model(request, rm.ReplayRequest)
     doc = await replay(automation_for(request), b.run_ids, state=b.state, step=b.step, since=b.since,
@@ -26,9 +27,8 @@ async def api_replay(request: web.Request) -> web.Response:
     return json_response(doc)
 
 
-@route("POST", "/v1/automation/runs/{run_id}/resolve", "settle an exclusive step awaiting confirmation (as `runs "
-       "resolve`), recording the token's name; answers the run", body=rm.ResolveRequest, answers={200: rm.Run},
-       errors=(404, 409))
+@route(ep.RESOLVE, "settle an exclusive step awaiting confirmation (as `runs "
+       "resolve`), recording the token's name; answers the run", body=rm.ResolveRequest, errors=(404, 409))
 async def api_resolve(request: web.Request) -> web.Response:
     b = await read_model(request, rm.ResolveRequest)
     run = await automation_for(request).resolve(params(request)["run_id"], b.step, b.outcome,
@@ -36,22 +36,22 @@ async def api_resolve(request: web.Request) -> web.Response:
     return json_response(run)
 
 
-@route("GET", "/v1/automation/queues", "per queue: limits, in flight, waiting, oldest waiting age, DLQ depth "
-       "(as `queues stats`)", answers={200: qm.QueueStats}, tag="queues")
+@route(ep.QUEUES, "per queue: limits, in flight, waiting, oldest waiting age, DLQ depth "
+       "(as `queues stats`)", tag="queues")
 async def api_queues(request: web.Request) -> web.Response:
     return json_response({"queues": await Queues(automation_for(request)).stats()})
 
 
-@route("GET", "/v1/automation/dead-letters", "dead letters newest first, of every queue or of `queue` (as `dlq "
-       "list`)", answers={200: qm.DeadLetters}, query=("queue", "limit"), tag="queues")
+@route(ep.DEAD_LETTERS, "dead letters newest first, of every queue or of `queue` (as `dlq "
+       "list`)", query=("queue", "limit"), tag="queues")
 async def api_dlq_list(request: web.Request) -> web.Response:
     q = params(request)
     rows = await Queues(automation_for(request)).dlq_list(q.get("queue"), limit=min(q.get("limit", 50), 1000))
     return json_response({"dead_letters": rows})
 
 
-@route("GET", "/v1/automation/dead-letters/{dead_letter_id}", "one dead letter: envelope, last error, with_attempts: "
-       "every delivery and its attempts (as `dlq show`)", answers={200: qm.DeadLetter}, query=("with_attempts",),
+@route(ep.DEAD_LETTER, "one dead letter: envelope, last error, with_attempts: "
+       "every delivery and its attempts (as `dlq show`)", query=("with_attempts",),
        errors=(404,), tag="queues")
 async def api_dlq_show(request: web.Request) -> web.Response:
     q = params(request)
@@ -59,16 +59,16 @@ async def api_dlq_show(request: web.Request) -> web.Response:
         q["dead_letter_id"], with_attempts=q.get("with_attempts", False)))
 
 
-@route("GET", "/v1/automation/queues/{queue}/dead-letters/stats", "a queue's dead letters by error code (as `dlq "
-       "stats`)", answers={200: qm.DlqStats}, query=("since",), errors=(404,), tag="queues")
+@route(ep.DLQ_STATS, "a queue's dead letters by error code (as `dlq "
+       "stats`)", query=("since",), errors=(404,), tag="queues")
 async def api_dlq_stats(request: web.Request) -> web.Response:
     q = params(request)
     return json_response(await Queues(automation_for(request)).dlq_stats(q["queue"], since=q.get("since")))
 
 
-@route("POST", "/v1/automation/queues/{queue}/dead-letters/redrive", "re-enqueue a queue's dead letters matching a "
+@route(ep.DLQ_REDRIVE, "re-enqueue a queue's dead letters matching a "
        "CEL filter, at most `rate` per second and `max` in all, never one twice (as `dlq redrive`); dry_run: count "
-       "and list", body=qm.RedriveRequest, answers={200: qm.RedriveReport}, errors=(404,), tag="queues")
+       "and list", body=qm.RedriveRequest, errors=(404,), tag="queues")
 async def api_dlq_redrive(request: web.Request) -> web.Response:
     b = await read_model(request, qm.RedriveRequest)
     report = await Queues(automation_for(request)).dlq_redrive(params(request)["queue"], filter=b.filter,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from ...app.contract import endpoints as ep
+from ...app.contract.models import runs as rm
 from ...errors import E_INVALID_ARGUMENT, A44Error
 from ..context import (
     PRINCIPAL_KEY,
@@ -17,13 +19,12 @@ from ..context import (
     uploaded,
 )
 from ..event_stream import stream_events
-from ..models import runs as rm
 from ..params import params
 from ..routing import route
 
 
-@route("POST", "/v1/automation/publish", "compile and publish workflow and trigger files (as `publish`)",
-       body=rm.PublishRequest, answers={200: rm.PublishReport, 422: rm.PublishReport}, errors=(408, 413))
+@route(ep.PUBLISH, "compile and publish workflow and trigger files (as `publish`)",
+       body=rm.PublishRequest, errors=(408, 413))
 async def api_publish(request: web.Request) -> web.Response:
     """Body: {"files": {"relative/path.yaml": "<yaml text>", ...}}; answer: the PublishReport (as publish --format
     json)."""
@@ -42,8 +43,8 @@ async def api_publish(request: web.Request) -> web.Response:
     return json_response(doc, 200 if report.ok else 422)
 
 
-@route("POST", "/v1/automation/runs", "start a run (idempotency key mandatory); 202 created, 200 deduplicated",
-       body=rm.RunRequest, answers={202: rm.RunHandle, 200: rm.RunHandle}, headers=("A44-Idempotency-Key",),
+@route(ep.RUN_START, "start a run (idempotency key mandatory); 202 created, 200 deduplicated",
+       body=rm.RunRequest, headers=("A44-Idempotency-Key",),
        errors=(404, 408, 413))
 async def api_run(request: web.Request) -> web.Response:
     doc = json_object(await read_json(request))
@@ -57,8 +58,7 @@ async def api_run(request: web.Request) -> web.Response:
     return json_response(handle.to_dict(), 202 if handle.created else 200)
 
 
-@route("GET", "/v1/automation/runs", "list runs (as `runs --format json`)", answers={200: rm.Runs},
-       query=("state", "workflow", "step", "since", "limit", "offset"))
+@route(ep.RUNS, "list runs (as `runs --format json`)", query=("state", "workflow", "step", "since", "limit", "offset"))
 async def api_runs(request: web.Request) -> web.Response:
     q = params(request)
     page = await automation_for(request).runs(state=q.get("state"), workflow=q.get("workflow"), step=q.get("step"),
@@ -67,14 +67,14 @@ async def api_runs(request: web.Request) -> web.Response:
     return json_response(page.to_dict())
 
 
-@route("GET", "/v1/automation/runs/{run_id}", "one run", answers={200: rm.Run}, errors=(404,))
+@route(ep.RUN, "one run", errors=(404,))
 async def api_run_get(request: web.Request) -> web.Response:
     return json_response(await automation_for(request).get_run(params(request)["run_id"]))
 
 
-@route("GET", "/v1/automation/runs/{run_id}/logs", "attempts of a run; with ?follow=true or Accept: "
+@route(ep.RUN_LOGS, "attempts of a run; with ?follow=true or Accept: "
        "text/event-stream, server-sent events until the run ends (resume with Last-Event-ID)",
-       answers={200: rm.RunLogs}, query=("follow", "after"), headers=("Last-Event-ID",), errors=(404,))
+       query=("follow", "after"), headers=("Last-Event-ID",), errors=(404,))
 async def api_logs(request: web.Request) -> web.StreamResponse:
     auto, q = automation_for(request), params(request)
     run_id = q["run_id"]
@@ -86,9 +86,8 @@ async def api_logs(request: web.Request) -> web.StreamResponse:
     return await stream_events(request, auto.follow(run_id, after))
 
 
-@route("GET", "/v1/automation/partitions/{target}", "partitions of a run (run_...) or of a workflow's runs, "
-       "newest run first (as `partitions --format json`)", answers={200: rm.Partitions},
-       query=("state", "partition", "step", "limit"), errors=(404,))
+@route(ep.PARTITIONS, "partitions of a run (run_...) or of a workflow's runs, "
+       "newest run first (as `partitions --format json`)", query=("state", "partition", "step", "limit"), errors=(404,))
 async def api_partitions(request: web.Request) -> web.Response:
     q = params(request)
     return json_response(await automation_for(request).partitions(
@@ -96,9 +95,9 @@ async def api_partitions(request: web.Request) -> web.Response:
         limit=min(q.get("limit", 1000), 10_000)))
 
 
-@route("POST", "/v1/automation/runs/{run_id}/skip", "skip a failed partition (or step) of a partial or failed "
+@route(ep.SKIP, "skip a failed partition (or step) of a partial or failed "
        "run, recording the token's name and the reason (as `runs skip`)", body=rm.SkipRequest,
-       answers={200: rm.SkipResult}, errors=(404, 409))
+       errors=(404, 409))
 async def api_skip(request: web.Request) -> web.Response:
     """A person (the calling token's name is recorded as who) skips a failed partition or step."""
     b = await read_model(request, rm.SkipRequest)
@@ -107,9 +106,9 @@ async def api_skip(request: web.Request) -> web.Response:
                                                             by=f"token:{request[PRINCIPAL_KEY].name}"))
 
 
-@route("POST", "/v1/automation/runs/{run_id}/cancel", "cancel a run, recording the token's name and the reason: at "
+@route(ep.CANCEL, "cancel a run, recording the token's name and the reason: at "
        "once when no worker holds it, else at the holder's next safe point (as `runs cancel`)",
-       body=rm.CancelRequest, answers={200: rm.CancelResult}, errors=(404, 409))
+       body=rm.CancelRequest, errors=(404, 409))
 async def api_cancel(request: web.Request) -> web.Response:
     b = await read_model(request, rm.CancelRequest)
     return json_response(await automation_for(request).cancel(
@@ -117,9 +116,9 @@ async def api_cancel(request: web.Request) -> web.Response:
         compensate=b.compensate))
 
 
-@route("GET", "/v1/automation/logs", "attempts of every run of the project, newest first, filtered (as "
+@route(ep.LOGS, "attempts of every run of the project, newest first, filtered (as "
        "`logs query --format json`); a truncated answer has `next`, passed back as `cursor`",
-       answers={200: rm.LogPage}, query=("error_code", "step", "workflow", "partition_key", "since", "until",
+       query=("error_code", "step", "workflow", "partition_key", "since", "until",
                                           "limit", "cursor", "archive"), errors=(501,), tag="logs")
 async def api_logs_query(request: web.Request) -> web.Response:
     q = params(request)

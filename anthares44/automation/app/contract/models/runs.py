@@ -13,12 +13,53 @@ class PublishRequest(Body):
     files: dict[str, str] = Field(description="relative path -> YAML text", min_length=1)
 
 
+class Diagnostic(Doc):
+    """A compiler diagnostic, as `lint --format json` prints it (file relative to the uploaded files)."""
+    code: str
+    severity: Literal["error", "warning"]
+    message: str
+    file: str | None
+    line: int
+    col: int
+    endLine: int   # camelCase: the names lint's JSON has
+    endCol: int
+    hint: str | None = None
+
+
+class Refusal(Doc):
+    """Why the store refused a workflow."""
+    code: str
+    message: str
+    hint: str | None = None
+    step_id: str | None = None
+
+
+class PublishedWorkflow(Doc):
+    workflow_id: str
+    version: int
+    sha256: str
+    file: str | None
+    outcome: Literal["created", "unchanged", "refused"]
+    error: Refusal | None = None
+
+
+class StoredTrigger(Doc):
+    trigger_id: str
+    type: str
+    workflow_id: str
+    origin: Literal["standalone", "inline"]
+    outcome: Literal["created", "updated", "unchanged"]
+    secret_created: bool = False
+
+
 class PublishReport(Doc):
     project: str
     ok: bool
     files: list[str]
-    diagnostics: list[dict]
-    workflows: list[dict]
+    diagnostics: list[Diagnostic]
+    workflows: list[PublishedWorkflow]
+    triggers: list[str]
+    stored_triggers: list[StoredTrigger]
 
 
 class RunRequest(Body):

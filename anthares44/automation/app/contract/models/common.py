@@ -1,14 +1,16 @@
 """The types every area shares: closed request bodies, open answer documents, ids and texts with the limits the
-path parameters have (http/params.py), and the error document."""
+path parameters have (checked by http/params.py), and the error document."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..params import ID_PATTERN, MAX_ID_LEN
-
+# ids in a path segment: checked by http/params.py, typed here
+MAX_ID_LEN = 200
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LEN, pattern=f"^{ID_PATTERN.pattern}$")]
 # free text stored in the database: no NUL (PostgreSQL text cannot hold it), bounded
 Text = Annotated[str, Field(max_length=10_000, pattern=r"^[^\x00]*$")]
