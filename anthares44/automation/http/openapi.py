@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import sys
 
-from pydantic.json_schema import models_json_schema
+from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from ..app.contract.models.common import Error
 from ..jsonenc import to_json
@@ -56,7 +57,7 @@ def _json(schema: dict | None, description: str) -> dict:
 
 def _components() -> tuple[dict, dict]:
     """(model -> its $ref, the schemas): requests as validated, answers as written."""
-    pairs = {(Error, "serialization")}
+    pairs: set[tuple[type[BaseModel], JsonSchemaMode]] = {(Error, "serialization")}
     for r in ROUTES:
         if r.body is not None:
             pairs.add((r.body, "validation"))
