@@ -59,7 +59,6 @@ class CodeVisit(Host):
 
     def __init__(self, v: Visit, history: History, step_rows: dict[str, dict[str, dict]]):
         self.v = v
-        self.b = v.batch
         self.history = history
         self.step_rows = step_rows
         self._compensating = v.row["state"] == COMPENSATING
@@ -84,7 +83,7 @@ class CodeVisit(Host):
 
     async def _commit(self) -> None:
         try:
-            await self.b.commit(self.v.clock.now())
+            await self.v.batch.commit(self.v.clock.now())
         except (LeaseLost, A44Error) as exc:
             raise _Infra(exc) from exc
 
@@ -95,16 +94,16 @@ class CodeVisit(Host):
         now = v.clock.now()
         if now >= v.run.deadline:     # §3.1: past the wall-clock limit the next step fails for good
             err = v.deadline_error(step_id)
-            self.b.record(step_id, attempt, "action", "failed", now, error=err)
+            self.v.batch.record(step_id, attempt, "action", "failed", now, error=err)
             await self._commit()
             raise StepFailed(step_id, err.code, err.message)
         split = split_part(step_id)
         if split is not None and (holder := await take_item(v, split[0], split[1], now)) is not None:
             self._lock_waits = True         # one run per partition (partition_locks.py): wait, holding no worker
-            self.b.event("partition.waiting", now, step_id=step_id, data={"holder": holder},
-                         message=f"run {holder} is processing partition {split[1]} of {split[0]}: waiting for it")
+            self.v.batch.event("partition.waiting", now, step_id=step_id, data={"holder": holder},
+                               message=f"run {holder} is processing partition {split[1]} of {split[0]}: waiting for it")
             raise Suspend(now + LOCK_RECHECK, "waiting")
-        a = self.b.start(step_id, attempt, "action", now)
+        a = self.v.batch.start(step_id, attempt, "action", now)
         self._item_row(step_id, a, None)
         await self._commit()
         v.event("step.started", step=step_id, attempt=attempt)
@@ -113,12 +112,12 @@ class CodeVisit(Host):
     async def finish(self, rec: Attempt, status: str, *, result: Any = None, error: A44Error | None = None,
                      retry_at: datetime | None = None, rows: dict | None = None) -> None:
         now = self.v.clock.now()
-        self.b.current_step = rec.step_id
+        self.v.batch.current_step = rec.step_id
         if rows is not None:
-            self.b.rows(rec.step_id, rows, now)
+            self.v.batch.rows(rec.step_id, rows, now)
             self.step_rows.setdefault(rec.step_id, {})[WHOLE_STEP] = rows
-        self.b.finish(rec, status, now, result=redact(result) if result is not None else None, error=error,
-                      retry_at=retry_at)
+        self.v.batch.finish(rec, status, now, result=redact(result) if result is not None else None, error=error,
+                            retry_at=retry_at)
         self._item_row(rec.step_id, None, rows)
         await self._commit()
         self.v.event(f"step.{status}", step=rec.step_id, attempt=rec.attempt, code=error.code if error else None)
@@ -131,14 +130,14 @@ class CodeVisit(Host):
             return
         actions = list(self.history.log(step_id).actions) + ([starting] if starting is not None else [])
         ordinal = self._execution.item_ordinals.get(step_id, 0) if self._execution is not None else 0
-        self.b.partition_row(split[0], split[1], ordinal, _item_state(actions[-1]), actions, rows,
-                             self.v.clock.now())
+        self.v.batch.partition_row(split[0], split[1], ordinal, _item_state(actions[-1]), actions, rows,
+                                   self.v.clock.now())
 
     def expire(self, rec: Attempt) -> None:
-        self.b.expire(rec, self.v.clock.now())
+        self.v.batch.expire(rec, self.v.clock.now())
 
     def record_value(self, key: str, value: Any) -> None:
-        self.b.record(key, 1, "action", "succeeded", self.v.clock.now(), result=value)
+        self.v.batch.record(key, 1, "action", "succeeded", self.v.clock.now(), result=value)
 
     async def plan(self, plan_id: str, name: str, spec: dict, attempt: int) -> Attempt:
         """`ctx.partitions.since_last_success`: the keys, recorded as step `plan_id` with the plan of `name` and
@@ -154,15 +153,15 @@ class CodeVisit(Host):
                 keys = since_keys(await planner.history(name), spec["initial"], end, spec["every_ms"], spec["max"],
                                   name)
             except A44Error as err:
-                self.b.record(plan_id, attempt, "action", "failed", now, error=err)
+                self.v.batch.record(plan_id, attempt, "action", "failed", now, error=err)
                 await self._commit()
                 raise StepFailed(plan_id, err.code, err.message) from None
-            a = self.b.record(plan_id, attempt, "action", "succeeded", now, result=keys)
-            self.b.plan(name, json.dumps(spec, sort_keys=True, separators=(",", ":")), keys, True, now)
+            a = self.v.batch.record(plan_id, attempt, "action", "succeeded", now, result=keys)
+            self.v.batch.plan(name, json.dumps(spec, sort_keys=True, separators=(",", ":")), keys, True, now)
             for i, key in enumerate(keys):
-                self.b.partition_row(name, key, i, "pending", [], None, now)
+                self.v.batch.partition_row(name, key, i, "pending", [], None, now)
             try:
-                await self.b.commit(now)
+                await self.v.batch.commit(now)
             except PlanConflict:
                 self.v.event("partitions.replanned", step=name)
                 continue
@@ -171,7 +170,7 @@ class CodeVisit(Host):
             return a
         err = A44Error(E_PARTITIONS_INVALID, f"{name}: other runs kept taking its partitions while it planned",
                        step_id=plan_id, hint="runs of this workflow compete for the same partitions")
-        self.b.record(plan_id, attempt, "action", "failed", self.v.clock.now(), error=err)
+        self.v.batch.record(plan_id, attempt, "action", "failed", self.v.clock.now(), error=err)
         await self._commit()
         raise StepFailed(plan_id, err.code, err.message)
 
@@ -198,7 +197,7 @@ class CodeVisit(Host):
             state = WAITING if s.state == "waiting" else SLEEPING
             return await v.release_until(state, s.due, v.clock.now(), lock_waits=self._lock_waits)
         except NonDeterministic as err:
-            self.b.current_step = err.observed or err.expected
+            self.v.batch.current_step = err.observed or err.expected
             return await self._end(FAILED, error=err, failed_step=err.observed or err.expected)
         except StepFailed as f:
             return await self._compensate(x, f.step_id, A44Error(f.code, f.message, step_id=f.step_id))
@@ -215,8 +214,8 @@ class CodeVisit(Host):
             err = A44Error(E_PARTITIONS_FAILED, f"{len(listed)} partition(s) failed after their retries: "
                                                 + ", ".join(f"{i} ({c})" for i, c, _ in x.failed_items),
                            details={"failed_partitions": listed})
-            self.b.event("run.partial", v.clock.now(), state=PARTIAL, error_code=err.code, message=err.message,
-                         data=err.details)
+            self.v.batch.event("run.partial", v.clock.now(), state=PARTIAL, error_code=err.code, message=err.message,
+                               data=err.details)
             return await self._end(PARTIAL, error=err, result=encoded)
         return await self._end(SUCCEEDED, result=encoded)
 
@@ -252,7 +251,7 @@ class CodeVisit(Host):
         now = v.clock.now()
         for log in self.history.steps.values():      # a sleep in progress ends with the run
             if log.last is not None and log.last.status == "running":
-                self.b.finish(log.last, "cancelled", now, error=err)
+                self.v.batch.finish(log.last, "cancelled", now, error=err)
         plan = self._plan(x)
         if v.cancel.compensate and plan:
             self._compensating = True
@@ -291,7 +290,7 @@ class CodeVisit(Host):
             return await Saga(self.v, self, plan, step_id, err).run()
         if not plan:
             return await self._end(FAILED, error=err, failed_step=step_id)
-        self.b.current_step = step_id
+        self.v.batch.current_step = step_id
         self._compensating = True
         return await self.v.compensate(plan, self.v.clock.now(), step_id, err, self)
 
