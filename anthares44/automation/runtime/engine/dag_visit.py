@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from ...attempts import Attempt
+from ...clock import wait_until
 from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_RUN_DEADLINE, A44Error
 from .. import evaluation
 from . import rows as row_counts
@@ -270,14 +271,12 @@ class DagVisit:
         """Wait for the first in-flight attempt to end (or for a retry/sleep of another branch to come due) and
         add what ended to the batch, so that its finish commits with the starts it unlocks."""
         v, b = self.v, self.v.batch
-        timeout = None
-        if dues:
-            timeout = max(0.0, (min(d for d, _ in dues) - v.clock.now()).total_seconds())
-        waits = set(self._inflight)
+        waits: set[asyncio.Future] = set(self._inflight)
         woken = v.cancel.waiter()       # a cancel request ends the wait too
         if woken is not None:
             waits.add(woken)
-        done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        # the due time is an alarm of the visit's clock: a virtual clock moved past it ends the wait at once
+        done = await wait_until(v.clock, waits, min(d for d, _ in dues) if dues else None)
         done.discard(woken)
         now = v.clock.now()
         stopped = [t for t in done if t.cancelled()]
