@@ -95,6 +95,51 @@ def test_durable_sleep_holds_no_lease_and_wakes_after_the_clock_moves(store, clo
     assert ("running", "sleeping") in aio(state_changes(store, run_id))
 
 
+def test_a_retry_due_while_another_branch_runs_wakes_on_the_clock(store, clock, aio):
+    """The visit waits for its in-flight calls and for the earliest due time of another branch as an alarm of the
+    engine's clock: the clock moved past an hour's retry delay starts the retry at once, while the slow branch
+    still runs (a wall-time wait would take the hour)."""
+    s = Script(plan={"slow": ["block:go"], "flaky": ["retry", "ok"]})
+    run_id = aio(publish_and_run(store, workflow([node("slow"), node("flaky", retry=(1, "fixed"),
+                                                                     base_ms=3_600_000)], edges=[])))
+    eng = engine(store, s, clock=clock)
+
+    async def scenario():
+        visit = asyncio.create_task(eng.run_once())
+        while not s.called("flaky"):
+            await asyncio.sleep(0.01)
+        clock.advance(3600)
+        async with asyncio.timeout(10):
+            while s.called("flaky") < 2:
+                await asyncio.sleep(0.01)
+        s.events["go"].set()
+        return await visit
+
+    assert aio(scenario()) == {run_id: "succeeded"}
+
+
+def test_a_node_kind_is_run_by_the_step_kind_registered_for_it(store, clock, aio, monkeypatch):
+    """strategies.py is the one place a node kind that calls no connector is registered: a module replacing the
+    `sleep` kind (a timers module would) is what the DAG strategy hands the step to. This one ends every sleep at
+    its first look, so the run never sleeps."""
+    from anthares44.automation.runtime.engine import strategies
+    from anthares44.automation.runtime.engine.sleeps import Sleep
+
+    class Wake(Sleep):
+        def advance(self, v, p, sp, now, dues):
+            a = v.batch.start(sp.node.id, sp.next_attempt, "action", now)
+            p.add(a)
+            v.batch.finish(a, "succeeded", now, result={"woken": True})
+            p.finished(a)
+            return True
+
+    monkeypatch.setitem(strategies.STEP_KINDS, "sleep", Wake())
+    run_id = aio(publish_and_run(store, workflow([node("a"), node("nap", sleep_ms=30_000), node("b")])))
+    assert aio(engine(store, Script(), clock=clock).drive()) == {run_id: "succeeded"}
+    assert aio(attempts(store, run_id))[1] == ("nap", "action", 1, "succeeded", None)
+    assert "sleeping" not in {c[1] for c in aio(state_changes(store, run_id))}
+
+
 def test_a_run_past_its_72h_deadline_fails_with_E_RUN_DEADLINE(store, clock, aio):
     s = Script()
     run_id = aio(publish_and_run(store, workflow([node("a"), node("nap", sleep_ms=80 * 3600_000), node("b")])))

@@ -3,9 +3,11 @@ attempt + 1 and counted, a zombie's late write refused, renewal, exclusive steps
 them, and the state machine refusing illegal transitions."""
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 
+from anthares44.automation.clock import VirtualClock
 from anthares44.automation.errors import A44Error
 from anthares44.automation.runtime.engine import resolve_confirmation
 from anthares44.automation.runtime.engine.journal import Batch, Lease
@@ -66,7 +68,8 @@ def test_a_dead_workers_step_is_granted_again_with_attempt_plus_one(store, clock
 def test_a_zombie_cannot_record_after_its_lease_was_regranted(store, clock, aio):
     s = Script(plan={"a": ["block:go", "ok"]})
     run_id = aio(publish_and_run(store, workflow([node("a")])))
-    zombie = engine(store, s, clock=clock, worker_id="zombie")
+    # a stalled process: its clock, and so its lease renewal (interpreter.py), stands still while the world's moves
+    zombie = engine(store, s, clock=VirtualClock(clock.now()), worker_id="zombie")
     other = engine(store, s, clock=clock, worker_id="other")
 
     async def scenario():
@@ -93,6 +96,32 @@ def test_renewal_keeps_the_lease_while_a_step_runs(store, clock, aio):
         for _ in range(5):
             await asyncio.sleep(0.15)
             clock.advance(0.1)
+            assert await other.claim() == []
+        s.events["go"].set()
+        return await h
+
+    assert aio(scenario()) == {run_id: "succeeded"}
+    assert aio(run_row(store, run_id))["lease_reclaims"] == 0
+
+
+def test_the_engines_clock_drives_the_renewal(store, clock, aio):
+    """The renewal waits on the engine's clock (lease/3 of it): moving the virtual clock past the lease, in steps,
+    keeps a live holder's lease however little wall time passes; nobody else may claim the run meanwhile."""
+    s = Script(plan={"a": ["block:go"]})
+    run_id = aio(publish_and_run(store, workflow([node("a")])))
+    holder = engine(store, s, clock=clock, worker_id="holder")      # lease 30 s: renewed every 10 s of the clock
+    other = engine(store, s, clock=clock, worker_id="other")
+
+    async def scenario():
+        h = asyncio.create_task(holder.run_once())
+        while not s.called("a"):
+            await asyncio.sleep(0.01)
+        for _ in range(3):                               # 60 s of the clock in all: twice the lease
+            clock.advance(20)
+            renewed = clock.now() + timedelta(seconds=30)
+            async with asyncio.timeout(10):              # the renewal the clock rang lands
+                while (await run_row(store, run_id))["lease_deadline"] != renewed:
+                    await asyncio.sleep(0.01)
             assert await other.claim() == []
         s.events["go"].set()
         return await h

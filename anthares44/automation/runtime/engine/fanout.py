@@ -16,11 +16,12 @@ from ...errors import E_PARTITIONS_FAILED, E_PARTITIONS_INVALID, A44Error
 from .journal import PlanConflict
 from .partition_locks import PartitionLocks
 from .partition_plan import Planner, source
-from .progress import PartProgress, StepProgress
+from .progress import PartProgress, Progress, StepProgress
 
 if TYPE_CHECKING:
-    from .interpreter import RunDriver
+    from .dag_steps import Steps
     from .journal import Batch
+    from .visit import Visit
 
 PLAN_TRIES = 5        # a since-last-success plan refused because another run took a key is planned again
 
@@ -28,42 +29,44 @@ PLAN_TRIES = 5        # a since-last-success plan refused because another run to
 class FanOut:
     """The partitions of fan-out steps within one visit of a run."""
 
-    def __init__(self, driver: RunDriver):
-        self.d = driver
-        self.planner = Planner(driver)
-        self.locks = PartitionLocks(driver)
+    def __init__(self, v: Visit, p: Progress, steps: Steps):
+        self.v = v
+        self.p = p
+        self.steps = steps                  # calls and records the partitions' attempts (dag_steps.py)
+        self.planner = Planner(v)
+        self.locks = PartitionLocks(v, p, steps)
 
     async def _plan(self, b: Batch, sp: StepProgress, now: datetime) -> list[PartProgress] | None:
         """The step's partitions at its first visit: read back when recorded, else computed and recorded with this
         transition (a since-last-success plan commits at once, under its workflow step's lock, and is computed
         again while another run takes one of its keys first). None when planning failed the step."""
-        p, node = self.d.p, sp.node
+        p, node = self.p, sp.node
         recorded = p.plans.get(node.id)
         if recorded is not None:
             parts = p.plan(node.id, recorded)
             for pp in parts:           # a new epoch (replay) stamps its rows
-                self.d.note_partition(b, pp, now)
+                self.steps.note_partition(b, pp, now)
             return parts
         exclusive = node.partitions.since is not None
         if exclusive:
             await b.commit(now)          # what this visit wrote before must not be lost with a refused plan
         for _ in range(PLAN_TRIES):
             try:
-                keys = await self.planner.keys(node)
+                keys = await self.planner.keys(node, self.steps.cel_scope(node.id))
             except A44Error as err:
                 p.add(b.record(node.id, sp.next_attempt, "action", "failed", now, error=err))
                 return None
             parts = p.plan(node.id, keys)
             b.plan(node.id, source(node.partitions), keys, exclusive, now)
             for pp in parts:
-                self.d.note_partition(b, pp, now)
+                self.steps.note_partition(b, pp, now)
             if not exclusive:
                 return parts
             try:
                 await b.commit(now)
             except PlanConflict:
                 del p.fanout[node.id]
-                self.d.engine.event("partitions.replanned", self.d.lease.run_id, step=node.id)
+                self.v.event("partitions.replanned", step=node.id)
                 continue
             p.plans[node.id] = keys
             return parts
@@ -77,7 +80,7 @@ class FanOut:
                       starts: list) -> bool:
         """Start what may start of step `sp`'s partitions; end the step when all are final. True when the step
         ended or a partition ran on the spot (successors or other partitions may be ready)."""
-        p, node = self.d.p, sp.node
+        p, node = self.p, sp.node
         parts = p.fanout.get(node.id)
         if parts is None:
             parts = await self._plan(b, sp, now)
@@ -96,13 +99,13 @@ class FanOut:
             if pp.state == "retry" and now < pp.last.retry_at:
                 dues.append((pp.last.retry_at, "waiting"))
                 continue
-            if self.d.engine.inline(node):
-                await self.d.run_inline(b, pp, now)
+            if self.v.inline(node):
+                await self.steps.run_inline(b, pp, now)
                 changed = True
                 continue
             a = b.start(pp.key, pp.next_attempt, "action", now)
             p.add(a)
-            self.d.note_partition(b, pp, now)
+            self.steps.note_partition(b, pp, now)
             busy.add(pp.key)
             starts.append((a, pp))
             in_flight += 1
@@ -112,7 +115,7 @@ class FanOut:
         return changed
 
     def _end(self, b: Batch, sp: StepProgress, parts: list[PartProgress], now: datetime) -> None:
-        p, node = self.d.p, sp.node
+        p, node = self.p, sp.node
         failed = [pp for pp in parts if pp.state == "failed"]
         if failed and node.partitions.on_failure != "partial":
             err = failure(node.id, failed, len(parts))

@@ -24,19 +24,20 @@ from ...errors import E_PARTITION_BUSY, A44Error
 from .states import WAITING
 
 if TYPE_CHECKING:
-    from .interpreter import RunDriver
+    from .dag_steps import Steps
     from .journal import Batch
-    from .progress import PartProgress
+    from .progress import PartProgress, Progress
+    from .visit import Visit
 
 LOCK_RECHECK = timedelta(minutes=1)
 
 
-async def take_item(driver, step_id: str, partition: str, now: datetime) -> str | None:
-    """A code workflow's `step.map` item (code_driver.py): take its key's lock before its attempt; the holder's id
+async def take_item(v: Visit, step_id: str, partition: str, now: datetime) -> str | None:
+    """A code workflow's `step.map` item (code_visit.py): take its key's lock before its attempt; the holder's id
     when another run holds it (this run is then registered to be woken; the item suspends the visit as a retry
     wait does, and the other items go on)."""
-    L = driver.lease
-    rows = await driver.engine.store.fetch("partition_locks_take", project=L.project_id, workflow=L.workflow_id,
+    L = v.lease
+    rows = await v.store.fetch("partition_locks_take", project=L.project_id, workflow=L.workflow_id,
                                            step=step_id, run_id=L.run_id, keys=[partition], wait=True, now=now)
     return rows[0]["holder"] if rows else None
 
@@ -44,8 +45,10 @@ async def take_item(driver, step_id: str, partition: str, now: datetime) -> str 
 class PartitionLocks:
     """The locks one visit of a run holds, and the gate its fan-out steps pass before starting partitions."""
 
-    def __init__(self, driver: RunDriver):
-        self.d = driver
+    def __init__(self, v: Visit, p: Progress, steps: Steps):
+        self.v = v
+        self.p = p
+        self.steps = steps
         self.held: set[tuple[str, str]] = set()         # (step, partition) taken in this visit
         self.waiting: set[tuple[str, str]] = set()      # refused and announced in this visit
 
@@ -57,8 +60,8 @@ class PartitionLocks:
         if not parts:
             return set()
         node = parts[0].node
-        spec, L = node.partitions, self.d.lease
-        slots = len(parts) if self.d.engine.inline(node) else spec.concurrency - in_flight
+        spec, L = node.partitions, self.v.lease
+        slots = len(parts) if self.v.inline(node) else spec.concurrency - in_flight
         blocked: set[str] = set()
         ready = [pp for pp in parts if pp.key not in busy and not pp.done and pp.state != "failed"
                  and not (pp.state == "retry" and now < pp.last.retry_at)]
@@ -67,7 +70,7 @@ class PartitionLocks:
             want = [pp for pp in batch if (node.id, pp.partition) not in self.held]
             refused: dict[str, str] = {}
             if want:
-                rows = await self.d.engine.store.fetch(
+                rows = await self.v.store.fetch(
                     "partition_locks_take", project=L.project_id, workflow=L.workflow_id, step=node.id,
                     run_id=L.run_id, keys=[pp.partition for pp in want], wait=spec.on_conflict != "skip", now=now)
                 refused = {r["partition"]: r["holder"] for r in rows}
@@ -85,20 +88,20 @@ class PartitionLocks:
             dues.append((now + LOCK_RECHECK, WAITING))
         return blocked
 
-    def before_release(self, b: Batch, now: datetime) -> None:
-        """The visit releases the run to a wait after a key was refused: in the same transaction, after the
-        transition, the run is made due at once if a key it waits for freed meanwhile (no lost wake-up)."""
-        if self.waiting:
-            b.partition_wait_check(now)
+    @property
+    def waits(self) -> bool:
+        """A key was refused in this visit: when the visit releases the run to a wait, the same transaction makes
+        it due at once, after the transition, if a key it waits for freed meanwhile (no lost wake-up)."""
+        return bool(self.waiting)
 
     def _skip(self, b: Batch, pp: PartProgress, holder: str, now: datetime) -> None:
         reason = f"run {holder} was processing partition {pp.partition} of step {pp.node.id} (onConflict: skip)"
         a = b.record(pp.key, pp.next_attempt, "action", "skipped", now, error=A44Error(
             E_PARTITION_BUSY, reason, step_id=pp.node.id))
-        self.d.p.add(a)
-        self.d.note_partition(b, pp, now)
+        self.p.add(a)
+        self.steps.note_partition(b, pp, now)
         b.partition_conflict(pp.node.id, pp.partition, f"run:{holder}", reason, now)
-        self.d.engine.event("partition.skipped", self.d.lease.run_id, step=pp.key, holder=holder)
+        self.v.event("partition.skipped", step=pp.key, holder=holder)
 
     def _wait(self, b: Batch, pp: PartProgress, holder: str, now: datetime) -> None:
         if (pp.node.id, pp.partition) in self.waiting:
@@ -106,4 +109,4 @@ class PartitionLocks:
         self.waiting.add((pp.node.id, pp.partition))
         b.event("partition.waiting", now, step_id=pp.key, message=f"run {holder} is processing partition "
                 f"{pp.partition} of step {pp.node.id}: waiting for it", data={"holder": holder})
-        self.d.engine.event("partition.waiting", self.d.lease.run_id, step=pp.key, holder=holder)
+        self.v.event("partition.waiting", step=pp.key, holder=holder)

@@ -24,7 +24,7 @@ from .. import evaluation
 
 if TYPE_CHECKING:
     from ...compiler.ir import NodeIR, PartitionsIR
-    from .interpreter import RunDriver
+    from .visit import Visit
 
 MAX_PARTITIONS = 10_000
 DAY_MS = 86_400_000
@@ -164,12 +164,12 @@ class Planner:
     """Computes the keys of a fan-out step (YAML) or a `ctx.partitions.since_last_success` (code) at its first
     visit; the caller records them."""
 
-    def __init__(self, driver: RunDriver):
-        self.d = driver
+    def __init__(self, v: Visit):
+        self.v = v
 
-    async def keys(self, node: NodeIR) -> list[str]:
-        spec, d = node.partitions, self.d
-        scope = d.cel_scope(node.id)
+    async def keys(self, node: NodeIR, scope: dict) -> list[str]:
+        """The keys of `node`'s partitions; `scope` is what its `if:` would see (partitions add to it)."""
+        spec, v = node.partitions, self.v
         history = None
         if spec.foreach is None:
             history = await self.history(node.id)
@@ -180,7 +180,7 @@ class Planner:
 
         async def ev(expr):
             try:
-                return await evaluation.evaluate(d.engine.program(node, expr), scope, KEY_EVAL_TIMEOUT_S)
+                return await evaluation.evaluate(v.program(node, expr), scope, KEY_EVAL_TIMEOUT_S)
             except A44Error:
                 raise
             except Exception as exc:  # EvalError and friends: the expression is at fault
@@ -194,16 +194,15 @@ class Planner:
         return since_keys(history, spec.initial, await ev(spec.range_to), spec.every_ms, spec.max, node.id)
 
     async def history(self, step_id: str) -> PartitionHistory:
-        L = self.d.lease
-        rows = await self.d.engine.store.fetch("partition_history", project=L.project_id, workflow=L.workflow_id,
+        L = self.v.lease
+        rows = await self.v.store.fetch("partition_history", project=L.project_id, workflow=L.workflow_id,
                                                step=step_id, run_id=L.run_id)
         return PartitionHistory(rows, step_id)
 
     async def logical_day(self) -> date:
-        row, L = self.d.row, self.d.lease
+        row, L = self.v.row, self.v.lease
         fire_at = None
         if row["trigger_id"] is not None:
-            fire_at = await self.d.engine.store.fetchval("partition_logical_time", project=L.project_id,
-                                                         trigger=row["trigger_id"], run_id=L.run_id)
-        ir = self.d.p.ir if self.d.p is not None else self.d.ir
-        return logical_moment(ir.triggers, row, fire_at).date()
+            fire_at = await self.v.store.fetchval("partition_logical_time", project=L.project_id,
+                                                  trigger=row["trigger_id"], run_id=L.run_id)
+        return logical_moment(self.v.run.ir.triggers, row, fire_at).date()

@@ -1,7 +1,8 @@
 """Where a run stands, rebuilt from its attempt rows: per step, what happened and what is next.
 
-The interpreter keeps one `Progress` per driven run and updates it as it writes, so the rows in PostgreSQL and
-this view never disagree; a worker that takes a run over builds the same view from the same rows.
+The DAG strategy (dag_visit.py) loads one `Progress` per visit before it is built and updates it as it writes, so
+the rows in PostgreSQL and this view never disagree; a worker that takes a run over builds the same view from the
+same rows.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The spans of one visit of a run (§16, docs/observability.md): the lease grant that started the visit, one span
 per attempt that ended during it, and the run's own span when the visit ends the run.
 
-Built only when the engine has a tracer (one read per visit: `trace_context_of_visit`); with none, the drivers and
-the `Batch` hold None and pay one `is None` test per attempt. Spans of attempts are handed over by the `Batch`
+Built only when the engine has a tracer (one read per visit: `trace_context_of_visit`, by the driver as it builds
+the visit); with none, the visit's `Batch` holds None and pays one `is None` test per attempt. Spans of attempts are handed over by the `Batch`
 when the transaction recording their end has committed: an attempt cut short by a crash gets its span from the
 daemon that later finds it interrupted (status `lease_expired`), in the same trace.
 """

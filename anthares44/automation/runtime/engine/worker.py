@@ -1,4 +1,4 @@
-"""The engine: claims due runs under leases and drives each with a `RunDriver`.
+"""The engine: claims due runs under leases and drives each with a `RunDriver` (interpreter.py).
 
 `Engine` is the in-process API the daemon loops over and tests call directly: `claim()`, `run_once()` (claim a
 batch, drive each run until it ends or releases), `drive()` (repeat until nothing is due). It owns what drivers
@@ -28,7 +28,6 @@ from ..connector_services import connector_services
 from ..secrets.file import SecretFile
 from ..secrets.source import SecretSource
 from ..store.core import TERMINAL_RUN_STATES, Store
-from .code_driver import CodeRunDriver
 from .committer import Committer, synchronous_commit
 from .interpreter import RunDriver
 from .journal import Lease, Notifier
@@ -165,8 +164,7 @@ class Engine:
         driver = None
         try:
             ir = await self.workflow_ir(row["project_id"], row["workflow_id"], row["version"])
-            kind = CodeRunDriver if ir.kind == "code" else RunDriver    # a workflow written in Python (§12)
-            driver = self.drivers[run_id] = kind(self, row)
+            driver = self.drivers[run_id] = RunDriver(self, row, ir)
             if run_id in self._cancel_soon:
                 self._cancel_soon.discard(run_id)
                 driver.cancel.ask()

@@ -1,4 +1,4 @@
--- Workflows in code (§12, sdk/, engine/code_driver.py).
+-- Workflows in code (§12, sdk/, engine/code_visit.py).
 
 -- name: code_attempts_of_run
 -- purpose: every attempt of a code run's epoch :epoch in log order (the order of each attempt's first event), to fast-forward the workflow function

@@ -1,7 +1,8 @@
-"""Drives one leased run of a workflow written in Python (§12; IR kind `code`, sdk/).
+"""The code strategy: one visit of a run of a workflow written in Python (§12; IR kind `code`, sdk/).
 
-Same lease, fence, log, states, retries, sleeps and compensation budget as `RunDriver` (it subclasses it and
-reuses its lease renewal and lost-lease handling); what differs is where the steps come from. A visit imports
+Same lease, fence, log, states, retries, sleeps and compensation budget as the DAG strategy: the driver
+(interpreter.py) keeps the lease, the `Visit` (visit.py) holds the batch and the endings both use, and this
+module is the sdk's `Host` (the execution's durable writes); what differs is where the steps come from. A visit imports
 the function the IR names (refusing changed source), rebuilds the `History` of the run's epoch from its attempt
 rows, and calls the function from the top: recorded steps return their results, and the first step without an
 outcome is written `running` (committed) before its body runs and finished (committed) before it counts as done.
@@ -25,14 +26,12 @@ from ...errors import (
     E_EXPECTATION_FAILED,
     E_PARTITIONS_FAILED,
     E_PARTITIONS_INVALID,
-    E_RUN_DEADLINE,
     E_STEP_TIMEOUT,
     A44Error,
 )
 from ...redact import redact
 from ...sdk.core import Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error, call_user, jsonable
 from .fanout import PLAN_TRIES
-from .interpreter import RunDriver
 from .journal import LeaseLost, PlanConflict
 from .partition_locks import LOCK_RECHECK, take_item
 from .partition_plan import Planner, since_keys
@@ -40,6 +39,7 @@ from .progress import split_part
 from .rows import recorded
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
 from .states import CANCELLED, COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
+from .visit import Visit
 
 
 class _Infra(BaseException):
@@ -54,70 +54,73 @@ class _CancelRun(Exception):
     """A person cancelled the run: the visit stops before the next step and the run ends `cancelled`."""
 
 
-class CodeRunDriver(RunDriver, Host):
-    # --- loading --------------------------------------------------------------------------------------------
-    async def _load(self) -> None:
-        store, L = self.engine.store, self.lease
-        self.ir = await self.engine.workflow_ir(L.project_id, L.workflow_id, self.row["version"])
-        rows = await store.fetch("code_attempts_of_run", run_id=L.run_id, epoch=L.epoch) if L.grant > 1 else []
-        self.history = History.of([Attempt.from_row(r, store.load_result) for r in rows])
-        self.step_rows = recorded(await store.fetch("step_rows_of_run", run_id=L.run_id)) if L.grant > 1 else {}
-        ms = timedelta(milliseconds=self.ir.deadline_ms)
-        self.deadline = self.row["deadline_at"] if L.epoch else min(self.row["deadline_at"], self.row["created_at"] + ms)
-        self.b = self._batch()
-        self._compensating = self.row["state"] == COMPENSATING
+class CodeVisit(Host):
+    """A `Strategy` (visit.py) for IR kind `code`, and the `Host` of the run's `Execution`."""
 
-    _execution: Execution | None = None
-    _lock_waits = False         # a `step.map` item was refused its partition's lock in this visit
+    def __init__(self, v: Visit, history: History, step_rows: dict[str, dict[str, dict]]):
+        self.v = v
+        self.history = history
+        self.step_rows = step_rows
+        self._compensating = v.row["state"] == COMPENSATING
+        self._execution: Execution | None = None    # made by `visit` once the workflow function is imported
+        self._lock_waits = False        # a `step.map` item was refused its partition's lock in this visit
+
+    @classmethod
+    async def load(cls, v: Visit) -> CodeVisit:
+        """The run's `History` of this epoch and its recorded row counts (none to read at a first grant)."""
+        store, L = v.store, v.lease
+        rows = await store.fetch("code_attempts_of_run", run_id=L.run_id, epoch=L.epoch) if L.grant > 1 else []
+        history = History.of([Attempt.from_row(r, store.load_result) for r in rows])
+        step_rows = recorded(await store.fetch("step_rows_of_run", run_id=L.run_id)) if L.grant > 1 else {}
+        return cls(v, history, step_rows)
 
     # --- Host: the execution's durable writes ---------------------------------------------------------------------
     def now(self) -> datetime:
-        return self.clock.now()
+        return self.v.clock.now()
 
     def rng(self):
-        return self.engine.rng
+        return self.v.rng
 
     async def _commit(self) -> None:
         try:
-            await self.b.commit(self.clock.now())
+            await self.v.batch.commit(self.v.clock.now())
         except (LeaseLost, A44Error) as exc:
             raise _Infra(exc) from exc
 
     async def start(self, step_id: str, attempt: int) -> Attempt:
-        if await self.cancel.load(self.engine.store, self.lease.run_id):
+        v = self.v
+        if await v.cancel.load(v.store, v.lease.run_id):
             raise _Infra(_CancelRun())       # a safe point: the step has not started
-        now = self.clock.now()
-        if now >= self.deadline:     # §3.1: past the wall-clock limit the next step fails for good
-            err = A44Error(E_RUN_DEADLINE, f"the run passed its wall-clock limit ({self.deadline.isoformat()}) "
-                                           f"before step {step_id} finished", step_id=step_id)
-            self.b.record(step_id, attempt, "action", "failed", now, error=err)
+        now = v.clock.now()
+        if now >= v.run.deadline:     # §3.1: past the wall-clock limit the next step fails for good
+            err = v.deadline_error(step_id)
+            self.v.batch.record(step_id, attempt, "action", "failed", now, error=err)
             await self._commit()
             raise StepFailed(step_id, err.code, err.message)
         split = split_part(step_id)
-        if split is not None and (holder := await take_item(self, split[0], split[1], now)) is not None:
+        if split is not None and (holder := await take_item(v, split[0], split[1], now)) is not None:
             self._lock_waits = True         # one run per partition (partition_locks.py): wait, holding no worker
-            self.b.event("partition.waiting", now, step_id=step_id, data={"holder": holder},
-                         message=f"run {holder} is processing partition {split[1]} of {split[0]}: waiting for it")
+            self.v.batch.event("partition.waiting", now, step_id=step_id, data={"holder": holder},
+                               message=f"run {holder} is processing partition {split[1]} of {split[0]}: waiting for it")
             raise Suspend(now + LOCK_RECHECK, "waiting")
-        a = self.b.start(step_id, attempt, "action", now)
+        a = self.v.batch.start(step_id, attempt, "action", now)
         self._item_row(step_id, a, None)
         await self._commit()
-        self.engine.event("step.started", self.lease.run_id, step=step_id, attempt=attempt)
+        v.event("step.started", step=step_id, attempt=attempt)
         return a
 
     async def finish(self, rec: Attempt, status: str, *, result: Any = None, error: A44Error | None = None,
                      retry_at: datetime | None = None, rows: dict | None = None) -> None:
-        now = self.clock.now()
-        self.b.current_step = rec.step_id
+        now = self.v.clock.now()
+        self.v.batch.current_step = rec.step_id
         if rows is not None:
-            self.b.rows(rec.step_id, rows, now)
+            self.v.batch.rows(rec.step_id, rows, now)
             self.step_rows.setdefault(rec.step_id, {})[WHOLE_STEP] = rows
-        self.b.finish(rec, status, now, result=redact(result) if result is not None else None, error=error,
-                      retry_at=retry_at)
+        self.v.batch.finish(rec, status, now, result=redact(result) if result is not None else None, error=error,
+                            retry_at=retry_at)
         self._item_row(rec.step_id, None, rows)
         await self._commit()
-        self.engine.event(f"step.{status}", self.lease.run_id, step=rec.step_id, attempt=rec.attempt,
-                          code=error.code if error else None)
+        self.v.event(f"step.{status}", step=rec.step_id, attempt=rec.attempt, code=error.code if error else None)
 
     def _item_row(self, step_id: str, starting: Attempt | None, rows: dict | None) -> None:
         """A `step.map` item's row of run_partitions, in the transaction of its attempt (as a YAML partition's),
@@ -127,60 +130,60 @@ class CodeRunDriver(RunDriver, Host):
             return
         actions = list(self.history.log(step_id).actions) + ([starting] if starting is not None else [])
         ordinal = self._execution.item_ordinals.get(step_id, 0) if self._execution is not None else 0
-        self.b.partition_row(split[0], split[1], ordinal, _item_state(actions[-1]), actions, rows,
-                             self.clock.now())
+        self.v.batch.partition_row(split[0], split[1], ordinal, _item_state(actions[-1]), actions, rows,
+                                   self.v.clock.now())
 
     def expire(self, rec: Attempt) -> None:
-        self.b.expire(rec, self.clock.now())
+        self.v.batch.expire(rec, self.v.clock.now())
 
     def record_value(self, key: str, value: Any) -> None:
-        self.b.record(key, 1, "action", "succeeded", self.clock.now(), result=value)
+        self.v.batch.record(key, 1, "action", "succeeded", self.v.clock.now(), result=value)
 
     async def plan(self, plan_id: str, name: str, spec: dict, attempt: int) -> Attempt:
         """`ctx.partitions.since_last_success`: the keys, recorded as step `plan_id` with the plan of `name` and
         its pending partition rows in one commit (refused, then computed again, while another run takes a key
         first: the YAML plan's lock and check, partition_plan.py)."""
         await self._commit()             # ctx values this visit drew must not be lost with a refused plan
-        planner = Planner(self)
+        planner = Planner(self.v)
         for _ in range(PLAN_TRIES):
-            now = self.clock.now()
+            now = self.v.clock.now()
             try:
                 day = await planner.logical_day()
                 end = spec["to"] or (day - timedelta(days=1)).isoformat()
                 keys = since_keys(await planner.history(name), spec["initial"], end, spec["every_ms"], spec["max"],
                                   name)
             except A44Error as err:
-                self.b.record(plan_id, attempt, "action", "failed", now, error=err)
+                self.v.batch.record(plan_id, attempt, "action", "failed", now, error=err)
                 await self._commit()
                 raise StepFailed(plan_id, err.code, err.message) from None
-            a = self.b.record(plan_id, attempt, "action", "succeeded", now, result=keys)
-            self.b.plan(name, json.dumps(spec, sort_keys=True, separators=(",", ":")), keys, True, now)
+            a = self.v.batch.record(plan_id, attempt, "action", "succeeded", now, result=keys)
+            self.v.batch.plan(name, json.dumps(spec, sort_keys=True, separators=(",", ":")), keys, True, now)
             for i, key in enumerate(keys):
-                self.b.partition_row(name, key, i, "pending", [], None, now)
+                self.v.batch.partition_row(name, key, i, "pending", [], None, now)
             try:
-                await self.b.commit(now)
+                await self.v.batch.commit(now)
             except PlanConflict:
-                self.engine.event("partitions.replanned", self.lease.run_id, step=name)
+                self.v.event("partitions.replanned", step=name)
                 continue
             except (LeaseLost, A44Error) as exc:
                 raise _Infra(exc) from exc
             return a
         err = A44Error(E_PARTITIONS_INVALID, f"{name}: other runs kept taking its partitions while it planned",
                        step_id=plan_id, hint="runs of this workflow compete for the same partitions")
-        self.b.record(plan_id, attempt, "action", "failed", self.clock.now(), error=err)
+        self.v.batch.record(plan_id, attempt, "action", "failed", self.v.clock.now(), error=err)
         await self._commit()
         raise StepFailed(plan_id, err.code, err.message)
 
     # --- the visit ----------------------------------------------------------------------------------------------
-    async def _visit(self) -> str:
+    async def visit(self) -> str:
         from ...sdk.loader import resolve
 
-        L, row = self.lease, self.row
+        v, row = self.v, self.v.row
         try:
-            wf = resolve(self.ir)      # imported once per process
+            wf = resolve(v.run.ir)      # imported once per process
         except A44Error as err:
             return await self._end(FAILED, error=err)
-        x = self._execution = Execution(wf, self.history, self, run_id=L.run_id,
+        x = self._execution = Execution(wf, self.history, self, run_id=v.lease.run_id,
                                         idempotency_key=row["idempotency_key"], input=row["input"])
         try:
             result = await x.run()
@@ -189,18 +192,12 @@ class CodeRunDriver(RunDriver, Host):
                 return await self._cancelled(x)
             raise exc.inner  # noqa: B904 - the wrapped exception leaves as itself
         except Suspend as s:
-            if await self.cancel.load(self.engine.store, self.lease.run_id):
+            if await v.cancel.load(v.store, v.lease.run_id):
                 return await self._cancelled(x)     # instead of a wait: recorded steps replayed, nothing new ran
             state = WAITING if s.state == "waiting" else SLEEPING
-            now = self.clock.now()
-            self.b.transition(state, now, next_wake_at=min(s.due, self.deadline), release=True)
-            if self._lock_waits:
-                self.b.partition_wait_check(now)    # a lock freed since it was refused: due at once
-            await self.b.commit(now)
-            self.engine.event(f"run.{state}", L.run_id, until=s.due.isoformat())
-            return state
+            return await v.release_until(state, s.due, v.clock.now(), lock_waits=self._lock_waits)
         except NonDeterministic as err:
-            self.b.current_step = err.observed or err.expected
+            self.v.batch.current_step = err.observed or err.expected
             return await self._end(FAILED, error=err, failed_step=err.observed or err.expected)
         except StepFailed as f:
             return await self._compensate(x, f.step_id, A44Error(f.code, f.message, step_id=f.step_id))
@@ -217,8 +214,8 @@ class CodeRunDriver(RunDriver, Host):
             err = A44Error(E_PARTITIONS_FAILED, f"{len(listed)} partition(s) failed after their retries: "
                                                 + ", ".join(f"{i} ({c})" for i, c, _ in x.failed_items),
                            details={"failed_partitions": listed})
-            self.b.event("run.partial", self.clock.now(), state=PARTIAL, error_code=err.code, message=err.message,
-                         data=err.details)
+            self.v.batch.event("run.partial", v.clock.now(), state=PARTIAL, error_code=err.code, message=err.message,
+                               data=err.details)
             return await self._end(PARTIAL, error=err, result=encoded)
         return await self._end(SUCCEEDED, result=encoded)
 
@@ -242,28 +239,23 @@ class CodeRunDriver(RunDriver, Host):
 
     async def _end(self, state: str, *, error: A44Error | None = None, result: Any = None,
                    failed_step: str | None = None) -> str:
-        now = self.clock.now()
-        self.b.transition(state, now, release=True, failed_step=failed_step, error=error, result=result,
-                          summary=self.summary(), finished=True)
         # queues, as for YAML runs: a failed run is redelivered or dead-lettered in this transaction, and a run
-        # of a partition wakes the daemons for its successor (RunDriver.after_terminal, docs/queues.md)
-        self.after_terminal(self.b, now, failed=state == FAILED, error=error)
-        await self.b.commit(now)
-        self.engine.event(f"run.{state}", self.lease.run_id, code=error.code if error else None)
-        return state
+        # of a partition wakes the daemons for its successor (Visit.after_terminal, docs/queues.md)
+        return await self.v.end(state, self.v.clock.now(), summary=self.summary(), error=error, result=result,
+                                failed_step=failed_step, failed=state == FAILED, code=error.code if error else None)
 
     async def _cancelled(self, x: Execution) -> str:
         """End the run `cancelled` (cancels.py), compensating its completed steps first when asked."""
-        err = self.cancel.error()
-        now = self.clock.now()
+        v = self.v
+        err = v.cancel.error()
+        now = v.clock.now()
         for log in self.history.steps.values():      # a sleep in progress ends with the run
             if log.last is not None and log.last.status == "running":
-                self.b.finish(log.last, "cancelled", now, error=err)
-        plan = [self._undo(x, s) for s in reversed(x.completed) if s in x.compensators]
-        if self.cancel.compensate and plan:
-            self.b.transition(COMPENSATING, self.clock.now(), error=err)
+                self.v.batch.finish(log.last, "cancelled", now, error=err)
+        plan = self._plan(x)
+        if v.cancel.compensate and plan:
             self._compensating = True
-            return await Saga(self, self.b, plan, None, err).run()
+            return await v.compensate(plan, v.clock.now(), None, err, self, announce=False)
         return await self._end(CANCELLED, error=err)
 
     # --- the saga's way back (§6.1, §6.2) -------------------------------------------------------------------------
@@ -289,16 +281,18 @@ class CodeRunDriver(RunDriver, Host):
         what = getattr(fn, "__qualname__", None) or repr(fn)
         return Undo(sid, self.history.log(sid), len(COMPENSATION_DELAYS_MS), COMPENSATION_DELAYS_MS, call, what)
 
+    def _plan(self, x: Execution) -> list[Undo]:
+        return [self._undo(x, s) for s in reversed(x.completed) if s in x.compensators]
+
     async def _compensate(self, x: Execution, step_id: str | None, err: A44Error) -> str:
-        plan = [self._undo(x, s) for s in reversed(x.completed) if s in x.compensators]
-        if not plan and not self._compensating:
+        plan = self._plan(x)
+        if self._compensating:      # a later visit of the way back
+            return await Saga(self.v, self, plan, step_id, err).run()
+        if not plan:
             return await self._end(FAILED, error=err, failed_step=step_id)
-        if not self._compensating:
-            self.b.current_step = step_id
-            self.b.transition(COMPENSATING, self.clock.now(), failed_step=step_id, error=err)
-            self._compensating = True
-            self.engine.event("run.compensating", self.lease.run_id, step=step_id, code=err.code)
-        return await Saga(self, self.b, plan, step_id, err).run()
+        self.v.batch.current_step = step_id
+        self._compensating = True
+        return await self.v.compensate(plan, self.v.clock.now(), step_id, err, self)
 
 
 def _item_state(last: Attempt) -> str:
