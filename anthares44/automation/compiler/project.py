@@ -32,6 +32,7 @@ class Known:
     workflows: frozenset = frozenset()
     queues: frozenset = frozenset()
     connectors: dict = field(default_factory=dict)     # connector id -> validated ConnectorDecl
+    plugins: frozenset = frozenset()   # plugin names that exist without an entry point here: the test kit's mocks
 
 
 @dataclass
@@ -75,7 +76,8 @@ class Project:
 
     @cached_property
     def plugins(self) -> dict[str, object]:
-        """Installed connector plugins by name (entry points; loaded only when their params are checked)."""
+        """Installed connector plugins by name (entry points; loaded only when their params are checked), and the
+        known ones without a model (None)."""
         from importlib.metadata import entry_points
 
-        return {ep.name: ep for ep in entry_points(group=PLUGIN_GROUP)}
+        return {**dict.fromkeys(self.known.plugins), **{ep.name: ep for ep in entry_points(group=PLUGIN_GROUP)}}
