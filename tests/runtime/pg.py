@@ -35,6 +35,7 @@ from anthares44.automation.testkit.databases import (  # noqa: F401 - helpers th
     with_database,
     with_login,
 )
+from anthares44.automation.testkit.databases import admin_statements as _admin  # noqa: F401 - as the tests name it
 
 
 def query(url: str, sql: str, *args) -> list:
