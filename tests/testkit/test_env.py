@@ -92,9 +92,10 @@ DAILY = """
 name: nightly
 version: 1
 steps:
-  - id: work
-    uses: pass
-    timeout: 1s
+  - id: sync
+    uses: connector/ledger.sync
+    timeout: 30s
+    retry: {max: 5, strategy: exponential-jitter, base: 2s, cap: 5m}
 """
 NIGHTLY = """
 - id: trg_nightly
@@ -107,17 +108,29 @@ NIGHTLY = """
 
 
 @pytest.mark.a44_env(start="2027-03-25T12:00:00Z")
-def test_a_daily_schedule_across_the_spring_dst_change_fires_at_the_predicted_instants(a44_env):
+def test_a_daily_schedule_across_the_spring_dst_change_fires_and_retries_at_the_predicted_instants(a44_env):
     env = a44_env
+    sync = env.mock("connector/ledger.sync", *[Fail("E_UPSTREAM_503")] * 5, Ok({"synced": True}))
     env.publish(DAILY, NIGHTLY)
+    rng = random.Random()
+    rng.setstate(env.workers[0].rng.getstate())
+    retry = RetryIR(max=5, strategy="exponential-jitter", base_ms=2_000, cap_ms=300_000)
+
     env.advance("5d")
+
     # 02:30 Berlin: 01:30Z in CET; on 28 March 2027 clocks jump 02:00 -> 03:00 (no 02:30: skipped); then 00:30Z
-    expected = [datetime(2027, 3, 26, 1, 30, tzinfo=UTC), datetime(2027, 3, 27, 1, 30, tzinfo=UTC),
-                datetime(2027, 3, 29, 0, 30, tzinfo=UTC), datetime(2027, 3, 30, 0, 30, tzinfo=UTC)]
+    firings = [datetime(2027, 3, 26, 1, 30, tzinfo=UTC), datetime(2027, 3, 27, 1, 30, tzinfo=UTC),
+               datetime(2027, 3, 29, 0, 30, tzinfo=UTC), datetime(2027, 3, 30, 0, 30, tzinfo=UTC)]
     runs = env.runs("nightly")
-    assert [r.row["created_at"] for r in runs] == expected
-    assert [r.attempts("work")[0]["started_at"] for r in runs] == expected
-    assert {r.state for r in runs} == {"succeeded"}
+    assert [r.row["created_at"] for r in runs] == firings
+    for run, fired in zip(runs, firings):       # each run fails five times, then succeeds, on its backoff
+        predicted = [fired]
+        for n in range(1, 6):
+            predicted.append(predicted[-1] + timedelta(milliseconds=retry_delay_ms(
+                retry, n, Failure("E_UPSTREAM_503", "", True), rng)))
+        assert [a["started_at"] for a in run.attempts("sync")] == predicted
+        assert run.state == "succeeded"
+    assert len(sync.calls) == 4 * 6
 
 
 EXCLUSIVE = """
