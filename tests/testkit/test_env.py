@@ -12,6 +12,7 @@ import pytest
 from anthares44.automation.compiler.ir import RetryIR
 from anthares44.automation.compiler.retry_policy import Failure, retry_delay_ms
 from anthares44.automation.testkit import Fail, Ok
+from tests.runtime.pg import query
 
 CHARGE = """
 name: charge-order
@@ -196,3 +197,41 @@ def test_100_runs_whose_worker_dies_after_the_payment_and_before_its_record_all_
         assert {c.idempotency_key for c in charge.calls_of(r.id)} == {f"{r.id}:charge"}
         statuses = [a["status"] for a in r.attempts("charge")]
         assert statuses == (["lease_expired", "succeeded"] if r.id in killed else ["succeeded"])
+
+
+ORDERS = """
+name: on-paid
+version: 1
+trigger:
+  event: orders.paid
+steps:
+  - id: ship
+    uses: connector/shipping.create
+    timeout: 10s
+    with: {order: "{{ input.orderId }}"}
+"""
+
+
+def test_an_event_delivered_twice_starts_one_run(a44_env):
+    env = a44_env
+    ship = env.mock("connector/shipping.create", Ok({"label": "L1"}))
+    env.publish(ORDERS)
+    first, second = env.deliver_twice("orders.paid", {"orderId": "o-9"}, "orders.paid:o-9")
+    assert (first.created, second.created, first.event_id) == (True, False, second.event_id)
+    runs = env.runs("on-paid")
+    assert [r.state for r in runs] == ["succeeded"]
+    assert [c.params for c in ship.calls] == [{"order": "o-9"}]
+
+
+def test_runs_waiting_on_a_retry_resume_after_postgres_restarts(a44_env):
+    env = a44_env
+    env.mock("connector/payments.charge", Fail("E_UPSTREAM_503"), Ok({"charge": "ch_2"}))
+    env.publish(CHARGE)
+    run = env.run("charge-order", {"amount": 7})
+    assert run.state == "waiting"
+    began = query(env.store.url, "select pg_postmaster_start_time()")[0][0]
+    env.restart_postgres()
+    assert query(env.store.url, "select pg_postmaster_start_time()")[0][0] > began     # a new postmaster
+    env.run_until_idle()
+    assert run.state == "succeeded"
+    assert [a["status"] for a in run.attempts()] == ["failed", "succeeded", "succeeded"]

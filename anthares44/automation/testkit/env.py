@@ -242,6 +242,17 @@ class Env:
         wid = workflow_ref(workflow) if workflow is not None else None
         return self.call(self.store.list_runs(self.project, workflow=wid, limit=100_000)).runs
 
+    def publish_event(self, type: str, data: Any, idempotency_key: str, *, partition_key: str | None = None,
+                      settle: bool = True):
+        """An event on the bus (§8), as `a44 automation events publish` sends it: the runs of the triggers it
+        matches; returns the PublishResult (event_id, created, deliveries)."""
+        from ..app.ingestion import Ingestion
+
+        got = self.call(Ingestion(self.app).publish_event(type, data, idempotency_key, partition_key=partition_key))
+        if settle:
+            self.settle()
+        return got
+
     # --- mocks ------------------------------------------------------------------------------------------------
     def mock(self, uses: str, *script) -> Mock:
         """Answer `uses` from `script` (Ok / Fail, one per call of each step, the last repeating)."""
@@ -336,6 +347,11 @@ class Env:
     def expire_lease(self, run: RunView | str) -> None:
         """Take the run's lease away from its holder now (its holder's next write is refused)."""
         self.faults.expire_lease(run if isinstance(run, str) else run.id)
+
+    def deliver_twice(self, type: str, data: Any, idempotency_key: str, *, partition_key: str | None = None):
+        """The same event delivered twice (an at-least-once bus): both PublishResults."""
+        first = self.publish_event(type, data, idempotency_key, partition_key=partition_key)
+        return first, self.publish_event(type, data, idempotency_key, partition_key=partition_key)
 
     def restart_postgres(self) -> None:
         self.faults.restart_postgres()

@@ -97,3 +97,5 @@ class Faults:
         if self.env.postgres is None:
             raise RuntimeError("this Env was not given its TestPostgres (the a44_env fixture gives it)")
         self.env.postgres.restart()
+        # what the daemon finds out from its first failed statement: the pooled connections are gone
+        self.env.call(self.env.store.pool.expire_connections())
