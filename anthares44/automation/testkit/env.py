@@ -35,12 +35,9 @@ from .mocks import Mock, MockRegistry
 
 DEFAULT_START = datetime(2026, 7, 19, 14, 2, 11, tzinfo=UTC)
 NEVER = timedelta(days=3650)           # the scheduler's poll: the kit asks it for its next firing instead
-# states in which a run waits for something no clock brings: a person, another run
+# what a run that nothing will wake (no next_wake_at) waits on, by state
 OUTSIDE = {"awaiting_confirmation": "a person's confirmation of an interrupted exclusive step "
-                                    "(`a44 automation runs resolve`)",
-           "queued": "its queue's concurrency (another run of the queue must end)",
-           "parked": "the unfinished run of its partition"}
-
+                                    "(a44 automation runs resolve)"}
 
 def instant(text: str | datetime) -> datetime:
     """An ISO instant (`Z` accepted) as an aware UTC datetime."""
@@ -330,12 +327,13 @@ class Env:
             self.settle()
 
     def waiting(self) -> list[Waiting]:
-        """Unfinished runs that no clock moves, and what each waits on."""
+        """Unfinished runs that no clock moves (nothing is due for them), and what each waits on."""
         out = []
         for r in self._run_rows():
-            if r["state"] in TERMINAL_RUN_STATES or r["state"] not in OUTSIDE:
+            if r["state"] in TERMINAL_RUN_STATES or r["next_wake_at"] is not None:
                 continue
-            out.append(Waiting(r["run_id"], r["workflow_id"], r["state"], r["current_step"], OUTSIDE[r["state"]]))
+            on = OUTSIDE.get(r["state"], f"something from outside (nothing is due for it in state {r['state']})")
+            out.append(Waiting(r["run_id"], r["workflow_id"], r["state"], r["current_step"], on))
         return out
 
     # --- faults (faults.py) -----------------------------------------------------------------------------------
