@@ -197,6 +197,10 @@ def test_100_runs_whose_worker_dies_after_the_payment_and_before_its_record_all_
         assert {c.idempotency_key for c in charge.calls_of(r.id)} == {f"{r.id}:charge"}
         statuses = [a["status"] for a in r.attempts("charge")]
         assert statuses == (["lease_expired", "succeeded"] if r.id in killed else ["succeeded"])
+    # both daemons took runs, and the replacements of the killed ones finished theirs
+    workers = {a["worker_id"] for r in runs for a in r.attempts("charge")}
+    assert {w.split("~")[0] for w in workers} == {"w1", "w2"}
+    assert any("~" in w for w in workers)
 
 
 ORDERS = """

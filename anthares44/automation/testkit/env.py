@@ -159,10 +159,11 @@ class Env:
         return self.loop.run_until_complete(coro)
 
     def close(self) -> None:
-        for w in self.workers:
+        workers = [*self.workers, *self.faults.retired]
+        for w in workers:
             self.call(w.notifier.drain())
         self.call(self.registry.aclose())
-        for w in self.workers:
+        for w in workers:
             self.call(w.app_db.aclose())
         self.call(self.store.close(timeout=30))
         self.loop.run_until_complete(self.loop.shutdown_asyncgens())
@@ -271,11 +272,9 @@ class Env:
             self._partitions_month = month
         for _ in range(max_rounds):
             report = await self.scheduler.tick()
-            claimed = 0
-            for w in list(self.workers):
-                if w in self.faults.dead:
-                    continue
-                claimed += len(await w.run_once())
+            # the live workers claim side by side, as daemons on one database do (SKIP LOCKED sorts them out)
+            rounds = await asyncio.gather(*(w.run_once() for w in self.workers if w not in self.faults.dead))
+            claimed = sum(len(r) for r in rounds)
             if await self.faults.replace_dead():
                 continue        # a worker died this round: its replacement claims what becomes due
             if not claimed and not report.runs_created:

@@ -40,7 +40,8 @@ class Faults:
     def __init__(self, env: Env):
         self.env = env
         self.kills: list[Kill] = []
-        self.dead: set = set()            # engines retired by a kill
+        self.dead: set = set()            # engines a kill hit this round
+        self.retired: list = []           # engines replaced after a kill (closed with the Env)
         self._armed: list[tuple[str | None, int | None]] = []     # (step, kills left; None: once per run)
         self._killed: set[tuple[str, str]] = set()
         self._restarts = 0
@@ -78,6 +79,7 @@ class Faults:
         for w in gone:
             self.env.workers.remove(w)
             self.dead.discard(w)
+            self.retired.append(w)
             self._restarts += 1
             await self.env.new_worker(f"{w.worker_id.split('~')[0]}~{self._restarts}")
         return bool(gone)
