@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +37,7 @@ NEVER = timedelta(days=3650)           # the scheduler's poll: the kit asks it f
 # what a run that nothing will wake (no next_wake_at) waits on, by state
 OUTSIDE = {"awaiting_confirmation": "a person's confirmation of an interrupted exclusive step "
                                     "(a44 automation runs resolve)"}
+
 
 def instant(text: str | datetime) -> datetime:
     """An ISO instant (`Z` accepted) as an aware UTC datetime."""
@@ -129,7 +129,7 @@ class Env:
 
     def __init__(self, control_url: str, *, app_database_url: str | None = None, tmp: Path,
                  project: str = "pj_default", start: datetime | str | None = None, seed: int = 7,
-                 lease: str | timedelta = "30s", postgres: TestPostgres | None = None, on_close: Iterable = ()):
+                 lease: str | timedelta = "30s", postgres: TestPostgres | None = None):
         from ..app.automation import Automation
 
         self.loop = asyncio.new_event_loop()
@@ -139,7 +139,6 @@ class Env:
         self.lease = duration(lease)
         self._rng = random.Random(seed)
         self._tmp = tmp
-        self._on_close = list(on_close)
         self._app_database_url = app_database_url
         self._published = 0
         self.store: Store = self.call(Store.connect(control_url, clock=self.clock, results_dir=tmp / "results",
@@ -163,13 +162,12 @@ class Env:
         for w in workers:
             self.call(w.notifier.drain())
         self.call(self.registry.aclose())
+        self.call(self.app.close())          # its run listener; the store is the Env's
         for w in workers:
             self.call(w.app_db.aclose())
         self.call(self.store.close(timeout=30))
         self.loop.run_until_complete(self.loop.shutdown_asyncgens())
         self.loop.close()
-        for f in self._on_close:
-            f()
 
     def __enter__(self) -> Env:
         return self
