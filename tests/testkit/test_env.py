@@ -239,3 +239,32 @@ def test_runs_waiting_on_a_retry_resume_after_postgres_restarts(a44_env):
     env.run_until_idle()
     assert run.state == "succeeded"
     assert [a["status"] for a in run.attempts()] == ["failed", "succeeded", "succeeded"]
+
+
+NAP = """
+name: nap
+version: 1
+steps:
+  - id: before
+    uses: pass
+    timeout: 1s
+  - id: rest
+    sleep: 2d
+  - id: after
+    uses: pass
+    timeout: 1s
+"""
+
+
+def test_advance_stops_where_work_is_due_and_not_before(a44_env):
+    env = a44_env
+    env.publish(NAP)
+    start = env.now
+    run = env.run("nap", {})
+    assert run.state == "sleeping"
+    env.advance("1d")
+    assert (run.state, env.now) == ("sleeping", start + timedelta(days=1))
+    env.advance("3d")
+    assert run.state == "succeeded"
+    assert run.attempts("after")[0]["started_at"] == start + timedelta(days=2)     # woken at the sleep's end
+    assert env.now == start + timedelta(days=4)

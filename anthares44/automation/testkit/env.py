@@ -41,7 +41,9 @@ OUTSIDE = {"awaiting_confirmation": "a person's confirmation of an interrupted e
 
 def instant(text: str | datetime) -> datetime:
     """An ISO instant (`Z` accepted) as an aware UTC datetime."""
-    got = text if isinstance(text, datetime) else datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    from ..runtime.scheduling.preview import parse_bound
+
+    got = text if isinstance(text, datetime) else parse_bound(str(text), "UTC")
     return (got if got.tzinfo is not None else got.replace(tzinfo=UTC)).astimezone(UTC)
 
 
