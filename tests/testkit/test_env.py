@@ -231,6 +231,8 @@ def test_runs_waiting_on_a_retry_resume_after_postgres_restarts(a44_env):
     env = a44_env
     env.mock("connector/payments.charge", Fail("E_UPSTREAM_503"), Ok({"charge": "ch_2"}))
     env.publish(CHARGE)
+    env.run("charge-order", {"amount": 6})
+    assert env.run_until_idle().reason == "idle"    # sql/execute ran: the pools hold connections from before
     run = env.run("charge-order", {"amount": 7})
     assert run.state == "waiting"
     began = query(env.store.url, "select pg_postmaster_start_time()")[0][0]
