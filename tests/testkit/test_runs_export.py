@@ -4,7 +4,7 @@ attempts: runs made under the test kit come back out through the real verb."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -52,3 +52,26 @@ def test_export_writes_finished_runs_with_their_attempts_redacted(a44_env, monke
     assert len({h["run"]["run_id"] for h in lines}) == 2
     assert main(["automation", "runs", "export", "--workflow", "card-charge", "--sample", "10"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+def test_an_exported_history_runs_again_meeting_the_world_as_it_did(a44_env):
+    from anthares44.automation.app.exports import export_runs
+
+    env = a44_env
+    env.mock("connector/payments.charge", Fail("E_UPSTREAM_503", "busy"), Ok({"charge": "ch_7"}))
+    env.publish(WF)
+    original = env.run("card-charge", {"amount": 5}, idempotency_key="k1")
+    env.run_until_idle()
+
+    async def collect():
+        return [h async for h in export_runs(env.store, env.project, "wf_card_charge", since=timedelta(days=1),
+                                             sample=10)]
+
+    [history] = env.call(collect())
+    env.mock("connector/payments.charge", Ok({"charge": "never"}))    # the script the replay must replace
+    again = env.replay_history(history, idempotency_key="k1-again")
+    env.run_until_idle()
+
+    assert again.id != original.id and again.state == "succeeded"
+    assert [(a["status"], a["error_code"], a["result"]) for a in again.attempts("charge")] == \
+        [("failed", "E_UPSTREAM_503", None), ("succeeded", None, {"charge": "ch_7"})]

@@ -7,6 +7,7 @@
   databases.py  one embedded PostgreSQL per test process, a migrated template, a clone per test
   plugin.py     the pytest plugin (fixtures `a44_postgres`, `a44_env`)
   yaml_tests.py `*.a44test.yaml` files: declarative tests (`a44 automation test DIR`)
+  histories.py  a history of `runs export` run again under mocks answering as the far side did
 Guide: docs/testkit.md.
 """
 

@@ -252,9 +252,16 @@ class Env:
         return got
 
     # --- mocks ------------------------------------------------------------------------------------------------
-    def mock(self, uses: str, *script) -> Mock:
-        """Answer `uses` from `script` (Ok / Fail, one per call of each step, the last repeating)."""
-        return self.registry.mock(uses, *script)
+    def mock(self, uses: str, *script, step: str | None = None) -> Mock:
+        """Answer `uses` from `script` (Ok / Fail, one per call of each step, the last repeating); with `step`,
+        that step's own script."""
+        return self.registry.mock(uses, *script, step=step)
+
+    def replay_history(self, history: dict, *, idempotency_key: str | None = None) -> RunView:
+        """Run again, under mocks answering as the far side did, a history of `runs export` (histories.py)."""
+        from .histories import replay
+
+        return replay(self, history, idempotency_key=idempotency_key)
 
     # --- time -------------------------------------------------------------------------------------------------
     @property

@@ -78,6 +78,7 @@ class Mock:
     uses: str
     script: list[Ok | Fail]
     params_model: Any = None
+    steps: dict[str, list[Ok | Fail]] = field(default_factory=dict)    # a step's own script, if it has one
     calls: list[Call] = field(default_factory=list)
     _seen: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
 
@@ -88,7 +89,8 @@ class Mock:
     async def invoke(self, params: Any, ctx: StepContext) -> Any:
         n = self._seen[(ctx.run_id, ctx.step_id)]
         self._seen[(ctx.run_id, ctx.step_id)] = n + 1
-        outcome = self.script[min(n, len(self.script) - 1)] if self.script else Ok(None)
+        script = self.steps.get(ctx.step_id, self.script)
+        outcome = script[min(n, len(script) - 1)] if script else Ok(None)
         plain = params.model_dump(mode="json", by_alias=True) if hasattr(params, "model_dump") else params
         self.calls.append(Call(self.uses, ctx.run_id, ctx.step_id, ctx.attempt, ctx.idempotency_key, plain, outcome))
         if isinstance(outcome, Fail):
@@ -122,12 +124,18 @@ class MockRegistry(ConnectorRegistry):
         self.mocks: dict[str, Mock] = {}
         self._unmocked: dict[str, Unmocked] = {}
 
-    def mock(self, uses: str, *script: Any) -> Mock:
-        try:      # the real connector's params model, so a mock refuses what the real one would
-            model = getattr(super().get(uses), "params_model", None)
-        except A44Error:
-            model = None
-        m = self.mocks[uses] = Mock(uses, [outcome_of(s) for s in script], model)
+    def mock(self, uses: str, *script: Any, step: str | None = None) -> Mock:
+        """Script `uses` (for every step, or for `step` only: its own script, the others keep theirs)."""
+        outcomes = [outcome_of(s) for s in script]
+        m = self.mocks.get(uses)
+        if m is None or step is None:
+            try:      # the real connector's params model, so a mock refuses what the real one would
+                model = getattr(super().get(uses), "params_model", None)
+            except A44Error:
+                model = None
+            m = self.mocks[uses] = Mock(uses, [] if step is not None else outcomes, model)
+        if step is not None:
+            m.steps[step] = outcomes
         return m
 
     def mocked_plugins(self) -> frozenset:
