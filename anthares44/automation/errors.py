@@ -66,6 +66,9 @@ E_NETWORK = _code("E_NETWORK", True, "the connection to the far side failed")
 E_TUNNEL_DOWN = _code("E_TUNNEL_DOWN", True, "the private network route is unavailable; no fallback is taken")
 E_CIRCUIT_OPEN = _code("E_CIRCUIT_OPEN", True, "the connector's circuit breaker is open")
 E_CONNECTOR_NOT_FOUND = _code("E_CONNECTOR_NOT_FOUND", False, "the step's connector is not installed")
+E_UNMOCKED_CONNECTOR = _code("E_UNMOCKED_CONNECTOR", False,
+                             "under the test kit, a step used a connector that reaches the outside world and the "
+                             "test mocks no such connector (docs/testkit.md)")
 E_CONNECTOR_FAILED = _code("E_CONNECTOR_FAILED", False, "the connector raised an unexpected error")
 E_PARAMS_INVALID = _code("E_PARAMS_INVALID", False, "parameters failed validation: a step's rendered parameters, "
                          "or a request's (a skip that names neither a partition nor a step)", http=400)

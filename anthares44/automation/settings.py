@@ -79,6 +79,9 @@ VARIABLES: tuple[Variable, ...] = (
              "months the Parquet log archive keeps a day before deleting it (default 13)", int),
     Variable("A44_LOG_ARCHIVE_DIR", "log_archive_dir",
              "the directory of the Parquet log archive (default `$A44_HOME/storage/logs`)"),
+    Variable("A44_TEST_DATABASE_URL", "test_database_url",
+             "the test kit (and this repository's tests): a maintenance database URL (`.../postgres`) of a "
+             "PostgreSQL >= 14 to make test databases on, instead of an embedded server (docs/testkit.md)"),
     Variable("A44_DEBUG", "debug", "any value: an internal error prints its traceback", bool),
 )
 DEFAULT_PROJECT = "pj_default"   # the project when neither `--project` nor A44_PROJECT names one
@@ -112,6 +115,7 @@ class Settings:
     log_hot_days: int | None = None
     log_archive_months: int | None = None
     log_archive_dir: str | None = None
+    test_database_url: str | None = None
     debug: bool = False
 
     @classmethod

@@ -40,6 +40,7 @@ NO_ENDPOINT = {
     "automation webhook sign": ["--trigger", "t", "--file", "{body}"],
     "automation webhook send": ["--trigger", "t", "--file", "{body}"],
     "automation webhook list": [], "automation schedule occurrences": [],
+    "automation runs export": ["--workflow", "wf_x"],
 }
 LOCAL_BY_NATURE = {  # why each works on this machine only
     "automation lint": "compiles files", "automation compile": "compiles files", "automation schema": "writes files",
@@ -52,6 +53,7 @@ LOCAL_BY_NATURE = {  # why each works on this machine only
     "automation secrets rotate-key": "the local secret file", "auth login": "the credentials file",
     "auth logout": "the credentials file", "auth status": "the credentials file", "completion": "shell scripts",
     "automation console": "opens a browser on this machine at a daemon's URL",
+    "automation test": "runs the test kit on databases of its own",
 }
 
 

@@ -1,7 +1,8 @@
 """PostgreSQL fixtures for every test directory (registered by tests/conftest.py).
 
 One embedded server per test session (temp dir, random port, 127.0.0.1, fsync off), one template database
-migrated once, and a fresh database per test cloned from it (`CREATE DATABASE ... TEMPLATE`, ~50 ms).
+migrated once, and a fresh database per test cloned from it: the test kit's (anthares44/automation/testkit/
+databases.py, its plugin's `a44_postgres` fixture), so these tests and the kit's share one server.
 `A44_TEST_DATABASE_URL` (a URL to a maintenance database such as `postgres` on any PostgreSQL >= 14) uses that
 server instead; the test databases are created and dropped there.
 
@@ -22,21 +23,19 @@ Fixtures:
 from __future__ import annotations
 
 import asyncio
-import atexit
-import os
-import secrets
-import shutil
-import tempfile
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
 
 from anthares44.automation.clock import ManualClock
-from anthares44.automation.errors import A44Error
-from anthares44.automation.runtime.postgres.embedded import EmbeddedServer, free_port
 from anthares44.automation.runtime.store.core import Store
+from anthares44.automation.testkit.databases import (  # noqa: F401 - helpers the tests import from here
+    AppDatabases,
+    database_name,
+    with_database,
+    with_login,
+)
+from anthares44.automation.testkit.databases import admin_statements as _admin  # noqa: F401 - as the tests name it
 
 
 def query(url: str, sql: str, *args) -> list:
@@ -52,120 +51,23 @@ def query(url: str, sql: str, *args) -> list:
     return asyncio.run(run())
 
 
-def database_name(url: str) -> str:
-    """The database (and, for AppDatabases' URLs, the role) a URL names."""
-    return urlsplit(url).path.lstrip("/")
-
-
-def with_database(url: str, database: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path="/" + database))
-
-
-async def _admin(url: str, *statements: str) -> None:
-    conn = await asyncpg.connect(url)
-    try:
-        for stmt in statements:
-            await conn.execute(stmt)
-    finally:
-        await conn.close()
-
-
-def _start_server(root: Path) -> EmbeddedServer:
-    server = EmbeddedServer(root, durable=False)
-    server.initdb()
-    for _ in range(5):  # another process may take the free port between our probe and the bind
-        try:
-            server.start(free_port(), wait_s=15)
-            return server
-        except A44Error:
-            if server.status() is not None:
-                raise
-    raise RuntimeError("could not start the test PostgreSQL")
+@pytest.fixture(scope="session")
+def pg_admin_url(a44_postgres) -> str:
+    """The test kit's server of this process (testkit/databases.py, the `a44_postgres` fixture of its plugin)."""
+    return a44_postgres.admin_url
 
 
 @pytest.fixture(scope="session")
-def pg_admin_url() -> str:
-    external = os.environ.get("A44_TEST_DATABASE_URL")
-    if external:
-        yield external
-        return
-    # Not under pytest's basetemp: that dir is 0700 (the server may run as another user than root) and
-    # concurrent pytest sessions prune old basetemps, which would delete a running cluster.
-    root = Path(tempfile.mkdtemp(prefix="a44-test-pg-"))
-    server = _start_server(root)
-    atexit.register(server.stop)  # in case the session dies before the finalizer (it is idempotent)
-    try:
-        yield f"postgresql://postgres@127.0.0.1:{server.status().port}/postgres"
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def pg_template(pg_admin_url) -> str:
+def pg_template(a44_postgres) -> str:
     """Name of the migrated template database."""
-    name = f"a44_tmpl_{secrets.token_hex(4)}"
-    asyncio.run(_admin(pg_admin_url, f"create database {name}"))
-
-    async def migrate():
-        # migrated at the ManualClock's start, so tests on the default clock find their partitions made
-        store = await Store.connect(with_database(pg_admin_url, name), min_size=1, max_size=1, clock=ManualClock())
-        try:
-            await store.migrate()
-        finally:
-            await store.close()
-
-    asyncio.run(migrate())
-    yield name
-    asyncio.run(_admin(pg_admin_url, f"drop database if exists {name} with (force)"))
+    return a44_postgres.template
 
 
 @pytest.fixture
-def pg_url(pg_admin_url, pg_template) -> str:
-    name = f"a44_test_{secrets.token_hex(6)}"
-    # as a control database must be: no workflow role may connect to it (the wall checks it)
-    asyncio.run(_admin(pg_admin_url, f"create database {name} template {pg_template}",
-                       f"revoke connect, temporary on database {name} from public"))
-    yield with_database(pg_admin_url, name)
-    asyncio.run(_admin(pg_admin_url, f"drop database if exists {name} with (force)"))
-
-
-def with_login(url: str, role: str, password: str, database: str) -> str:
-    parts = urlsplit(url)
-    netloc = f"{role}:{password}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc, path="/" + database))
-
-
-class AppDatabases:
-    """The application databases of one test: for each project a login role and a database `<prefix><slug>`, made
-    by a44's own provisioning (runtime/postgres/projects.py), all with one password, so that `template` (with
-    `{project}`) reaches each."""
-
-    def __init__(self, admin_url: str):
-        self.admin_url = admin_url
-        self.prefix = f"t{secrets.token_hex(4)}_"
-        self.password = secrets.token_hex(16)
-        self.template = with_login(admin_url, self.prefix + "{project}", self.password, self.prefix + "{project}")
-        self._made: set[str] = set()
-
-    def url(self, project: str = "pj_default") -> str:
-        """The project's URL, its role and database made first."""
-        from anthares44.automation.runtime.postgres.projects import provision
-        from anthares44.automation.stdlib_connectors.sql_database import project_slug
-
-        name = self.prefix + project_slug(project)
-        if name not in self._made:
-            asyncio.run(provision(self.admin_url, name, name, self.password))
-            self._made.add(name)
-        return self.template.replace("{project}", project_slug(project))
-
-    def drop(self) -> None:
-        statements = []
-        for name in sorted(self._made):
-            statements += [f'drop database if exists "{name}" with (force)', f'drop role if exists "{name}"']
-        if statements:
-            asyncio.run(_admin(self.admin_url, *statements))
+def pg_url(a44_postgres) -> str:
+    url = a44_postgres.clone()
+    yield url
+    a44_postgres.drop(url)
 
 
 @pytest.fixture

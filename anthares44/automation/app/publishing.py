@@ -103,18 +103,21 @@ async def published_known(store, project: str):
     return Known(f"published in project {project}", frozenset(workflows), frozenset(queues), connectors)
 
 
-async def publish(store, project: str, paths: list[str]) -> PublishReport:
+async def publish(store, project: str, paths: list[str], *, plugins: frozenset = frozenset()) -> PublishReport:
     """Compile `paths`; when there is no error diagnostic, store every workflow. Never raises for a user's mistake
-    (those are in the report); database failures raise A44Error."""
+    (those are in the report); database failures raise A44Error. `plugins`: plugin names to take as installed (the
+    test kit's mocks)."""
     import asyncio
+    import dataclasses
 
     code = [p for p in paths if str(p).endswith(".py")]
     if code:    # workflows in code (§12), stored beside the YAML ones
         rest = [p for p in paths if p not in code]
-        report = await publish(store, project, rest) if rest else PublishReport(project=project, files=[])
+        report = await publish(store, project, rest, plugins=plugins) if rest else \
+            PublishReport(project=project, files=[])
         return report if report.errors else await publish_code(store, project, code, report)
     # compiling is CPU work: off the event loop, so a server publishing for one client keeps serving others
-    known = await published_known(store, project)
+    known = dataclasses.replace(await published_known(store, project), plugins=frozenset(plugins))
     result = await asyncio.to_thread(compile_for_publish, paths, known)
     report = PublishReport(project=project, files=list(result.files), diagnostics=list(result.diagnostics))
     if report.errors:

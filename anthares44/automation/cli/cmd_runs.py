@@ -17,6 +17,10 @@ a partial run with no failed partition left becomes `succeeded` (docs/partitions
 and why: at once when no worker holds it (pending, waiting, sleeping, awaiting_confirmation), else at the next
 safe point of the daemon running it (its in-flight call is cancelled); --compensate undoes its completed steps
 first. Cancelling a cancelled run says so (exit 0); a finished run refuses with E_CANCEL_NOT_ALLOWED (exit 1).
+
+`a44 automation runs export --workflow WF [--since 14d] [--sample 500] > histories.jsonl` writes a random sample of
+the workflow's finished runs, one history (the run and its attempts, redacted like results) per line: real runs to
+keep as test fixtures (local only).
 """
 
 from __future__ import annotations
@@ -83,6 +87,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("--by", metavar="NAME", help="who decided (default: $USER)")
     add_common_options(c, inherited=True)
     add_target_options(c, inherited=True)
+    e = actions.add_parser("export", help="finished runs of a workflow as JSON lines, redacted (test fixtures)",
+                           description="A random sample of the finished runs of a workflow, one history (the run "
+                                       "and its attempts) per line, values under sensitive keys redacted: real "
+                                       "runs to keep as test fixtures (docs/testkit.md).")
+    e.add_argument("--workflow", dest="export_workflow", required=True, metavar="WF", help="workflow id or name")
+    e.add_argument("--since", dest="export_since", default="14d", metavar="AGE",
+                   help="created within this age (default 14d)")
+    e.add_argument("--sample", type=_non_negative, default=500, metavar="N", help="at most N runs (default 500)")
+    add_common_options(e, inherited=True)
+    add_target_options(e, inherited=True)
     return p
 
 
@@ -103,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         return run_api(_skip, args)
     if getattr(args, "runs_action", None) == "cancel":
         return run_api(_cancel, args)
+    if getattr(args, "runs_action", None) == "export":
+        return run_api(_export, args, local_only="runs export")
     return run_api(_list, args)
 
 
@@ -174,4 +190,16 @@ async def _cancel(auto, args) -> int:
         then = "compensates its completed steps, then ends cancelled" if result["compensate"] else \
             "stops at its next safe point"
         write(f"{args.run_id} cancel requested: the run ({result['state']}) {then}\n")
+    return EXIT_OK
+
+
+async def _export(auto, args) -> int:
+    from ..app.automation import workflow_ref
+    from ..app.exports import export_runs
+    from ..durations import parse_duration
+    from .output import json_line
+
+    async for history in export_runs(auto.store, auto.project, workflow_ref(args.export_workflow),
+                                     since=parse_duration(args.export_since), sample=args.sample):
+        write(json_line(history))
     return EXIT_OK

@@ -38,6 +38,7 @@ VERBS: dict[str, str] = {
     "metrics": "cmd_metrics",
     "partitions": "cmd_partitions",
     "console": "cmd_console",
+    "test": "cmd_test",
 }
 
 

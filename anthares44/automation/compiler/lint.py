@@ -22,6 +22,7 @@ A44901 = register("A44901", "path cannot be read")
 A44902 = register("A44902", "no workflow files found")
 
 YAML_SUFFIXES = (".yaml", ".yml")
+TEST_FILE_SUFFIX = ".a44test.yaml"    # the test kit's declarative tests (docs/testkit.md): not workflow files
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".a44", ".tox", ".mypy_cache",
               ".pytest_cache", ".hypothesis", "build", "dist"}
 
@@ -44,7 +45,8 @@ def discover(paths: list[str]) -> tuple[list[str], list[Diagnostic]]:
             for root, dirs, names in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
                 for n in sorted(names):
-                    if n.endswith(YAML_SUFFIXES) and not n.startswith(".") and n != ".pre-commit-hooks.yaml":
+                    if n.endswith(YAML_SUFFIXES) and not n.startswith(".") and n != ".pre-commit-hooks.yaml" \
+                            and not n.endswith(TEST_FILE_SUFFIX):
                         files.append(os.path.normpath(os.path.join(root, n)))
             if len(files) == before:
                 diags.append(Diagnostic.at(A44902, "no workflow files found: this directory holds no *.yaml or "

@@ -42,6 +42,7 @@ class Known:
     workflows: frozenset[str] = frozenset()
     queues: frozenset[str] = frozenset()
     connectors: dict[str, ConnectorDecl] = field(default_factory=dict)     # connector id -> validated ConnectorDecl
+    plugins: frozenset[str] = frozenset()   # plugin names that exist without an entry point here: the test kit's mocks
 
 
 @dataclass
@@ -99,8 +100,9 @@ class Project:
         return {d.model.id: d for d in self.of_kind("channel")}
 
     @cached_property
-    def plugins(self) -> dict[str, EntryPoint]:
-        """Installed connector plugins by name (entry points; loaded only when their params are checked)."""
+    def plugins(self) -> dict[str, EntryPoint | None]:
+        """Installed connector plugins by name (entry points; loaded only when their params are checked), and the
+        known ones without a model (None)."""
         from importlib.metadata import entry_points
 
-        return {ep.name: ep for ep in entry_points(group=PLUGIN_GROUP)}
+        return {**dict.fromkeys(self.known.plugins), **{ep.name: ep for ep in entry_points(group=PLUGIN_GROUP)}}

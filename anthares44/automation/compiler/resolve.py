@@ -50,7 +50,7 @@ def resolve(uses: str, project: Project) -> Resolution:
 def plugin_params_model(uses: str, project: Project) -> tuple[Any, str | None]:
     """The params model a plugin declares (`params_model` attribute), or None; loading user code may fail."""
     ep = project.plugins.get(uses[len(PLUGIN_PREFIX):])
-    if ep is None:
+    if ep is None:          # not installed, or known without a model (Known.plugins)
         return None, None
     try:
         obj = ep.load()

@@ -20,6 +20,7 @@ from ...stdlib_connectors.registry import ConnectorRegistry, validate_params
 from .. import evaluation
 
 log = logging.getLogger("a44.engine")
+AFTER_EFFECT = "fault.after_effect_before_record"    # a service key only the test kit sets
 
 
 @dataclass
@@ -75,6 +76,9 @@ async def invoke(registry: ConnectorRegistry, call: Call, scope: Callable[[], di
         raise
     except Exception as exc:  # noqa: BLE001 - a connector bug fails the step, never the worker
         return Outcome("failed", error=_unexpected(call, exc))
+    fault = services.get(AFTER_EFFECT)   # the test kit's fault point (testkit/faults.py); absent in production
+    if fault is not None:
+        fault(ctx)      # may raise: the visit dies as a worker would, the effect done and nothing recorded
     return Outcome("succeeded", result=result)
 
 

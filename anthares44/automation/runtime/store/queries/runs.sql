@@ -110,3 +110,14 @@ select count(*) from (
 select at, data from automation.run_events
 where run_id = :run_id and kind = 'run.replayed'
 order by id;
+
+-- name: runs_export_sample
+-- purpose: a random sample of up to :sample finished runs of workflow :workflow_id created since :since (states :states), oldest first (runs export)
+select run_id from (
+    select run_id, created_at from automation.runs
+    where project_id = :project and workflow_id = :workflow_id and created_at >= :since
+      and state = any(:states::text[])
+    order by random()
+    limit :sample
+) picked
+order by created_at, run_id;

@@ -1,0 +1,182 @@
+"""Test databases: one embedded PostgreSQL per test process, one migrated template, a fresh clone per test.
+
+`TestPostgres` starts the server (temp dir, random port, 127.0.0.1, fsync off) or uses the one
+`A44_TEST_DATABASE_URL` names (a maintenance database such as `postgres` on any PostgreSQL >= 14), migrates a
+template database once, and clones it per test (`CREATE DATABASE ... TEMPLATE`, ~50 ms). The test kit's `a44_env`
+fixture and this repository's own fixtures (tests/runtime/pg.py) both use it, so a test process runs one server.
+
+`AppDatabases` are a test's application databases (where workflow SQL runs), one per project, made by a44's own
+provisioning (runtime/postgres/projects.py) as the embedded server makes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from ..clock import VirtualClock
+from ..errors import A44Error
+from ..settings import Settings
+
+
+def database_name(url: str) -> str:
+    """The database (and, for AppDatabases' URLs, the role) a URL names."""
+    return urlsplit(url).path.lstrip("/")
+
+
+def with_database(url: str, database: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + database))
+
+
+def with_login(url: str, role: str, password: str, database: str) -> str:
+    parts = urlsplit(url)
+    netloc = f"{role}:{password}@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc, path="/" + database))
+
+
+async def admin_statements(url: str, *statements: str) -> None:
+    """Run `statements` one by one on a connection of their own."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        for stmt in statements:
+            await conn.execute(stmt)
+    finally:
+        await conn.close()
+
+
+def admin(url: str, *statements: str) -> None:
+    """`admin_statements` outside any event loop (fixtures, setup)."""
+    asyncio.run(admin_statements(url, *statements))
+
+
+def _start_server(root: Path):
+    from ..runtime.postgres.embedded import EmbeddedServer, free_port
+
+    server = EmbeddedServer(root, durable=False)
+    server.initdb()
+    for _ in range(5):  # another process may take the free port between our probe and the bind
+        try:
+            server.start(free_port(), wait_s=15)
+            return server
+        except A44Error:
+            if server.status() is not None:
+                raise
+    raise RuntimeError("could not start the test PostgreSQL")
+
+
+class TestPostgres:
+    """The server of one test process and its migrated template; `clone()` makes a test's control database."""
+
+    __test__ = False        # not a test class, whatever pytest's name rules say
+
+    def __init__(self, admin_url: str, server=None, root: Path | None = None):
+        self.admin_url = admin_url
+        self._server = server
+        self._root = root
+        self._template: str | None = None
+
+    @classmethod
+    def start(cls) -> TestPostgres:
+        external = Settings.from_env().test_database_url
+        if external:
+            return cls(external)
+        # Not under pytest's basetemp: that dir is 0700 (the server may run as another user than root) and
+        # concurrent pytest sessions prune old basetemps, which would delete a running cluster.
+        root = Path(tempfile.mkdtemp(prefix="a44-test-pg-"))
+        server = _start_server(root)
+        atexit.register(server.stop)  # in case the session dies before the finalizer (it is idempotent)
+        return cls(f"postgresql://postgres@127.0.0.1:{server.status().port}/postgres", server, root)
+
+    @property
+    def port(self) -> int:
+        return urlsplit(self.admin_url).port or 5432
+
+    @property
+    def template(self) -> str:
+        """Name of the migrated template database (made on first use)."""
+        if self._template is None:
+            name = f"a44_tmpl_{secrets.token_hex(4)}"
+            admin(self.admin_url, f"create database {name}")
+            asyncio.run(self._migrate(with_database(self.admin_url, name)))
+            self._template = name
+        return self._template
+
+    @staticmethod
+    async def _migrate(url: str) -> None:
+        from ..runtime.store.core import Store
+
+        # migrated at the VirtualClock's start, so tests on the default clock find their partitions made
+        store = await Store.connect(url, min_size=1, max_size=1, clock=VirtualClock())
+        try:
+            await store.migrate()
+        finally:
+            await store.close()
+
+    def clone(self) -> str:
+        """URL of a fresh migrated database of its own."""
+        name = f"a44_test_{secrets.token_hex(6)}"
+        # as a control database must be: no workflow role may connect to it (the wall checks it)
+        admin(self.admin_url, f"create database {name} template {self.template}",
+              f"revoke connect, temporary on database {name} from public")
+        return with_database(self.admin_url, name)
+
+    def drop(self, url: str) -> None:
+        admin(self.admin_url, f"drop database if exists {database_name(url)} with (force)")
+
+    def restart(self) -> None:
+        """Stop the embedded server and start it again on the same port (connections are cut, data kept)."""
+        if self._server is None:
+            raise RuntimeError("the server A44_TEST_DATABASE_URL names is not this process's to restart")
+        self._server.stop()
+        self._server.start(self.port, wait_s=15)
+
+    def stop(self) -> None:
+        if self._template is not None:
+            try:
+                admin(self.admin_url, f"drop database if exists {self._template} with (force)")
+            except Exception:  # noqa: BLE001 - the server may be gone already; the temp dir goes anyway
+                pass
+        if self._server is not None:
+            self._server.stop()
+            if self._root is not None:
+                shutil.rmtree(self._root, ignore_errors=True)
+
+
+class AppDatabases:
+    """The application databases of one test: for each project a login role and a database `<prefix><slug>`, made
+    by a44's own provisioning (runtime/postgres/projects.py), all with one password, so that `template` (with
+    `{project}`) reaches each."""
+
+    def __init__(self, admin_url: str):
+        self.admin_url = admin_url
+        self.prefix = f"t{secrets.token_hex(4)}_"
+        self.password = secrets.token_hex(16)
+        self.template = with_login(admin_url, self.prefix + "{project}", self.password, self.prefix + "{project}")
+        self._made: set[str] = set()
+
+    def url(self, project: str = "pj_default") -> str:
+        """The project's URL, its role and database made first."""
+        from ..runtime.postgres.projects import provision
+        from ..stdlib_connectors.sql_database import project_slug
+
+        name = self.prefix + project_slug(project)
+        if name not in self._made:
+            asyncio.run(provision(self.admin_url, name, name, self.password))
+            self._made.add(name)
+        return self.template.replace("{project}", project_slug(project))
+
+    def drop(self) -> None:
+        statements = []
+        for name in sorted(self._made):
+            statements += [f'drop database if exists "{name}" with (force)', f'drop role if exists "{name}"']
+        if statements:
+            admin(self.admin_url, *statements)
+
