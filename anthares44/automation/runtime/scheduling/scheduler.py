@@ -221,10 +221,12 @@ class Scheduler:
             log.info("occurrence %s -> %s (%s)", key, created.run_id, "created" if created.created else "existing")
 
     # --- the loop -------------------------------------------------------------------------------------------
-    async def next_wake(self) -> datetime | None:
-        """The instant of the clock at which the loop ticks next: the earliest next firing or queued expiry (None:
-        neither; the loop then ticks after `poll`)."""
-        now = self.clock.now()
+    async def next_wake(self, after: datetime | None = None) -> datetime | None:
+        """The instant of the clock at which the loop ticks next: the earliest firing after `after` (the instant
+        the last tick began; default now) or queued expiry (None: neither; the loop then ticks after `poll`). From
+        the tick's instant, not the clock's now: a firing the clock passed while the tick ran wakes the loop at once
+        instead of waiting a whole period to be decided late."""
+        now = after or self.clock.now()
         wakes = []
         for _, trig in self._triggers:
             with contextlib.suppress(ScheduleError):
@@ -244,8 +246,9 @@ class Scheduler:
             # back are events of the outside world, not instants of the clock
             wake_at, poll_s = None, self.poll.total_seconds()
             try:
+                ticked_at = self.clock.now()
                 await self.tick()
-                wake_at = await self.next_wake()
+                wake_at = await self.next_wake(ticked_at)
                 failures = 0
                 OUTAGE.ok(self.store.url, began)
             except asyncio.CancelledError:
