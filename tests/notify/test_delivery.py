@@ -12,9 +12,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from anthares44.automation.app import metrics as app_metrics
 from anthares44.automation.http.metrics import render_metrics
-from anthares44.automation.runtime.notify.delivery import Deliverer, DeliverySettings
+from anthares44.automation.runtime.notify import outbox
+from anthares44.automation.runtime.notify.delivery import Deliverer, DeliverySettings, DeliveryWorker
 from anthares44.automation.runtime.notify.messages import Notification
-from tests.notify.conftest import FAST, add_channel, enqueue, row
+from tests.notify.conftest import FAST, PROJECT, add_channel, enqueue, row
 from tests.notify.receivers import HttpReceiver
 
 
@@ -163,3 +164,44 @@ def test_an_alerts_messages_arrive_in_order_after_the_receiver_recovers(store, a
                                "al_1/1/firing/hook", "al_1/2/update/hook"]
     finally:
         hook.close()
+
+
+def test_the_delivery_loop_sends_a_retry_when_its_clock_reaches_the_backoff(store, aio, clock, secrets):
+    """The worker daemons run sleeps until the clock reaches the next due attempt (issue 27: one clock): with an
+    hour's backoff and an hour's poll of wall time, only the clock's alarm can bring the second attempt."""
+    flaky = HttpReceiver(script=[503, 200])
+    hour = DeliverySettings(retry_base=timedelta(hours=1), retry_max=timedelta(hours=1), max_attempts=4,
+                            timeout=timedelta(seconds=2))
+    worker = DeliveryWorker(Deliverer(store, secrets, hour, rng=random.Random(7)), poll=timedelta(hours=1))
+
+    async def scenario(nid):
+        async def failed_once():
+            r = await outbox.get(store, PROJECT, nid)
+            return r["attempts"] == 1 and r["last_error"] is not None and r["state"] == "pending"
+
+        stop = asyncio.Event()
+        task = asyncio.create_task(worker.serve(stop))
+        try:
+            for _ in range(1500):
+                if await failed_once():
+                    break
+                await asyncio.sleep(0.02)
+            due = (await outbox.get(store, PROJECT, nid))["next_attempt_at"]
+            assert due - clock.now() >= timedelta(minutes=30)      # the backoff: half to all of an hour
+            clock.advance(due - clock.now())
+            for _ in range(1500):
+                if (await outbox.get(store, PROJECT, nid))["state"] == "delivered":
+                    break
+                await asyncio.sleep(0.02)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 30)
+
+    try:
+        add_channel(store, aio, "flaky", "slack", {"url": flaky.hook})
+        nid = enqueue(store, aio, "flaky", "k-later")
+        aio(scenario(nid))
+        r = row(store, aio, nid)
+        assert r["state"] == "delivered" and r["attempts"] == 2 and flaky.keys() == ["k-later"] * 2
+    finally:
+        flaky.close()

@@ -152,7 +152,7 @@ def test_without_pyarrow_the_archive_is_one_coded_error(pg_url, tmp_path):
         assert "[archive]" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_the_daemon_loop_runs_a_round_and_stops_when_told(store, aio, tmp_path):
+def test_the_daemon_loop_runs_a_round_and_stops_when_told(store, clock, aio, tmp_path):
     import asyncio
 
     from anthares44.automation.runtime.logs.retention import retention_loop
@@ -162,10 +162,11 @@ def test_the_daemon_loop_runs_a_round_and_stops_when_told(store, aio, tmp_path):
 
     async def one_round():
         stop = asyncio.Event()
-        task = asyncio.create_task(retention_loop(store, root, stop, first_after=0.01, every=3600))
+        task = asyncio.create_task(retention_loop(store, root, stop, first_after=60, every=3600))
         for _ in range(500):
             if await store_queries.fetch(store, "logs_archive_days"):
                 break
+            clock.advance(30)          # the round comes when the store's clock reaches it, not the wall clock
             await asyncio.sleep(0.02)
         stop.set()
         await asyncio.wait_for(task, 10)          # stops at once, not after `every`

@@ -174,6 +174,7 @@ class Flusher:
 
     async def _loop(self) -> None:
         while True:
+            # wall: how stale another process's view of these in-memory counts may get (and what a crash loses)
             await asyncio.sleep(self.interval)
             await self._flush("metrics flush failed (the counts go with the next one)")
 

@@ -13,7 +13,7 @@ import contextlib
 import logging
 from datetime import datetime, timedelta
 
-from ...clock import Clock
+from ...clock import Clock, wait_event
 from ...errors import A44Error
 from ...grammar.alert_rules import METRICS, evaluate, parse_condition, parse_filter
 from . import builtins, ledger, sampler
@@ -52,9 +52,13 @@ class Evaluator:
         self._failing = False
 
     async def serve(self, stop: asyncio.Event) -> None:
-        """Evaluate every interval until `stop`; a failed round (database down) logs once per state change."""
+        """Evaluate every interval of the clock until `stop` (alert windows and the evaluator's lease are instants
+        of that clock, so a VirtualClock moved by 5 min evaluates a 5 min window); a failed round (database down)
+        logs once per state change and is retried after an interval of wall time (the database's return is an event
+        of the outside world)."""
         try:
             while not stop.is_set():
+                next_round: datetime | None = self.clock.now() + timedelta(seconds=self.interval_s)
                 try:
                     await self.step()
                     if self._failing:
@@ -65,8 +69,10 @@ class Evaluator:
                         what = f"{exc.code} {exc.message}" if isinstance(exc, A44Error) else repr(exc)
                         log.warning("alert evaluation failed: %s (retrying every %ss)", what, self.interval_s)
                     self._failing = True
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.interval_s)
+                    next_round = None
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(None if next_round is not None else self.interval_s):
+                        await wait_event(self.clock, stop, next_round)
         finally:
             with contextlib.suppress(Exception):
                 await self.store.execute("alert_evaluator_release", holder=self.holder, now=self.clock.now())

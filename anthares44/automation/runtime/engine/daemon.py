@@ -4,9 +4,10 @@ HTTP plane into `a44 automation serve`).
 The daemon migrates the schema and creates partitions at start, then loops: claim as many due runs as it has
 free slots (`concurrency` runs in flight), drive each in its own task, and sleep until something can be due:
 a NOTIFY on channel `a44_runs_due` (a run created or released, migration 0002), a driver finishing (a slot
-frees), or a timer to the earliest `next_wake_at` (a retry, a sleep, or a lease deadline of a worker that may
-have died), capped by the lease timeout. No busy polling. Several daemons share one database: claims use
-FOR UPDATE SKIP LOCKED.
+frees), or the engine clock reaching the earliest `next_wake_at` (a retry, a sleep, or a lease deadline of a
+worker that may have died: an alarm of the injected Clock, so a VirtualClock drives the loop), with a re-check
+after the lease timeout of wall time in case a NOTIFY was missed. No busy polling. Several daemons share one
+database: claims use FOR UPDATE SKIP LOCKED.
 
 A NOTIFY on channel `a44_run_cancel` (a person cancelled the run it names, runtime/engine/cancels.py) goes to
 the engine, whose driver of that run stops at its next safe point.
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from ... import tracing
-from ...clock import Clock, SystemClock
+from ...clock import Clock, SystemClock, sleep_for, wait_event
 from ...durations import parse_duration, reconnect_delay
 from ...errors import A44Error
 from ...paths import storage_root
@@ -107,11 +108,11 @@ class Daemon:
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()
         self._active: dict[asyncio.Task, object] = {}
-        self._timers: list[asyncio.TimerHandle] = []
+        self._alarm: tuple[datetime, asyncio.Future[None]] | None = None   # the earliest NOTIFYed due instant
         # something may have become due that the last claim did not see: a NOTIFY, a timer, a failed or skipped
         # claim. A driver finishing alone is no such hint when nothing due was left behind (see _loop)
         self._hinted = True
-        self._next_due: float | None = None     # loop time of the earliest due run the last check found
+        self._next_due: datetime | None = None  # the earliest due instant the last check found
         self._due_left = True                   # that check found runs due now that no claim took
 
     @property
@@ -190,12 +191,12 @@ class Daemon:
             # with a backlog, refill by a quarter of the slots at a time instead of one claim per finished run
             # (fewer claim statements and commits per run, docs/runtime.md); when idle, claim at once
             refill = max(1, min(s.concurrency, s.claim_batch) // 4) if backlog else 1
-            began = time.monotonic()
+            began = time.monotonic()     # wall: how long an outage lasted, in real seconds (runtime/outage.py)
             try:
                 if quiet:
                     # only a driver finished: nothing became due since the last claim took everything that was
                     # (a run created or released, a slot freed for a limited queue, notifies or was due then)
-                    timeout = self._until_known_due()
+                    wake_at, poll_s = self._until_known_due()
                 elif free >= refill:
                     asked = min(free, s.claim_batch)
                     rows = await engine.claim(asked)
@@ -214,9 +215,9 @@ class Daemon:
                     await self.store.ensure_partitions()
                     last_partitions = engine.clock.now()
                 if not quiet and backlog and self._active:  # a finishing run wakes the loop; no need to ask when
-                    timeout = s.lease_timeout.total_seconds()
+                    wake_at, poll_s = None, s.lease_timeout.total_seconds()
                 elif not quiet:
-                    timeout = await self._until_next_due(claimed, free)
+                    wake_at, poll_s = await self._until_next_due(claimed, free)
                     # a claim that was not full and nothing due left: the next driver to finish need not claim
                     quiet = not backlog and free >= refill and not self._hinted and not self._due_left
                 failures = 0
@@ -225,39 +226,44 @@ class Daemon:
                 # the database is away (restart, network): keep the in-flight work, retry with a backoff; one
                 # line when it goes and one when it is back (runtime/outage.py), not one per retry
                 failures += 1
-                timeout = reconnect_delay(failures)
+                wake_at, poll_s = None, reconnect_delay(failures)
                 self._hinted, quiet = True, False
                 if not OUTAGE.failed(self.store.url, "claim", exc):
-                    log.debug("claim loop: %s; retrying in %.1fs", exc, timeout)
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout)
-            except TimeoutError:
-                self._hinted = True     # the earliest due time (or the cap) has come
+                    log.debug("claim loop: %s; retrying in %.1fs", exc, poll_s)
+            await self._sleep(wake_at, poll_s)
 
-    async def _until_next_due(self, claimed: int, free: int) -> float:
-        """Seconds until the earliest next_wake_at (capped by the lease timeout); a floor when due runs exist
-        but were all locked by other daemons, so a contended claim does not spin."""
+    async def _sleep(self, wake_at: datetime | None, poll_s: float) -> None:
+        """Until a wake-up (NOTIFY, a driver finishing, stop), the engine clock reaching `wake_at` (an alarm of
+        the injected clock), or `poll_s` seconds of wall time: that re-check (a NOTIFY missed, a claim contended by
+        other daemons, the database's return) is paced in real seconds whatever the engine clock says."""
+        try:
+            async with asyncio.timeout(poll_s):
+                if await wait_event(self.engine.clock, self._wake, wake_at):
+                    return
+        except TimeoutError:
+            pass
+        self._hinted = True     # the earliest due time (or the re-check) has come
+
+    async def _until_next_due(self, claimed: int, free: int) -> tuple[datetime | None, float]:
+        """The earliest next_wake_at to wake at, and the wall-time re-check (the lease timeout); a short floor
+        instead when due runs exist but were all locked by other daemons, so a contended claim does not spin."""
         cap = self.settings.lease_timeout.total_seconds()
         self._next_due, self._due_left = None, True
         if free <= 0:
-            return cap
+            return None, cap
         due: datetime | None = await self.store.fetchval("lease_next_due")
         self._due_left = False
         if due is None:
-            return cap
-        wait = (due - self.engine.clock.now()).total_seconds()
-        if wait <= 0:
+            return None, cap
+        if due <= self.engine.clock.now():
             self._due_left = True
-            return 0.05 if claimed == 0 else 0.0
-        self._next_due = asyncio.get_running_loop().time() + wait
-        return min(wait, cap)
+            return None, 0.05 if claimed == 0 else 0.0
+        self._next_due = due
+        return due, cap
 
-    def _until_known_due(self) -> float:
-        """Seconds left until the due time the last `lease_next_due` found (capped by the lease timeout)."""
-        cap = self.settings.lease_timeout.total_seconds()
-        if self._next_due is None:
-            return cap
-        return max(0.0, min(self._next_due - asyncio.get_running_loop().time(), cap))
+    def _until_known_due(self) -> tuple[datetime | None, float]:
+        """The due instant the last `lease_next_due` found, and the wall-time re-check (the lease timeout)."""
+        return self._next_due, self.settings.lease_timeout.total_seconds()
 
     async def _beat(self) -> None:
         try:
@@ -266,9 +272,11 @@ class Daemon:
             log.info("heartbeat: %s", exc)
 
     async def _heartbeats(self) -> None:
-        """Beat every HEARTBEAT_EVERY (wall time: the loop itself may sleep a whole lease timeout when idle)."""
+        """Beat every HEARTBEAT_EVERY of the engine clock (the beats' instants are its instants, and presence is
+        judged on it: a VirtualClock moved by a day sees a beat at its new instant, not a daemon gone for a day);
+        a task of its own because the loop itself may sleep a whole lease timeout when idle."""
         while True:
-            await asyncio.sleep(heartbeat.HEARTBEAT_EVERY.total_seconds())
+            await sleep_for(self.engine.clock, heartbeat.HEARTBEAT_EVERY.total_seconds())
             await self._beat()
 
     def _done(self, task: asyncio.Task) -> None:
@@ -282,7 +290,7 @@ class Daemon:
 
     async def _listen(self) -> None:
         """Hold a connection LISTENing on a44_runs_due; re-LISTEN after the database comes back."""
-        loop = asyncio.get_running_loop()
+        clock = self.engine.clock
 
         def on_notify(conn, pid, channel, payload):
             try:
@@ -290,20 +298,18 @@ class Daemon:
             except ValueError:
                 self._hint()
                 return
-            delay = (due - self.engine.clock.now()).total_seconds()
-            if delay <= 0:
+            if due <= clock.now():
                 self._hint()
-            else:
-                # one timer, the earliest: once woken the loop asks the database for the next due time anyway,
-                # so a timer per payload (thousands of runs parked in a sleep) would only hold memory
-                at, now = loop.time() + delay, loop.time()
-                armed = [t for t in self._timers if not t.cancelled() and t.when() > now]
-                if armed and armed[0].when() <= at:
-                    self._timers = armed[:1]
+                return
+            # one alarm, the earliest: once woken the loop asks the database for the next due time anyway, so an
+            # alarm per payload (thousands of runs parked in a sleep) would only hold memory
+            if self._alarm is not None and not self._alarm[1].done():
+                if self._alarm[0] <= due:
                     return
-                for t in armed:
-                    t.cancel()
-                self._timers = [loop.call_later(delay, self._hint)]
+                self._alarm[1].cancel()
+            alarm = clock.alarm(due)
+            alarm.add_done_callback(lambda f: f.cancelled() or self._hint())
+            self._alarm = (due, alarm)
 
         def on_cancel(conn, pid, channel, payload):
             self.engine.cancel_requested(payload)
@@ -316,7 +322,7 @@ class Daemon:
                     try:
                         self._hint()         # something may have become due while we were not listening
                         while not conn.is_closed():
-                            await asyncio.sleep(1.0)
+                            await asyncio.sleep(1.0)    # wall: polls the socket's state, not an instant
                     finally:                 # back to the pool without a listener (asyncpg warns otherwise)
                         if not conn.is_closed():
                             with contextlib.suppress(Exception):
@@ -326,17 +332,18 @@ class Daemon:
                 raise
             except Exception as exc:  # noqa: BLE001 - the database went away; the claim loop reports it
                 log.debug("listener: %s; reconnecting", exc)
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(1.0)    # wall: the pace of reconnecting to a database that went away
 
     async def _shutdown(self) -> None:
         engine = self.engine
         engine.stopping = True
-        for t in self._timers:
-            t.cancel()
+        if self._alarm is not None:
+            self._alarm[1].cancel()
         names = dict(self._active)
         if self._active:
             lifecycle.info("stopping: %d run(s) in flight, waiting up to %ss", len(self._active),
                         self.settings.grace.total_seconds())
+            # wall: grace is the real time a supervisor allows between SIGTERM and SIGKILL
             done, pending = await asyncio.wait(list(self._active), timeout=self.settings.grace.total_seconds())
             for t in pending:
                 t.cancel()

@@ -32,7 +32,7 @@ class WebhookTarget:
     secrets: tuple[tuple[str, datetime | None], ...]    # (secret, expires_at), newest first
     version: int | None
     workflow_ir: Any
-    fetched_at: float                                   # time.monotonic() of the read
+    fetched_at: float                                   # time.monotonic() of the read (wall: freshness vs publishes)
 
     def valid_secrets(self, now: datetime) -> list[str]:
         return [s for s, exp in self.secrets if exp is None or exp > now]

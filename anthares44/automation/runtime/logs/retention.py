@@ -142,23 +142,21 @@ async def _to_thread(fn, *args):
 
 async def retention_loop(store, root: Path, stop, *, hot_days: int = HOT_DAYS, archive_months: int = ARCHIVE_MONTHS,
                          every: float = 3600.0, first_after: float = 60.0) -> None:
-    """The daemon's retention: a round `first_after` seconds after start, then every `every` seconds, until `stop`
+    """The daemon's retention: a round `first_after` seconds after start, then every `every` seconds of the store's
+    clock (the cutoffs are instants of that clock: a VirtualClock moved by a month archives a month), until `stop`
     (an asyncio.Event) is set. Each daemon runs the loop; the advisory lock lets one of them work at a time. Without
     pyarrow it says so once and ends (hot rows then stay: nothing is dropped that was not archived)."""
-    import asyncio
-    import contextlib
     import logging
 
+    from ...clock import wait_event
     from ...errors import E_ARCHIVE_UNAVAILABLE, A44Error
 
     log = logging.getLogger("a44.retention")
-    delay = first_after
+    due = store.clock.now() + timedelta(seconds=first_after)
     while not stop.is_set():
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(stop.wait(), delay)
-        if stop.is_set():
+        if await wait_event(store.clock, stop, due):
             return
-        delay = every
+        due = store.clock.now() + timedelta(seconds=every)
         try:
             report = await run_retention(store, root, hot_days=hot_days, archive_months=archive_months)
         except A44Error as exc:

@@ -21,8 +21,9 @@ import dataclasses
 import logging
 import random
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+from ...clock import wait_event
 from ...durations import parse_duration, reconnect_delay
 from ...errors import A44Error
 from .messages import Notification
@@ -151,7 +152,9 @@ class Deliverer:
 
 
 class DeliveryWorker:
-    """The loop a daemon runs: deliver what is due, sleep until the next is due (at most POLL), until stopped."""
+    """The loop a daemon runs: deliver what is due, sleep until the clock reaches the next due attempt (a backoff's
+    instant, so a VirtualClock drives it) or POLL of wall time passes (a notification enqueued by another process
+    is an event, not an instant), until stopped."""
 
     def __init__(self, deliverer: Deliverer, poll: timedelta = POLL):
         self.deliverer, self.poll = deliverer, poll
@@ -160,25 +163,29 @@ class DeliveryWorker:
         failures = 0
         try:
             while not stop.is_set():
+                wake_at = None
                 try:
                     claimed = await self.deliverer.deliver_due()
                     failures = 0
-                    timeout = 0 if claimed == BATCH else await self._until_next()
+                    wake_at, timeout = (None, 0) if claimed == BATCH else await self._until_next()
                 except Exception as exc:  # noqa: BLE001 - the database is away (A44Error) or a bug: never stop
-                    failures += 1         # delivering for good; one line each, with a backoff
+                    failures += 1         # delivering for good; one line each, with a backoff (wall time)
                     timeout = reconnect_delay(failures)
                     what = str(exc) if isinstance(exc, A44Error) else f"{type(exc).__name__}: {exc}"
                     log.warning("notification delivery: %s; retrying in %.1fs", what, timeout)
                 if timeout > 0:
-                    with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(stop.wait(), timeout)
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(timeout):
+                            await wait_event(self.deliverer.clock, stop, wake_at)
         finally:
             await self.deliverer.close()
 
-    async def _until_next(self) -> float:
+    async def _until_next(self) -> tuple[datetime | None, float]:
+        """The next due attempt's instant (None: none queued) and the wall-time limit of the wait."""
         due = await self.deliverer.store.fetchval("notify_next_due")
         poll = self.poll.total_seconds()
         if due is None:
-            return poll
-        # a due row another daemon is claiming right now: look again soon, not in a busy loop
-        return min(poll, max(MIN_SLEEP, (due - self.deliverer.clock.now()).total_seconds()))
+            return None, poll
+        if due <= self.deliverer.clock.now():
+            return None, MIN_SLEEP    # a due row another daemon is claiming right now: look again soon, not busily
+        return due, poll

@@ -74,7 +74,7 @@ class HttpSender:
         except A44Error as exc:
             return Outcome.of_error(exc)
         body = json.dumps(document(n), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        ts = int(time.time())
+        ts = int(time.time())      # wall: the receiver checks the skew against its own (real) clock
         headers = {"Content-Type": "application/json", "A44-Timestamp": str(ts),
                    "A44-Signature": sign(secret, ts, body), "A44-Idempotency-Key": n.idempotency_key,
                    "Idempotency-Key": n.idempotency_key, "User-Agent": "a44-notify"}

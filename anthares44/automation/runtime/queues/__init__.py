@@ -324,7 +324,7 @@ async def dlq_redrive(store: Store, project: str, queue: str, *, filter: str | N
                 continue
             if per_s is not None:      # the n-th redrive not before t0 + n / rate
                 wait = t0 + report.redriven / per_s - loop.time()
-                if wait > 0:
+                if wait > 0:   # wall: --rate bounds the load on the far sides in real seconds
                     await asyncio.sleep(wait)
             again = await _redrive_one(store, project, r, report)
             if again is not None:

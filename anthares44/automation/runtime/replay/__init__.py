@@ -218,7 +218,7 @@ async def apply(store: Store, plan: ReplayPlan, *, rate: float | None = None,
         if rate:
             due = start + i / rate
             delay = due - loop.time()
-            if delay > 0:
+            if delay > 0:     # wall: --rate bounds the load on the database (and the far sides) in real seconds
                 await asyncio.sleep(delay)
         rid = run["run_id"]
         ok = await replay_one(store, run, plan.plans[rid], plan.irs[rid], plan.request_id, plan.cut,

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ...clock import Clock
+from ...clock import Clock, wait_event
 from ...durations import reconnect_delay
 from ...errors import E_WORKFLOW_NOT_FOUND, A44Error
 from ..outage import OUTAGE
@@ -39,7 +39,7 @@ log = logging.getLogger("a44.scheduler")
 DEFAULT_MISFIRE_GRACE = timedelta(seconds=60)   # later than this after its instant, an occurrence was missed
 DEFAULT_MAX_WAIT = timedelta(hours=24)          # queue / catch-up age limit without catchUp.maxAge (§8.2 window)
 DEFAULT_LOOKBACK = timedelta(days=7)            # occurrences older than this are not even recorded as missed
-DEFAULT_POLL = timedelta(seconds=5)             # longest sleep of the loop (trigger changes, runs ending)
+DEFAULT_POLL = timedelta(seconds=5)             # longest sleep of the loop in wall time (trigger changes, runs ending)
 DEFAULT_REPAIR_AFTER = timedelta(seconds=30)    # a started occurrence without a run this old is repaired by anyone
 
 
@@ -116,7 +116,8 @@ def _trigger_ir(doc):
 
 class Scheduler:
     """Starts the runs of schedule triggers. `tick()` does one pass at the clock's instant; `serve(stop)` loops
-    (sleeping until the next firing, a queued expiry, or `poll`) until `stop` is set."""
+    (sleeping until its clock reaches the next firing or a queued expiry, or `poll` of wall time passes) until
+    `stop` is set."""
 
     def __init__(self, store, *, clock: Clock | None = None, name: str = "scheduler",
                  misfire_grace: timedelta = DEFAULT_MISFIRE_GRACE, lookback: timedelta = DEFAULT_LOOKBACK,
@@ -220,41 +221,49 @@ class Scheduler:
             log.info("occurrence %s -> %s (%s)", key, created.run_id, "created" if created.created else "existing")
 
     # --- the loop -------------------------------------------------------------------------------------------
-    async def next_wake(self) -> datetime:
-        """When the loop should tick next: the earliest next firing or queued expiry, at most `poll` away."""
-        now = self.clock.now()
-        wake = now + self.poll
+    async def next_wake(self, after: datetime | None = None) -> datetime | None:
+        """The instant of the clock at which the loop ticks next: the earliest firing after `after` (the instant
+        the last tick began; default now) or queued expiry (None: neither; the loop then ticks after `poll`). From
+        the tick's instant, not the clock's now: a firing the clock passed while the tick ran wakes the loop at once
+        instead of waiting a whole period to be decided late."""
+        now = after or self.clock.now()
+        wakes = []
         for _, trig in self._triggers:
             with contextlib.suppress(ScheduleError):
                 nxt = firings_after(trig.cron, trig.tz, trig.dst_policy or "skip-nonexistent", now)
                 if nxt:
-                    wake = min(wake, nxt[0].instant)
+                    wakes.append(nxt[0].instant)
         expiry = await self.store.fetchval("schedule_next_expiry")
         if expiry is not None:
-            wake = min(wake, max(expiry, now))
-        return wake
+            wakes.append(max(expiry, now))
+        return min(wakes, default=None)
 
     async def serve(self, stop: asyncio.Event) -> None:
         failures = 0
         while not stop.is_set():
-            began = time.monotonic()
+            began = time.monotonic()     # wall: how long an outage lasted, in real seconds (runtime/outage.py)
+            # the poll and the reconnect backoff are wall time: a trigger published, a run ended or the database
+            # back are events of the outside world, not instants of the clock
+            wake_at, poll_s = None, self.poll.total_seconds()
             try:
+                ticked_at = self.clock.now()
                 await self.tick()
-                delay = max(0.0, (await self.next_wake() - self.clock.now()).total_seconds())
+                wake_at = await self.next_wake(ticked_at)
                 failures = 0
                 OUTAGE.ok(self.store.url, began)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the database went away, or a bug: keep the daemon alive
                 failures += 1
-                delay = reconnect_delay(failures)
+                poll_s = reconnect_delay(failures)
                 if isinstance(exc, A44Error):
                     if not OUTAGE.failed(self.store.url, "scheduler", exc):
-                        log.debug("scheduler: %s; retrying in %.1fs", exc, delay)
+                        log.debug("scheduler: %s; retrying in %.1fs", exc, poll_s)
                 else:
-                    log.exception("scheduler: unexpected error; retrying in %.1fs", delay)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
+                    log.exception("scheduler: unexpected error; retrying in %.1fs", poll_s)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(poll_s):
+                    await wait_event(self.clock, stop, wake_at)
 
 
 async def list_occurrences(store, project: str, trigger_id: str | None = None, limit: int = 1000) -> list[dict]:
