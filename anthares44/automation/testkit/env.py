@@ -289,11 +289,8 @@ class Env:
         raise RuntimeError(f"runs were still runnable at {self.clock.now().isoformat()} after {max_rounds} rounds")
 
     async def _next_due(self) -> datetime | None:
-        now = self.clock.now()
-        candidates = [await self.store.fetchval("lease_next_due"), self.clock.next_alarm()]
-        firing = await self.scheduler.next_wake()     # now + NEVER when no schedule fires and nothing expires
-        if firing < now + NEVER:
-            candidates.append(firing)
+        candidates = [await self.store.fetchval("lease_next_due"), self.clock.next_alarm(),
+                      await self.scheduler.next_wake()]     # None: no schedule fires and nothing expires
         return min((c for c in candidates if c is not None), default=None)
 
     def next_due(self) -> datetime | None:

@@ -126,6 +126,10 @@ class Daemon:
         self._wake.set()
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
+    def _engine(self) -> Engine:
+        assert self.engine is not None, "the loops run only after start()"   # for the checker: start() sets it
+        return self.engine
+
     async def start(self) -> None:
         s = self.settings
         tracer = tracing.from_environment()     # a bad OTEL_* configuration stops the daemon before it connects
@@ -155,9 +159,9 @@ class Daemon:
         the first runs do not pay for connects, prepares and first plans (warmup.py)."""
         try:
             n = await warmup.warm(self.store, self.settings.worker_id, self.store.pool.get_max_size(),
-                                  self.engine.clock.now())
+                                  self._engine().clock.now())
             log.debug("warmed %d connection(s)", n)
-            warmup.warm_connectors(self.engine.registry)
+            warmup.warm_connectors(self._engine().registry)
         except A44Error as exc:     # only a head start: the runs pay for it themselves
             log.info("warm-up: %s", exc)
 
@@ -238,7 +242,7 @@ class Daemon:
         other daemons, the database's return) is paced in real seconds whatever the engine clock says."""
         try:
             async with asyncio.timeout(poll_s):
-                if await wait_event(self.engine.clock, self._wake, wake_at):
+                if await wait_event(self._engine().clock, self._wake, wake_at):
                     return
         except TimeoutError:
             pass
@@ -255,7 +259,7 @@ class Daemon:
         self._due_left = False
         if due is None:
             return None, cap
-        if due <= self.engine.clock.now():
+        if due <= self._engine().clock.now():
             self._due_left = True
             return None, 0.05 if claimed == 0 else 0.0
         self._next_due = due
@@ -267,7 +271,7 @@ class Daemon:
 
     async def _beat(self) -> None:
         try:
-            await heartbeat.beat(self.store, self.settings.worker_id, len(self._active), self.engine.clock.now())
+            await heartbeat.beat(self.store, self.settings.worker_id, len(self._active), self._engine().clock.now())
         except A44Error as exc:
             log.info("heartbeat: %s", exc)
 
@@ -276,7 +280,7 @@ class Daemon:
         judged on it: a VirtualClock moved by a day sees a beat at its new instant, not a daemon gone for a day);
         a task of its own because the loop itself may sleep a whole lease timeout when idle."""
         while True:
-            await sleep_for(self.engine.clock, heartbeat.HEARTBEAT_EVERY.total_seconds())
+            await sleep_for(self._engine().clock, heartbeat.HEARTBEAT_EVERY.total_seconds())
             await self._beat()
 
     def _done(self, task: asyncio.Task) -> None:
@@ -290,7 +294,7 @@ class Daemon:
 
     async def _listen(self) -> None:
         """Hold a connection LISTENing on a44_runs_due; re-LISTEN after the database comes back."""
-        clock = self.engine.clock
+        clock = self._engine().clock
 
         def on_notify(conn, pid, channel, payload):
             try:
@@ -312,7 +316,7 @@ class Daemon:
             self._alarm = (due, alarm)
 
         def on_cancel(conn, pid, channel, payload):
-            self.engine.cancel_requested(payload)
+            self._engine().cancel_requested(payload)
 
         while True:
             try:
@@ -375,7 +379,7 @@ class Daemon:
         try:
             run = await self.store.get_run(run_id)
             if run["lease_owner"] == self.settings.worker_id:
-                await self.engine.release(Lease(run_id, run["project_id"], run["workflow_id"], run["lease_owner"],
+                await self._engine().release(Lease(run_id, run["project_id"], run["workflow_id"], run["lease_owner"],
                                                 run["lease_grants"], run["epoch"]))
         except A44Error as exc:
             log.warning("could not release %s: %s (its lease expires on its own)", run_id, exc)
