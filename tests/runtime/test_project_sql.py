@@ -349,10 +349,10 @@ def test_item8_a_credential_echoed_encoded_is_scrubbed_from_the_result_and_the_s
 _sleepers: set[str] = set()
 
 
-def _sleeper(site: Site, marker: str, retry: int = 0) -> tuple[str]:
+def _sleeper(site: Site, marker: str, retry: int = 0, seconds: float = 1.5) -> tuple[str]:
     name = "sleep" + marker.replace("-", "")
     if name not in _sleepers:
-        site.b.publish(name, workflow(name, ("nap", f"select pg_sleep(1.5), '{marker}' as m", []), retry=retry))
+        site.b.publish(name, workflow(name, ("nap", f"select pg_sleep({seconds}), '{marker}' as m", []), retry=retry))
         _sleepers.add(name)
     return (name,)
 
