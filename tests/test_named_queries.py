@@ -16,8 +16,6 @@ TEST_SQL = [ROOT / "tests" / "store_queries.sql"]
 
 # Named queries the package defines and does not run yet, each with what is missing (keep this empty)
 NOT_RUN_YET = {
-    # added with the incident table (issue 25) but no loop prunes incidents: the lead decides who wires it up
-    "alert_incidents_prune",
 }
 
 

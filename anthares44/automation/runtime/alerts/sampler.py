@@ -57,3 +57,5 @@ async def record(store, series: list[tuple[str, str, dict, float]], now: datetim
         await store.execute("alert_samples_add", projects=[s[0] for s in series], metrics=[s[1] for s in series],
                             labels=[labels_key(s[2]) for s in series], values=[s[3] for s in series], at=now)
     await store.execute("alert_samples_prune", before=now - max(keep, MIN_KEEP))
+    # an incident (one per cause and channel: one per failed run) is only needed while one of its alerts fires
+    await store.execute("alert_incidents_prune", before=now - max(keep, MIN_KEEP))
