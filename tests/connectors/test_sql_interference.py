@@ -22,8 +22,9 @@ import pytest
 
 from anthares44.automation.errors import E_DB_UNAVAILABLE, E_SQL_FORBIDDEN, A44Error
 from anthares44.automation.stdlib_connectors.sql_database import AppDatabase
+from anthares44.automation.testkit.databases import start_server
 from tests.connectors.support import run_step
-from tests.runtime.pg import AppDatabases, _start_server, query
+from tests.runtime.pg import AppDatabases, query
 
 ROUNDS = 10 if os.environ.get("A44_SLOW") == "1" else 3     # the issue's proof is 10 rounds (A44_SLOW=1); CI runs 3
 VALID = REFUSED = 60
@@ -97,7 +98,7 @@ def test_a_postgresql_restart_under_a_running_statement_is_retryable_unavailable
     the attempt is E_DB_UNAVAILABLE (retryable); so is an attempt while the server is down; once it is back the
     next attempt succeeds on the same project pool."""
     root = Path(tempfile.mkdtemp(prefix="a44-test-pg-restart-"))
-    server = _start_server(root)
+    server = start_server(root)
     port = server.status().port
     admin = f"postgresql://postgres@127.0.0.1:{port}/postgres"
     dbs = AppDatabases(admin)

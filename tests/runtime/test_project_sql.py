@@ -301,7 +301,9 @@ def test_item7_a_connection_lost_mid_statement_is_retried(site):
     another of B's statements: each attempt fails E_DB_UNAVAILABLE and the step's retry succeeds."""
     for cut in ("terminate", "restart"):
         marker = f"b-marker-7-{cut}"
-        run_id = site.start_run(site.b, *_sleeper(site, marker, retry=3))
+        # the restart goes through two CLI processes (`db stop`, `db start`), which take seconds to start on a loaded
+        # machine: that statement sleeps long enough to be cut mid-way, never to finish first
+        run_id = site.start_run(site.b, *_sleeper(site, marker, retry=3, seconds=1.5 if cut == "terminate" else 8))
         pid = _backend_of(site, marker)
         if cut == "terminate":
             site.admin("select pg_terminate_backend($1)", pid)

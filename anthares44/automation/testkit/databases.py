@@ -57,7 +57,8 @@ def admin(url: str, *statements: str) -> None:
     asyncio.run(admin_statements(url, *statements))
 
 
-def _start_server(root: Path):
+def start_server(root: Path):
+    """A throwaway embedded server under `root` (not durable: tests), on a free port; its `stop()` is the caller's."""
     from ..runtime.postgres.embedded import EmbeddedServer, free_port
 
     server = EmbeddedServer(root, durable=False)
@@ -91,7 +92,7 @@ class TestPostgres:
         # Not under pytest's basetemp: that dir is 0700 (the server may run as another user than root) and
         # concurrent pytest sessions prune old basetemps, which would delete a running cluster.
         root = Path(tempfile.mkdtemp(prefix="a44-test-pg-"))
-        server = _start_server(root)
+        server = start_server(root)
         atexit.register(server.stop)  # in case the session dies before the finalizer (it is idempotent)
         return cls(f"postgresql://postgres@127.0.0.1:{server.status().port}/postgres", server, root)
 
