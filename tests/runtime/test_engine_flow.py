@@ -15,6 +15,7 @@ from datetime import timedelta
 import pytest
 from aiohttp import web
 
+from anthares44.automation.app.metrics import collect
 from anthares44.automation.attempts import counts_against_budget
 from anthares44.automation.compiler.ir import ConnectorRef
 from anthares44.automation.errors import E_FLOW_KEY_NOT_FOUND, E_FLOW_PAUSE_INVALID, E_UPSTREAM_429, A44Error
@@ -22,6 +23,7 @@ from anthares44.automation.runtime.connector_services import StorePauses
 from anthares44.automation.runtime.engine import Engine
 from anthares44.automation.runtime.flow_pauses import list_paused, pause_key, resume_key
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
+from tests.cli_support import run_cli
 from tests.loopback import ThreadedServer
 from tests.runtime.engine_support import PROJECT, node, publish_and_run, run_row, workflow
 
@@ -152,6 +154,12 @@ def test_a_rate_key_shares_the_pause_across_hosts(store, clock, far_side, aio):
     assert len(other.calls) == 1
 
 
+async def paused_keys(store) -> float:
+    """automation_flow_paused_keys of the project, as a scrape reads it from PostgreSQL."""
+    (fam,) = [f for f in await collect(store) if f.name == "automation_flow_paused_keys"]
+    return sum(v for _, labels, v in fam.samples if labels["project"] == PROJECT)
+
+
 def test_resume_by_hand_wakes_the_runs_waiting_on_the_key(store, clock, far_side, aio):
     side = far_side([(429, {"Retry-After": "600"})])
     run_ids = aio(queue_runs(store, http_workflow(side.url + "/x"), 5))
@@ -163,9 +171,10 @@ def test_resume_by_hand_wakes_the_runs_waiting_on_the_key(store, clock, far_side
         aio(eng.drive())
         (paused,) = aio(list_paused(store, PROJECT))
         assert paused["key"] == key and paused["source"] == "upstream" and paused["paused_until"] == clock.now() + timedelta(seconds=600)
+        assert aio(paused_keys(store)) == 1
         clock.advance(5)
         done = aio(resume_key(store, PROJECT, key, by="ana"))
-        assert done["woken"] == 5 and not done["paused"]
+        assert done["woken"] == 5 and not done["paused"] and aio(paused_keys(store)) == 0
         aio(eng.drive())                              # at the same instant: every run goes
     finally:
         aio(reg.aclose())
@@ -176,7 +185,10 @@ def test_resume_by_hand_wakes_the_runs_waiting_on_the_key(store, clock, far_side
     assert exc.value.code == E_FLOW_KEY_NOT_FOUND
 
 
-def test_an_operator_pause_holds_calls_and_shortening_it_moves_the_waiting_runs(store, clock, far_side, aio):
+def test_an_operator_pause_holds_calls_and_shortening_it_moves_the_waiting_runs(store, clock, far_side, aio, pg_url,
+                                                                                 capsys, monkeypatch):
+    monkeypatch.setenv("A44_DATABASE_URL", pg_url)
+    monkeypatch.setenv("A44_PROJECT", PROJECT)
     side = far_side([])
     (run_id,) = aio(queue_runs(store, http_workflow(side.url + "/x", rateKey="erp"), 1))
     reg = ConnectorRegistry()
@@ -187,6 +199,8 @@ def test_an_operator_pause_holds_calls_and_shortening_it_moves_the_waiting_runs(
         assert row["paused_by"] == "ana" and row["woken"] == 0
         aio(eng.drive())
         assert side.calls == [] and aio(run_row(store, run_id))["next_wake_at"] == t0 + timedelta(hours=2)
+        code, out, _ = run_cli(capsys, "automation", "logs", run_id, "--local")   # the run says on what it waits
+        assert code == 0 and f"waiting on flow key erp paused until {(t0 + timedelta(hours=2)).isoformat()}" in out
         assert aio(pause_key(store, PROJECT, "erp", t0 + timedelta(minutes=1), by="ana"))["woken"] == 1
         assert aio(run_row(store, run_id))["next_wake_at"] == t0 + timedelta(minutes=1)
         clock.advance(59)

@@ -40,10 +40,13 @@ class FlowKey:
     max_pause_ms: int = DEFAULT_MAX_PAUSE_MS
 
 
+PAUSE_PREFIX = "flow key "
+
+
 def key_marker(key: str) -> str:
     """How an attempt's message names the key it waits on, whatever the pause's end (`flow resume` finds the
     waiting runs by it: runtime/flow_pauses.py)."""
-    return f"flow key {key} paused until "
+    return f"{PAUSE_PREFIX}{key} paused until "
 
 
 def marker(key: str, until: datetime) -> str:
