@@ -225,3 +225,26 @@ def test_two_429s_at_once_keep_the_later_end(store, clock, aio):
     assert aio(pauses.pause(PROJECT, "k", now, now + timedelta(seconds=10), "429")) == now + timedelta(seconds=30)
     assert aio(pauses.paused_until(PROJECT, "k", now + timedelta(seconds=29))) == now + timedelta(seconds=30)
     assert aio(pauses.paused_until(PROJECT, "k", now + timedelta(seconds=30))) is None
+
+
+def test_a_declared_connector_sets_the_key_and_the_max_pause(store, clock, far_side, aio):
+    from anthares44.automation.compiler.models.connectors import ConnectorDecl
+
+    side = far_side([(429, {"Retry-After": "7200"})])
+    decl = ConnectorDecl.model_validate({"id": "con_erp", "type": "http", "baseUrl": side.url, "rateKey": "erp",
+                                         "maxPause": "2m"})
+    step = node("call", params={"path": "/orders"}, retry=(0, "none"))
+    ir = workflow([step.model_copy(update={"connector": ConnectorRef(uses="con_erp", kind="declared",
+                                                                     type="http")})], name="declared")
+    run_id = aio(publish_and_run(store, ir))
+    reg = ConnectorRegistry([decl])
+    eng = Engine(store, reg, clock=clock)
+    try:
+        aio(eng.drive())
+        (paused,) = aio(list_paused(store, PROJECT))
+        assert paused["key"] == "erp" and paused["paused_until"] == clock.now() + timedelta(minutes=2)
+        clock.advance(120)
+        aio(eng.drive())
+    finally:
+        aio(reg.aclose())
+    assert aio(run_row(store, run_id))["state"] == "succeeded" and len(side.calls) == 2

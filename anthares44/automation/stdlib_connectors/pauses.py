@@ -71,7 +71,11 @@ class FlowPauses(ContextClock):
             return await body()
         project = ctx.project_id
         now = self.now(ctx)
-        until = await store.paused_until(project, fk.key, now)
+        try:
+            until = await store.paused_until(project, fk.key, now)
+        except Exception:  # noqa: BLE001 - an unreadable pause must not fail the step: call as if none
+            log.exception("flow %s/%s: could not read the pause", project, fk.key)
+            until = None
         if until is not None:
             raise _waiting(fk.key, until, now, "the key is paused; the call was not made")
         try:
@@ -81,8 +85,13 @@ class FlowPauses(ContextClock):
                 raise
             now = self.now(ctx)
             asked = pause_ms(err.details.get("retry_after_ms"), fk.max_pause_ms)
-            until = await store.pause(project, fk.key, now, now + timedelta(milliseconds=asked),
-                                      f"upstream {err.details.get('status', 429)}: {err.message}"[:500])
+            try:
+                until = await store.pause(project, fk.key, now, now + timedelta(milliseconds=asked),
+                                          f"upstream {err.details.get('status', 429)}: {err.message}"[:500])
+            except Exception:  # noqa: BLE001 - the 429 stays the step's outcome, retried after what it asked
+                log.exception("flow %s/%s: could not record the pause", project, fk.key)
+                err.details["retry_after_ms"] = asked
+                raise err from None
             log.warning("flow %s/%s: the far side answered %s, paused until %s", project, fk.key,
                         err.details.get("status", 429), until.isoformat())
             raise _waiting(fk.key, until, now, err.message, details=err.details) from None
