@@ -248,3 +248,36 @@ def test_a_declared_connector_sets_the_key_and_the_max_pause(store, clock, far_s
     finally:
         aio(reg.aclose())
     assert aio(run_row(store, run_id))["state"] == "succeeded" and len(side.calls) == 2
+
+
+def test_another_daemon_sees_the_pause_within_a_second(store, clock, far_side, aio):
+    """Daemon B read the project's pauses just before daemon A's call got its 429: B's view is at most a second
+    old, so a call of B in that second still goes (and would be answered 429); from the next second on B refuses."""
+    side = far_side([(200, {}), (429, {"Retry-After": "30"})])
+    ir = http_workflow(side.url + "/x")
+    reg_a, reg_b = ConnectorRegistry(), ConnectorRegistry()
+    a = Engine(store, reg_a, clock=clock, worker_id="a")
+    b = Engine(store, reg_b, clock=clock, worker_id="b")
+    t0 = clock.now()
+    try:
+        aio(publish_and_run(store, ir, key="warm"))
+        aio(b.run_once(limit=1))                          # B reads the pauses of the project: none
+        aio(publish_and_run(store, ir, key="first"))
+        aio(a.run_once(limit=1))                          # A's call: 429, the key paused until t0 + 30 s
+        aio(publish_and_run(store, ir, key="same-second"))
+        aio(b.run_once(limit=1))                          # B's view is fresh: this call still goes
+        later = aio(publish_and_run(store, ir, key="later"))
+        clock.advance(1)
+        aio(b.drive())                                    # B read the pauses again: refused
+        assert aio(run_row(store, later))["next_wake_at"] == t0 + timedelta(seconds=30)
+        for _ in range(28):
+            clock.advance(1)
+            aio(b.drive())
+            aio(a.drive())
+        assert side.calls == [t0, t0, t0]
+        clock.advance(1)
+        aio(a.drive())
+    finally:
+        aio(reg_a.aclose())
+        aio(reg_b.aclose())
+    assert side.calls[3:] == [t0 + timedelta(seconds=30)] * 2

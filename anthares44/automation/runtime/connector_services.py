@@ -58,6 +58,10 @@ class StorePauses:
     def __init__(self, store: Store):
         self.store = store
 
+    async def paused_keys(self, project_id: str, now: datetime) -> dict[str, datetime]:
+        return {r["key"]: r["paused_until"] for r in await self.store.fetch("flow_list", project_id=project_id,
+                                                                             now=now)}
+
     async def paused_until(self, project_id: str, key: str, now: datetime) -> datetime | None:
         return await self.store.fetchval("flow_paused_until", project_id=project_id, key=key, now=now)
 

@@ -14,7 +14,14 @@ last (`maxPause`, default 1 h). Around that call:
 The message of either attempt names the key and the pause's end (`flow key K paused until T`): the run's view
 says on what it waits, and `flow resume` finds the runs to wake by it (runtime/flow_pauses.py).
 
-Instants come from the injected clock (the engine's), never from the database's now(). Cost: one read per call.
+What a daemon knows of the pauses: the keys of a project paused now, read at most once a second (REFRESH, on the
+engine's clock) and updated at once by the pauses this daemon records itself. A call whose key that view does not
+hold goes without a read of its own, so an `http` step costs no extra round trip; a call whose key the view holds
+reads the key itself before it is refused (a resume or a shortened pause elsewhere is not missed). A pause another
+daemon (or an operator) set is so seen within a second: the calls of that second reach the far side, which
+answers them as it answers (a 429 merges into the pause).
+
+Instants come from the injected clock (the engine's), never from the database's now().
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ from .services import PAUSES, ContextClock, PauseStore
 
 log = logging.getLogger("a44.connector.flow")
 
+
+
+REFRESH = timedelta(seconds=1)      # how old a daemon's view of a project's pauses may get
 
 
 @dataclass(frozen=True)
@@ -60,9 +70,20 @@ def pause_ms(retry_after_ms: Any, max_pause_ms: int) -> int:
     return max(MIN_PAUSE_MS, min(asked, max(max_pause_ms, MIN_PAUSE_MS)))
 
 
+@dataclass
+class _View:
+    """The keys of one project paused when they were read (`at`, the clock's instant), with their ends."""
+    at: datetime
+    keys: dict[str, datetime]
+
+
 class FlowPauses(ContextClock):
     """The pauses of one registry (one daemon); the state they share is the PauseStore the engine passes as
-    `ctx.services[PAUSES]`."""
+    `ctx.services[PAUSES]`, and `_views` is what this daemon last read of it, per project."""
+
+    def __init__(self, clock: Any = None):
+        super().__init__(clock)
+        self._views: dict[str, _View] = {}
 
     async def call(self, fk: FlowKey, ctx, body: Callable[[], Awaitable[Any]]) -> Any:
         """Run `body()` unless `fk` is paused; pause it when the far side says so."""
@@ -71,11 +92,7 @@ class FlowPauses(ContextClock):
             return await body()
         project = ctx.project_id
         now = self.now(ctx)
-        try:
-            until = await store.paused_until(project, fk.key, now)
-        except Exception:  # noqa: BLE001 - an unreadable pause must not fail the step: call as if none
-            log.exception("flow %s/%s: could not read the pause", project, fk.key)
-            until = None
+        until = await self._paused_until(store, project, fk.key, now)
         if until is not None:
             raise _waiting(fk.key, until, now, "the key is paused; the call was not made")
         try:
@@ -92,9 +109,32 @@ class FlowPauses(ContextClock):
                 log.exception("flow %s/%s: could not record the pause", project, fk.key)
                 err.details["retry_after_ms"] = asked
                 raise err from None
+            self._views.setdefault(project, _View(now, {})).keys[fk.key] = until
             log.warning("flow %s/%s: the far side answered %s, paused until %s", project, fk.key,
                         err.details.get("status", 429), until.isoformat())
             raise _waiting(fk.key, until, now, err.message, details=err.details) from None
+
+    async def _paused_until(self, store: PauseStore, project: str, key: str, now: datetime) -> datetime | None:
+        """The end of `key`'s pause when it is paused at `now`: the view of the project says whether it may be
+        (read again when it is a REFRESH old), the key's own row confirms it. An unreadable pause is no pause: the
+        call goes (logged), it must not fail the step."""
+        try:
+            view = self._views.get(project)
+            if view is None or now - view.at >= REFRESH or now < view.at:
+                if view is not None:     # the calls meanwhile go by the old view: one read, not one per call
+                    view.at = now
+                view = self._views[project] = _View(now, await store.paused_keys(project, now))
+            if view.keys.get(key, now) <= now:
+                return None
+            until = await store.paused_until(project, key, now)
+            if until is None:
+                view.keys.pop(key, None)
+            else:
+                view.keys[key] = until
+            return until
+        except Exception:  # noqa: BLE001
+            log.exception("flow %s/%s: could not read the pause", project, key)
+            return None
 
 
 def _waiting(key: str, until: datetime, now: datetime, why: str, details: dict[str, Any] | None = None) -> A44Error:

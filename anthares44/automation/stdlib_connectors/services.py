@@ -95,6 +95,9 @@ class BreakerStateStore(Protocol):
 class PauseStore(Protocol):
     """Where the paused flow keys of every daemon are kept (pauses.py); each method is one atomic statement."""
 
+    async def paused_keys(self, project_id: str, now: datetime) -> dict[str, datetime]:
+        """The keys of the project paused at `now`, with the ends of their pauses."""
+
     async def paused_until(self, project_id: str, key: str, now: datetime) -> datetime | None:
         """The end of the key's pause when it is paused at `now`, else None."""
 
