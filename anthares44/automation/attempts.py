@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from .errors import E_CIRCUIT_OPEN, E_STEP_TIMEOUT
+from .errors import E_STEP_TIMEOUT, FREE_RETRY_CODES
 
 KEEPS_RESULT = ("succeeded", "compensated")      # the statuses whose result anything reads back
 
@@ -64,9 +64,9 @@ def failed_status(error_code: str | None) -> str:
 
 
 def counts_against_budget(status: str, error_code: str | None) -> bool:
-    """Attempts that use retry budget: real failures and timeouts. An open circuit (§6.3) and a lost lease are
-    not the step's fault and do not."""
-    return status in ("failed", "timeout") and error_code != E_CIRCUIT_OPEN
+    """Attempts that use retry budget: real failures and timeouts. An open circuit (§6.3), an upstream 429 or a
+    paused flow key (§22) and a lost lease are not the step's fault and do not."""
+    return status in ("failed", "timeout") and error_code not in FREE_RETRY_CODES
 
 
 @dataclass

@@ -65,6 +65,12 @@ E_STEP_TIMEOUT = _code("E_STEP_TIMEOUT", True, "the step did not finish within i
 E_NETWORK = _code("E_NETWORK", True, "the connection to the far side failed")
 E_TUNNEL_DOWN = _code("E_TUNNEL_DOWN", True, "the private network route is unavailable; no fallback is taken")
 E_CIRCUIT_OPEN = _code("E_CIRCUIT_OPEN", True, "the connector's circuit breaker is open")
+E_UPSTREAM_429 = _code("E_UPSTREAM_429", True,
+                       "the far side asked to slow down (429, or 503 with Retry-After): the connector's flow key is "
+                       "paused until then for every run, and the step waits without using retry budget "
+                       "([flow.md](flow.md))")
+# attempts refused for the far side's or the connector's state, not the step's fault: retried without using budget
+FREE_RETRY_CODES = frozenset({E_CIRCUIT_OPEN, E_UPSTREAM_429})
 E_CONNECTOR_NOT_FOUND = _code("E_CONNECTOR_NOT_FOUND", False, "the step's connector is not installed")
 E_UNMOCKED_CONNECTOR = _code("E_UNMOCKED_CONNECTOR", False,
                              "under the test kit, a step used a connector that reaches the outside world and the "
@@ -255,6 +261,13 @@ E_CODE_UNAVAILABLE = _code("E_CODE_UNAVAILABLE", False,
 # Queues and the dead-letter queue (§10)
 E_QUEUE_NOT_FOUND = _code("E_QUEUE_NOT_FOUND", False, "no published queue has that id", http=404)
 E_DLQ_NOT_FOUND = _code("E_DLQ_NOT_FOUND", False, "no dead letter has that id", http=404)
+
+# Flow control (§22, docs/flow.md)
+E_FLOW_KEY_NOT_FOUND = _code("E_FLOW_KEY_NOT_FOUND", False, "no flow key of that name is paused in the project",
+                             http=404)
+E_FLOW_PAUSE_INVALID = _code("E_FLOW_PAUSE_INVALID", False,
+                             "a flow pause needs a key and an `--until` instant in the future (at most 30 days ahead)",
+                             http=400, exit=EXIT_USAGE)
 E_DLQ_FILTER = _code("E_DLQ_FILTER", False, "the --filter expression does not compile", http=400, exit=EXIT_USAGE,
                      details=True)
 

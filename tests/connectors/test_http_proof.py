@@ -11,7 +11,7 @@ import json
 import socket
 import struct
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import asyncpg
 import pytest
@@ -198,7 +198,8 @@ def test_429_retry_after_sets_when_the_engine_tries_again(serve, store, clock, a
             if form == "seconds":
                 after = "42"
             else:
-                after = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=42), usegmt=True)
+                # an HTTP date is counted from the engine's clock (its `now`), not the machine's
+                after = email.utils.format_datetime(clock.now() + timedelta(seconds=42), usegmt=True)
             return web.Response(status=429, text="slow down", headers={"Retry-After": after})
         return web.json_response({"ok": True})
 

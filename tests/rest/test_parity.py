@@ -62,3 +62,19 @@ def test_cli_local_and_remote_print_the_same_json(api, both):
     # the changes go through as well: replayed remotely, the local view sees it
     assert both("remote", "automation", "replay", run_id, "--from-step", "only")["replayed"] == 1
     assert _same(both, "automation", "runs")["runs"][0]["state"] == "pending"
+
+
+def test_flow_verbs_local_and_remote(api, both):
+    from datetime import UTC, datetime, timedelta
+
+    until = (datetime.now(UTC) + timedelta(hours=1)).replace(microsecond=0).isoformat()
+    key = f"http:{P}:erp.example.com"
+    paused = both("local", "automation", "flow", "pause", key, "--until", until, "--reason", "maintenance",
+                  "--by", "ana")
+    assert paused["paused_by"] == "ana" and paused["paused"] and paused["woken"] == 0
+    listed = _same(both, "automation", "flow", "list")["keys"]
+    assert [(k["key"], k["source"], k["reason"]) for k in listed] == [(key, "operator", "maintenance")]
+    again = both("remote", "automation", "flow", "pause", key, "--until", until)
+    assert again["paused_by"].startswith("token:")       # the daemon records the token, not a claimed name
+    assert both("remote", "automation", "flow", "resume", key)["paused"] is False
+    assert _same(both, "automation", "flow", "list")["keys"] == []

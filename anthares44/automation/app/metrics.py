@@ -100,6 +100,13 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             breaker.add({**labels, "state": state}, 1 if b["state"] == state else 0)
         opened.add(labels, b["opened"], "_total")
 
+    paused = Family("automation_flow_paused_keys", "gauge", "flow keys paused now, by an upstream 429 or by hand "
+                                                             "(docs/flow.md)")
+    pauses = Family("automation_flow_pauses", "counter", "pauses of flow keys begun")
+    for f in v.flow:
+        paused.add({"project": f["project_id"]}, f["paused"])
+        pauses.add({"project": f["project_id"]}, f["pauses"], "_total")
+
     deliveries = Family("automation_event_deliveries", "counter",
                         "event deliveries recorded, by outcome (filtered: a miss of a trigger that keeps them)")
     for d in v.deliveries:
@@ -129,7 +136,7 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             fam = persisted[base] = Family(base, "counter", HELP.get(c["name"], c["name"]) + " (every process)")
         fam.add(c["labels"], c["value"], "_total")
     return [dlq, age, waiting, runs, reclaims, redeliveries, attempts, retries, comps, durations, breaker, opened,
-            deliveries, failed, pending, alerts, *persisted.values()]
+            paused, pauses, deliveries, failed, pending, alerts, *persisted.values()]
 
 
 def _process(worker: str) -> list[Family]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import builtins
 
 from .contract import endpoints as ep
-from .contract.services import AdminService, AlertsService, NotificationsService, QueuesService
+from .contract.services import AdminService, AlertsService, FlowService, NotificationsService, QueuesService
 from .remote import RemoteAutomation, timestamps
 
 
@@ -47,6 +47,26 @@ class RemoteQueues(QueuesService):
         return RedriveReport(doc["queue"], doc["dry_run"], doc["matched"], doc["redriven"],
                              doc["dead_lettered_again"], doc["skipped_taken"], doc["scanned"], doc["elapsed_s"],
                              doc["runs"])
+
+
+class RemoteFlow(FlowService):
+    """`app.flow.Flow` over `/v1/automation/flow/...`; the daemon records the calling token's name as who."""
+
+    def __init__(self, auto: RemoteAutomation):
+        self.auto = auto
+
+    async def list(self) -> builtins.list[dict]:
+        _, doc = await self.auto._call(ep.FLOW_KEYS.call())
+        return _rows(doc, "keys")
+
+    async def pause(self, key: str, *, until, by: str, reason: str | None = None) -> dict:
+        until = until.isoformat() if hasattr(until, "isoformat") else until
+        _, doc = await self.auto._call(ep.FLOW_PAUSE.call(), body={"key": key, "until": until, "reason": reason})
+        return timestamps(doc)
+
+    async def resume(self, key: str, *, by: str) -> dict:
+        _, doc = await self.auto._call(ep.FLOW_RESUME.call(), body={"key": key})
+        return timestamps(doc)
 
 
 class RemoteAlerts(AlertsService):
@@ -173,6 +193,6 @@ class RemoteAdmin(AdminService):
 
 
 def twin(auto: RemoteAutomation, name: str):
-    """The remote twin of an app service: queues, alerts, notifications, admin."""
-    return {"queues": RemoteQueues, "alerts": RemoteAlerts, "notifications": RemoteNotifications,
+    """The remote twin of an app service: queues, flow, alerts, notifications, admin."""
+    return {"queues": RemoteQueues, "flow": RemoteFlow, "alerts": RemoteAlerts, "notifications": RemoteNotifications,
             "admin": RemoteAdmin}[name](auto)

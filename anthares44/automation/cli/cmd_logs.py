@@ -78,8 +78,15 @@ async def _logs(auto, args) -> int:
     if args.format == "json":
         write(json_document({"run": run, "attempts": attempts}))
         return EXIT_OK
+    from ..app.flow import paused_on
+
     fanned = any("[" in a["step_id"] for a in attempts)       # a fan-out step's partitions ran: `step[key]`
-    write(render_text(run, attempts, (await auto.partitions(args.run_id))["partitions"] if fanned else ()))
+    text = render_text(run, attempts, (await auto.partitions(args.run_id))["partitions"] if fanned else ())
+    waits = paused_on(run, attempts)                           # a run that waits says on what (docs/flow.md)
+    if waits:
+        head, _, rest = text.partition("\n")
+        text = f"{head}\nwaiting on {waits}\n{rest}"
+    write(text)
     return EXIT_OK
 
 

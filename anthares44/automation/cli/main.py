@@ -35,6 +35,7 @@ VERBS: dict[str, str] = {
     "replay": "cmd_replay",
     "queues": "cmd_queues",
     "dlq": "cmd_dlq",
+    "flow": "cmd_flow",
     "metrics": "cmd_metrics",
     "partitions": "cmd_partitions",
     "console": "cmd_console",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..errors import E_CIRCUIT_OPEN, A44Error
+from ..errors import FREE_RETRY_CODES, A44Error
 from .ir import RetryIR
 
 
@@ -40,10 +40,11 @@ def backoff_ms(retry: RetryIR, failed_attempts: int, rng: random.Random) -> floa
 
 def retry_delay_ms(retry: RetryIR, failed_attempts: int, failure: Failure, rng: random.Random) -> float | None:
     """None when the failure is final: permanent, or the budget (`max` retries after the first attempt) spent.
-    An open circuit is retried without consuming budget."""
+    An open circuit and an upstream 429 (a paused flow key, §22) are retried without consuming budget, after the
+    time the failure names."""
     if not failure.retryable:
         return None
-    if failure.code != E_CIRCUIT_OPEN and (retry.strategy == "none" or failed_attempts > retry.max):
+    if failure.code not in FREE_RETRY_CODES and (retry.strategy == "none" or failed_attempts > retry.max):
         return None
     if failure.retry_after_ms is not None:
         return float(failure.retry_after_ms)

@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..clock import SystemClock
 from ..errors import E_CIRCUIT_OPEN, A44Error
-from .services import BREAKER_STATE, CLOCK, BreakerState, BreakerStateStore
+from .services import BREAKER_STATE, BreakerState, BreakerStateStore, ContextClock
 
 log = logging.getLogger("a44.connector.breaker")
 
@@ -67,18 +66,9 @@ def is_failure(err: BaseException | None) -> bool:
     return isinstance(err, (TimeoutError, asyncio.CancelledError))
 
 
-class CircuitBreakers:
+class CircuitBreakers(ContextClock):
     """The breakers of one registry (one daemon); the state they share is the BreakerStateStore the engine passes
     as `ctx.services[BREAKER_STATE]`."""
-
-    def __init__(self, clock: Any = None):
-        self.clock = clock
-
-    def _now(self, ctx) -> datetime:
-        clock = ctx.services.get(CLOCK) or self.clock
-        if clock is None:
-            clock = self.clock = SystemClock()
-        return clock.now()
 
     async def call(self, connector_id: str, raw_config: dict[str, Any], ctx,
                    body: Callable[[], Awaitable[Any]]) -> Any:
@@ -88,7 +78,7 @@ class CircuitBreakers:
             return await body()
         cfg = BreakerConfig.of(raw_config)
         project = ctx.project_id
-        now = self._now(ctx)
+        now = self.now(ctx)
         probe: str | None = None
         row = await store.state(project, connector_id)
         if row is not None:
@@ -114,7 +104,7 @@ class CircuitBreakers:
     async def _record(self, store: BreakerStateStore, cfg: BreakerConfig, project: str, connector_id: str, ctx,
                       probe: str | None, err: BaseException | None) -> None:
         failed = is_failure(err)
-        now = self._now(ctx)
+        now = self.now(ctx)
         try:
             if probe is not None:
                 if failed:

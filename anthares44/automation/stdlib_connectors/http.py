@@ -12,7 +12,10 @@ What this module decides, so the interpreter does not have to:
     retryable `E_UPSTREAM_<status>`, any other status >= 400 a permanent one; `details["retryable"]` always says
     which, because a custom `retryOn` can disagree with the code's default; `Retry-After` (seconds or an HTTP
     date) on a retryable status becomes `details["retry_after_ms"]`; connection failures are `E_NETWORK`,
-    running out of time `E_STEP_TIMEOUT`.
+    running out of time `E_STEP_TIMEOUT`;
+  * which flow key a call counts against (`flow_key`, §22): a retryable 429, and a retryable 503 that carries a
+    readable `Retry-After`, are `E_UPSTREAM_429` (`details.status` says which), and the registry pauses the key
+    for every run (pauses.py). A 503 whose `Retry-After` cannot be read stays a plain `E_UPSTREAM_503`.
 One aiohttp session per connector instance (so per registry), created on first use in the running event loop and
 closed by `aclose()`.
 """
@@ -26,13 +29,15 @@ import json
 import time
 from datetime import UTC
 from typing import Any
+from urllib.parse import urlsplit
 
-from ..compiler.models.params import HttpParams, VpnHttpParams
-from ..errors import E_AUTH_FAILED, E_NETWORK, E_PARAMS_INVALID, E_STEP_TIMEOUT, E_TUNNEL_DOWN, A44Error
+from ..compiler.models.params import DEFAULT_MAX_PAUSE_MS, HttpParams, VpnHttpParams
+from ..errors import E_AUTH_FAILED, E_NETWORK, E_PARAMS_INVALID, E_STEP_TIMEOUT, E_TUNNEL_DOWN, E_UPSTREAM_429, A44Error
 from ..redact import redact
 from .network import resolve_route
+from .pauses import FlowKey
 from .protocol import StepContext
-from .services import NETWORKS, NETWORKS_FILE
+from .services import CLOCK, NETWORKS, NETWORKS_FILE
 from .sessions import OwnSession
 
 DEFAULT_RETRY_ON = (408, 429, 500, 502, 503, 504)
@@ -96,6 +101,20 @@ class HttpConnector:
         context its connector builds cost the first request ~0.1-0.5 s otherwise."""
         self._own.get()
 
+    def flow_key(self, params: Any, decl: dict[str, Any], uses: str, project_id: str) -> FlowKey:
+        """The key this call counts against (pauses.py): `rateKey` of the step, else of the declared connector,
+        else `<uses>:<project>:<host of the URL>`; and its `maxPause` the same way (default 1 h)."""
+        p = params if isinstance(params, self.params_model) else self.params_model.model_validate(params)
+        key = p.rateKey or decl.get("rateKey")
+        if not key:
+            try:
+                host = urlsplit(self._target(p, decl)).hostname or ""
+            except (A44Error, ValueError):
+                host = ""       # the call itself reports the bad URL
+            key = f"{uses}:{project_id}:{host}"
+        max_pause = p.maxPause or decl.get("maxPause") or DEFAULT_MAX_PAUSE_MS
+        return FlowKey(key, int(max_pause))
+
     # -- one request ----------------------------------------------------------------------------------------------
     async def _route(self, p: HttpParams, decl: dict[str, Any], ctx: StepContext) -> tuple[Any, dict[str, Any], Any]:
         """(session, extra request kwargs, route) of this request: the default route for `http`."""
@@ -151,7 +170,8 @@ class HttpConnector:
             raise A44Error(E_PARAMS_INVALID, f"invalid URL {str(exc.url)!r}") from None
         except (aiohttp.ClientError, OSError) as exc:
             raise self._connect_error(exc, p.method, url, route) from None
-        self._classify(p.method, url, result, retry_on)
+        clock = ctx.services.get(CLOCK)
+        self._classify(p.method, url, result, retry_on, clock.now().timestamp() if clock is not None else None)
         return result
 
     async def _send(self, session, p: HttpParams, url: str, headers: dict[str, str], kwargs: dict[str, Any],
@@ -324,16 +344,21 @@ class HttpConnector:
         return result
 
     @staticmethod
-    def _classify(method: str, url: str, result: dict[str, Any], retry_on: set[int]) -> None:
+    def _classify(method: str, url: str, result: dict[str, Any], retry_on: set[int], now: float | None = None) -> None:
+        """Raise the error a status >= 400 (or one in `retryOn`) is; `now`: the clock's instant (epoch seconds)
+        that an HTTP-date `Retry-After` is counted from."""
         status = result["status"]
         retryable = status in retry_on
         if status < 400 and not retryable:
             return
         details: dict[str, Any] = {"retryable": retryable, "status": status}
+        code = f"E_UPSTREAM_{status}"
         if retryable:
-            after = retry_after_ms(result["headers"].get("retry-after"))
+            after = retry_after_ms(result["headers"].get("retry-after"), now)
             if after is not None:
                 details["retry_after_ms"] = after
+            if status == 429 or (status == 503 and after is not None):
+                code = E_UPSTREAM_429       # the far side asked to slow down: its flow key pauses (§22)
         if "json" in result:
             details["body"] = result["json"]
             if len(json.dumps(details["body"], default=str)) > ERROR_BODY_CHARS:
@@ -342,7 +367,7 @@ class HttpConnector:
             details["body"] = result["text"][:ERROR_BODY_CHARS]
         details = redact(details)
         kind = "retryable" if retryable else "permanent"
-        raise A44Error(f"E_UPSTREAM_{status}", f"{method} {url} answered {status} ({kind})", details=details)
+        raise A44Error(code, f"{method} {url} answered {status} ({kind})", details=details)
 
 
 _TUNNEL_ERRNOS = {99, 101, 113}   # EADDRNOTAVAIL (the VPN address is gone), ENETUNREACH, EHOSTUNREACH (Linux)

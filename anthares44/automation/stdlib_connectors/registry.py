@@ -19,7 +19,7 @@ import dataclasses
 import importlib
 import logging
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from importlib import metadata
 from typing import Any
 
@@ -27,8 +27,9 @@ from ..compiler.project import PLUGIN_GROUP
 from ..errors import E_CONNECTOR_FAILED, E_CONNECTOR_NOT_FOUND, E_PARAMS_INVALID, A44Error
 from ..redact import scrub
 from .breaker import CircuitBreakers
+from .pauses import FlowKey, FlowPauses
 from .protocol import Connector, StepContext
-from .services import BREAKER_STATE, CLOCK, NETWORKS, PUBLISHER, STORAGE, StaticSecrets
+from .services import BREAKER_STATE, CLOCK, NETWORKS, PAUSES, PUBLISHER, STORAGE, StaticSecrets
 
 ENTRY_POINT_GROUP = PLUGIN_GROUP     # the one name, which the compiler also lists plugins by
 PLUGIN_PREFIX = "connector/"
@@ -49,7 +50,7 @@ _BUILTINS: dict[str, str] = {
 # services only some built-ins may see (services.py): the bus's publisher is for queue/publish, the breakers' state
 # for the registry itself, and a control store an embedder left in the services for nobody; every other connector
 # (sql/execute, plugins) is invoked without them
-PRIVILEGED: dict[str, tuple[str, ...]] = {PUBLISHER: ("queue/publish",), BREAKER_STATE: (), "store": ()}
+PRIVILEGED: dict[str, tuple[str, ...]] = {PUBLISHER: ("queue/publish",), BREAKER_STATE: (), PAUSES: (), "store": ()}
 
 
 def _load_object(spec: str) -> Any:
@@ -100,6 +101,7 @@ class ConnectorRegistry:
         # $A44_HOME/secrets.json); a mapping is a static source; None: none
         self.secrets = secrets if callable(secrets) or secrets is None else StaticSecrets(secrets)
         self.breakers = CircuitBreakers(clock)
+        self.pauses = FlowPauses(clock)
         self.networks = networks          # vpn/http routes; None: read from $A44_HOME/networks.json (network.py)
         self.storage = storage            # the object store of storage/*; None: $A44_HOME/storage
         self._declared: dict[str, dict[str, Any]] = {}
@@ -146,6 +148,8 @@ class ConnectorRegistry:
             the PRIVILEGED ones only to the built-ins named there;
           * a declared instance with `circuitBreaker:` goes through its breaker (breaker.py, its state in the
             BreakerStateStore of `ctx.services`);
+          * a connector that names a flow key (`http`) is not called while its key is paused, and a 429 pauses it
+            (pauses.py, its state in the PauseStore of `ctx.services`);
           * any exception that is not an A44Error (nor a TimeoutError, which the interpreter's timeout judges)
             becomes E_CONNECTOR_FAILED (permanent) naming the connector;
           * every secret value handed out, and every value the attempt concealed (`ctx.conceal`: an OAuth access
@@ -165,11 +169,14 @@ class ConnectorRegistry:
         hidden = [k for k in PRIVILEGED if k in ctx.services and not self._may_see(conn, k)]
         own = dataclasses.replace(ctx, services={k: v for k, v in ctx.services.items() if k not in hidden}) \
             if hidden else ctx
-        try:
+        def body() -> Awaitable[Any]:
             if breaker is not None:     # the breaker reads its shared state: it gets the full context
-                result = await self.breakers.call(conn.name, breaker, ctx, lambda: conn.invoke(params, own))
-            else:
-                result = await conn.invoke(params, own)
+                return self.breakers.call(conn.name, breaker, ctx, lambda: conn.invoke(params, own))
+            return conn.invoke(params, own)
+
+        try:
+            fk = self._flow_key(conn, params, ctx)
+            result = await (self.pauses.call(fk, ctx, body) if fk is not None else body())
         except A44Error as err:
             self._scrub_error(err, ctx)
             raise
@@ -182,6 +189,16 @@ class ConnectorRegistry:
             raise A44Error(E_CONNECTOR_FAILED, scrub(f"connector {conn.name!r} raised {type(exc).__name__}: {exc}",
                                                      needles), step_id=ctx.step_id) from None
         return scrub(result, self._secret_values(ctx))
+
+    @staticmethod
+    def _flow_key(conn: Connector, params: Any, ctx: StepContext) -> FlowKey | None:
+        """The flow key of this call when its connector names one (`http`: pauses.py), else None."""
+        inner = conn.inner if isinstance(conn, DeclaredConnector) else conn
+        flow_key = getattr(inner, "flow_key", None)
+        if flow_key is None or PAUSES not in ctx.services:
+            return None
+        decl = conn.config if isinstance(conn, DeclaredConnector) else {}
+        return flow_key(params, decl, conn.name, ctx.project_id)
 
     def _may_see(self, conn: Connector, service: str) -> bool:
         inner = conn.inner if isinstance(conn, DeclaredConnector) else conn

@@ -5,6 +5,8 @@ Keys of `StepContext.services` (the engine builds them, runtime/connector_servic
   * `PUBLISHER` (EventPublisher): puts an event on the project's bus (§8.1); seen by `queue/publish` only;
   * `BREAKER_STATE` (BreakerStateStore): the state circuit breakers share across daemons (breaker.py); used by the
     registry around a declared connector's call, never handed to a connector;
+  * `PAUSES` (PauseStore): the paused flow keys every daemon sees (pauses.py, §22); used by the registry around
+    the call of a connector that names a flow key (`http`), never handed to a connector;
   * `APP_DB`: the projects' application databases workflow SQL runs on, one per project (sql_database.AppDatabase:
     `pool(ctx.project_id)`), and the wall every workflow database connection passes;
   * `CLOCK`, `STORAGE`, `NETWORKS`, `HTTP_SESSION`: the registry's clock, object store, vpn routes, aiohttp session;
@@ -19,11 +21,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from ..clock import SystemClock
 from ..errors import E_SECRET_NOT_FOUND, A44Error
 from ..redact import secret_parts
 
 PUBLISHER = "publisher"
 BREAKER_STATE = "breaker_state"
+PAUSES = "flow_pauses"
 APP_DB = "app_db"
 CLOCK = "clock"
 STORAGE = "storage"
@@ -41,6 +45,20 @@ class PublishedEvent(Protocol):
 class EventPublisher(Protocol):
     async def publish(self, project_id: str, type: str, data: Any, idempotency_key: str, *,
                       partition_key: str | None = None) -> PublishedEvent: ...
+
+
+class ContextClock:
+    """The instants of what the registry wraps around a call (breakers, pauses): the engine's clock when the
+    context brings one (`ctx.services[CLOCK]`), else the registry's `clock`, else the system's."""
+
+    def __init__(self, clock: Any = None):
+        self.clock = clock
+
+    def now(self, ctx: Any) -> datetime:
+        clock = ctx.services.get(CLOCK) or self.clock
+        if clock is None:
+            clock = self.clock = SystemClock()
+        return clock.now()
 
 
 @dataclass(frozen=True)
@@ -72,6 +90,19 @@ class BreakerStateStore(Protocol):
         """Open again for twice the last period (within [open_for_ms, max_open_ms]); that period, or None."""
 
     async def probe_succeeded(self, project_id: str, connector_id: str, now: datetime, token: str) -> None: ...
+
+
+class PauseStore(Protocol):
+    """Where the paused flow keys of every daemon are kept (pauses.py); each method is one atomic statement."""
+
+    async def paused_keys(self, project_id: str, now: datetime) -> dict[str, datetime]:
+        """The keys of the project paused at `now`, with the ends of their pauses."""
+
+    async def paused_until(self, project_id: str, key: str, now: datetime) -> datetime | None:
+        """The end of the key's pause when it is paused at `now`, else None."""
+
+    async def pause(self, project_id: str, key: str, now: datetime, until: datetime, reason: str) -> datetime:
+        """Pause the key until at least `until` (a longer pause in place is kept); the pause's end."""
 
 
 class SecretLookup(Protocol):

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from .models import admin as am
 from .models import common as cm
 from .models import events as ev
+from .models import flow as fm
 from .models import monitor as mm
 from .models import queues as qm
 from .models import runs as rm
@@ -84,6 +85,11 @@ DEAD_LETTERS = Endpoint("GET", PREFIX + "/dead-letters", {200: qm.DeadLetters})
 DEAD_LETTER = Endpoint("GET", PREFIX + "/dead-letters/{dead_letter_id}", {200: qm.DeadLetter})
 DLQ_STATS = Endpoint("GET", PREFIX + "/queues/{queue}/dead-letters/stats", {200: qm.DlqStats})
 DLQ_REDRIVE = Endpoint("POST", PREFIX + "/queues/{queue}/dead-letters/redrive", {200: qm.RedriveReport})
+
+# flow control: paused flow keys (§22)
+FLOW_KEYS = Endpoint("GET", PREFIX + "/flow/keys", {200: fm.FlowKeys})
+FLOW_PAUSE = Endpoint("POST", PREFIX + "/flow/pause", {200: fm.FlowChange})
+FLOW_RESUME = Endpoint("POST", PREFIX + "/flow/resume", {200: fm.FlowChange})
 
 # alerts
 ALERT_RULES = Endpoint("GET", PREFIX + "/alert-rules", {200: mm.AlertRules})

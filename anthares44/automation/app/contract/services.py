@@ -5,6 +5,7 @@ signature and tests/rest/test_contract.py checks at run time that they declare t
     RunsService           Automation          RemoteAutomation      publish, run, runs, logs, partitions, skip, cancel...
     EventsService         Ingestion           RemoteIngestion       publish_event, events, event
     QueuesService  Queues              RemoteQueues          stats, dead letters
+    FlowService    Flow                RemoteFlow            paused flow keys: list, pause, resume
     AlertsService  Alerts              RemoteAlerts          alert rules, built-in alerts, alerts
     NotificationsService      Notifications       RemoteNotifications   channels, notifications
     AdminService  Admin               RemoteAdmin           tokens, webhook secrets, metrics
@@ -80,6 +81,14 @@ class QueuesService(Protocol):
                           dry_run: bool = False, progress: Callable[[int, int | None], None] | None = None) -> Any: ...
 
 
+class FlowService(Protocol):
+    async def list(self) -> builtins.list[dict]: ...
+
+    async def pause(self, key: str, *, until: str | datetime, by: str, reason: str | None = None) -> dict: ...
+
+    async def resume(self, key: str, *, by: str) -> dict: ...
+
+
 class AlertsService(Protocol):
     async def create(self, name: str, *, metric: str, condition: str, filter: str = "", severity: str = "p3",
                      notify: str | None = None, escalate_to: str | None = None, suppress_window: str | None = None,
@@ -136,6 +145,7 @@ IMPLEMENTATIONS: dict[type, tuple[str, str]] = {
     RunsService: ("app.automation:Automation", "app.remote:RemoteAutomation"),
     EventsService: ("app.ingestion:Ingestion", "app.remote:RemoteIngestion"),
     QueuesService: ("app.queues:Queues", "app.remote_services:RemoteQueues"),
+    FlowService: ("app.flow:Flow", "app.remote_services:RemoteFlow"),
     AlertsService: ("app.alerts:Alerts", "app.remote_services:RemoteAlerts"),
     NotificationsService: ("app.notifications:Notifications", "app.remote_services:RemoteNotifications"),
     AdminService: ("app.admin:Admin", "app.remote_services:RemoteAdmin"),

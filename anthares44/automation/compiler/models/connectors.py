@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, StrictStr
 
 from .base import Model
+from .params import RATE_KEY_PATTERN
 from .types import Duration, PositiveInt
 
 DECLARABLE_TYPES = ("http", "vpn/http", "sql/execute", "storage/put", "storage/get", "queue/publish", "bot/invoke")
@@ -63,5 +64,9 @@ class ConnectorDecl(Model):
     """Default timeout of requests."""
     circuitBreaker: CircuitBreaker | None = None
     """Circuit breaker settings."""
+    rateKey: StrictStr | None = Field(None, pattern=RATE_KEY_PATTERN)
+    """http: flow key a 429 pauses (§22, docs/flow.md); default `<connector id>:<project>:<host of the URL>`."""
+    maxPause: Duration | None = None
+    """http: longest pause a 429's `Retry-After` may cause (1s to 24h; default 1h)."""
     dsnSecretRef: StrictStr | None = None
     """sql/execute: secret holding a DSN (default: the project database)."""

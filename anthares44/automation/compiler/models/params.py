@@ -11,7 +11,13 @@ from typing import Any, Literal
 from pydantic import Field, StrictStr
 
 from .base import Model
-from .types import PositiveInt
+from .types import Duration, PositiveInt
+
+# flow keys and pauses (§22, docs/flow.md): what a `rateKey` may be, and the bounds of a 429's pause
+RATE_KEY_PATTERN = r"^[A-Za-z0-9_.:/@-]{1,200}$"
+DEFAULT_MAX_PAUSE_MS = 3600 * 1000     # a far side that asks for longer is asked again after an hour
+MIN_PAUSE_MS = 1000                    # no Retry-After, `0` or a date in the past: wait a second, never spin
+MAX_PAUSE_LIMIT_MS = 24 * 3600 * 1000  # the largest `maxPause` a workflow may set (lint A44250)
 
 HTTP_METHODS = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
 
@@ -44,6 +50,10 @@ class HttpParams(Model):
     """Statuses retried (default 408, 429, 500, 502, 503, 504)."""
     maxResponseBytes: PositiveInt = 1_048_576
     """Responses larger than this are cut."""
+    rateKey: StrictStr | None = Field(None, pattern=RATE_KEY_PATTERN)
+    """Flow key a 429 pauses (§22, docs/flow.md); default `<connector>:<project>:<host of the URL>`."""
+    maxPause: Duration | None = None
+    """Longest pause a 429's `Retry-After` may cause (1s to 24h; default 1h)."""
 
 
 class VpnHttpParams(HttpParams):

@@ -9,12 +9,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...diagnostics import Diagnostic
-from . import connectors, dag, expectations, expressions, monitoring, retry, sql, steps, templates, timers, triggers
+from . import (
+    connectors,
+    dag,
+    expectations,
+    expressions,
+    flow,
+    monitoring,
+    retry,
+    sql,
+    steps,
+    templates,
+    timers,
+    triggers,
+)
 
 if TYPE_CHECKING:
     from ..project import Project
 
-RULES = (steps, connectors, dag, retry, timers, expressions, expectations, templates, sql, triggers, monitoring)
+RULES = (steps, connectors, dag, retry, timers, flow, expressions, expectations, templates, sql, triggers, monitoring)
 
 
 def run_rules(project: Project) -> list[Diagnostic]:

@@ -1,13 +1,15 @@
 """Operating runs and queues over REST: replay (dry run included), resolve an exclusive step, queue gauges, the
-dead-letter queue (list, stats, show, redrive with a CEL filter). Each handler is the CLI verb's app/ call."""
+dead-letter queue (list, stats, show, redrive with a CEL filter), paused flow keys (list, pause, resume). Each handler is the CLI verb's app/ call."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
 from ...app.contract import endpoints as ep
+from ...app.contract.models import flow as fm
 from ...app.contract.models import queues as qm
 from ...app.contract.models import runs as rm
+from ...app.flow import Flow
 from ...app.queues import Queues
 from ...app.replay import replay
 from ..context import automation_for, json_response, principal, read_model
@@ -74,3 +76,23 @@ async def api_dlq_redrive(request: web.Request) -> web.Response:
     report = await Queues(automation_for(request)).dlq_redrive(params(request)["queue"], filter=b.filter,
                                                               rate=b.rate, max=b.max, dry_run=b.dry_run)
     return json_response(report.to_dict())
+
+
+@route(ep.FLOW_KEYS, "the flow keys paused now, the soonest to end first (as `flow list`)", tag="flow")
+async def api_flow_keys(request: web.Request) -> web.Response:
+    return json_response({"keys": await Flow(automation_for(request)).list()})
+
+
+@route(ep.FLOW_PAUSE, "pause a flow key until an instant, recording the token's name and the reason (as `flow "
+       "pause`); runs released until a later end go at `until`", body=fm.FlowPauseRequest, tag="flow")
+async def api_flow_pause(request: web.Request) -> web.Response:
+    b = await read_model(request, fm.FlowPauseRequest)
+    return json_response(await Flow(automation_for(request)).pause(b.key, until=b.until, reason=b.reason,
+                                                                   by=f"token:{principal(request).name}"))
+
+
+@route(ep.FLOW_RESUME, "end a flow key's pause now, recording the token's name (as `flow resume`); the runs "
+       "waiting on it are due at once", body=fm.FlowResumeRequest, errors=(404,), tag="flow")
+async def api_flow_resume(request: web.Request) -> web.Response:
+    b = await read_model(request, fm.FlowResumeRequest)
+    return json_response(await Flow(automation_for(request)).resume(b.key, by=f"token:{principal(request).name}"))

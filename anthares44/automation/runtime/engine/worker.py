@@ -70,7 +70,8 @@ class Engine:
         # database (`app_db`, an AppDatabase; None: none configured, such steps fail with E_SQL_NO_DATABASE) unless a
         # step names a DSN; queue/publish publishes through the bus of this store, breakers keep their state in it
         self.app_db = app_db if app_db is not None else AppDatabase(None)
-        self.services = {**connector_services(store, self.app_db, settings=settings), **(services or {})}
+        self.services = {**connector_services(store, self.app_db, settings=settings, clock=clock),
+                         **(services or {})}
         self.stopping = False
         self.metrics: Counter[str] = Counter()
         self._irs: dict[tuple[str, str, int], WorkflowIR] = {}

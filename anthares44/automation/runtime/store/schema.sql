@@ -1100,6 +1100,20 @@ CREATE TABLE automation.events (
     CONSTRAINT events_source_check CHECK ((source = ANY (ARRAY['bus'::text, 'webhook'::text])))
 );
 
+CREATE TABLE automation.flow_pauses (
+    project_id text NOT NULL,
+    key text NOT NULL,
+    paused_until timestamp with time zone NOT NULL,
+    source text NOT NULL,
+    reason text,
+    paused_by text,
+    resumed_by text,
+    paused_at timestamp with time zone NOT NULL,
+    paused_count integer DEFAULT 1 NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT flow_pauses_source_check CHECK ((source = ANY (ARRAY['upstream'::text, 'operator'::text])))
+);
+
 CREATE TABLE automation.idempotency_keys (
     project_id text NOT NULL,
     key text NOT NULL,
@@ -1487,6 +1501,9 @@ ALTER TABLE ONLY automation.event_keys
 
 ALTER TABLE ONLY automation.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (event_id);
+
+ALTER TABLE ONLY automation.flow_pauses
+    ADD CONSTRAINT flow_pauses_pkey PRIMARY KEY (project_id, key);
 
 ALTER TABLE ONLY automation.idempotency_keys
     ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (project_id, key);

@@ -86,3 +86,12 @@ select name, labels, value from automation.metric_counters order by name, labels
 insert into automation.metric_counters as m (name, labels, value, updated_at)
 select n, l::jsonb, v, :now from unnest(:names::text[], :labels::text[], :increments::bigint[]) as t(n, l, v)
 on conflict (name, labels) do update set value = m.value + excluded.value, updated_at = excluded.updated_at;
+
+-- name: metrics_flow_pauses
+-- purpose: per project: flow keys paused at :now (§22), and pauses ever begun over all its keys
+select project_id,
+       count(*) filter (where paused_until > :now)::bigint as paused,
+       sum(paused_count)::bigint as pauses
+from automation.flow_pauses
+group by 1
+order by 1;

@@ -1,0 +1,36 @@
+"""Flow control (§22, docs/flow.md): the paused flow keys, pausing one by hand, resuming one."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from .common import Body, Doc, Text
+
+FlowKeyName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:/@-]{1,200}$",
+                                   description="a flow key, e.g. http:pj_default:api.example.com")]
+
+
+class FlowKeys(Doc):
+    keys: list[dict] = Field(description="the keys paused now, the soonest to end first: key, paused_until, source "
+                                         "(upstream | operator), reason, paused_by, paused_at, paused_count, "
+                                         "paused")
+
+
+class FlowPauseRequest(Body):
+    key: FlowKeyName
+    until: Annotated[str, Field(min_length=1, max_length=64, description="ISO 8601 instant with a UTC offset, "
+                                                                          "within the next 30 days")]
+    reason: Text | None = None
+
+
+class FlowResumeRequest(Body):
+    key: FlowKeyName
+
+
+class FlowChange(Doc):
+    key: str
+    paused_until: str
+    paused: bool
+    woken: int = Field(description="runs released until a later end that go now (resume) or at `until` (pause)")

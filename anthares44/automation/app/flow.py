@@ -1,0 +1,64 @@
+"""Paused flow keys as a Python API (the CLI's `flow` verbs call these; docs/flow.md):
+
+    async with await Automation.connect(project="pj_checkout_prod") as auto:
+        f = Flow(auto)
+        await f.list()                                                   # the keys paused now
+        await f.pause("http:pj_checkout_prod:api.erp.example", until="2026-07-19T15:00:00Z", by="ana",
+                      reason="ERP maintenance window")
+        await f.resume("http:pj_checkout_prod:api.erp.example", by="ana")  # its waiting runs go now
+"""
+
+from __future__ import annotations
+
+import builtins
+from datetime import datetime
+from typing import Any
+
+from ..errors import E_FLOW_PAUSE_INVALID, E_UPSTREAM_429, A44Error
+from ..runtime import flow_pauses as rf
+from ..stdlib_connectors.pauses import PAUSE_PREFIX
+from .contract.services import FlowService
+
+
+def instant(value: str | datetime) -> datetime:
+    """`--until` as an aware instant: ISO 8601 with a UTC offset (`Z` allowed)."""
+    if isinstance(value, datetime):
+        when = value
+    else:
+        try:
+            when = datetime.fromisoformat(value.strip())
+        except (AttributeError, ValueError):
+            raise A44Error(E_FLOW_PAUSE_INVALID, f"--until {str(value)[:64]!r} is not an ISO 8601 instant",
+                           hint="write e.g. 2026-07-19T15:00:00Z") from None
+    if when.tzinfo is None:
+        raise A44Error(E_FLOW_PAUSE_INVALID, f"--until {when.isoformat()} has no UTC offset",
+                       hint="write e.g. 2026-07-19T15:00:00Z")
+    return when
+
+
+def paused_on(run: dict, attempts: builtins.list[dict]) -> str | None:
+    """What a waiting run waits on when that is a paused flow key: `flow key K paused until T`, from its last
+    attempt (pauses.marker); None otherwise."""
+    if run.get("state") != "waiting" or not attempts:
+        return None
+    last = max(attempts, key=lambda a: a["started_at"])
+    message = last.get("error_message") or ""
+    if last.get("error_code") != E_UPSTREAM_429 or PAUSE_PREFIX not in message:
+        return None
+    return message[message.index(PAUSE_PREFIX):]
+
+
+class Flow(FlowService):
+    def __init__(self, auto: Any):
+        self.auto = auto
+        self.store = auto.store
+        self.project = auto.project
+
+    async def list(self) -> builtins.list[dict]:
+        return await rf.list_paused(self.store, self.project)
+
+    async def pause(self, key: str, *, until: str | datetime, by: str, reason: str | None = None) -> dict:
+        return await rf.pause_key(self.store, self.project, key, instant(until), by=by, reason=reason)
+
+    async def resume(self, key: str, *, by: str) -> dict:
+        return await rf.resume_key(self.store, self.project, key, by=by)
