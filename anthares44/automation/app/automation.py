@@ -211,7 +211,10 @@ class Automation(RunsService):
     async def get_run(self, run_id: str) -> dict:
         """The run (with input, result and summary); E_RUN_NOT_FOUND when it is not in this project."""
         row = await self.store.get_run(run_id, self.project)
-        return run_view(row, self.store.clock.now(), detail=True)
+        doc = run_view(row, self.store.clock.now(), detail=True)
+        # what it waits on (docs/waits.md): every wait step of the run, the open one with its timeout instant
+        doc["waits"] = [dict(w) for w in await self.store.fetch("run_waits_of_run", run_id=run_id)]
+        return doc
 
     # --- runs (§6.2, §13) --------------------------------------------------------------------------------
     async def daemon_presence(self):
@@ -324,6 +327,14 @@ class Automation(RunsService):
         from ..runtime.engine.cancels import cancel
 
         return await cancel(self.store, self.project, run_id, by=by, reason=reason, compensate=compensate)
+
+    async def signal(self, run_id: str, name: str, data: Any = None, *, key: str | None = None,
+                     by: str | None = None) -> dict:
+        """Send signal `name` to a run: consumed by its open wait of that name, or buffered for the next one
+        (runtime.engine.signals); a repeated `key` answers the first signal."""
+        from ..runtime.engine.signals import send
+
+        return await send(self.store, self.project, run_id, name, data, key=key, by=by)
 
     async def query_logs(self, *, error_code: str | None = None, step: str | None = None,
                          workflow: str | None = None, partition_key: str | None = None, since=None, until=None,
