@@ -48,7 +48,7 @@ def check(project: Project) -> Iterator[Diagnostic]:
                     if key in written:
                         yield Diagnostic.at(code, f"{form} step {step.id!r} takes no {key!r}", src.path,
                                             src.span(path + (key,), key=True),
-                                            hint=f"a {form} holds no worker; split the effect into its own step")
+                                            hint=_hint(form, key))
                 continue
             if step.uses is None and not ({"uses", "sleep", "wait"} & written.keys()):
                 yield Diagnostic.at(A44203, f"step {step.id!r} has neither 'uses' nor 'sleep'", src.path,
@@ -61,6 +61,12 @@ def check(project: Project) -> Iterator[Diagnostic]:
                 yield Diagnostic.at(A44201, f"step {step.id!r} has no timeout; every step must declare one",
                                     src.path, src.span(path + ("id",)),
                                     hint="add e.g. `timeout: 15s` (size it from the step's p99 plus 50%)")
+
+
+def _hint(form: str, key: str) -> str:
+    if form == "wait" and key == "timeout":
+        return "a wait's timeout goes in its block: `wait: {signal: approved, timeout: 7d}`"
+    return f"a {form} holds no worker; split the effect into its own step"
 
 
 def _fan_out(src: SourceFile, path: Path, step: Step, written: dict[str, Any]) -> Iterator[Diagnostic]:
