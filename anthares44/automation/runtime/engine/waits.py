@@ -16,12 +16,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from ...errors import E_WAIT_TIMEOUT, A44Error
+from ...errors import E_RUN_CANCELLED, E_WAIT_TIMEOUT, A44Error
 from .progress import Progress, StepProgress
 from .states import WAITING
 from .visit import Visit
 
-OPEN, SATISFIED, TIMED_OUT = "open", "satisfied", "timed_out"
+OPEN, SATISFIED, TIMED_OUT, CANCELLED = "open", "satisfied", "timed_out", "cancelled"
 
 
 class Wait:
@@ -61,7 +61,10 @@ class Wait:
         elif state == TIMED_OUT and w.on_timeout == "continue":
             b.finish(a, "succeeded", now, result={"kind": "timeout"})
             v.event("wait.timed_out", step=sp.node.id)
-        else:   # timed out (onTimeout: fail), or closed because the run is ending: the step fails for good
+        elif state == CANCELLED:    # closed by its run ending meanwhile (a cancel, the deadline)
+            b.finish(a, "failed", now, error=A44Error(E_RUN_CANCELLED, f"the wait of step {sp.node.id} was closed: "
+                                                                       "its run is ending", step_id=sp.node.id))
+        else:   # timed out, onTimeout: fail: the step fails for good
             b.finish(a, "failed", now, error=A44Error(
                 E_WAIT_TIMEOUT, f"step {sp.node.id} waited {w.timeout_ms} ms for signal {w.signal!r}; none came",
                 step_id=sp.node.id, hint=f"a44 automation signal {v.lease.run_id} {w.signal} --data '{{}}'"))
