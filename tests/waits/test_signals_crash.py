@@ -108,7 +108,8 @@ async def _race(url: str, home, run_ids: list[str], rng) -> dict[str, str]:
 
     store = await _connect(url, home)
     try:
-        rows = await store.pool.fetch("select run_id, timeout_at from automation.run_waits where run_id = any($1)",
+        rows = await store.pool.fetch("select run_id, timeout_at from automation.run_waits where run_id = any($1) "
+                                      "and step_id = 'gate'",
                                       run_ids)
         loop = asyncio.get_running_loop()
         now = SystemClock().now()
@@ -154,8 +155,9 @@ def test_signal_at_the_timeout_with_kill_9s_gives_every_wait_exactly_one_outcome
     daemons = [ServeProcess(pg_url, tmp_path, worker_id="steady", lease="1s"),
                ServeProcess(pg_url, tmp_path, worker_id="race-0", lease="1s")]
     try:
-        wait_until(lambda: query(pg_url, "select count(*) as n from automation.run_waits where run_id = any($1)",
-                                 run_ids)[0]["n"] == TIMEOUT_RUNS, 120, "every wait to open")
+        wait_until(lambda: query(pg_url, "select count(*) as n from automation.run_waits where run_id = any($1) "
+                                         "and step_id = 'gate'", run_ids)[0]["n"] == TIMEOUT_RUNS, 120,
+                   "every wait to open")
         stop = threading.Event()
 
         def killer():
