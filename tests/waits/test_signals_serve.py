@@ -98,8 +98,8 @@ def test_signals_over_rest_and_the_cli(pg_url, tmp_path):
         remote.pop("A44_DATABASE_URL", None)
         p = _cli(remote, "signal", run_id, "go", "--data", "3")
         assert p.returncode == 1 and "E_SIGNAL_RUN_FINISHED" in p.stderr, (p.stdout, p.stderr)
-        # `run --signal` starts a run and signals it: both waits take theirs, in order
-        p = _cli(local, "run", IR.workflow_id, "-k", "with-signals", "--signal", 'go={"n": 7}', "--signal",
+        # `run --signal` (here through the REST API) starts a run and signals it: both waits take theirs, in order
+        p = _cli(remote, "run", IR.workflow_id, "-k", "with-signals", "--signal", 'go={"n": 7}', "--signal",
                  'go={"n": 8}', "--wait", "--timeout", "30s", "--format", "json")
         assert p.returncode == 0, (p.stdout, p.stderr)
         assert json.loads(p.stdout)["run"]["result"] == {"done": "7-8"}
