@@ -1,7 +1,7 @@
 """Signals over REST and the CLI against a real `a44 automation serve` (issue 28): `POST
 /v1/automation/runs/{id}/signals/{name}` answers 202 (buffered, then delivered), 404 for an unknown run, 413 over
 256 KB, 409 with the state for a finished run, 403 for a read token; `a44 automation signal` (local and remote)
-and `run --signal NAME=JSON` start a run that consumes it; `logs RUN` says what a waiting run waits on."""
+and `run --signal NAME=JSON` start a run that consumes it; `logs RUN` and `runs` say what a waiting run waits on."""
 
 from __future__ import annotations
 
@@ -77,6 +77,8 @@ def test_signals_over_rest_and_the_cli(pg_url, tmp_path):
         wait_until(lambda: _state(pg_url, run_id) == "waiting", 30, "the run to wait on its second signal")
         p = _cli(local, "logs", run_id)
         assert p.returncode == 0 and "waiting on signal go (step second) until " in p.stdout, (p.stdout, p.stderr)
+        p = _cli(local, "runs", "--state", "waiting")
+        assert p.returncode == 0 and "second (signal go)" in p.stdout, (p.stdout, p.stderr)
         status, doc, _ = request(port, "POST", path, b'{"data": {"n": 2}}', bearer(tokens["automation:read"]))
         assert status == 403
         status, doc, _ = request(port, "POST", path, json.dumps({"data": "x" * 262_145}).encode(), write)

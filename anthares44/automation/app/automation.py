@@ -247,7 +247,15 @@ class Automation(RunsService):
                                           workflow=workflow_ref(workflow) if workflow else None,
                                           step=step, since=since, limit=limit, offset=offset)
         now = self.store.clock.now()
-        return RunPage(page.total, [run_view(r, now) for r in page.runs])
+        docs = [run_view(r, now) for r in page.runs]
+        waiting = [d["run_id"] for d in docs if d["state"] == "waiting"]
+        if waiting:     # what each waits on, when a wait step holds it (docs/waits.md)
+            on = {w["run_id"]: f"{w['kind']} {w['key']}"
+                  for w in await self.store.fetch("run_waits_open_of_runs", run_ids=waiting)}
+            for d in docs:
+                if d["run_id"] in on:
+                    d["waiting_on"] = on[d["run_id"]]
+        return RunPage(page.total, docs)
 
     # --- logs (§7.4, §8.5) -------------------------------------------------------------------------------
     async def logs(self, run_id: str) -> list[dict]:

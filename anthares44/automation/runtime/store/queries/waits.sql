@@ -25,6 +25,13 @@ from automation.run_waits
 where run_id = :run_id
 order by opened_at, step_id;
 
+-- name: run_waits_open_of_runs
+-- purpose: the open wait of each of the runs :run_ids (the oldest when several): what `runs` says a waiting run waits on
+select distinct on (run_id) run_id, kind, key, step_id, timeout_at
+from automation.run_waits
+where run_id = any(:run_ids::text[]) and state = 'open'
+order by run_id, opened_at;
+
 -- name: metrics_waits
 -- purpose: open waits per project and kind, and the age at :now of the oldest (seconds): automation_waits_open{kind} and automation_oldest_wait_age_seconds
 select r.project_id, w.kind, count(*)::bigint as open,
