@@ -67,6 +67,7 @@ class Wait:
         else:   # timed out, onTimeout: fail: the step fails for good
             b.finish(a, "failed", now, error=A44Error(
                 E_WAIT_TIMEOUT, f"step {sp.node.id} waited {w.timeout_ms} ms for signal {w.signal!r}; none came",
-                step_id=sp.node.id, hint=f"a44 automation signal {v.lease.run_id} {w.signal} --data '{{}}'"))
+                step_id=sp.node.id, hint="raise the wait's `timeout`, or take `onTimeout: continue` to go on "
+                                         "without the signal"))
             v.event("wait.timed_out", step=sp.node.id)
         p.finished(a)
