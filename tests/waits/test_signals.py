@@ -158,3 +158,29 @@ def test_refusals_unknown_run_oversized_payload_and_bad_name(store, clock, aio):
         aio(send(store, PROJECT, run_id, "Not A Name"))
     assert e.value.code == "E_SIGNAL_INVALID"
     assert aio(signals(store, run_id)) == []
+
+
+def _wait_metrics(store, aio) -> dict:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from anthares44.automation.app.metrics import collect
+    from anthares44.automation.http.metrics import render_metrics
+
+    text = render_metrics(aio(collect(store, worker="w"))).decode()
+    return {(f.name, s.labels["kind"]): s.value for f in text_string_to_metric_families(text)
+            if f.name in ("automation_waits_open", "automation_oldest_wait_age_seconds") for s in f.samples}
+
+
+def test_open_waits_and_the_oldest_wait_age_are_metrics(store, clock, aio):
+    first = aio(publish_and_run(store, workflow(gate(timeout_ms=3_600_000)), key="m1"))
+    eng = engine(store, Script(), clock=clock)
+    aio(eng.drive())
+    clock.advance(60)
+    aio(store.create_run(PROJECT, "wf_t", {}, "m2"))
+    aio(eng.drive())
+    clock.advance(30)
+    assert _wait_metrics(store, aio) == {("automation_waits_open", "signal"): 2,
+                                         ("automation_oldest_wait_age_seconds", "signal"): 90}
+    aio(send(store, PROJECT, first, "approved"))
+    assert _wait_metrics(store, aio) == {("automation_waits_open", "signal"): 1,
+                                         ("automation_oldest_wait_age_seconds", "signal"): 30}
