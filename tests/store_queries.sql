@@ -18,3 +18,10 @@ select (select count(*) from automation.runs) as runs,
 -- name: logs_archive_days
 -- purpose: the days the archive holds, oldest first
 select day, rows, path, archived_at from automation.log_archive_days order by day;
+
+-- name: run_signals_of_run
+-- purpose: the signals sent to run :run_id in the order received, with the wait that consumed each
+select seq, name, data, idempotency_key, sent_by, received_at, consumed_epoch, consumed_step, consumed_at
+from automation.run_signals
+where run_id = :run_id
+order by seq;

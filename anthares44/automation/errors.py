@@ -104,6 +104,14 @@ E_RUN_CANCELLED = _code("E_RUN_CANCELLED", False, "a person cancelled the run (w
 E_CANCEL_NOT_ALLOWED = _code("E_CANCEL_NOT_ALLOWED", False,
                              "the run is finished, or compensating after a failure: it cannot be cancelled", http=409)
 
+# Waits and signals (§20, docs/waits.md)
+E_WAIT_TIMEOUT = _code("E_WAIT_TIMEOUT", False, "a wait step's timeout came before what it waited for (onTimeout: fail)")
+E_SIGNAL_RUN_FINISHED = _code("E_SIGNAL_RUN_FINISHED", False, "the run is finished: it takes no more signals",
+                              http=409, details=True)
+E_SIGNAL_TOO_LARGE = _code("E_SIGNAL_TOO_LARGE", False, "the signal's data is over 256 KB", http=413)
+E_SIGNAL_INVALID = _code("E_SIGNAL_INVALID", False, "the signal's name or data is not valid", http=400,
+                         exit=EXIT_USAGE)
+
 # Expressions at run time (§5): evaluation errors are values inside CEL; this is the code a step gets when
 # an `if` expression ends in an error.
 E_EXPR_EVAL = _code("E_EXPR_EVAL", False, "an expression could not be evaluated")

@@ -211,7 +211,10 @@ class Automation(RunsService):
     async def get_run(self, run_id: str) -> dict:
         """The run (with input, result and summary); E_RUN_NOT_FOUND when it is not in this project."""
         row = await self.store.get_run(run_id, self.project)
-        return run_view(row, self.store.clock.now(), detail=True)
+        doc = run_view(row, self.store.clock.now(), detail=True)
+        # what it waits on (docs/waits.md): every wait step of the run, the open one with its timeout instant
+        doc["waits"] = [dict(w) for w in await self.store.fetch("run_waits_of_run", run_id=run_id)]
+        return doc
 
     # --- runs (§6.2, §13) --------------------------------------------------------------------------------
     async def daemon_presence(self):
@@ -244,7 +247,15 @@ class Automation(RunsService):
                                           workflow=workflow_ref(workflow) if workflow else None,
                                           step=step, since=since, limit=limit, offset=offset)
         now = self.store.clock.now()
-        return RunPage(page.total, [run_view(r, now) for r in page.runs])
+        docs = [run_view(r, now) for r in page.runs]
+        waiting = [d["run_id"] for d in docs if d["state"] == "waiting"]
+        if waiting:     # what each waits on, when a wait step holds it (docs/waits.md)
+            on = {w["run_id"]: f"{w['kind']} {w['key']}"
+                  for w in await self.store.fetch("run_waits_open_of_runs", run_ids=waiting)}
+            for d in docs:
+                if d["run_id"] in on:
+                    d["waiting_on"] = on[d["run_id"]]
+        return RunPage(page.total, docs)
 
     # --- logs (§7.4, §8.5) -------------------------------------------------------------------------------
     async def logs(self, run_id: str) -> list[dict]:
@@ -324,6 +335,14 @@ class Automation(RunsService):
         from ..runtime.engine.cancels import cancel
 
         return await cancel(self.store, self.project, run_id, by=by, reason=reason, compensate=compensate)
+
+    async def signal(self, run_id: str, name: str, data: Any = None, *, key: str | None = None,
+                     by: str | None = None) -> dict:
+        """Send signal `name` to a run: consumed by its open wait of that name, or buffered for the next one
+        (runtime.engine.signals); a repeated `key` answers the first signal."""
+        from ..runtime.engine.signals import send
+
+        return await send(self.store, self.project, run_id, name, data, key=key, by=by)
 
     async def query_logs(self, *, error_code: str | None = None, step: str | None = None,
                          workflow: str | None = None, partition_key: str | None = None, since=None, until=None,

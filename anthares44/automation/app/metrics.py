@@ -127,6 +127,12 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
                     "alerts firing, per rule (builtin:* for the built-in alerts) and severity (docs/alerts.md)")
     for a in v.alerts:
         alerts.add({"project": a["project_id"], "rule": a["rule"], "severity": a["severity"]}, a["n"])
+    waits_open = Family("automation_waits_open", "gauge", "wait steps open (docs/waits.md), per kind")
+    wait_age = Family("automation_oldest_wait_age_seconds", "gauge", "age of the oldest open wait, per kind")
+    for w in v.waits:
+        labels = {"project": w["project_id"], "kind": w["kind"]}
+        waits_open.add(labels, w["open"])
+        wait_age.add(labels, round(w["oldest_age_s"], 3))
 
     persisted: dict[str, Family] = {}
     for c in v.counters:     # the in-memory counters of every process, as flushed (names end in _total)
@@ -136,7 +142,7 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             fam = persisted[base] = Family(base, "counter", HELP.get(c["name"], c["name"]) + " (every process)")
         fam.add(c["labels"], c["value"], "_total")
     return [dlq, age, waiting, runs, reclaims, redeliveries, attempts, retries, comps, durations, breaker, opened,
-            paused, pauses, deliveries, failed, pending, alerts, *persisted.values()]
+            paused, pauses, deliveries, failed, pending, alerts, waits_open, wait_age, *persisted.values()]
 
 
 def _process(worker: str) -> list[Family]:

@@ -405,6 +405,13 @@ class RemoteAutomation(RunsService):
                                   body={"reason": reason, "compensate": compensate})
         return doc
 
+    async def signal(self, run_id: str, name: str, data: Any = None, *, key: str | None = None,
+                     by: str | None = None) -> dict:
+        # the daemon records the calling token's name as who sent it (`by` is local only)
+        _, doc = await self._call(ep.SIGNAL.at(run_id=run_id, name=name),
+                                  body={"data": data, "idempotency_key": key})
+        return doc
+
     async def whoami(self) -> dict:
         _, doc = await self._call(ep.WHOAMI.call())
         return timestamps(doc)

@@ -107,6 +107,9 @@ def render_text(run: dict, attempts: list[dict], partitions=()) -> str:
     out += "\n"
     if run.get("error_code") == E_RUN_CANCELLED and run.get("error_message"):   # who and why (states.md#cancel)
         out += run["error_message"] + ("\n" if run["state"] == "cancelled" else " (requested)\n")
+    for w in run.get("waits") or ():       # what a waiting run waits on (docs/waits.md)
+        if w["state"] == "open":
+            out += f"waiting on {w['kind']} {w['key']} (step {w['step_id']}) until {w['timeout_at']}\n"
     counted = (run.get("summary") or {}).get("step_rows") or {}
     if counted:
         # the summary is jsonb (keys come back reordered): list the steps in the order they started

@@ -36,6 +36,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="the run's input: a JSON object, @FILE to read one, @- for stdin (default: {})")
     p.add_argument("--idempotency-key", "-k", metavar="K",
                    help="required: the same K within 24 h returns the original run and creates nothing")
+    p.add_argument("--signal", action="append", default=[], metavar="NAME=JSON",
+                   help="send this signal to the run once started (repeatable; its key is derived from the run's "
+                        "idempotency key, so running the command again sends nothing new)")
     p.add_argument("--wait", "-w", action="store_true", help="block until the run ends; exit 1 if it failed")
     p.add_argument("--timeout", metavar="DURATION", help="with --wait: give up waiting after this long (60s, 5m)")
     add_common_options(p)
@@ -61,6 +64,15 @@ def parse_input(text: str) -> dict:
     return value
 
 
+def parse_signal(text: str) -> tuple[str, object]:
+    """`--signal NAME=JSON` (or a bare NAME: data null). ValueError says what is wrong."""
+    name, _, data = text.partition("=")
+    try:
+        return name, json.loads(data) if data else None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--signal {name}: the data is not valid JSON: {exc.msg}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from ..api import parse_duration, require_idempotency_key
     from ..errors import A44Error
@@ -75,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
         args.input_value = parse_input(args.input)
     except ValueError as exc:
         return usage_error(str(exc), hint='e.g. --input \'{"invoiceId":"inv_8812"}\'')
+    try:
+        args.signals = [parse_signal(text) for text in args.signal]
+    except ValueError as exc:
+        return usage_error(str(exc), hint="e.g. --signal 'approved={\"by\":\"ana\"}'")
     if args.timeout is not None:
         if not args.wait:
             return usage_error("--timeout only applies with --wait")
@@ -87,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
 
 async def _run(auto, args) -> int:
     handle = await auto.run(args.workflow, args.input_value, args.idempotency_key)
+    for i, (name, data) in enumerate(args.signals):
+        # buffered until the run's wait opens on it; the derived key makes the command safe to repeat
+        await auto.signal(handle.run_id, name, data, key=f"run:{args.idempotency_key}:{i}", by="local:cli")
     if args.format == "text":
         write(started_line(handle))
     await warn_without_daemon(auto)

@@ -134,11 +134,17 @@ async def _list(auto, args) -> int:
     return EXIT_OK
 
 
+def _step(r: dict) -> str | None:
+    """The run's step, and for a run a wait step holds what it waits on: `approval (signal approved)`."""
+    step = r["failed_step"] or r["current_step"]
+    return f"{step} ({r['waiting_on']})" if r.get("waiting_on") else step
+
+
 def render_text(page) -> str:
     out = f"total: {page.total}\n"
     if not page.runs:
         return out
-    rows = [(r["run_id"], r["workflow_id"], r["version"], r["state"], r["failed_step"] or r["current_step"],
+    rows = [(r["run_id"], r["workflow_id"], r["version"], r["state"], _step(r),
              r["error_code"], rows_text(r.get("rows")), when(r["created_at"]), ms(r["duration_ms"]))
             for r in page.runs]
     out += table(("run", "workflow", "ver", "state", "step", "error", "rows in/out/err", "created", "duration"),

@@ -25,6 +25,7 @@ VERBS: dict[str, str] = {
     "publish": "cmd_publish",
     "run": "cmd_run",
     "runs": "cmd_runs",
+    "signal": "cmd_signal",
     "logs": "cmd_logs",
     "serve": "cmd_serve",
     "webhook": "cmd_webhook",

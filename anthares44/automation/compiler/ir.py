@@ -104,11 +104,21 @@ class SleepIR(_Optional):
     dst_policy: Literal["skip-nonexistent", "run-once", "run-twice"] | None = None
 
 
+class WaitIR(IR):
+    """A `wait` step (§20): for one signal named `signal` sent to the run (docs/waits.md), at most `timeout_ms`
+    after it opens; then `on_timeout` fails the step (E_WAIT_TIMEOUT) or continues with output
+    `{"kind": "timeout"}`."""
+    kind: Literal["signal"]
+    signal: str
+    timeout_ms: int
+    on_timeout: Literal["fail", "continue"]
+
+
 class NodeIR(_Optional):
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("rows", "expect", "partitions", "sleep")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("rows", "expect", "partitions", "sleep", "wait")
     id: str
     index: int
-    kind: Literal["call", "sleep"]
+    kind: Literal["call", "sleep", "wait"]
     connector: ConnectorRef | None
     timeout_ms: int | None
     retry: RetryIR
@@ -121,6 +131,7 @@ class NodeIR(_Optional):
     expect: tuple[Expr, ...] = ()             # checked when the step succeeds
     partitions: PartitionsIR | None = None
     sleep: SleepIR | None = None              # kind "sleep" with no sleep_ms: a `for` span or an `until` instant
+    wait: WaitIR | None = None                # kind "wait"
 
 
 class DeliverIR(IR):

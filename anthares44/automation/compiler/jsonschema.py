@@ -57,6 +57,7 @@ _KIND_DEFINITIONS = {"workflow": "Workflow", "trigger": "Trigger", "connector": 
 STEP_COMMON = ("id", "uses", "timeout", "retry", "compensate", "if", "needs", "exclusive", "rows", "expect",
                "description", "partitions", "onPartitionFailure")
 SLEEP_FIELDS = ("id", "sleep", "description", "if", "needs")
+WAIT_FIELDS = ("id", "wait", "description", "if", "needs")
 COMPENSATION_COMMON = ("uses", "timeout")
 
 _TITLES = {
@@ -357,19 +358,25 @@ def _step_schema(defs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     # `timeout: null` would mean "no timeout" (refused outside sleep steps) and `sleep: null` no sleep at all
     fields["timeout"] = _non_null(fields["timeout"])
     fields["sleep"] = _non_null(fields["sleep"])
-    refs = _shared_fields(defs, "Step", {name: fields[name] for name in (*STEP_COMMON, "sleep", "with")})
+    fields["wait"] = _non_null(fields["wait"])
+    refs = _shared_fields(defs, "Step", {name: fields[name] for name in (*STEP_COMMON, "sleep", "wait", "with")})
     common = {name: refs[name] for name in STEP_COMMON}
     sleep_branch = {
         "if": {"required": ["sleep"], "not": {"required": ["uses"]}},
         "then": _closed({name: refs[name] for name in SLEEP_FIELDS}, ["id", "sleep"],
                         "A durable wait: takes no `uses`, `timeout` or `retry` (§3.5b)."),
     }
+    wait_branch = {
+        "if": {"required": ["wait"], "not": {"anyOf": [{"required": ["uses"]}, {"required": ["sleep"]}]}},
+        "then": _closed({name: refs[name] for name in WAIT_FIELDS}, ["id", "wait"],
+                        "A durable wait for a signal: takes no `uses`, `timeout` or `retry` (§20)."),
+    }
     schema = {
         "title": "Step",
         "type": "object",
         "required": ["id"],
-        "anyOf": [{"required": ["uses"]}, {"required": ["sleep"]}],
-        "allOf": [_undecided(refs, ["uses", "sleep"]), _unknown_uses(refs), sleep_branch,
+        "anyOf": [{"required": ["uses"]}, {"required": ["sleep"]}, {"required": ["wait"]}],
+        "allOf": [_undecided(refs, ["uses", "sleep", "wait"]), _unknown_uses(refs), sleep_branch, wait_branch,
                   *_branches(defs, common, ["id", "uses", "timeout"], {"with": refs["with"]})],
     }
     _describe(schema, defs["Step"]["description"] + " Connector parameters sit on the step (built-ins, declared "

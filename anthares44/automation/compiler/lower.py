@@ -29,6 +29,7 @@ from .ir import (
     RetryIR,
     SleepIR,
     TriggerIR,
+    WaitIR,
     WorkflowIR,
     seal,
 )
@@ -131,12 +132,16 @@ def lower_step(i: int, step: Step, project: Project) -> NodeIR:
     from .rules.expressions import IF_ROOTS
 
     sleep_ms, sleep = _sleep(step.sleep)
-    return NodeIR(id=step.id, index=i, kind="sleep" if step.sleep is not None else "call",
+    w = step.wait
+    wait = None if w is None else WaitIR(kind="signal", signal=w.signal, timeout_ms=w.timeout,
+                                         on_timeout=w.onTimeout)
+    kind: Literal["call", "sleep", "wait"] = "sleep" if step.sleep is not None else "wait" if w else "call"
+    return NodeIR(id=step.id, index=i, kind=kind,
                   connector=_connector(step.uses, project) if step.uses else None,
                   timeout_ms=step.timeout, retry=retry, compensate=comp, condition=_expr(step.if_, IF_ROOTS),
                   exclusive=step.exclusive, sleep_ms=sleep_ms, params=_params(step),
                   rows=_rows(step), expect=_expects(step.expect, STEP_EXPECT_ROOTS),
-                  partitions=_partitions(step, IF_ROOTS), sleep=sleep)
+                  partitions=_partitions(step, IF_ROOTS), sleep=sleep, wait=wait)
 
 
 def _sleep(value: int | Sleep | None) -> tuple[int | None, SleepIR | None]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .ingestion.metrics import COUNTERS, Counters
 
@@ -31,22 +31,25 @@ class SystemValues:
     alerts: list[dict]          # firing alerts per project, rule, severity
     projects: list[str]         # projects that published something: their counters start at 0 before any run
     flow: list[dict]            # per project: flow keys paused now, pauses ever begun (§22)
+    waits: list[dict] = field(default_factory=list)     # open waits per project and kind, the oldest's age
 
 
 async def read(store) -> SystemValues:
     """Every system value, each family from one query (run side by side on the pool)."""
     (queues, runs, bounds, attempts, breakers, deliveries, counters, notifications, alerts,
-     projects, flow) = await asyncio.gather(
+     projects, flow, waits) = await asyncio.gather(
         store.fetch("metrics_queues", now=store.clock.now()), store.fetch("metrics_runs"),
         store.fetchval("metrics_duration_bounds"), store.fetch("metrics_attempts"), store.fetch("metrics_breakers"),
         store.fetch("metrics_deliveries"), store.fetch("metrics_counters"), store.fetch("metrics_notifications"),
         store.fetch("alerts_firing_counts"), store.fetch("metrics_projects"),
-        store.fetch("metrics_flow_pauses", now=store.clock.now()))
+        store.fetch("metrics_flow_pauses", now=store.clock.now()),
+        store.fetch("metrics_waits", now=store.clock.now()))
     return SystemValues(queues=[dict(r) for r in queues], runs=[dict(r) for r in runs], bounds=list(bounds),
                         attempts=_histograms(attempts, len(bounds)), breakers=[dict(r) for r in breakers],
                         deliveries=[dict(r) for r in deliveries], counters=[dict(r) for r in counters],
                         notifications=[dict(r) for r in notifications], alerts=[dict(r) for r in alerts],
-                        projects=[r["project_id"] for r in projects], flow=[dict(r) for r in flow])
+                        projects=[r["project_id"] for r in projects], flow=[dict(r) for r in flow],
+                        waits=[dict(r) for r in waits])
 
 
 def _histograms(rows, n: int) -> list[dict]:

@@ -58,6 +58,9 @@ class RunsService(Protocol):
 
     async def cancel(self, run_id: str, *, by: str, reason: str | None = None, compensate: bool = False) -> dict: ...
 
+    async def signal(self, run_id: str, name: str, data: Any = None, *, key: str | None = None,
+                     by: str | None = None) -> dict: ...
+
 
 class EventsService(Protocol):
     async def publish_event(self, type: str, data: Any, idempotency_key: str, *, partition_key: str | None = None,

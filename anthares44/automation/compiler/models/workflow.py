@@ -129,8 +129,21 @@ SleepField = Annotated[Annotated[RunSpan, Tag("Duration")] | Annotated[Sleep, Ta
                        Discriminator(_sleep_form)]
 
 
+class Wait(Model):
+    """A durable wait for something sent to the run (§20, docs/waits.md); the run holds no worker meanwhile."""
+
+    signal: StrictStr = Field(pattern=r"^[a-z][a-z0-9_.-]{0,99}$")
+    """The name of the signal to wait for (`a44 automation signal RUN NAME`); signals sent before the wait opens
+    are buffered and consumed in order, each by one wait."""
+    timeout: RunSpan
+    """Required: how long to wait, e.g. `7d`; it must fit in the run's `maxDuration`."""
+    onTimeout: Literal["fail", "continue"] = "fail"
+    """When the timeout comes first: `fail` the step (E_WAIT_TIMEOUT, not retried) or `continue` with output
+    `{"kind": "timeout"}`."""
+
+
 class Step(OpenModel):
-    """One step: a connector call (`uses`), a durable `sleep`, or `uses: pass`."""
+    """One step: a connector call (`uses`), a durable `sleep` or `wait`, or `uses: pass`."""
 
     id: StepId
     """Unique within the workflow; appears in logs, metrics and replay (`--from-step`)."""
@@ -152,6 +165,9 @@ class Step(OpenModel):
     sleep: SleepField | None = None
     """A durable wait: `sleep: 30s`, `sleep: {for: 1mo, tz: America/Sao_Paulo}` or `sleep: {until: "{{ ... }}"}`;
     takes no `uses` and no `timeout`; it must fit in the run's `maxDuration`."""
+    wait: Wait | None = None
+    """A durable wait for a signal: `wait: {signal: approved, timeout: 7d}`; takes no `uses` and no `timeout`
+    (the wait has its own); its output is `{"kind": "signal", "signal": {"name", "data"}}`."""
     with_: dict[str, Any] | None = Field(None, alias="with")
     """Parameters of a `connector/...` plugin, validated by the plugin's own model."""
     rows: Rows | None = None

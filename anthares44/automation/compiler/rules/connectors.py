@@ -27,7 +27,7 @@ A44212 = register("A44212", "parameters in the wrong place")
 A44213 = register("A44213", "connector plugin failed to load")
 
 # keys of the Step model itself; everything else on a step is a connector parameter
-STEP_KEYS = {"id", "uses", "timeout", "retry", "compensate", "if", "needs", "exclusive", "sleep", "with",
+STEP_KEYS = {"id", "uses", "timeout", "retry", "compensate", "if", "needs", "exclusive", "sleep", "wait", "with",
              "description", "partitions", "onPartitionFailure"}
 
 

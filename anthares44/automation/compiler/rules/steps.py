@@ -1,4 +1,4 @@
-"""Step shape rules: unique ids, mandatory timeout (§3.1), the sleep-step form (§3.5b) and the fan-out form
+"""Step shape rules: unique ids, mandatory timeout (§3.1), the sleep- and wait-step forms (§3.5b, §20) and the fan-out form
 (`partitions:` with exactly one source, `onPartitionFailure` only on a fan-out call step)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ A44200 = register("A44200", "duplicate step id")
 A44201 = register("A44201", "step has no timeout")
 A44202 = register("A44202", "sleep step takes no uses, timeout or retry")
 A44203 = register("A44203", "step has neither uses nor sleep")
+A44217 = register("A44217", "wait step takes no uses, timeout, retry or sleep")
 A44206 = register("A44206", "partitions needs exactly one of foreach or range")
 A44207 = register("A44207", "onPartitionFailure or partitions where they do not apply")
 A44208 = register("A44208", "a partition range needs exactly one of from or since, and since needs initial")
@@ -39,15 +40,17 @@ def check(project: Project) -> Iterator[Diagnostic]:
             written = decl.written("steps", i)
             written = written if isinstance(written, dict) else {}
             yield from _fan_out(src, path, step, written)
-            if step.sleep is not None:
+            if step.sleep is not None or step.wait is not None:
+                form = "sleep" if step.sleep is not None else "wait"
+                code = A44202 if form == "sleep" else A44217
                 for key in ("uses", "timeout", "retry", "compensate", "exclusive", "with", "rows", "expect",
-                            "partitions"):
+                            "partitions", "sleep" if form == "wait" else "wait"):
                     if key in written:
-                        yield Diagnostic.at(A44202, f"sleep step {step.id!r} takes no {key!r}", src.path,
+                        yield Diagnostic.at(code, f"{form} step {step.id!r} takes no {key!r}", src.path,
                                             src.span(path + (key,), key=True),
-                                            hint="a sleep holds no worker; split the effect into its own step")
+                                            hint=_hint(form, key))
                 continue
-            if step.uses is None and not ({"uses", "sleep"} & written.keys()):
+            if step.uses is None and not ({"uses", "sleep", "wait"} & written.keys()):
                 yield Diagnostic.at(A44203, f"step {step.id!r} has neither 'uses' nor 'sleep'", src.path,
                                     src.span(path, key=False),
                                     hint="add `uses: <connector>` (e.g. http, sql/execute, pass) or `sleep: 30s`")
@@ -58,6 +61,12 @@ def check(project: Project) -> Iterator[Diagnostic]:
                 yield Diagnostic.at(A44201, f"step {step.id!r} has no timeout; every step must declare one",
                                     src.path, src.span(path + ("id",)),
                                     hint="add e.g. `timeout: 15s` (size it from the step's p99 plus 50%)")
+
+
+def _hint(form: str, key: str) -> str:
+    if form == "wait" and key == "timeout":
+        return "a wait's timeout goes in its block: `wait: {signal: approved, timeout: 7d}`"
+    return f"a {form} holds no worker; split the effect into its own step"
 
 
 def _fan_out(src: SourceFile, path: Path, step: Step, written: dict[str, Any]) -> Iterator[Diagnostic]:

@@ -77,14 +77,20 @@ def _fits(decl: Decl[Workflow], src: SourceFile, wf: Workflow) -> Iterator[Diagn
             what = f"sleep {span}" if key == "for" else f"{key} {_text(longest)}"
             most_text = f" (up to {_text(longest)})" if key == "for" else ""
             yield Diagnostic.at(A44214, f"{what} of step {step.id!r}{most_text} cannot fit in the run's {by}",
-                                src.path, src.span(path + (("sleep", "for") if key == "for" else (key,))),
+                                src.path, src.span(path + _where(key)),
                                 hint=hint)
 
 
+def _where(key: str) -> tuple[str, ...]:
+    return {"for": ("sleep", "for"), "wait timeout": ("wait", "timeout")}.get(key, (key,))
+
+
 def _longest(step: Step) -> tuple[int | None, str]:
-    """The longest static span of a step (its sleep's, else its timeout's) and the key it is written under."""
+    """The longest static span of a step (its sleep's, its wait's timeout, else its timeout) and what it is."""
     if isinstance(step.sleep, int):
         return step.sleep, "sleep"
+    if step.wait is not None:   # a wait's own timeout (§20)
+        return step.wait.timeout, "wait timeout"
     if isinstance(step.sleep, Sleep) and step.sleep.for_ is not None:
         try:
             return int(parse_span(step.sleep.for_).longest(step.sleep.tz).total_seconds() * 1000), "for"

@@ -14,6 +14,7 @@ from ..context import (
     incoming_parent,
     json_object,
     json_response,
+    principal,
     read_json,
     read_model,
     uploaded,
@@ -114,6 +115,16 @@ async def api_cancel(request: web.Request) -> web.Response:
     return json_response(await automation_for(request).cancel(
         params(request)["run_id"], by=f"token:{request[PRINCIPAL_KEY].name}", reason=b.reason,
         compensate=b.compensate))
+
+
+@route(ep.SIGNAL, "send a signal to a run (as `signal`): consumed by its open wait of that name or buffered for "
+       "the next one, in order; a repeated idempotency key answers the first signal", body=rm.SignalRequest,
+       errors=(400, 404, 409, 413))
+async def api_signal(request: web.Request) -> web.Response:
+    b = await read_model(request, rm.SignalRequest)
+    p = params(request)
+    return json_response(await automation_for(request).signal(
+        p["run_id"], p["name"], b.data, key=b.idempotency_key, by=f"token:{principal(request).name}"), 202)
 
 
 @route(ep.LOGS, "attempts of every run of the project, newest first, filtered (as "

@@ -12,6 +12,7 @@ the visit's (visit.py). Time comes from the visit's clock; jitter from its RNG.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Mapping
 from datetime import datetime
 
@@ -211,7 +212,8 @@ class DagVisit:
                     continue
                 kind = self.kinds.get(sp.node.kind)
                 if kind is not None:
-                    changed |= kind.advance(v, p, sp, now, dues)
+                    looked = kind.advance(v, p, sp, now, dues)
+                    changed |= await looked if inspect.isawaitable(looked) else looked
                     continue
                 if v.inline(sp.node):
                     await self.steps.run_inline(b, sp, now)

@@ -249,6 +249,16 @@ class Batch:
         """After a transition to `waiting` on a refused partition lock: due now if the key freed meanwhile."""
         self._ops.append(("partition_wait_check", dict(run_id=self.lease.run_id, now=at)))
 
+    def wait_check(self, at: datetime) -> None:
+        """After a transition to `waiting`: due now if a wait of this epoch closed since the visit looked at it
+        (waits.py, migration 0033)."""
+        self._ops.append(("wait_check", dict(run_id=self.lease.run_id, epoch=self.lease.epoch, now=at)))
+
+    def wait_resumed(self, step_id: str, at: datetime) -> None:
+        """The wait step finishes from its wait's outcome, in this commit."""
+        self._ops.append(("wait_resumed", dict(run_id=self.lease.run_id, epoch=self.lease.epoch, step_id=step_id,
+                                               now=at)))
+
     # --- the run ----------------------------------------------------------------------------------------------
     def transition(self, to: str, at: datetime, *, next_wake_at: datetime | None = None, release: bool = False,
                    failed_step: str | None = None, error: A44Error | None = None, result: Any = None,

@@ -11,7 +11,7 @@ and one line in strategies.py.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -20,7 +20,7 @@ from ...compiler.retry_policy import Failure
 from ...errors import E_RUN_DEADLINE, A44Error
 from .journal import Batch, Lease
 from .saga import Saga, Undo
-from .states import COMPENSATING
+from .states import COMPENSATING, WAITING
 
 if TYPE_CHECKING:
     from ...clock import Clock
@@ -123,6 +123,8 @@ class Visit:
         b.transition(state, now, next_wake_at=min(due, self.run.deadline), release=True)
         if lock_waits:
             b.partition_wait_check(now)
+        if state == WAITING:
+            b.wait_check(now)   # a signal that closed a wait of this visit meanwhile makes it due now (waits.py)
         await b.commit(now)
         self.event(f"run.{state}", until=due.isoformat())
         return state
@@ -156,8 +158,9 @@ class StepKind(Protocol):
     """A node kind the DAG strategy does not call a connector for (a durable `sleep`; later a timer, a wait, a
     child workflow). Its attempt stays `running` across visits: a new lease does not find it interrupted."""
 
-    def advance(self, v: Visit, p: Progress, sp: StepProgress, now: datetime, dues: list[tuple[datetime, str]]) -> bool:
+    def advance(self, v: Visit, p: Progress, sp: StepProgress, now: datetime,
+                dues: list[tuple[datetime, str]]) -> bool | Awaitable[bool]:
         """Start or look at step `sp` (writing to `v.batch`, noting what it wrote in `p`); True when it finished
         now (successors may be ready), else a due time in `dues` says when to look again (with the state the run
-        waits in)."""
+        waits in). A kind that reads the store first (a wait) returns an awaitable."""
         ...

@@ -461,6 +461,36 @@ CREATE FUNCTION automation.engine_op_step_rows_record(op jsonb) RETURNS void
         rows_error = excluded.rows_error, recorded_at = excluded.recorded_at
 $$;
 
+CREATE FUNCTION automation.engine_op_wait_check(op jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+    x record;
+begin
+    select * into x from jsonb_to_record(op) as r(run_id text, epoch integer, "now" timestamptz);
+    if exists (select 1 from automation.run_waits w where w.run_id = x.run_id and w.epoch = x.epoch
+               and w.state <> 'open' and w.resumed_at is null) then
+        update automation.runs set next_wake_at = x."now"
+        where run_id = x.run_id and state = 'waiting' and lease_owner is null;
+        if found then   -- engine_commit defers the trigger's notify with the release's due time: tell it now
+            perform pg_notify('a44_runs_due', (floor(extract(epoch from x."now") * 1000))::bigint::text);
+        end if;
+    end if;
+end
+$$;
+
+CREATE FUNCTION automation.engine_op_wait_resumed(op jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+    x record;
+begin
+    select * into x from jsonb_to_record(op) as r(run_id text, epoch integer, step_id text, "now" timestamptz);
+    update automation.run_waits w set resumed_at = x."now"
+    where w.run_id = x.run_id and w.epoch = x.epoch and w.step_id = x.step_id and w.resumed_at is null;
+end
+$$;
+
 CREATE FUNCTION automation.ensure_step_attempt_partitions(p_at timestamp with time zone, p_months_ahead integer) RETURNS integer
     LANGUAGE plpgsql
     AS $$
@@ -905,6 +935,111 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.run_signal(p_project text, p_run text, p_name text, p_data jsonb, p_key text, p_by text, p_now timestamp with time zone) RETURNS TABLE(outcome text, state text, seq bigint)
+    LANGUAGE plpgsql
+    AS $$
+declare
+    st text;
+    n bigint;
+    w record;
+begin
+    select r.state into st from automation.runs r where r.run_id = p_run and r.project_id = p_project for update;
+    if not found then
+        return query select 'unknown'::text, null::text, null::bigint;
+        return;
+    end if;
+    if p_key is not null then
+        select g.seq into n from automation.run_signals g where g.run_id = p_run and g.idempotency_key = p_key;
+        if found then
+            return query select 'duplicate'::text, st, n;
+            return;
+        end if;
+    end if;
+    if st in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled') then
+        return query select 'finished'::text, st, null::bigint;
+        return;
+    end if;
+    insert into automation.run_signals (run_id, name, data, idempotency_key, sent_by, received_at)
+    values (p_run, p_name, p_data, p_key, p_by, p_now)
+    returning run_signals.seq into n;
+    select v.epoch, v.step_id into w from automation.run_waits v
+    where v.run_id = p_run and v.kind = 'signal' and v.key = p_name and v.state = 'open'
+    order by v.opened_at, v.step_id limit 1 for update;
+    if found and automation.wait_satisfy(p_run, w.epoch, w.step_id, n, p_name, p_data, p_now) then
+        update automation.runs r set next_wake_at = least(r.next_wake_at, p_now)
+        where r.run_id = p_run and r.state = 'waiting' and r.lease_owner is null;
+        return query select 'delivered'::text, st, n;
+        return;
+    end if;
+    return query select 'buffered'::text, st, n;
+end
+$$;
+
+CREATE FUNCTION automation.run_waits_close() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    update automation.run_waits w set state = 'cancelled', closed_at = new.updated_at
+    where w.run_id = new.run_id and w.state = 'open';
+    return null;
+end
+$$;
+
+CREATE FUNCTION automation.wait_open(p_run text, p_epoch integer, p_step text, p_kind text, p_key text, p_timeout_at timestamp with time zone, p_now timestamp with time zone) RETURNS TABLE(state text, output jsonb, timeout_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+declare
+    s record;
+begin
+    perform 1 from automation.runs r where r.run_id = p_run for update;
+    insert into automation.run_waits (run_id, epoch, step_id, kind, key, opened_at, timeout_at)
+    values (p_run, p_epoch, p_step, p_kind, p_key, p_now, p_timeout_at)
+    on conflict on constraint run_waits_pkey do nothing;
+    if found then
+        select g.seq, g.name, g.data into s from automation.run_signals g
+        where g.run_id = p_run and g.name = p_key and g.consumed_at is null
+        order by g.seq limit 1 for update;
+        if found then
+            perform automation.wait_satisfy(p_run, p_epoch, p_step, s.seq, s.name, s.data, p_now);
+        end if;
+    end if;
+    return query select w.state, w.output, w.timeout_at from automation.run_waits w
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
+CREATE FUNCTION automation.wait_satisfy(p_run text, p_epoch integer, p_step text, p_seq bigint, p_name text, p_data jsonb, p_now timestamp with time zone) RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+begin
+    update automation.run_waits w
+    set state = 'satisfied', closed_at = p_now, satisfied_by = 'signal:' || p_seq,
+        output = jsonb_build_object('kind', 'signal', 'signal', jsonb_build_object('name', p_name, 'data', p_data))
+    where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step and w.state = 'open';
+    if not found then
+        return false;
+    end if;
+    update automation.run_signals g set consumed_epoch = p_epoch, consumed_step = p_step, consumed_at = p_now
+    where g.seq = p_seq and g.consumed_at is null;
+    if not found then
+        raise exception 'signal % of run % was consumed twice', p_seq, p_run;
+    end if;
+    return true;
+end
+$$;
+
+CREATE FUNCTION automation.wait_timeout(p_run text, p_epoch integer, p_step text, p_now timestamp with time zone) RETURNS TABLE(state text, output jsonb, timeout_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+begin
+    update automation.run_waits w set state = 'timed_out', closed_at = p_now
+    where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step and w.state = 'open'
+      and w.timeout_at <= p_now;
+    return query select w.state, w.output, w.timeout_at from automation.run_waits w
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
 CREATE TABLE automation.alert_evaluator (
     singleton boolean DEFAULT true NOT NULL,
     holder text NOT NULL,
@@ -1291,12 +1426,51 @@ CREATE TABLE automation.run_partitions (
     CONSTRAINT run_partitions_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'success'::text, 'failed'::text, 'retrying'::text, 'skipped'::text, 'timeout'::text])))
 );
 
+CREATE TABLE automation.run_signals (
+    seq bigint NOT NULL,
+    run_id text NOT NULL,
+    name text NOT NULL,
+    data jsonb,
+    idempotency_key text,
+    sent_by text,
+    received_at timestamp with time zone NOT NULL,
+    consumed_epoch integer,
+    consumed_step text,
+    consumed_at timestamp with time zone
+);
+
+ALTER TABLE automation.run_signals ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME automation.run_signals_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE automation.run_trace_context (
     project_id text NOT NULL,
     run_key text NOT NULL,
     at timestamp with time zone NOT NULL,
     traceparent text NOT NULL,
     tracestate text
+);
+
+CREATE TABLE automation.run_waits (
+    run_id text NOT NULL,
+    epoch integer NOT NULL,
+    step_id text NOT NULL,
+    kind text NOT NULL,
+    key text NOT NULL,
+    opened_at timestamp with time zone NOT NULL,
+    timeout_at timestamp with time zone NOT NULL,
+    state text DEFAULT 'open'::text NOT NULL,
+    output jsonb,
+    satisfied_by text,
+    closed_at timestamp with time zone,
+    resumed_at timestamp with time zone,
+    CONSTRAINT run_waits_kind_check CHECK ((kind = 'signal'::text)),
+    CONSTRAINT run_waits_state_check CHECK ((state = ANY (ARRAY['open'::text, 'satisfied'::text, 'timed_out'::text, 'cancelled'::text])))
 );
 
 CREATE TABLE automation.runs (
@@ -1544,8 +1718,17 @@ ALTER TABLE ONLY automation.run_events
 ALTER TABLE ONLY automation.run_partitions
     ADD CONSTRAINT run_partitions_pkey PRIMARY KEY (run_id, step_id, partition);
 
+ALTER TABLE ONLY automation.run_signals
+    ADD CONSTRAINT run_signals_key UNIQUE (run_id, idempotency_key);
+
+ALTER TABLE ONLY automation.run_signals
+    ADD CONSTRAINT run_signals_pkey PRIMARY KEY (seq);
+
 ALTER TABLE ONLY automation.run_trace_context
     ADD CONSTRAINT run_trace_context_pkey PRIMARY KEY (project_id, run_key);
+
+ALTER TABLE ONLY automation.run_waits
+    ADD CONSTRAINT run_waits_pkey PRIMARY KEY (run_id, epoch, step_id);
 
 ALTER TABLE ONLY automation.runs
     ADD CONSTRAINT runs_pkey PRIMARY KEY (run_id);
@@ -1618,6 +1801,10 @@ CREATE INDEX run_partitions_step_idx ON automation.run_partitions USING btree (p
 
 CREATE INDEX run_partitions_workflow_idx ON automation.run_partitions USING btree (project_id, workflow_id, partition, updated_at DESC);
 
+CREATE INDEX run_signals_unconsumed_idx ON automation.run_signals USING btree (run_id, name, seq) WHERE (consumed_at IS NULL);
+
+CREATE INDEX run_waits_open_idx ON automation.run_waits USING btree (run_id, kind, key, opened_at) WHERE (state = 'open'::text);
+
 CREATE INDEX runs_due_idx ON automation.runs USING btree (next_wake_at) WHERE (next_wake_at IS NOT NULL);
 
 CREATE INDEX runs_finished_idx ON automation.runs USING btree (finished_at) WHERE (finished_at IS NOT NULL);
@@ -1683,6 +1870,8 @@ ALTER INDEX automation.step_attempts_run_started_idx ATTACH PARTITION automation
 CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
 
 CREATE TRIGGER run_partitions_lock_release AFTER INSERT OR UPDATE OF state ON automation.run_partitions FOR EACH ROW EXECUTE FUNCTION automation.partition_lock_release();
+
+CREATE TRIGGER runs_close_waits AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.state = ANY (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION automation.run_waits_close();
 
 CREATE TRIGGER runs_due_notify AFTER INSERT OR UPDATE OF next_wake_at, lease_owner ON automation.runs FOR EACH ROW EXECUTE FUNCTION automation.notify_run_due();
 

@@ -112,6 +112,19 @@ class CancelRequest(Body):
     compensate: bool = Field(False, description="run the completed steps' compensations first")
 
 
+class SignalRequest(Body):
+    data: Any = Field(None, description="the signal's JSON data (at most 256 KB), the waiting step's `signal.data`")
+    idempotency_key: Text | None = Field(None, description="a key sent again answers the first signal (`duplicate`)")
+
+
+class SignalResult(Doc):
+    run_id: str
+    name: str
+    seq: int
+    outcome: Literal["delivered", "buffered", "duplicate"]
+    state: str
+
+
 class CancelResult(Doc):
     run_id: str
     outcome: Literal["cancelled", "requested", "already_cancelled"]

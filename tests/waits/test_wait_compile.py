@@ -1,0 +1,58 @@
+"""`wait: {signal, timeout, onTimeout}` in the compiler (§20): lowered into NodeIR.wait (kind `wait`, no connector,
+no step timeout), required fields refused by the model, and the editor schema takes the form. The diagnostics of
+the form are golden cases (golden/A44217, golden/A44214/A44214_wait_past_max_duration)."""
+
+from __future__ import annotations
+
+from anthares44.automation.compiler import ir as irmod
+from anthares44.automation.compiler.lint import compile_sources
+from anthares44.automation.compiler.source import load_text
+from anthares44.automation.diagnostics import Severity
+
+TEXT = """name: gate
+version: 1
+steps:
+  - id: ask
+    uses: pass
+    timeout: 5s
+  - id: approval
+    wait: {signal: approved, timeout: 2d, onTimeout: continue}
+  - id: after
+    uses: pass
+    timeout: 5s
+"""
+
+
+def compiled(text: str):
+    res = compile_sources([load_text(text, "w.yaml")], "lint", lower=True)
+    errors = [d for d in res.diagnostics if d.severity is Severity.ERROR]
+    return [v for v in res.irs.values() if isinstance(v, irmod.WorkflowIR)], errors
+
+
+def test_a_wait_step_lowers_to_a_wait_node():
+    [ir], errors = compiled(TEXT)
+    assert not errors
+    n = ir.nodes[1]
+    assert (n.kind, n.connector, n.timeout_ms) == ("wait", None, None)
+    assert n.wait == irmod.WaitIR(kind="signal", signal="approved", timeout_ms=2 * 86_400_000, on_timeout="continue")
+    assert irmod.to_json(ir)["nodes"][1]["wait"]["on_timeout"] == "continue"
+    assert "wait" not in irmod.to_json(ir)["nodes"][0]     # absent elsewhere: hashes unchanged
+
+
+def test_the_model_refuses_a_wait_without_timeout_or_with_a_bad_name():
+    for block in ("{signal: approved}", "{signal: Approved, timeout: 1h}", "{timeout: 1h}",
+                  "{signal: approved, timeout: 1h, onTimeout: retry}"):
+        _, errors = compiled(TEXT.replace("{signal: approved, timeout: 2d, onTimeout: continue}", block))
+        assert errors, block
+
+
+def test_the_editor_schema_takes_a_wait_step_and_closes_it():
+    import jsonschema
+
+    from anthares44.automation.compiler.jsonschema import generate
+
+    schema = generate("workflow")
+    doc = {"name": "gate", "version": 1, "steps": [{"id": "approval", "wait": {"signal": "ok", "timeout": "1h"}}]}
+    jsonschema.validate(doc, schema)
+    doc["steps"][0]["retry"] = {"max": 2}
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(doc))
