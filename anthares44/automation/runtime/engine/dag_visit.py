@@ -293,7 +293,8 @@ class DagVisit:
         if not dues:
             raise RuntimeError(f"run {self.v.lease.run_id}: nothing runs, nothing is due and the run is not done")
         state = WAITING if any(s == WAITING for _, s in dues) else SLEEPING
-        return await self.v.release_until(state, min(d for d, _ in dues), now, lock_waits=self.fan.locks.waits)
+        return await self.v.release_until(state, min(d for d, _ in dues), now, lock_waits=self.fan.locks.waits,
+                                          timers=any(s == SLEEPING for _, s in dues))
 
     async def _succeed(self, now: datetime) -> str:
         """Every step is done: `succeeded`, or `partial` when partitions a step accepted losing failed for good

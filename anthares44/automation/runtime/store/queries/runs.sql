@@ -1,7 +1,7 @@
 -- Runs and their idempotency keys (§8.2, §8.5, §13).
 
 -- fragment: run_create_rows
--- purpose: the writes of creating a run, once the CTE `target` holds the version to run (no row: nothing is written): claim the idempotency key :key for run :run_id (recycling one older than the window :window), insert the pending run and log run.created; run_create and webhook_ingest both include it
+-- purpose: the writes of creating a run, once the CTE `target` holds the version to run and its IR's deadline_ms (no row: nothing is written; an IR without deadline_ms runs until :deadline): claim the idempotency key :key for run :run_id (recycling one older than the window :window), insert the pending run and log run.created; run_create and webhook_ingest both include it
 claim as (
     insert into automation.idempotency_keys as k (project_id, key, run_id, created_at)
     select :project, :key, :run_id, :now from target
@@ -13,7 +13,8 @@ claim as (
     insert into automation.runs (run_id, project_id, workflow_id, version, state, input, idempotency_key,
                                  trigger_id, event_id, partition_key, queue, next_wake_at, deadline_at,
                                  created_at, updated_at)
-    select claim.run_id, :project, :workflow_id, target.version, 'pending', :input::jsonb, :key, :trigger_id, :event_id, :partition_key, :queue, :now, :deadline, :now, :now
+    select claim.run_id, :project, :workflow_id, target.version, 'pending', :input::jsonb, :key, :trigger_id, :event_id, :partition_key, :queue, :now,
+           coalesce(:now::timestamptz + target.deadline_ms * interval '1 millisecond', :deadline), :now, :now
     from claim, target
     returning run_id, version
 ), ev as (
@@ -26,7 +27,7 @@ claim as (
 -- name: run_create
 -- purpose: claim the idempotency key (recycling one older than the window), insert the pending run and log it, in one statement
 with target as (
-    select version
+    select version, (ir ->> 'deadline_ms')::bigint as deadline_ms
     from automation.workflow_versions
     where project_id = :project and workflow_id = :workflow_id and (:version::integer is null or version = :version)
     order by version desc
