@@ -87,7 +87,10 @@ E_SLEEP_INVALID = _code("E_SLEEP_INVALID", False,
                         "a sleep's templated `until` rendered to no instant with a UTC offset (naive or unparseable)")
 E_SLEEP_EXCEEDS_RUN_DEADLINE = _code("E_SLEEP_EXCEEDS_RUN_DEADLINE", False,
                                      "a sleep's due instant is past the run's deadline (its `maxDuration`, "
-                                     "default 72 h)")
+                                     "default 72 h)", http=422)
+E_TIMER_NOT_SLEEPING = _code("E_TIMER_NOT_SLEEPING", False,
+                             "that step of the run is not an open sleep, or its due instant has come (the timer "
+                             "fires): nothing to wake or reschedule", http=409)
 E_ILLEGAL_TRANSITION = _code("E_ILLEGAL_TRANSITION", False,
                               "the run state machine does not allow that transition (docs/states.md)", http=409)
 E_CONFIRMED_FAILED = _code("E_CONFIRMED_FAILED", False,

@@ -41,8 +41,18 @@ select (select version from target) as version, (select run_id from run) as crea
 select run_id, created_at from automation.idempotency_keys where project_id = :project and key = :key;
 
 -- name: run_get
--- purpose: one run with everything recorded on it
-select * from automation.runs where run_id = :run_id and (:project::text is null or project_id = :project);
+-- purpose: one run with everything recorded on it, and the open timers of its epoch (§19: each sleeping step and the due instant stored when it opened, earliest first; `due_at` the earliest)
+select r.*, t.timers, t.due_at
+from automation.runs r
+cross join lateral (
+    select coalesce(jsonb_agg(jsonb_build_object('step_id', a.step_id, 'attempt', a.attempt, 'due_at', a.due_at)
+                              order by a.due_at, a.step_id), '[]'::jsonb) as timers,
+           min(a.due_at) as due_at
+    from automation.step_attempts a
+    where a.run_id = r.run_id and a.epoch = r.epoch and a.kind = 'action' and a.status = 'running'
+      and a.due_at is not null
+) t
+where r.run_id = :run_id and (:project::text is null or r.project_id = :project);
 
 -- name: runs_list
 -- purpose: runs of a project filtered by state, workflow, step (current, failed or attempted) and age, newest first
