@@ -72,7 +72,7 @@ def test_a_month_in_a_zone_is_stored_when_the_sleep_opens_and_fires_then(store, 
     assert (a["status"], a["due_at"]) == ("running", due)
     run = aio(run_row(store, run_id))
     assert run["next_wake_at"] == due and run["lease_owner"] is None
-    assert run["due_at"] == due and [t["step_id"] for t in run["timers"]] == ["next-cycle"]
+    assert run["due_at"] == due and run["timer_steps"] == ["next-cycle"]
     assert run["deadline_at"] == run["created_at"] + timedelta(days=40)     # maxDuration, not 72 h
 
     clock.set(due - timedelta(seconds=1))
@@ -277,7 +277,7 @@ def test_cancel_stops_a_sleeping_run_at_once(store, clock, aio):
     aio(engine(store, clock=clock).drive())
     assert aio(cancel(store, PROJECT, run_id, by="u"))["outcome"] == "cancelled"
     run = aio(run_row(store, run_id))
-    assert run["state"] == "cancelled" and run["timers"] == [] and run["due_at"] is None
+    assert run["state"] == "cancelled" and run["timer_steps"] == [] and run["due_at"] is None
     assert [a["status"] for a in aio(sleep_attempts(store, run_id, "nap"))] == ["cancelled"]
 
 

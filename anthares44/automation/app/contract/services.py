@@ -2,7 +2,7 @@
 REST twin (app/remote*.py, over a daemon's API) both subclass it, so a type checker holds both sides to one
 signature and tests/rest/test_contract.py checks at run time that they declare the same parameters.
 
-    RunsService           Automation          RemoteAutomation      publish, run, runs, logs, partitions, skip, cancel...
+    RunsService           Automation          RemoteAutomation      publish, run, runs, logs, partitions, skip, cancel, wake...
     EventsService         Ingestion           RemoteIngestion       publish_event, events, event
     QueuesService  Queues              RemoteQueues          stats, dead letters
     AlertsService  Alerts              RemoteAlerts          alert rules, built-in alerts, alerts
@@ -56,6 +56,10 @@ class RunsService(Protocol):
                    step: str | None = None) -> dict: ...
 
     async def cancel(self, run_id: str, *, by: str, reason: str | None = None, compensate: bool = False) -> dict: ...
+
+    async def wake(self, run_id: str, step: str, *, by: str, reason: str) -> dict: ...
+
+    async def reschedule(self, run_id: str, step: str, *, until: str, by: str, reason: str | None = None) -> dict: ...
 
 
 class EventsService(Protocol):

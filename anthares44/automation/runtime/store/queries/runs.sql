@@ -42,11 +42,12 @@ select run_id, created_at from automation.idempotency_keys where project_id = :p
 
 -- name: run_get
 -- purpose: one run with everything recorded on it, and the open timers of its epoch (§19: each sleeping step and the due instant stored when it opened, earliest first; `due_at` the earliest)
-select r.*, t.timers, t.due_at
+select r.*, t.timer_steps, t.timer_attempts, t.timer_dues, t.due_at
 from automation.runs r
 cross join lateral (
-    select coalesce(jsonb_agg(jsonb_build_object('step_id', a.step_id, 'attempt', a.attempt, 'due_at', a.due_at)
-                              order by a.due_at, a.step_id), '[]'::jsonb) as timers,
+    select coalesce(array_agg(a.step_id order by a.due_at, a.step_id), '{}') as timer_steps,
+           coalesce(array_agg(a.attempt order by a.due_at, a.step_id), '{}') as timer_attempts,
+           coalesce(array_agg(a.due_at order by a.due_at, a.step_id), '{}') as timer_dues,
            min(a.due_at) as due_at
     from automation.step_attempts a
     where a.run_id = r.run_id and a.epoch = r.epoch and a.kind = 'action' and a.status = 'running'
