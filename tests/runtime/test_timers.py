@@ -295,3 +295,24 @@ def test_the_lateness_histogram_counts_fired_timers(store, clock, aio):
     assert samples[("automation_timer_lateness_seconds_bucket", "2.0")] == 0
     assert samples[("automation_timer_lateness_seconds_bucket", "5.0")] == 1
     assert samples[("automation_timer_lateness_seconds_sum", None)] == 3
+
+
+def test_a_replay_reuses_the_sleep_with_its_stored_instant(store, clock, aio):
+    """A replay from the step after the sleep carries the sleep over with the instant it fired at: it does not
+    sleep again, nor is its instant recomputed."""
+    from anthares44.automation.app.automation import Automation
+    from anthares44.automation.app.replay import replay
+
+    s = Script(plan={"b": ["perm", "ok"]})
+    run_id = aio(publish_and_run(store, workflow([node("nap", sleep_ms=60_000), node("b")])))
+    eng = engine(store, s, clock=clock)
+    aio(eng.drive())
+    clock.advance(60)
+    assert aio(eng.drive()) == {run_id: "failed"}
+    (fired,) = aio(sleep_attempts(store, run_id, "nap"))
+    clock.advance(3600)
+    aio(replay(Automation(store, PROJECT), run_ids=[run_id], from_step="b", dry_run=False))
+    assert aio(eng.drive()) == {run_id: "succeeded"}
+    reused = [a for a in aio(sleep_attempts(store, run_id, "nap")) if a["epoch"] == 1]
+    assert [(a["worker_id"], a["due_at"], a["result"]) for a in reused] == [("reused", fired["due_at"],
+                                                                             fired["result"])]
