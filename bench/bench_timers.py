@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from scratch_db import run_on_scratch_database  # noqa: E402
 
+from anthares44.automation.compiler.ir import to_json  # noqa: E402
 from anthares44.automation.compiler.lint import compile_sources  # noqa: E402
 from anthares44.automation.compiler.source import load_text  # noqa: E402
-from anthares44.automation.compiler.ir import to_json  # noqa: E402
 from anthares44.automation.runtime.store.core import Store  # noqa: E402
 
 PROJECT = "pj_default"
