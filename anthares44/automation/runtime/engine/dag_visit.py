@@ -254,7 +254,7 @@ class DagVisit:
             if sid in busy or sp.done or not self.p.ready(sid) or sp.state == "failed":
                 continue
             err = self.v.deadline_error(sid)
-            if sp.state == "running":   # a sleep that would end after the deadline
+            if sp.state == "running":   # a sleep due at the deadline, or opened before 0032 stored instants
                 b.finish(sp.last, "failed", now, error=err)
             else:
                 self.p.add(b.record(sid, sp.next_attempt, "action", "failed", now, error=err))
