@@ -63,3 +63,17 @@ def test_code_sleep_until_a_naive_or_a_too_late_instant_fails_the_step(store, cl
         assert (await store.get_run(late))["error_code"] == "E_SLEEP_EXCEEDS_RUN_DEADLINE"
         assert (await _sleep(store, past, "launch"))["result"]["late_ms"] == 5000
     aio(body())
+
+
+def test_a_woken_code_sleep_fires_at_once(store, clock, aio, tmp_path):
+    from anthares44.automation.runtime.engine.timers import wake
+
+    async def body():
+        run_id = await _start(store, tmp_path, "woken", {})
+        eng = engine(store, clock=clock)
+        await eng.drive()
+        clock.advance(timedelta(hours=1))
+        await wake(store, "pj_default", run_id, "next-cycle", by="u", reason="paid early")
+        assert await eng.drive() == {run_id: "succeeded"}
+        assert (await _sleep(store, run_id, "next-cycle"))["result"]["due_at"] == clock.now().isoformat()
+    aio(body())

@@ -141,8 +141,11 @@ class CodeVisit(Host):
         if rows is not None:
             self.v.batch.rows(rec.step_id, rows, now)
             self.step_rows.setdefault(rec.step_id, {})[WHOLE_STEP] = rows
-        self.v.batch.finish(rec, status, now, result=redact(result) if result is not None else None, error=error,
-                            retry_at=retry_at)
+        if rec.due_at is not None and status == "succeeded":
+            self.v.batch.sleep_fire(rec, now)   # a timer fires once: only with the instant still the one read
+        else:
+            self.v.batch.finish(rec, status, now, result=redact(result) if result is not None else None,
+                                error=error, retry_at=retry_at)
         self._item_row(rec.step_id, None, rows)
         await self._commit()
         self.v.event(f"step.{status}", step=rec.step_id, attempt=rec.attempt, code=error.code if error else None)
