@@ -37,6 +37,7 @@ class Attempt:
     result: Any = None
     retry_at: datetime | None = None
     seq: int | None = None          # log order (the id of the attempt's first event) when the reader asked for it
+    due_at: datetime | None = None  # a sleep's due instant, stored when it opened (§19)
 
     @classmethod
     def from_row(cls, row: Row, load_result: Callable[[dict[str, Any]], Any] | None = None) -> Attempt:
@@ -47,7 +48,7 @@ class Attempt:
             result = load_result(dict(row))
         return cls(row["step_id"], row["kind"], row["attempt"], row["status"], row["started_at"],
                    row["finished_at"], row.get("error_code"), row.get("error_message"), result, row.get("retry_at"),
-                   row.get("seq"))
+                   row.get("seq"), row.get("due_at"))
 
     @property
     def duration_s(self) -> float | None:

@@ -89,13 +89,17 @@ E_EXCLUSIVE_UNCONFIRMED = _code("E_EXCLUSIVE_UNCONFIRMED", False,
 E_COMPENSATION_FAILED = _code("E_COMPENSATION_FAILED", False, "a compensation exhausted its budget")
 E_NONDETERMINISTIC_REPLAY = _code("E_NONDETERMINISTIC_REPLAY", False,
                                   "the code workflow's step sequence differs from the recorded one")
-E_RUN_DEADLINE = _code("E_RUN_DEADLINE", False, "the run exceeded its 72 h wall-clock limit")
+E_RUN_DEADLINE = _code("E_RUN_DEADLINE", False,
+                       "the run exceeded its wall-clock limit (the workflow's timeout or maxDuration, default 72 h)")
 # Durable timers (§19): both permanent, decided when the sleep opens; its due instant is never silently cut
 E_SLEEP_INVALID = _code("E_SLEEP_INVALID", False,
                         "a sleep's templated `until` rendered to no instant with a UTC offset (naive or unparseable)")
 E_SLEEP_EXCEEDS_RUN_DEADLINE = _code("E_SLEEP_EXCEEDS_RUN_DEADLINE", False,
                                      "a sleep's due instant is past the run's deadline (its `maxDuration`, "
-                                     "default 72 h)")
+                                     "default 72 h)", http=422)
+E_TIMER_NOT_SLEEPING = _code("E_TIMER_NOT_SLEEPING", False,
+                             "that step of the run is not an open sleep, or its due instant has come (the timer "
+                             "fires): nothing to wake or reschedule", http=409)
 E_ILLEGAL_TRANSITION = _code("E_ILLEGAL_TRANSITION", False,
                               "the run state machine does not allow that transition (docs/states.md)", http=409)
 E_CONFIRMED_FAILED = _code("E_CONFIRMED_FAILED", False,

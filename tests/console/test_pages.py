@@ -53,6 +53,17 @@ def test_the_run_page_shows_the_failing_step_its_error_the_timeline_and_the_grap
     assert re.search(r'id="trace-id">[0-9a-f]{32}<', page.text)
 
 
+def test_the_run_page_shows_a_sleeping_steps_due_instant(live, writer):
+    from anthares44.automation.jsonenc import iso
+
+    run_id = live.run(publish_and_run(live.store, workflow([node("nap", sleep_ms=3_600_000)], name="napper")))
+    assert live.run(engine(live.store).drive()) == {run_id: "sleeping"}
+    due = live.run(live.store.get_run(run_id))["due_at"]
+    page = writer.get(f"/runs/{run_id}")
+    assert re.search(r'id="timer-nap">Sleeping: <code>nap</code> until <time datetime="' + re.escape(iso(due)),
+                     page.text)
+
+
 def test_replay_from_the_page_previews_first_then_replays_once(live, writer):
     run_id = failed_run(live)
     page = writer.get(f"/runs/{run_id}")

@@ -140,17 +140,14 @@ def test_a_node_kind_is_run_by_the_step_kind_registered_for_it(store, clock, aio
     assert "sleeping" not in {c[1] for c in aio(state_changes(store, run_id))}
 
 
-def test_a_run_past_its_72h_deadline_fails_with_E_RUN_DEADLINE(store, clock, aio):
+def test_a_sleep_past_the_run_deadline_fails_at_once_with_E_SLEEP_EXCEEDS_RUN_DEADLINE(store, clock, aio):
+    """§19: a due instant past the run's deadline is refused when the sleep opens, never cut to the deadline."""
     s = Script()
     run_id = aio(publish_and_run(store, workflow([node("a"), node("nap", sleep_ms=80 * 3600_000), node("b")])))
     eng = engine(store, s, clock=clock)
     aio(eng.drive())
     run = aio(run_row(store, run_id))
-    assert run["next_wake_at"] == run["deadline_at"]          # the wake is clamped to the deadline
-    clock.set(run["deadline_at"])
-    aio(eng.drive())
-    run = aio(run_row(store, run_id))
-    assert (run["state"], run["error_code"], run["failed_step"]) == ("failed", "E_RUN_DEADLINE", "nap")
+    assert (run["state"], run["error_code"], run["failed_step"]) == ("failed", "E_SLEEP_EXCEEDS_RUN_DEADLINE", "nap")
     assert s.called("b") == 0
 
 

@@ -344,6 +344,20 @@ class Automation(RunsService):
 
         return await send(self.store, self.project, run_id, name, data, key=key, by=by)
 
+    async def wake(self, run_id: str, step: str, *, by: str, reason: str) -> dict:
+        """A person ends sleep `step` now, saying who and why (runtime.engine.timers): refused with
+        E_TIMER_NOT_SLEEPING when the step is not an open sleep or its instant has come."""
+        from ..runtime.engine.timers import wake
+
+        return await wake(self.store, self.project, run_id, step, by=by, reason=reason)
+
+    async def reschedule(self, run_id: str, step: str, *, until: str, by: str, reason: str | None = None) -> dict:
+        """A person moves the due instant of sleep `step` to `until` (ISO 8601 with its offset); past the run's
+        deadline refuses with E_SLEEP_EXCEEDS_RUN_DEADLINE (runtime.engine.timers)."""
+        from ..runtime.engine.timers import reschedule
+
+        return await reschedule(self.store, self.project, run_id, step, until=until, by=by, reason=reason)
+
     async def query_logs(self, *, error_code: str | None = None, step: str | None = None,
                          workflow: str | None = None, partition_key: str | None = None, since=None, until=None,
                          limit: int = DEFAULT_LOG_LIMIT, after: str | None = None, archive: bool = False) -> LogPage:

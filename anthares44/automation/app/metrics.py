@@ -134,6 +134,16 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
         waits_open.add(labels, w["open"])
         wait_age.add(labels, round(w["oldest_age_s"], 3))
 
+    lateness = Family("automation_timer_lateness_seconds", "histogram",
+                      "how late durable timers fired (fired_at - the due instant stored when the sleep opened)")
+    for t in v.timers:
+        labels = {"project": t["project_id"], "workflow": t["workflow_id"]}
+        for bound, n in zip(system_metrics.TIMER_LATENESS_BOUNDS, t["buckets"]):
+            lateness.add({**labels, "le": _le(bound)}, n, "_bucket")
+        lateness.add({**labels, "le": "+Inf"}, t["fired"], "_bucket")
+        lateness.add(labels, t["fired"], "_count")
+        lateness.add(labels, round(t["seconds"], 6), "_sum")
+
     persisted: dict[str, Family] = {}
     for c in v.counters:     # the in-memory counters of every process, as flushed (names end in _total)
         base = "automation_" + c["name"].removesuffix("_total")
@@ -142,7 +152,8 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             fam = persisted[base] = Family(base, "counter", HELP.get(c["name"], c["name"]) + " (every process)")
         fam.add(c["labels"], c["value"], "_total")
     return [dlq, age, waiting, runs, reclaims, redeliveries, attempts, retries, comps, durations, breaker, opened,
-            paused, pauses, deliveries, failed, pending, alerts, waits_open, wait_age, *persisted.values()]
+            paused, pauses, deliveries, failed, pending, alerts, waits_open, wait_age, lateness,
+            *persisted.values()]
 
 
 def _process(worker: str) -> list[Family]:

@@ -412,6 +412,16 @@ class RemoteAutomation(RunsService):
                                   body={"data": data, "idempotency_key": key})
         return doc
 
+    async def wake(self, run_id: str, step: str, *, by: str, reason: str) -> dict:
+        # the daemon records the calling token's name as who woke it (`by` is local only)
+        _, doc = await self._call(ep.WAKE.at(run_id=run_id), body={"step": step, "reason": reason})
+        return timestamps(doc)
+
+    async def reschedule(self, run_id: str, step: str, *, until: str, by: str, reason: str | None = None) -> dict:
+        _, doc = await self._call(ep.RESCHEDULE.at(run_id=run_id),
+                                  body={"step": step, "until": until, "reason": reason})
+        return timestamps(doc)
+
     async def whoami(self) -> dict:
         _, doc = await self._call(ep.WHOAMI.call())
         return timestamps(doc)

@@ -15,7 +15,7 @@ from ..jsonenc import ms as _ms
 RUN_KEYS = ("run_id", "project_id", "workflow_id", "version", "state", "current_step", "failed_step", "error_code",
             "error_message", "idempotency_key", "trigger_id", "partition_key", "queue", "epoch", "created_at",
             "started_at", "finished_at")
-RUN_DETAIL_KEYS = ("input", "result", "summary")
+RUN_DETAIL_KEYS = ("input", "result", "summary", "due_at")   # due_at: the earliest of its open sleeps (§19)
 ATTEMPT_KEYS = ("step_id", "attempt", "kind", "status", "error_code", "error_message", "started_at", "finished_at",
                 "epoch", "idempotency_key", "worker_id", "result_bytes")
 PARTITION_STATES = ("pending", "running", "success", "retrying", "failed", "timeout", "skipped")
@@ -34,6 +34,9 @@ def run_view(row: dict, now: datetime, *, detail: bool = False) -> dict:
     doc["rows"] = rows_view(row)
     if detail:
         doc.update({k: row.get(k) for k in RUN_DETAIL_KEYS})
+        doc["timers"] = [{"step_id": s, "attempt": a, "due_at": d}       # its open sleeps, earliest first
+                         for s, a, d in zip(row.get("timer_steps") or (), row.get("timer_attempts") or (),
+                                            row.get("timer_dues") or ())]
     return doc
 
 
@@ -45,6 +48,8 @@ def rows_view(row: dict) -> dict:
 
 def attempt_view(row: dict) -> dict:
     doc = {k: row.get(k) for k in ATTEMPT_KEYS}
+    if row.get("due_at") is not None:       # a sleep's due instant, stored when it opened (§19)
+        doc["due_at"] = row["due_at"]
     doc["duration_ms"] = _ms(row.get("duration")) if row.get("duration") is not None else (
         _ms(row["finished_at"] - row["started_at"]) if row.get("finished_at") else None)
     return doc

@@ -100,6 +100,11 @@ def partitions_line(run_id: str, partitions) -> str:
                    + f" (a44 automation partitions {run_id})\n" for step, c in by_step.items())
 
 
+def timers_text(run: dict) -> str:
+    """`sleeping: STEP until INSTANT`, one line per open sleep of the run (§19: the instant stored when it opened)."""
+    return "".join(f"sleeping: {t['step_id']} until {when(t['due_at'])}\n" for t in run.get("timers") or ())
+
+
 def render_text(run: dict, attempts: list[dict], partitions=()) -> str:
     out = f"{run['run_id']}  {run['workflow_id']} v{run['version']}  {run['state']}"
     if run.get("error_code"):
@@ -117,6 +122,7 @@ def render_text(run: dict, attempts: list[dict], partitions=()) -> str:
         order += [s for s in counted if s not in order]
         steps = ", ".join(f"{sid} {rows_text(counted[sid])}" for sid in order)
         out += f"rows in/out/err: {rows_text(run.get('rows'))}  ({steps})\n"
+    out += timers_text(run)
     out += partitions_line(run["run_id"], partitions)
     if not attempts:
         return out + "(no attempts yet)\n"

@@ -6,6 +6,9 @@ not finished). `--state` takes one of the run states of docs/store.md (a typo ge
 matches runs whose current or failed step it is, or that attempted it; `--since` is an age (48h, 30m, 7d).
 Exit 0 (even when nothing matches), 1 database error, 2 usage error.
 
+`a44 automation runs RUN [--format json]` shows one run: its state, steps and, while it sleeps, each sleeping step
+with the due instant stored when its sleep opened (`due_at`; the run as `GET /v1/automation/runs/{id}` answers).
+
 `a44 automation runs resolve RUN --step S --outcome succeeded|failed|retry` settles an `exclusive` step whose lease
 expired (the run waits in `awaiting_confirmation` until a person says what happened).
 
@@ -21,6 +24,11 @@ first. Cancelling a cancelled run says so (exit 0); a finished run refuses with 
 `a44 automation runs export --workflow WF [--since 14d] [--sample 500] > histories.jsonl` writes a random sample of
 the workflow's finished runs, one history (the run and its attempts, redacted like results) per line: real runs to
 keep as test fixtures (local only).
+`a44 automation runs wake RUN --step S --reason TEXT` ends a sleeping step's timer now; `a44 automation runs
+reschedule RUN --step S --until ISO [--reason TEXT]` moves its due instant (ISO 8601 with its offset; a past one
+fires at once). Both record who (--by, default $USER) and why in the log (`timer.woken`, `timer.rescheduled`).
+A step that is not an open sleep, or whose instant has come (its timer fires), refuses with E_TIMER_NOT_SLEEPING;
+an instant past the run's deadline with E_SLEEP_EXCEEDS_RUN_DEADLINE (docs/timers.md).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import argparse
 
 from ..errors import EXIT_OK
 from .output import (
+    ArgParser,
     add_common_options,
     add_target_options,
     json_document,
@@ -44,6 +53,16 @@ from .output import (
 OUTCOMES = ("succeeded", "failed", "retry")
 
 
+class RunsParser(ArgParser):
+    """`runs RUN` shows one run: a first argument that is a run id (`run_...`) reads as `runs show RUN`."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = list(args or [])
+        if args and args[0].startswith("run_"):
+            args.insert(0, "show")
+        return super().parse_known_args(args, namespace)
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("runs", help="list runs (total first) filtered by state, workflow, step, age",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -56,37 +75,38 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     add_common_options(p)
     add_target_options(p)
     actions = p.add_subparsers(dest="runs_action", metavar="ACTION", parser_class=type(p))
-    r = actions.add_parser("resolve", help="settle an exclusive step awaiting confirmation",
-                           description="Tell the run what happened to an exclusive step whose lease expired: "
-                                       "succeeded (its effect happened), failed (it did not: fail the step), "
-                                       "retry (attempt it again).")
-    r.add_argument("run_id", metavar="RUN")
+    _action(actions, "show", "one run, with its sleeping steps' due instants (also `runs RUN`)",
+            "One run: state, version, steps, and each sleeping step's due instant.", by=None)
+    r = _action(actions, "resolve", "settle an exclusive step awaiting confirmation",
+                "Tell the run what happened to an exclusive step whose lease expired: succeeded (its effect "
+                "happened), failed (it did not: fail the step), retry (attempt it again).",
+                by="who decided, recorded with the decision (default: $USER)")
     r.add_argument("--step", dest="resolve_step", required=True, metavar="S", help="the step awaiting confirmation")
     r.add_argument("--outcome", required=True, choices=OUTCOMES)
-    r.add_argument("--by", metavar="NAME", help="who decided, recorded with the decision (default: $USER)")
-    add_common_options(r, inherited=True)
-    add_target_options(r, inherited=True)
-    k = actions.add_parser("skip", help="skip a permanently failed partition or step, saying why",
-                           description="Mark a partition (or a step) that failed for good `skipped`, with who and "
-                                       "why; a partial run with nothing failed left becomes succeeded.")
-    k.add_argument("run_id", metavar="RUN")
+    k = _action(actions, "skip", "skip a permanently failed partition or step, saying why",
+                "Mark a partition (or a step) that failed for good `skipped`, with who and why; a partial run "
+                "with nothing failed left becomes succeeded.")
     k.add_argument("--partition", dest="skip_partition", metavar="P", help="the partition key, e.g. 2026-07-04")
     k.add_argument("--step", dest="skip_step", metavar="S", help="the step (needed when several steps have P)")
     k.add_argument("--reason", required=True, metavar="TEXT", help="why it is skipped (recorded in the log)")
-    k.add_argument("--by", metavar="NAME", help="who decided (default: $USER)")
-    add_common_options(k, inherited=True)
-    add_target_options(k, inherited=True)
-    c = actions.add_parser("cancel", help="cancel a run (at once, or at the running step's next safe point)",
-                           description="Cancel a run, saying why: a run no worker holds is cancelled at once; a "
-                                       "running one at the daemon's next safe point (its in-flight call is "
-                                       "cancelled). With --compensate its completed steps are undone first.")
-    c.add_argument("run_id", metavar="RUN")
+    c = _action(actions, "cancel", "cancel a run (at once, or at the running step's next safe point)",
+                "Cancel a run, saying why: a run no worker holds is cancelled at once; a running one at the "
+                "daemon's next safe point (its in-flight call is cancelled). With --compensate its completed "
+                "steps are undone first.")
     c.add_argument("--reason", metavar="TEXT", help="why it is cancelled (recorded in the log)")
     c.add_argument("--compensate", action="store_true",
                    help="run the compensations of its completed steps before it ends cancelled")
-    c.add_argument("--by", metavar="NAME", help="who decided (default: $USER)")
-    add_common_options(c, inherited=True)
-    add_target_options(c, inherited=True)
+    w = _action(actions, "wake", "end a sleeping step's timer now, saying why",
+                "End the open sleep of step S now: the run continues at once. Recorded in the log with who "
+                "and why.")
+    w.add_argument("--step", dest="timer_step", required=True, metavar="S", help="the sleeping step")
+    w.add_argument("--reason", required=True, metavar="TEXT", help="why it is woken (recorded in the log)")
+    t = _action(actions, "reschedule", "move a sleeping step's due instant",
+                "Move the due instant of the open sleep of step S to --until (ISO 8601 with its offset, e.g. "
+                "2026-07-01T09:00:00-03:00; a past one fires at once). Recorded in the log with who and why.")
+    t.add_argument("--step", dest="timer_step", required=True, metavar="S", help="the sleeping step")
+    t.add_argument("--until", required=True, metavar="ISO", help="the new due instant, with its offset")
+    t.add_argument("--reason", metavar="TEXT", help="why (recorded in the log)")
     e = actions.add_parser("export", help="finished runs of a workflow as JSON lines, redacted (test fixtures)",
                            description="A random sample of the finished runs of a workflow, one history (the run "
                                        "and its attempts) per line, values under sensitive keys redacted: real "
@@ -97,7 +117,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     e.add_argument("--sample", type=_non_negative, default=500, metavar="N", help="at most N runs (default 500)")
     add_common_options(e, inherited=True)
     add_target_options(e, inherited=True)
+    p.__class__ = RunsParser
     return p
+
+
+def _action(actions, name: str, help: str, description: str, *,
+            by: str | None = "who decided (default: $USER)") -> argparse.ArgumentParser:
+    """An action on one run: RUN, its own options added by the caller, then --by (unless `by` is None) and the
+    options every verb has."""
+    a = actions.add_parser(name, help=help, description=description)
+    a.add_argument("run_id", metavar="RUN")
+    if by is not None:
+        a.add_argument("--by", metavar="NAME", help=by)
+    add_common_options(a, inherited=True)
+    add_target_options(a, inherited=True)
+    return a
 
 
 def _non_negative(text: str) -> int:
@@ -119,6 +153,10 @@ def run(args: argparse.Namespace) -> int:
         return run_api(_cancel, args)
     if getattr(args, "runs_action", None) == "export":
         return run_api(_export, args, local_only="runs export")
+    if getattr(args, "runs_action", None) == "show":
+        return run_api(_show, args)
+    if getattr(args, "runs_action", None) in ("wake", "reschedule"):
+        return run_api(_timer, args)
     return run_api(_list, args)
 
 
@@ -208,4 +246,34 @@ async def _export(auto, args) -> int:
     async for history in export_runs(auto.store, auto.project, workflow_ref(args.export_workflow),
                                      since=parse_duration(args.export_since), sample=args.sample):
         write(json_line(history))
+    return EXIT_OK
+
+
+async def _timer(auto, args) -> int:
+    import getpass
+
+    by = args.by or getpass.getuser()
+    if args.runs_action == "wake":
+        result = await auto.wake(args.run_id, args.timer_step, by=by, reason=args.reason)
+    else:
+        result = await auto.reschedule(args.run_id, args.timer_step, until=args.until, by=by, reason=args.reason)
+    if args.format == "json":
+        write(json_document(result))
+    else:
+        done = "woken" if args.runs_action == "wake" else "rescheduled"
+        write(f"{args.run_id} step {args.timer_step} {done} by {by}: due {when(result['due_at'])}\n")
+    return EXIT_OK
+
+
+async def _show(auto, args) -> int:
+    from .cmd_logs import timers_text
+
+    run = await auto.get_run(args.run_id)
+    if args.format == "json":
+        write(json_document(run))
+        return EXIT_OK
+    out = f"{run['run_id']}  {run['workflow_id']} v{run['version']}  {run['state']}\n"
+    step = run.get("failed_step") or run.get("current_step")
+    out += f"step: {step or '-'}  error: {run.get('error_code') or '-'}  created: {when(run['created_at'])}\n"
+    write(out + timers_text(run))
     return EXIT_OK

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..attempts import Attempt, StepAttempts, counts_against_budget, failed_status
 from ..compiler.ir import DEFAULT_RETRY_BASE_MS, DEFAULT_RETRY_CAP_MS, RetryIR
+from ..compiler.models.types import MAX_RUN_SPAN_MS
 from ..compiler.retry_policy import Failure, retry_delay_ms
 from ..durations import parse_duration
 from ..errors import (
@@ -77,6 +78,7 @@ class WorkflowDef:
     version: int
     fn: Callable[..., Awaitable[Any]]
     timeout: str | None = None
+    max_duration: str | None = None     # how long a run may last, sleeps included (default 72 h, at most 400 d)
 
     @property
     def workflow_id(self) -> str:
@@ -90,15 +92,19 @@ class WorkflowDef:
         return self.fn(*a, **kw)
 
 
-def workflow(name: str, *, version: int, timeout: str | None = None) -> Callable[[Callable], WorkflowDef]:
-    """`@workflow("tenant-onboard", version=4)` over `async def onboard(ctx, input)`."""
+def workflow(name: str, *, version: int, timeout: str | None = None,
+             max_duration: str | None = None) -> Callable[[Callable], WorkflowDef]:
+    """`@workflow("tenant-onboard", version=4)` over `async def onboard(ctx, input)`; `max_duration="40d"` lets
+    its runs last longer than 72 h (sleeps included, at most 400 d, docs/timers.md)."""
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ValueError("workflow version must be a positive integer (§3)")
+    if max_duration is not None and not 0 < duration_ms(max_duration) <= MAX_RUN_SPAN_MS:
+        raise ValueError("max_duration must be a duration of at most 400d")
 
     def wrap(fn: Callable) -> WorkflowDef:
         if not inspect.iscoroutinefunction(fn):
             raise TypeError(f"workflow {name!r} must be an `async def` function")
-        return WorkflowDef(name, version, fn, timeout)
+        return WorkflowDef(name, version, fn, timeout, max_duration)
 
     return wrap
 
@@ -175,6 +181,11 @@ class Host:
                      retry_at: datetime | None = None, rows: dict | None = None) -> None:
         """Write the attempt's outcome (committed) before the step counts as done, with the row counts the step
         reported (`step.rows(...)` or its return's `rows`)."""
+        raise NotImplementedError
+
+    async def open_sleep(self, step_id: str, attempt: int, due: datetime | A44Error) -> Attempt:
+        """Open a durable sleep due at `due` (§19): its `running` row with the instant stored (committed). An
+        A44Error, or an instant past the run's deadline, fails the step for good (raises StepFailed)."""
         raise NotImplementedError
 
     def expire(self, a: Attempt) -> None:
@@ -459,20 +470,33 @@ class Execution:
         self.failed_items.extend((f.step_id, f.code, f.message) for f in failed)
         return outcomes
 
-    async def sleep(self, step_id: str, duration: Any) -> None:
+    async def sleep(self, step_id: str, duration: Any = None, *, tz: str | None = None,
+                    dst_policy: str | None = None, until: Any = None) -> None:
+        """A durable sleep: its due instant computed once, when it opens (sdk/timers.py), stored with its attempt
+        and read back on every later execution; it fires once, recording how late."""
+        from .timers import due_at_instant, due_for_duration
+
         log = self._enter(step_id)
-        ms = duration_ms(duration)
         last = log.last
         if last is not None and last.status == "succeeded":
             self.completed.append(step_id)
             return
         if last is None:
-            last = await self.host.start(step_id, 1)
+            due: datetime | A44Error
+            try:
+                due = due_at_instant(step_id, until) if until is not None else \
+                    due_for_duration(self.host.now(), duration, tz, dst_policy)
+            except A44Error as err:
+                due = err
+            last = await self.host.open_sleep(step_id, 1, due)
             log.actions.append(last)
-        end = last.started_at + timedelta(milliseconds=ms)
-        if self.host.now() < end:
+        end = last.due_at if last.due_at is not None else \
+            last.started_at + timedelta(milliseconds=duration_ms(duration))     # opened before instants were stored
+        now = self.host.now()
+        if now < end:
             raise Suspend(end, "sleeping")
-        await self.host.finish(last, "succeeded")
+        late_ms = max(0, round((now - end).total_seconds() * 1000))
+        await self.host.finish(last, "succeeded", result={"due_at": end.isoformat(), "late_ms": late_ms})
         last.status = "succeeded"
         self.completed.append(step_id)
 
@@ -505,8 +529,16 @@ class _Step:
             raise RuntimeError("step.rows() is only available inside a step body")
         x.rows.report(x.current_step, {"in": in_, "out": out, "error": error})
 
-    async def sleep(self, step_id: str, duration: Any) -> None:
-        await current().sleep(step_id, duration)
+    async def sleep(self, step_id: str, duration: Any, *, tz: str | None = None,
+                    dst_policy: str | None = None) -> None:
+        """`step.sleep("cooldown", "30s")`, `step.sleep("next-cycle", "1mo", tz="America/Sao_Paulo")`: calendar
+        units (`y mo w d`) in the wall time of `tz` (default UTC), then `h m s ms` elapsed (docs/timers.md)."""
+        await current().sleep(step_id, duration, tz=tz, dst_policy=dst_policy)
+
+    async def sleep_until(self, step_id: str, instant: Any) -> None:
+        """`step.sleep_until("launch", "2026-07-01T09:00:00-03:00")` (or an aware datetime); a past one fires at
+        once; a naive or unparseable one fails the step with E_SLEEP_INVALID."""
+        await current().sleep(step_id, until=instant)
 
     async def map(self, name: str, partitions, fn: Callable[[str], Any], *, concurrency: int = 4,
                   timeout: Any = None, retry: Any = None, on_failure: str = "fail") -> list[Any]:

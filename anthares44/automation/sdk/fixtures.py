@@ -46,6 +46,9 @@ class _FixtureHost(Host):
     async def start(self, step_id, attempt):
         raise _Continues(step_id)
 
+    async def open_sleep(self, step_id, attempt, due):
+        raise _Continues(step_id)
+
     async def finish(self, a, status, **kw):  # pragma: no cover - start never returns
         raise AssertionError
 

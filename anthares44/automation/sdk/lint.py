@@ -12,7 +12,9 @@ import os
 import re
 import sys
 import traceback
+from collections.abc import Callable
 
+from ..calendar import parse_span
 from ..compiler.models.types import STEP_ID_PATTERN, WORKFLOW_NAME_PATTERN
 from ..diagnostics import Diagnostic, Severity, Span, register, sorted_diagnostics
 from ..durations import parse_duration
@@ -27,7 +29,7 @@ A44805 = register("A44805", "invalid duration in a code workflow")
 
 NAME_RE = re.compile(WORKFLOW_NAME_PATTERN)      # as a YAML workflow's `name`
 STEP_ID_RE = re.compile(STEP_ID_PATTERN)         # as a YAML step's `id`
-STEP_CALLS = ("run", "sleep", "map")
+STEP_CALLS = ("run", "sleep", "sleep_until", "map")
 
 
 def lint_code(paths: list[str]) -> list[Diagnostic]:
@@ -131,15 +133,16 @@ def _check_workflow(path: str, found) -> list[Diagnostic]:
                                               "as one; give each its own id"))
             else:
                 seen[sid] = node.lineno
-        durations = [kw.value for kw in node.keywords if kw.arg == "timeout"]
+        durations: list[tuple[ast.expr, Callable[[str], object]]] = [
+            (kw.value, parse_duration) for kw in node.keywords if kw.arg == "timeout"]
         if node.func.attr == "sleep" and len(node.args) > 1:
-            durations.append(node.args[1])
-        for d in durations:
+            durations.append((node.args[1], parse_span))     # a sleep may count calendar units (§19)
+        for d, parse in durations:
             text = _literal(d)
             if text is None:
                 continue
             try:
-                parse_duration(text)
-            except ValueError as exc:
+                parse(text)
+            except ValueError as exc:       # CalendarError is a ValueError
                 out.append(Diagnostic.at(A44805, str(exc), path, _span(d)))
     return out

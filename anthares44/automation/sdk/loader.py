@@ -57,10 +57,16 @@ def workflows_of(mod: ModuleType) -> dict[str, WorkflowDef]:
     return {attr: v for attr, v in vars(mod).items() if isinstance(v, WorkflowDef)}
 
 
+def deadline_ms(wf: WorkflowDef) -> int:
+    """The run's deadline as the IR says it (ir.md): the shorter of `timeout` and `max_duration` (default 72 h)."""
+    most = duration_ms(wf.max_duration) if wf.max_duration else RUN_DEADLINE_MS
+    return min(duration_ms(wf.timeout), most) if wf.timeout else most
+
+
 def code_ir(wf: WorkflowDef, module_path: str, attr: str):
     ir = CodeWorkflowIR(workflow_id=wf.workflow_id, name=wf.name, version=wf.version, queue=DEFAULT_QUEUE,
                         concurrency=ConcurrencyIR(max=DEFAULT_CONCURRENCY),
-                        deadline_ms=duration_ms(wf.timeout) if wf.timeout else RUN_DEADLINE_MS,
+                        deadline_ms=deadline_ms(wf),
                         lease_ms=DEFAULT_LEASE_MS, triggers=(), nodes=(), edges=(),
                         code={"module": str(Path(module_path).resolve()), "qualname": attr,
                               "source_sha256": wf.source_sha256},

@@ -2,7 +2,7 @@
 REST twin (app/remote*.py, over a daemon's API) both subclass it, so a type checker holds both sides to one
 signature and tests/rest/test_contract.py checks at run time that they declare the same parameters.
 
-    RunsService           Automation          RemoteAutomation      publish, run, runs, logs, partitions, skip, cancel...
+    RunsService           Automation          RemoteAutomation      publish, run, runs, logs, partitions, skip, cancel, wake...
     EventsService         Ingestion           RemoteIngestion       publish_event, events, event
     QueuesService  Queues              RemoteQueues          stats, dead letters
     FlowService    Flow                RemoteFlow            paused flow keys: list, pause, resume
@@ -60,6 +60,10 @@ class RunsService(Protocol):
 
     async def signal(self, run_id: str, name: str, data: Any = None, *, key: str | None = None,
                      by: str | None = None) -> dict: ...
+
+    async def wake(self, run_id: str, step: str, *, by: str, reason: str) -> dict: ...
+
+    async def reschedule(self, run_id: str, step: str, *, until: str, by: str, reason: str | None = None) -> dict: ...
 
 
 class EventsService(Protocol):

@@ -44,7 +44,7 @@ def _duration(value) -> str:
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(when=_when, duration=_duration, pretty=lambda v: to_json(v, indent=2))
+    env.filters.update(when=_when, duration=_duration, pretty=lambda v: to_json(v, indent=2), iso=iso)
     env.globals["csrf_field"] = CSRF_FIELD
     return env
 

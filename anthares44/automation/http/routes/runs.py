@@ -3,6 +3,8 @@ Each handler is the CLI verb's `Automation` call."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from ...app.contract import endpoints as ep
@@ -22,6 +24,12 @@ from ..context import (
 from ..event_stream import stream_events
 from ..params import params
 from ..routing import route
+
+
+def _token(request: web.Request) -> str:
+    """Who a person's action over REST is recorded as: the calling token's name."""
+    principal: Any = request[PRINCIPAL_KEY]
+    return f"token:{principal.name}"
 
 
 @route(ep.PUBLISH, "compile and publish workflow and trigger files (as `publish`)",
@@ -104,7 +112,7 @@ async def api_skip(request: web.Request) -> web.Response:
     b = await read_model(request, rm.SkipRequest)
     return json_response(await automation_for(request).skip(params(request)["run_id"], partition=b.partition,
                                                             step=b.step, reason=b.reason,
-                                                            by=f"token:{request[PRINCIPAL_KEY].name}"))
+                                                            by=_token(request)))
 
 
 @route(ep.CANCEL, "cancel a run, recording the token's name and the reason: at "
@@ -113,7 +121,7 @@ async def api_skip(request: web.Request) -> web.Response:
 async def api_cancel(request: web.Request) -> web.Response:
     b = await read_model(request, rm.CancelRequest)
     return json_response(await automation_for(request).cancel(
-        params(request)["run_id"], by=f"token:{request[PRINCIPAL_KEY].name}", reason=b.reason,
+        params(request)["run_id"], by=_token(request), reason=b.reason,
         compensate=b.compensate))
 
 
@@ -125,6 +133,24 @@ async def api_signal(request: web.Request) -> web.Response:
     p = params(request)
     return json_response(await automation_for(request).signal(
         p["run_id"], p["name"], b.data, key=b.idempotency_key, by=f"token:{principal(request).name}"), 202)
+
+
+@route(ep.WAKE, "end a sleeping step's timer now, recording the token's name and the reason (as `runs wake`)",
+       body=rm.WakeRequest, errors=(404, 409))
+async def api_wake(request: web.Request) -> web.Response:
+    b = await read_model(request, rm.WakeRequest)
+    return json_response(await automation_for(request).wake(
+        params(request)["run_id"], b.step, by=_token(request), reason=b.reason))
+
+
+@route(ep.RESCHEDULE, "move a sleeping step's due instant, recording the token's name (as `runs reschedule`); "
+       "past the run's deadline: 422 E_SLEEP_EXCEEDS_RUN_DEADLINE", body=rm.RescheduleRequest,
+       errors=(404, 409, 422))
+async def api_reschedule(request: web.Request) -> web.Response:
+    b = await read_model(request, rm.RescheduleRequest)
+    return json_response(await automation_for(request).reschedule(
+        params(request)["run_id"], b.step, until=b.until, by=_token(request),
+        reason=b.reason))
 
 
 @route(ep.LOGS, "attempts of every run of the project, newest first, filtered (as "

@@ -26,6 +26,7 @@ from ...errors import (
     E_EXPECTATION_FAILED,
     E_PARTITIONS_FAILED,
     E_PARTITIONS_INVALID,
+    E_SLEEP_EXCEEDS_RUN_DEADLINE,
     E_STEP_TIMEOUT,
     A44Error,
 )
@@ -88,6 +89,13 @@ class CodeVisit(Host):
             raise _Infra(exc) from exc
 
     async def start(self, step_id: str, attempt: int) -> Attempt:
+        a = await self._begin(step_id, attempt)
+        await self._commit()
+        self.v.event("step.started", step=step_id, attempt=attempt)
+        return a
+
+    async def _begin(self, step_id: str, attempt: int) -> Attempt:
+        """The `running` row of a step's attempt, in the batch (the caller commits); raises at a safe point."""
         v = self.v
         if await v.cancel.load(v.store, v.lease.run_id):
             raise _Infra(_CancelRun())       # a safe point: the step has not started
@@ -105,6 +113,23 @@ class CodeVisit(Host):
             raise Suspend(now + LOCK_RECHECK, "waiting")
         a = self.v.batch.start(step_id, attempt, "action", now)
         self._item_row(step_id, a, None)
+        return a
+
+    async def open_sleep(self, step_id: str, attempt: int, due: datetime | A44Error) -> Attempt:
+        v = self.v
+        now = v.clock.now()
+        err = due if isinstance(due, A44Error) else None
+        if isinstance(due, datetime) and due > v.run.deadline:
+            err = A44Error(E_SLEEP_EXCEEDS_RUN_DEADLINE, f"sleep {step_id} would end at {due.isoformat()}, past the "
+                                                         f"run's deadline ({v.run.deadline.isoformat()})",
+                           step_id=step_id, hint="raise the workflow's max_duration or shorten the sleep")
+        if err is not None:         # permanent: the step fails now, never cut short nor retried
+            v.batch.record(step_id, attempt, "action", "failed", now, error=err)
+            await self._commit()
+            raise StepFailed(step_id, err.code, err.message)
+        a = await self._begin(step_id, attempt)
+        assert isinstance(due, datetime)
+        v.batch.sleep_open(a, due)          # with its start: one commit, the instant never missing
         await self._commit()
         v.event("step.started", step=step_id, attempt=attempt)
         return a
@@ -116,8 +141,11 @@ class CodeVisit(Host):
         if rows is not None:
             self.v.batch.rows(rec.step_id, rows, now)
             self.step_rows.setdefault(rec.step_id, {})[WHOLE_STEP] = rows
-        self.v.batch.finish(rec, status, now, result=redact(result) if result is not None else None, error=error,
-                            retry_at=retry_at)
+        if rec.due_at is not None and status == "succeeded":
+            self.v.batch.sleep_fire(rec, now)   # a timer fires once: only with the instant still the one read
+        else:
+            self.v.batch.finish(rec, status, now, result=redact(result) if result is not None else None,
+                                error=error, retry_at=retry_at)
         self._item_row(rec.step_id, None, rows)
         await self._commit()
         self.v.event(f"step.{status}", step=rec.step_id, attempt=rec.attempt, code=error.code if error else None)
@@ -195,7 +223,8 @@ class CodeVisit(Host):
             if await v.cancel.load(v.store, v.lease.run_id):
                 return await self._cancelled(x)     # instead of a wait: recorded steps replayed, nothing new ran
             state = WAITING if s.state == "waiting" else SLEEPING
-            return await v.release_until(state, s.due, v.clock.now(), lock_waits=self._lock_waits)
+            return await v.release_until(state, s.due, v.clock.now(), lock_waits=self._lock_waits,
+                                         timers=state == SLEEPING)
         except NonDeterministic as err:
             self.v.batch.current_step = err.observed or err.expected
             return await self._end(FAILED, error=err, failed_step=err.observed or err.expected)

@@ -256,7 +256,7 @@ class DagVisit:
             if sid in busy or sp.done or not self.p.ready(sid) or sp.state == "failed":
                 continue
             err = self.v.deadline_error(sid)
-            if sp.state == "running":   # a sleep that would end after the deadline
+            if sp.state == "running":   # a sleep due at the deadline, or opened before 0032 stored instants
                 b.finish(sp.last, "failed", now, error=err)
             else:
                 self.p.add(b.record(sid, sp.next_attempt, "action", "failed", now, error=err))
@@ -295,7 +295,8 @@ class DagVisit:
         if not dues:
             raise RuntimeError(f"run {self.v.lease.run_id}: nothing runs, nothing is due and the run is not done")
         state = WAITING if any(s == WAITING for _, s in dues) else SLEEPING
-        return await self.v.release_until(state, min(d for d, _ in dues), now, lock_waits=self.fan.locks.waits)
+        return await self.v.release_until(state, min(d for d, _ in dues), now, lock_waits=self.fan.locks.waits,
+                                          timers=any(s == SLEEPING for _, s in dues))
 
     async def _succeed(self, now: datetime) -> str:
         """Every step is done: `succeeded`, or `partial` when partitions a step accepted losing failed for good

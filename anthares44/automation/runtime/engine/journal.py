@@ -208,6 +208,29 @@ class Batch:
             self.spans.ended(a, status, finished_at, code, message)
         return a
 
+    # --- timers (§19, migration 0034) ---------------------------------------------------------------------
+    def sleep_open(self, a: Attempt, due: datetime) -> None:
+        """Store the due instant of sleep attempt `a`, started in this batch: computed once, read back after."""
+        self._ops.append(("sleep_open", dict(run_id=self.lease.run_id, step_id=a.step_id, epoch=self.lease.epoch,
+                                             attempt=a.attempt, due_at=due)))
+        a.due_at = due
+
+    def sleep_fire(self, a: Attempt, at: datetime) -> Attempt:
+        """Fire sleep `a` at `at`: only if its stored instant is still the one read (a wake or reschedule
+        committed meanwhile makes the commit write nothing: LeaseLost), then finish it `succeeded` with how
+        late it fired."""
+        due = a.due_at
+        assert due is not None
+        self._ops.append(("sleep_fire", dict(run_id=self.lease.run_id, step_id=a.step_id, epoch=self.lease.epoch,
+                                             attempt=a.attempt, due_at=due)))
+        late_ms = max(0, round((at - due).total_seconds() * 1000))
+        return self.finish(a, "succeeded", at, result={"due_at": due.isoformat(), "late_ms": late_ms})
+
+    def timer_check(self) -> None:
+        """After a release to `sleeping`: due no later than the earliest stored instant (a wake committed while
+        the run was leased is not lost)."""
+        self._ops.append(("timer_check", dict(run_id=self.lease.run_id)))
+
     def rows(self, step_id: str, rows: dict, at: datetime, partition: str = "") -> None:
         """The row counts a step reported (migration step_rows), with the attempt that produced them."""
         self._ops.append(("step_rows_record", dict(

@@ -93,10 +93,9 @@ class Visit:
         if self.row["queue"] is None:
             return
         if failed:
-            from ..store.core import RUN_WALL_CLOCK_LIMIT
-
+            # the redelivered run is of the same version: its wall clock is the version's deadline_ms (§19)
             permanent = error is not None and not Failure.of(error).retryable
-            self.batch.after_failure(now, now + RUN_WALL_CLOCK_LIMIT, permanent=permanent)
+            self.batch.after_failure(now, now + timedelta(milliseconds=self.run.ir.deadline_ms), permanent=permanent)
         elif self.row["partition_key"] is not None:
             self.batch.wake_partition(now)
 
@@ -115,16 +114,20 @@ class Visit:
         self.event(f"run.{state}", **fields)
         return state
 
-    async def release_until(self, state: str, due: datetime, now: datetime, *, lock_waits: bool) -> str:
+    async def release_until(self, state: str, due: datetime, now: datetime, *, lock_waits: bool,
+                            timers: bool = False) -> str:
         """Nothing runs now: release the lease until `due` (a retry delay, a sleep's end, a partition lock's
         recheck), at the latest the run's deadline. `lock_waits`: a partition lock was refused in this visit, so
-        the run is made due at once if it freed meanwhile (partition_locks.py: no lost wake-up)."""
+        the run is made due at once if it freed meanwhile (partition_locks.py: no lost wake-up); `timers`: a
+        sleep is open, so a wake committed during the visit makes the run due at once (sleeps.py)."""
         b = self.batch
         b.transition(state, now, next_wake_at=min(due, self.run.deadline), release=True)
         if lock_waits:
             b.partition_wait_check(now)
         if state == WAITING:
             b.wait_check(now)   # a signal that closed a wait of this visit meanwhile makes it due now (waits.py)
+        if timers:
+            b.timer_check()
         await b.commit(now)
         self.event(f"run.{state}", until=due.isoformat())
         return state

@@ -54,7 +54,7 @@ CONSTRAINT_CODES: dict[str, tuple[str, str]] = {
                                                   "`version` and publish again"),
 }
 IDEMPOTENCY_WINDOW = timedelta(hours=24)  # §8.2
-RUN_WALL_CLOCK_LIMIT = timedelta(hours=72)  # §3.1
+RUN_WALL_CLOCK_LIMIT = timedelta(hours=72)  # §3.1: the deadline of a run whose IR has no deadline_ms (older versions)
 
 # Run states (docs/store.md has the meaning of each; the interpreter owns the transitions).
 RUN_STATES = ("pending", "running", "waiting", "sleeping", "awaiting_confirmation", "compensating",

@@ -48,6 +48,7 @@ CREATE TABLE automation.step_attempts (
     worker_id text,
     lease_grant integer,
     retry_at timestamp with time zone,
+    due_at timestamp with time zone,
     CONSTRAINT step_attempts_attempt_check CHECK ((attempt >= 1)),
     CONSTRAINT step_attempts_finished_check CHECK (((status = 'running'::text) = (finished_at IS NULL))),
     CONSTRAINT step_attempts_kind_check CHECK ((kind = ANY (ARRAY['action'::text, 'compensation'::text]))),
@@ -449,6 +450,38 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.engine_op_sleep_fire(op jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+    perform 1
+    from automation.step_attempts s, jsonb_to_record(op) as x(run_id text, step_id text, epoch integer,
+                                                               attempt integer, due_at timestamptz)
+    where s.run_id = x.run_id and s.step_id = x.step_id and s.epoch = x.epoch and s.kind = 'action'
+      and s.attempt = x.attempt and s.status = 'running' and s.due_at = x.due_at;
+    if not found then
+        raise exception using errcode = 'A44NR',
+            message = format('%s: sleep %s was woken, rescheduled or ended meanwhile', op ->> 'run_id',
+                             op ->> 'step_id');
+    end if;
+end
+$$;
+
+CREATE FUNCTION automation.engine_op_sleep_open(op jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+    update automation.step_attempts s set due_at = x.due_at
+    from jsonb_to_record(op) as x(run_id text, step_id text, epoch integer, attempt integer, due_at timestamptz)
+    where s.run_id = x.run_id and s.step_id = x.step_id and s.epoch = x.epoch and s.kind = 'action'
+      and s.attempt = x.attempt and s.status = 'running';
+    if not found then
+        raise exception using errcode = 'A44NR',
+            message = format('%s: sleep %s is not running', op ->> 'run_id', op ->> 'step_id');
+    end if;
+end
+$$;
+
 CREATE FUNCTION automation.engine_op_step_rows_record(op jsonb) RETURNS void
     LANGUAGE sql
     AS $$
@@ -459,6 +492,19 @@ CREATE FUNCTION automation.engine_op_step_rows_record(op jsonb) RETURNS void
     on conflict (run_id, step_id, partition) do update
     set epoch = excluded.epoch, rows_in = excluded.rows_in, rows_out = excluded.rows_out,
         rows_error = excluded.rows_error, recorded_at = excluded.recorded_at
+$$;
+
+CREATE FUNCTION automation.engine_op_timer_check(op jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+    update automation.runs r
+    set next_wake_at = least(r.next_wake_at, t.due)
+    from (select min(s.due_at) as due
+          from automation.step_attempts s join automation.runs q on q.run_id = s.run_id and q.epoch = s.epoch
+          where s.run_id = op ->> 'run_id' and s.status = 'running' and s.due_at is not null) t
+    where r.run_id = op ->> 'run_id' and t.due is not null and r.lease_owner is null;
+end
 $$;
 
 CREATE FUNCTION automation.engine_op_wait_check(op jsonb) RETURNS void
@@ -982,6 +1028,44 @@ begin
     update automation.run_waits w set state = 'cancelled', closed_at = new.updated_at
     where w.run_id = new.run_id and w.state = 'open';
     return null;
+end
+$$;
+
+CREATE FUNCTION automation.timer_move(p_project text, p_run text, p_step text, p_due timestamp with time zone, p_now timestamp with time zone, p_kind text, p_who text, p_reason text) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+declare
+    r automation.runs;
+    a automation.step_attempts;
+begin
+    select * into r from automation.runs where run_id = p_run and project_id = p_project for update;
+    if not found then
+        return 'no_run';
+    end if;
+    select * into a from automation.step_attempts
+    where run_id = p_run and step_id = p_step and epoch = r.epoch and kind = 'action' and status = 'running'
+      and due_at is not null
+    for update;
+    if not found or r.state in ('succeeded', 'partial', 'failed', 'cancelled') then
+        return 'not_sleeping';
+    end if;
+    if a.due_at <= p_now then
+        return 'due';
+    end if;
+    if r.deadline_at is not null and p_due > r.deadline_at then
+        return 'past_deadline';
+    end if;
+    update automation.step_attempts set due_at = p_due
+    where run_id = a.run_id and step_id = a.step_id and epoch = a.epoch and kind = a.kind and attempt = a.attempt;
+    insert into automation.run_events (run_id, project_id, at, kind, step_id, attempt, status, data)
+    values (r.run_id, r.project_id, p_now, p_kind, p_step, a.attempt, 'running',
+            jsonb_build_object('epoch', r.epoch, 'from', a.due_at, 'due_at', p_due, 'by', p_who, 'reason', p_reason));
+    if r.lease_owner is null and r.state = 'sleeping' then
+        update automation.runs set next_wake_at = least(next_wake_at, p_due), updated_at = p_now
+        where run_id = r.run_id;
+        perform pg_notify('a44_runs_due', (floor(extract(epoch from least(p_due, p_now)) * 1000))::bigint::text);
+    end if;
+    return 'moved';
 end
 $$;
 
@@ -1566,6 +1650,7 @@ CREATE TABLE automation.step_attempts_default (
     worker_id text,
     lease_grant integer,
     retry_at timestamp with time zone,
+    due_at timestamp with time zone,
     CONSTRAINT step_attempts_attempt_check CHECK ((attempt >= 1)),
     CONSTRAINT step_attempts_finished_check CHECK (((status = 'running'::text) = (finished_at IS NULL))),
     CONSTRAINT step_attempts_kind_check CHECK ((kind = ANY (ARRAY['action'::text, 'compensation'::text]))),
@@ -1835,6 +1920,10 @@ CREATE INDEX schedule_occurrences_pending_idx ON automation.schedule_occurrences
 
 CREATE INDEX schedule_occurrences_trigger_idx ON automation.schedule_occurrences USING btree (project_id, trigger_id, fire_at DESC);
 
+CREATE INDEX step_attempts_fired_timers ON ONLY automation.step_attempts USING btree (finished_at) WHERE (due_at IS NOT NULL);
+
+CREATE INDEX step_attempts_default_finished_at_idx ON automation.step_attempts_default USING btree (finished_at) WHERE (due_at IS NOT NULL);
+
 CREATE INDEX step_attempts_project_error_idx ON ONLY automation.step_attempts USING btree (project_id, error_code, started_at) WHERE (error_code IS NOT NULL);
 
 CREATE INDEX step_attempts_default_project_id_error_code_started_at_idx ON automation.step_attempts_default USING btree (project_id, error_code, started_at) WHERE (error_code IS NOT NULL);
@@ -1856,6 +1945,8 @@ CREATE INDEX triggers_event_idx ON automation.triggers USING btree (project_id, 
 CREATE INDEX triggers_type_idx ON automation.triggers USING btree (type) WHERE active;
 
 CREATE INDEX webhook_secrets_trigger_idx ON automation.webhook_secrets USING btree (project_id, trigger_id, created_at DESC);
+
+ALTER INDEX automation.step_attempts_fired_timers ATTACH PARTITION automation.step_attempts_default_finished_at_idx;
 
 ALTER INDEX automation.step_attempts_pkey ATTACH PARTITION automation.step_attempts_default_pkey;
 

@@ -76,12 +76,21 @@ class RunHandle(Doc):
     version: int
 
 
+class Timer(Doc):
+    """An open sleep of the run (§19): its step and the due instant stored when it opened."""
+    step_id: str
+    attempt: int
+    due_at: str
+
+
 class Run(Doc):
     run_id: str
     workflow_id: str
     version: int
     state: str
     created_at: str
+    due_at: str | None = Field(None, description="the earliest due instant of its open sleeps (GET /runs/{id})")
+    timers: list[Timer] | None = Field(None, description="its open sleeps, earliest first (GET /runs/{id})")
 
 
 class Runs(Doc):
@@ -123,6 +132,27 @@ class SignalResult(Doc):
     seq: int
     outcome: Literal["delivered", "buffered", "duplicate"]
     state: str
+
+
+class WakeRequest(Body):
+    step: Id = Field(description="the sleeping step")
+    reason: NonBlank = Field(description="why, recorded in the log")
+
+
+class RescheduleRequest(Body):
+    step: Id = Field(description="the sleeping step")
+    until: Age = Field(description="the new due instant: ISO 8601 with its offset (a past one fires at once)")
+    reason: Text | None = Field(None, description="why, recorded in the log")
+
+
+class TimerResult(Doc):
+    """A sleep woken or rescheduled: its new due instant, who and why (logged as `event`)."""
+    run_id: str
+    step_id: str
+    due_at: str
+    by: str
+    reason: str | None = None
+    event: Literal["timer.woken", "timer.rescheduled"]
 
 
 class CancelResult(Doc):

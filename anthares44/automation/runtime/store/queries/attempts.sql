@@ -29,7 +29,7 @@ returning id;
 -- purpose: every attempt of a run in the order they started (what `logs RUN` prints)
 select run_id, step_id, attempt, idempotency_key, status, error_code, started_at, finished_at,
        finished_at - started_at as duration, result, result_ref, result_bytes, error_message, epoch, kind,
-       project_id, worker_id, lease_grant
+       project_id, worker_id, lease_grant, due_at
 from automation.step_attempts
 where run_id = :run_id
 order by started_at asc, attempt asc;
@@ -37,7 +37,7 @@ order by started_at asc, attempt asc;
 -- name: attempts_page
 -- purpose: the console run page's attempts: :limit of a run after a keyset position (start order), results only when inline and at most :inline_max bytes
 select step_id, attempt, idempotency_key, status, error_code, started_at, finished_at,
-       finished_at - started_at as duration, result_bytes, error_message, epoch, kind, worker_id,
+       finished_at - started_at as duration, result_bytes, error_message, epoch, kind, worker_id, due_at,
        result_ref is not null as result_stored,
        case when result_ref is null and result_bytes <= :inline_max then result end as result
 from automation.step_attempts

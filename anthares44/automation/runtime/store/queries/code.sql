@@ -3,7 +3,7 @@
 -- name: code_attempts_of_run
 -- purpose: every attempt of a code run's epoch :epoch in log order (the order of each attempt's first event), to fast-forward the workflow function
 select a.step_id, a.kind, a.attempt, a.status, a.error_code, a.error_message, a.result, a.result_ref,
-       a.started_at, a.finished_at, a.retry_at, a.worker_id
+       a.started_at, a.finished_at, a.retry_at, a.worker_id, a.due_at
 from automation.step_attempts a
 left join lateral (
     select min(e.id) as seq from automation.run_events e

@@ -160,12 +160,12 @@ with t as (
                   where s.project_id = :project and s.trigger_id = :trigger_id and s.secret = :secret
                     and (s.expires_at is null or s.expires_at > :now))
 ), v as (
-    select version from automation.workflow_versions
+    select version, (ir ->> 'deadline_ms')::bigint as deadline_ms from automation.workflow_versions
     where project_id = :project and workflow_id = :workflow_id
     order by version desc
     limit 1
 ), target as (
-    select v.version from v, t where v.version = :version
+    select v.version, v.deadline_ms from v, t where v.version = :version
 ), held as (
     select run_id, created_at from automation.idempotency_keys where project_id = :project and key = :key
 ),

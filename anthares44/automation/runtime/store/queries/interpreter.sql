@@ -32,7 +32,7 @@ select automation.engine_op_attempt_record(jsonb_build_object(
 -- name: engine_attempts_of_run
 -- purpose: every attempt of a run's epoch, in start order, to rebuild where the run stands
 select step_id, kind, attempt, status, error_code, error_message, result, result_ref, started_at, finished_at,
-       retry_at
+       retry_at, due_at
 from automation.step_attempts
 where run_id = :run_id and epoch = :epoch
 order by started_at, kind, attempt;

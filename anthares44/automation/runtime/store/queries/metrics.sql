@@ -56,6 +56,21 @@ from (
 ) a
 group by 1, 2, 3, 4, 5, 6;
 
+-- name: metrics_timer_lateness
+-- purpose: fired timers (§19: sleeps that ended succeeded, with the due instant stored when they opened, migration 0034) per project, workflow and lateness bucket (how many bounds of :bounds lie below finished_at - due_at): how many and their summed lateness in seconds
+with t as (
+    select a.project_id, coalesce(r.workflow_id, '') as workflow_id,
+           greatest(extract(epoch from a.finished_at - a.due_at), 0)::float8 as late
+    from automation.step_attempts a
+    left join automation.runs r on r.run_id = a.run_id
+    where a.due_at is not null and a.finished_at is not null and a.status = 'succeeded' and a.kind = 'action'
+)
+select project_id, workflow_id, (select count(*) from unnest(:bounds::float8[]) b where b < t.late)::integer as bucket,
+       count(*)::bigint as fired, sum(late)::float8 as seconds
+from t
+group by 1, 2, 3
+order by 1, 2, 3;
+
 -- name: metrics_attempts_fold
 -- purpose: move the finished attempts' deltas into the rollup (one folder at a time); how many moved, null when another session is folding
 select automation.metric_attempts_fold();

@@ -36,7 +36,7 @@ where r.run_id = :run_id
 for update;
 
 -- name: replay_copy_reused
--- purpose: carry the recorded result of each reused step (:steps) from epoch :from_epoch into epoch :to_epoch (copies marked worker_id 'reused'), logging attempt.finished in the original completion order
+-- purpose: carry the recorded result (and a sleep's stored due instant) of each reused step (:steps) from epoch :from_epoch into epoch :to_epoch (copies marked worker_id 'reused'), logging attempt.finished in the original completion order
 with src as (
     select distinct on (a.step_id) a.*
     from automation.step_attempts a
@@ -46,9 +46,10 @@ with src as (
 ), ins as (
     insert into automation.step_attempts (run_id, step_id, attempt, idempotency_key, status, error_code,
                                           started_at, finished_at, result, result_ref, result_bytes,
-                                          error_message, epoch, kind, project_id, worker_id, lease_grant, retry_at)
+                                          error_message, epoch, kind, project_id, worker_id, lease_grant, retry_at,
+                                          due_at)
     select run_id, step_id, attempt, idempotency_key, status, error_code, started_at, finished_at, result,
-           result_ref, result_bytes, error_message, :to_epoch, kind, project_id, 'reused', null, null
+           result_ref, result_bytes, error_message, :to_epoch, kind, project_id, 'reused', null, null, due_at
     from src
     returning run_id, project_id, step_id, attempt, status, started_at, finished_at
 ), ord as (

@@ -1,7 +1,7 @@
 -- Runs and their idempotency keys (§8.2, §8.5, §13).
 
 -- fragment: run_create_rows
--- purpose: the writes of creating a run, once the CTE `target` holds the version to run (no row: nothing is written): claim the idempotency key :key for run :run_id (recycling one older than the window :window), insert the pending run and log run.created; run_create and webhook_ingest both include it
+-- purpose: the writes of creating a run, once the CTE `target` holds the version to run and its IR's deadline_ms (no row: nothing is written; an IR without deadline_ms runs until :deadline): claim the idempotency key :key for run :run_id (recycling one older than the window :window), insert the pending run and log run.created; run_create and webhook_ingest both include it
 claim as (
     insert into automation.idempotency_keys as k (project_id, key, run_id, created_at)
     select :project, :key, :run_id, :now from target
@@ -13,7 +13,8 @@ claim as (
     insert into automation.runs (run_id, project_id, workflow_id, version, state, input, idempotency_key,
                                  trigger_id, event_id, partition_key, queue, next_wake_at, deadline_at,
                                  created_at, updated_at)
-    select claim.run_id, :project, :workflow_id, target.version, 'pending', :input::jsonb, :key, :trigger_id, :event_id, :partition_key, :queue, :now, :deadline, :now, :now
+    select claim.run_id, :project, :workflow_id, target.version, 'pending', :input::jsonb, :key, :trigger_id, :event_id, :partition_key, :queue, :now,
+           coalesce(:now::timestamptz + target.deadline_ms * interval '1 millisecond', :deadline), :now, :now
     from claim, target
     returning run_id, version
 ), ev as (
@@ -26,7 +27,7 @@ claim as (
 -- name: run_create
 -- purpose: claim the idempotency key (recycling one older than the window), insert the pending run and log it, in one statement
 with target as (
-    select version
+    select version, (ir ->> 'deadline_ms')::bigint as deadline_ms
     from automation.workflow_versions
     where project_id = :project and workflow_id = :workflow_id and (:version::integer is null or version = :version)
     order by version desc
@@ -40,8 +41,19 @@ select (select version from target) as version, (select run_id from run) as crea
 select run_id, created_at from automation.idempotency_keys where project_id = :project and key = :key;
 
 -- name: run_get
--- purpose: one run with everything recorded on it
-select * from automation.runs where run_id = :run_id and (:project::text is null or project_id = :project);
+-- purpose: one run with everything recorded on it, and the open timers of its epoch (§19: each sleeping step and the due instant stored when it opened, earliest first; `due_at` the earliest)
+select r.*, t.timer_steps, t.timer_attempts, t.timer_dues, t.due_at
+from automation.runs r
+cross join lateral (
+    select coalesce(array_agg(a.step_id order by a.due_at, a.step_id), '{}') as timer_steps,
+           coalesce(array_agg(a.attempt order by a.due_at, a.step_id), '{}') as timer_attempts,
+           coalesce(array_agg(a.due_at order by a.due_at, a.step_id), '{}') as timer_dues,
+           min(a.due_at) as due_at
+    from automation.step_attempts a
+    where a.run_id = r.run_id and a.epoch = r.epoch and a.kind = 'action' and a.status = 'running'
+      and a.due_at is not null
+) t
+where r.run_id = :run_id and (:project::text is null or r.project_id = :project);
 
 -- name: runs_list
 -- purpose: runs of a project filtered by state, workflow, step (current, failed or attempted) and age, newest first
