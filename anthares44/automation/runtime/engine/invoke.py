@@ -18,6 +18,7 @@ from ...errors import E_CONNECTOR_FAILED, E_STEP_TIMEOUT, A44Error
 from ...stdlib_connectors.protocol import StepContext
 from ...stdlib_connectors.registry import ConnectorRegistry, validate_params
 from .. import evaluation
+from ..store.results import check_storable
 
 log = logging.getLogger("a44.engine")
 
@@ -75,6 +76,10 @@ async def invoke(registry: ConnectorRegistry, call: Call, scope: Callable[[], di
         raise
     except Exception as exc:  # noqa: BLE001 - a connector bug fails the step, never the worker
         return Outcome("failed", error=_unexpected(call, exc))
+    try:
+        check_storable(result)
+    except A44Error as err:     # left to the commit, it would abort every visit: the call repeated at each lease
+        return Outcome("failed", error=_with_step(err, call.step_id))
     return Outcome("succeeded", result=result)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,17 @@ def encode_json(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise A44Error(E_RESULT_TOO_LARGE, f"the value is not JSON-serialisable: {exc}") from None
+
+
+# an escaped NUL in JSON text (not one whose backslash is itself escaped): jsonb refuses it ("unsupported Unicode
+# escape sequence"), so a result holding one could never be committed
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def check_storable(value: Any) -> None:
+    """E_RESULT_TOO_LARGE when `value` cannot go into a jsonb column: not JSON, or a string holding U+0000."""
+    if _NUL_ESCAPE.search(encode_json(value)):
+        raise A44Error(E_RESULT_TOO_LARGE, "the value holds the character U+0000, which PostgreSQL cannot store")
 
 
 def key_segment(part: str) -> str:
