@@ -185,3 +185,24 @@ def test_a_compensation_returning_what_is_not_json_still_counts_as_compensated(s
         assert store.load_result(comp[0]) is None
         assert (await store.get_run(run_id))["failed_step"] == "b"
     aio(body())
+
+
+NUL_STEP = '''from anthares44.automation import workflow, step
+
+
+@workflow("nul-step", version=1)
+async def nul_step(ctx, input):
+    await step.run("a", fn=lambda: {"name": "tenant\\x00acme"}, retry={"max": 3, "strategy": "fixed"})
+'''
+
+
+def test_a_step_result_postgresql_cannot_store_fails_the_step_not_every_visit(store, clock, aio, tmp_path):
+    async def body():
+        auto = await published_code(store, tmp_path, "nul_step.py", NUL_STEP)
+        run_id = (await auto.run("nul-step", {}, "n1")).run_id
+        assert await engine(store, clock=clock).drive() == {run_id: "failed"}
+        run = await store.get_run(run_id)
+        assert (run["failed_step"], run["error_code"]) == ("a", "E_CONNECTOR_FAILED")
+        assert "U+0000" in run["error_message"]
+        assert await attempts(store, run_id) == [("a", "action", 1, "failed", "E_CONNECTOR_FAILED")]
+    aio(body())

@@ -61,6 +61,8 @@ def test_a_visit_that_raises_leaves_its_run_to_the_lease_and_the_worker_drives_t
     s = Script()
     eng = engine(store, s, clock=clock)
     monkeypatch.setitem(strategies.STEP_KINDS, "sleep", Broken())
+    # a CLI test's dictConfig earlier in the session disables the loggers that existed then
+    monkeypatch.setattr(logging.getLogger("a44.engine"), "disabled", False)
     with caplog.at_level(logging.WARNING, logger="a44.engine"):
         assert aio(eng.run_once()) == {broken: "error", healthy: "succeeded"}
     assert eng.metrics["visit_errors"] == 1

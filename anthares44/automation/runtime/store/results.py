@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ...errors import E_RESULT_TOO_LARGE, A44Error
+from ...jsonenc import holds_nul
 
 MAX_INLINE_BYTES = 256 * 1024
 RESULTS_PREFIX = "_results"          # reserved key prefix of large step results in every project's object store
@@ -45,14 +45,9 @@ def encode_json(value: Any) -> str:
         raise A44Error(E_RESULT_TOO_LARGE, f"the value is not JSON-serialisable: {exc}") from None
 
 
-# an escaped NUL in JSON text (not one whose backslash is itself escaped): jsonb refuses it ("unsupported Unicode
-# escape sequence"), so a result holding one could never be committed
-_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
-
-
 def check_storable(value: Any) -> None:
     """E_RESULT_TOO_LARGE when `value` cannot go into a jsonb column: not JSON, or a string holding U+0000."""
-    if _NUL_ESCAPE.search(encode_json(value)):
+    if holds_nul(encode_json(value)):
         raise A44Error(E_RESULT_TOO_LARGE, "the value holds the character U+0000, which PostgreSQL cannot store")
 
 
