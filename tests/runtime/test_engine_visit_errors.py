@@ -104,3 +104,27 @@ def test_a_worker_shutting_down_hands_its_run_back_with_the_finished_step_record
     assert aio(engine(store, s, clock=clock, worker_id="w2").drive()) == {run_id: "succeeded"}
     assert aio(attempts(store, run_id)) == [("a", "action", 1, "succeeded", None), ("b", "action", 1, "succeeded",
                                                                                       None)]
+
+
+class Raises(Script):
+    """A connector with a bug: it raises what no connector should (its own TimeoutError, a KeyError)."""
+
+    def __init__(self, exc):
+        super().__init__("raises")
+        self.exc = exc
+
+    async def invoke(self, params, ctx):
+        self.calls.append((ctx.step_id, "action", ctx.attempt, ctx.idempotency_key))
+        raise self.exc
+
+
+@pytest.mark.parametrize("exc, says", [(TimeoutError("pool exhausted"), "raised TimeoutError: pool exhausted"),
+                                       (KeyError("id"), "raised KeyError: 'id'")])
+def test_a_connector_that_raises_unexpectedly_fails_its_step_not_the_worker(store, clock, aio, exc, says):
+    conn = Raises(exc)
+    run_id = aio(publish_and_run(store, workflow([node("a", uses="raises", retry=(2, "fixed")), node("b")])))
+    assert aio(engine(store, conn, Script(), clock=clock).drive()) == {run_id: "failed"}
+    run = aio(run_row(store, run_id))
+    assert (run["failed_step"], run["error_code"]) == ("a", "E_CONNECTOR_FAILED")
+    assert run["error_message"] == f"connector 'raises' {says}"
+    assert conn.called("a") == 1                   # a bug is not retried: E_CONNECTOR_FAILED is permanent
