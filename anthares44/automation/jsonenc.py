@@ -4,6 +4,7 @@ ISO 8601 UTC with milliseconds and a `Z`, durations as whole milliseconds, non-A
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,3 +28,13 @@ def _default(value: Any) -> Any:
 
 def to_json(doc: Any, *, indent: int | None = 2) -> str:
     return json.dumps(doc, default=_default, ensure_ascii=False, indent=indent)
+
+
+# an escaped NUL in JSON text (not one whose backslash is itself escaped): PostgreSQL's jsonb refuses it
+# ("unsupported Unicode escape sequence"), so a step result holding one could never be committed
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def holds_nul(text: str) -> bool:
+    """True when the JSON text `text` holds a string with the character U+0000."""
+    return _NUL_ESCAPE.search(text) is not None

@@ -12,6 +12,7 @@ import pytest
 
 from anthares44.automation.compiler.ir import seal, to_json
 from anthares44.automation.compiler.models.queues import Queue
+from anthares44.automation.errors import A44Error
 from anthares44.automation.runtime import queues as rq
 from anthares44.automation.runtime.engine.cancels import cancel
 from anthares44.automation.runtime.engine.states import is_legal
@@ -104,8 +105,12 @@ def test_a_sleeping_run_is_cancelled_at_once_and_its_sleep_ends_cancelled(store,
     assert script.called("b") == 0
 
 
-def test_a_running_run_stops_at_the_next_safe_point_with_its_call_cancelled(store, aio, clock):
-    run_id = aio(publish_and_run(store, workflow([node("a"), node("b")])))
+# a then b; or a, then two branches: b (its call in flight when the cancel comes) and nap (a sleep under way)
+@pytest.mark.parametrize("nodes, edges", [([node("a"), node("b")], None),
+                                          ([node("a"), node("b"), node("nap", sleep_ms=3600_000)],
+                                           [("a", "b"), ("a", "nap")])], ids=["one-branch", "a-sleep-beside"])
+def test_a_running_run_stops_at_the_next_safe_point_with_its_call_cancelled(store, aio, clock, nodes, edges):
+    run_id = aio(publish_and_run(store, workflow(nodes, edges)))
     script = Script(plan={"b": ["block:never"]})
     eng = engine(store, script, clock=clock)
 
@@ -115,8 +120,11 @@ def test_a_running_run_stops_at_the_next_safe_point_with_its_call_cancelled(stor
         return await asyncio.wait_for(visit, 10)
 
     assert aio(go()) == {run_id: "cancelled"}
-    assert aio(attempts(store, run_id)) == [("a", "action", 1, "succeeded", None),
-                                            ("b", "action", 1, "cancelled", "E_RUN_CANCELLED")]
+    # the sleep under way ends with the run, and its end wakes nothing
+    assert sorted(aio(attempts(store, run_id))) == [("a", "action", 1, "succeeded", None),
+                                                    ("b", "action", 1, "cancelled", "E_RUN_CANCELLED")] + \
+        [("nap", "action", 1, "cancelled", "E_RUN_CANCELLED")] * (len(nodes) == 3)
+    assert aio(run_row(store, run_id))["next_wake_at"] is None
     changes = aio(state_changes(store, run_id))
     assert changes[-1] == ("running", "cancelled") and all(is_legal(a, b) for a, b in changes)
 
@@ -177,3 +185,44 @@ def test_an_exclusive_steps_call_is_not_cancelled_its_result_is_recorded_first(s
     assert aio(go()) == {run_id: "cancelled"}
     assert aio(attempts(store, run_id)) == [("pay", "action", 1, "succeeded", None)]
     assert script.called("after") == 0
+
+
+class FailsWhenTold(Script):
+    """A call that answers 503 (retryable) once the test says so."""
+
+    async def invoke(self, params, ctx):
+        self.calls.append((ctx.step_id, "action", ctx.attempt, ctx.idempotency_key))
+        await self.events["answer"].wait()
+        raise A44Error("E_UPSTREAM_503", "busy")
+
+
+def test_a_daemon_not_driving_the_run_settles_a_cancel_its_holder_let_go_unheard(store, aio, clock):
+    run_id = aio(publish_and_run(store, workflow([node("a", retry=(3, "fixed"), base_ms=10_000)])))
+    script = FailsWhenTold()
+    holder, other = engine(store, script, clock=clock, worker_id="w1"), engine(store, clock=clock, worker_id="w2")
+
+    async def settled(eng):
+        while eng._settles:                  # the settle the notification started
+            await asyncio.sleep(0.01)
+        return (await run_row(store, run_id))["state"]
+
+    async def go():
+        visit = asyncio.create_task(holder.run_once())
+        while not script.called("a"):
+            await asyncio.sleep(0.01)
+        out = await cancel(store, PROJECT, run_id, by="ana", reason="stop")
+        assert (out["outcome"], out["state"]) == ("requested", "running")
+        other.cancel_requested(run_id)       # w2 heard the NOTIFY; w1 (the holder) did not
+        assert await settled(other) == "running"         # w1 holds it: w2 leaves it to w1
+        script.events["answer"].set()
+        assert await visit == {run_id: "waiting"}        # w1 let it go to its retry wait, the request unheard
+        other.cancel_requested(run_id)       # heard again (as after a reconnect): no one holds it now
+        return await settled(other)
+
+    assert aio(go()) == "cancelled"
+    assert other.metrics["run.cancelled"] == 1
+    run = aio(run_row(store, run_id))
+    assert (run["error_code"], run["error_message"], run["next_wake_at"]) == ("E_RUN_CANCELLED", "cancelled by ana: stop",
+                                                                               None)
+    clock.advance(60)
+    assert aio(holder.drive()) == {} and script.called("a") == 1

@@ -68,3 +68,31 @@ def test_code_runs_plan_the_days_not_processed_yet_once_per_run(store, clock, ai
         assert [(p["step_id"], p["partition"], p["state"]) for p in parts] == [("load-day", "2026-07-05", "success")]
         await eng.registry.aclose()
     aio(body())
+
+
+TOO_MANY = '''
+from anthares44.automation import step, workflow
+
+
+@workflow("since-too-many", version=1)
+async def too_many(ctx, input):
+    days = await ctx.partitions.since_last_success("load-day", every="1d", initial="2026-06-01", max=5)
+    return await step.map("load-day", days, lambda day: {"day": day})
+'''
+
+
+def test_a_code_plan_over_its_max_fails_its_plan_step_before_any_day_runs(store, clock, aio, tmp_path):
+    (tmp_path / "since_too_many.py").write_text(TOO_MANY)
+
+    async def body():
+        auto = Automation(store)
+        assert (await auto.publish([str(tmp_path / "since_too_many.py")])).ok
+        clock.set(datetime(2026, 7, 4, 6, tzinfo=UTC))
+        run_id = (await auto.run("since-too-many", {}, "m1")).run_id
+        run = await drive_until_final(engine(store, clock=clock), clock, store, run_id)
+        assert (run["state"], run["failed_step"], run["error_code"]) == ("failed", "load-day.plan",
+                                                                          "E_PARTITIONS_INVALID")
+        assert "would plan 33 partitions from 2026-06-01 to 2026-07-03, more than its max 5" in run["error_message"]
+        assert [(a["step_id"], a["status"]) for a in await store.list_attempts(run_id)] == [("load-day.plan",
+                                                                                            "failed")]
+    aio(body())

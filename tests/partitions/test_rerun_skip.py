@@ -9,7 +9,8 @@ from anthares44.automation.app.automation import Automation
 from anthares44.automation.app.replay import replay
 from anthares44.automation.errors import A44Error
 from tests.partitions.conftest import BAD, SLOW
-from tests.partitions.support import drive_until_final, partitions_of
+from tests.partitions.support import PROJECT, compile_yaml, drive_until_final, partitions_of, publish
+from tests.runtime.engine_support import attempts, engine
 
 
 def test_rerun_failed_partitions_calls_exactly_those_again(store, clock, aio, partial_run):
@@ -61,4 +62,45 @@ def test_a_person_skips_the_failed_partitions_and_the_run_completes(store, clock
         with pytest.raises(A44Error) as done:
             await auto.skip(run_id, partition=BAD, reason="again", by="ana")
         assert done.value.code == "E_SKIP_NOT_ALLOWED"             # the run is succeeded now
+    aio(body())
+
+
+FAILS_A_STEP = """\
+name: checked
+version: 1
+steps:
+  - id: check
+    uses: pass
+    timeout: 1s
+    output: {n: 0}
+    expect: ["result.n > 0"]
+  - id: after
+    uses: pass
+    timeout: 1s
+"""
+
+
+def test_a_failed_runs_step_is_skipped_on_the_record_and_the_run_stays_failed(store, clock, aio, tmp_path):
+    async def body():
+        ir = compile_yaml(tmp_path, FAILS_A_STEP)
+        await publish(store, ir)
+        run_id = (await store.create_run(PROJECT, ir.workflow_id, {}, "k1")).run_id
+        run = await drive_until_final(engine(store, clock=clock), clock, store, run_id)
+        assert (run["state"], run["failed_step"]) == ("failed", "check")
+        auto = Automation(store)
+        for kw, code in (({"reason": " ", "step": "check"}, "E_PARAMS_INVALID"),      # a skip needs a why
+                         ({"reason": "ok"}, "E_PARAMS_INVALID"),                      # and a what
+                         ({"reason": "ok", "step": "after"}, "E_SKIP_NOT_ALLOWED")):  # never attempted
+            with pytest.raises(A44Error) as refused:
+                await auto.skip(run_id, by="ana", **kw)
+            assert refused.value.code == code
+        with pytest.raises(A44Error) as missing:
+            await auto.skip("run_01KXXAYDNR0000000000000000", step="check", reason="ok", by="ana")
+        assert missing.value.code == "E_RUN_NOT_FOUND"
+        res = await auto.skip(run_id, step="check", reason="the count is checked elsewhere", by="ana")
+        assert (res["state"], res["step_id"], res["partition"]) == ("failed", "check", None)
+        (ev,) = [e for e in await store.list_run_events(run_id) if e["kind"] == "step.skipped"]
+        assert ev["message"] == "ana skipped check: the count is checked elsewhere"
+        assert (await attempts(store, run_id))[-1] == ("check", "action", 2, "skipped", None)
+        assert (await store.get_run(run_id))["state"] == "failed"
     aio(body())

@@ -140,6 +140,33 @@ def test_a_node_kind_is_run_by_the_step_kind_registered_for_it(store, clock, aio
     assert "sleeping" not in {c[1] for c in aio(state_changes(store, run_id))}
 
 
+def test_if_true_runs_the_step_and_an_if_that_is_not_a_bool_fails_it(store, clock, aio):
+    s = Script()
+    ir = workflow([node("a"), node("b", condition="input.n"), node("c")])
+    ran = aio(publish_and_run(store, ir, input={"n": True}, key="yes"))
+    broken = aio(publish_and_run(store, ir, input={"n": 1}, key="int"))
+    aio(engine(store, s, clock=clock).drive())
+    assert aio(run_row(store, ran))["state"] == "succeeded" and s.called("b") == 1
+    run = aio(run_row(store, broken))
+    assert (run["state"], run["failed_step"], run["error_code"]) == ("failed", "b", "E_EXPR_EVAL")
+    assert run["error_message"] == "`if` of step b gave int, not a bool"
+
+
+def test_a_retry_due_after_the_deadline_fails_the_step_at_the_deadline(store, clock, aio):
+    s = Script(plan={"a": ["retry"]})
+    run_id = aio(publish_and_run(store, workflow([node("a", retry=(3, "fixed"), base_ms=100 * 3600_000), node("b")])))
+    eng = engine(store, s, clock=clock)
+    assert aio(eng.drive()) == {run_id: "waiting"}
+    run = aio(run_row(store, run_id))
+    assert run["next_wake_at"] == run["deadline_at"]          # the 100 h retry is cut to the 72 h limit
+    clock.set(run["deadline_at"])
+    assert aio(eng.drive()) == {run_id: "failed"}
+    run = aio(run_row(store, run_id))
+    assert (run["failed_step"], run["error_code"]) == ("a", "E_RUN_DEADLINE")
+    assert aio(attempts(store, run_id))[-1] == ("a", "action", 2, "failed", "E_RUN_DEADLINE")
+    assert s.called("a") == 1 and s.called("b") == 0
+
+
 def test_a_sleep_past_the_run_deadline_fails_at_once_with_E_SLEEP_EXCEEDS_RUN_DEADLINE(store, clock, aio):
     """§19: a due instant past the run's deadline is refused when the sleep opens, never cut to the deadline."""
     s = Script()

@@ -157,6 +157,15 @@ def test_exclusive_step_parks_until_a_person_resolves_it(store, clock, aio, outc
     assert ("awaiting_confirmation", "pending") in aio(state_changes(store, run_id))
 
 
+def test_a_confirmation_with_an_unknown_outcome_or_run_is_refused(store, aio):
+    with pytest.raises(A44Error) as bad:
+        aio(resolve_confirmation(store, "run_01KXXAYDNR0000000000000000", "pay", "maybe"))
+    assert bad.value.code == "E_PARAMS_INVALID" and "succeeded, failed, retry" in bad.value.message
+    with pytest.raises(A44Error) as missing:
+        aio(resolve_confirmation(store, "run_01KXXAYDNR0000000000000000", "pay", "retry"))
+    assert missing.value.code == "E_RUN_NOT_FOUND"
+
+
 def test_illegal_transitions_are_refused_and_change_nothing(store, clock, aio):
     run_id = aio(publish_and_run(store, workflow([node("a")])))
     eng = engine(store, clock=clock)

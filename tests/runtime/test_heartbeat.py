@@ -37,6 +37,10 @@ def test_presence_follows_beats_stops_and_silence(store, aio, clock):
     aio(stopped(store, "w2", clock.now()))
     clock.advance(timedelta(minutes=12))
     assert "(worker w2 stopped 12m ago)" in aio(presence(store)).warning()
+    clock.advance(timedelta(hours=3))
+    assert "(worker w2 stopped 3h ago)" in aio(presence(store)).warning()
+    clock.advance(timedelta(days=2))
+    assert "(worker w2 stopped 2d ago)" in aio(presence(store)).warning()
 
 
 def test_run_and_runs_warn_when_no_daemon_serves(pg_url, tmp_path):

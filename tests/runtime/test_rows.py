@@ -2,6 +2,8 @@
 real compiler, the summary adds steps' `rows` without double counting, a false `expect:` fails the step (not
 retried) or the run, and the counts survive a takeover by another worker."""
 
+import pytest
+
 from anthares44.automation.compiler.lint import compile_sources
 from anthares44.automation.compiler.source import load_text
 from anthares44.automation.stdlib_connectors.pass_ import PassConnector
@@ -110,3 +112,41 @@ def test_counts_recorded_before_a_takeover_are_in_the_summary(store, clock, aio)
     summary = aio(run_row(store, run_id))["summary"]
     assert (summary["rows_in"], summary["rows_out"], summary["rows_in_error"]) == (10, 8, 2)
     assert summary["step_rows"]["transform"] == {"in": 10, "out": 8, "error": 2}
+
+
+COUNTED = """
+name: counted
+version: 1
+expect: [EXPECT]
+steps:
+  - id: load
+    uses: pass
+    timeout: 1s
+    retry: {max: 3, strategy: fixed, base: 1ms}
+    output: {n: "{{ input.n }}", bad: -1}
+    rows: {in: ROWS}
+"""
+
+
+@pytest.mark.parametrize("rows_in, says", [
+    ('"result.missing"', "rows.in of step load (result.missing) failed"),
+    ('"int(result.n) / 0"', "rows.in of step load (int(result.n) / 0) failed"),
+    ('"result.bad"', "rows of step load"),
+])
+def test_a_count_that_does_not_evaluate_to_a_count_fails_the_step_for_good(store, clock, aio, rows_in, says):
+    ir = compiled(COUNTED.replace("ROWS", rows_in).replace("EXPECT", '"rows.in >= 0"'))
+    run_id = aio(publish_and_run(store, ir, input={"n": 5}))
+    assert aio(engine(store, PassConnector(), clock=clock).drive()) == {run_id: "failed"}
+    run = aio(run_row(store, run_id))
+    assert (run["failed_step"], run["error_code"]) == ("load", "E_EXPR_EVAL") and says in run["error_message"]
+    assert aio(attempts(store, run_id)) == [("load", "action", 1, "failed", "E_EXPR_EVAL")]    # not retried
+
+
+def test_a_workflow_expectation_that_fails_to_evaluate_fails_the_run(store, clock, aio):
+    ir = compiled(COUNTED.replace("ROWS", '"int(result.n)"').replace("EXPECT", '"result.load.n / 0 > 1"'))
+    run_id = aio(publish_and_run(store, ir, input={"n": 5}))
+    assert aio(engine(store, PassConnector(), clock=clock).drive()) == {run_id: "failed"}
+    run = aio(run_row(store, run_id))
+    assert (run["failed_step"], run["error_code"]) == (None, "E_EXPR_EVAL")
+    assert "expect of workflow counted (result.load.n / 0 > 1) failed" in run["error_message"]
+    assert run["summary"]["rows_in"] == 5

@@ -38,6 +38,7 @@ from ..errors import (
     E_STEP_TIMEOUT,
     A44Error,
 )
+from ..jsonenc import holds_nul
 from .expectations import StepRows
 from .partition_plans import Partitions
 
@@ -208,14 +209,18 @@ def _iso(value: datetime) -> str:
 
 
 def jsonable(value: Any) -> Any:
-    """Results go to the log as JSON: datetimes become ISO 8601 strings, tuples lists."""
+    """Results go to the log as JSON: datetimes become ISO 8601 strings, tuples lists; ValueError or TypeError
+    for what the log cannot hold."""
     def default(v):
         if isinstance(v, datetime):
             return _iso(v)
         if isinstance(v, timedelta):
             return v.total_seconds()
         raise TypeError(f"{type(v).__name__} is not JSON-serialisable")
-    return json.loads(json.dumps(value, default=default, allow_nan=False))
+    text = json.dumps(value, default=default, allow_nan=False)
+    if holds_nul(text):         # PostgreSQL cannot store it: left to the commit, every visit would fail
+        raise ValueError("a string holds the character U+0000, which PostgreSQL cannot store")
+    return json.loads(text)
 
 
 def duration_ms(value: str | int | float | timedelta | None, default: str | None = None) -> int:

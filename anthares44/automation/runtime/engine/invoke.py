@@ -18,6 +18,7 @@ from ...errors import E_CONNECTOR_FAILED, E_STEP_TIMEOUT, A44Error
 from ...stdlib_connectors.protocol import StepContext
 from ...stdlib_connectors.registry import ConnectorRegistry, validate_params
 from .. import evaluation
+from ..store.results import check_storable
 
 log = logging.getLogger("a44.engine")
 AFTER_EFFECT = "fault.after_effect_before_record"    # a service key only the test kit sets
@@ -79,6 +80,10 @@ async def invoke(registry: ConnectorRegistry, call: Call, scope: Callable[[], di
     fault = services.get(AFTER_EFFECT)   # the test kit's fault point (testkit/faults.py); absent in production
     if fault is not None:
         fault(ctx)      # may raise: the visit dies as a worker would, the effect done and nothing recorded
+    try:
+        check_storable(result)
+    except A44Error as err:     # left to the commit, it would abort every visit: the call repeated at each lease
+        return Outcome("failed", error=_with_step(err, call.step_id))
     return Outcome("succeeded", result=result)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ...errors import E_RESULT_TOO_LARGE, A44Error
+from ...jsonenc import holds_nul
 
 MAX_INLINE_BYTES = 256 * 1024
 RESULTS_PREFIX = "_results"          # reserved key prefix of large step results in every project's object store
@@ -42,6 +43,12 @@ def encode_json(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise A44Error(E_RESULT_TOO_LARGE, f"the value is not JSON-serialisable: {exc}") from None
+
+
+def check_storable(value: Any) -> None:
+    """E_RESULT_TOO_LARGE when `value` cannot go into a jsonb column: not JSON, or a string holding U+0000."""
+    if holds_nul(encode_json(value)):
+        raise A44Error(E_RESULT_TOO_LARGE, "the value holds the character U+0000, which PostgreSQL cannot store")
 
 
 def key_segment(part: str) -> str:
