@@ -76,8 +76,8 @@ PAST_TIMEOUT = '''from anthares44.automation import workflow, step
 @workflow("slow-onboard", version=1, timeout="1h")
 async def slow(ctx, input):
     await step.run("a", fn=lambda: {"id": "A"})
-    await step.sleep("nap", "2h")
-    await step.run("b", fn=lambda: {"id": "B"})
+    await step.sleep("nap", "50m")      # fits the hour (a sleep past it fails at once, §19); the clock then
+    await step.run("b", fn=lambda: {"id": "B"})   # jumps past the deadline before the run wakes
 '''
 
 
