@@ -270,3 +270,62 @@ def test_advance_stops_where_work_is_due_and_not_before(a44_env):
     assert run.state == "succeeded"
     assert run.attempts("after")[0]["started_at"] == start + timedelta(days=2)     # woken at the sleep's end
     assert env.now == start + timedelta(days=4)
+
+
+RENEWAL = """
+name: renewal
+version: 1
+maxDuration: 40d
+steps:
+  - id: charge
+    uses: connector/payments.charge
+    timeout: 10s
+    retry: {max: 5, strategy: exponential-jitter, base: 2s, cap: 5m}
+  - id: cooldown
+    sleep: {for: 30d, tz: Europe/Berlin}
+    needs: [charge]
+  - id: notify
+    uses: connector/mail.notify
+    timeout: 10s
+    needs: [cooldown]
+"""
+RENEWAL_TRIGGER = """
+- id: trg_renewal
+  type: schedule
+  cron: "30 2 27 3 *"
+  tz: Europe/Berlin
+  workflow: wf_renewal
+"""
+
+
+@pytest.mark.a44_env(start="2027-03-20T12:00:00Z")
+def test_a_schedule_a_backoff_and_a_30_day_sleep_across_dst_each_at_its_predicted_instant(a44_env):
+    """Issue 27's done-when: a schedule, a step that fails five times with backoff and a 30-day sleep in a zone whose
+    clocks change meanwhile run on virtual time, every event at the instant the rules predict (§11, §3.2, §19)."""
+    env = a44_env
+    charge = env.mock("connector/payments.charge", *[Fail("E_UPSTREAM_503")] * 5, Ok({"charge": "ch_1"}))
+    notify = env.mock("connector/mail.notify", Ok({"sent": True}))
+    env.publish(RENEWAL, RENEWAL_TRIGGER)
+    rng = random.Random()
+    rng.setstate(env.workers[0].rng.getstate())
+    retry = RetryIR(max=5, strategy="exponential-jitter", base_ms=2_000, cap_ms=300_000)
+
+    env.advance("50d")      # the schedule fires once a year: advance a window instead of running until idle
+
+    [run] = env.runs("renewal")
+    fired = datetime(2027, 3, 27, 1, 30, tzinfo=UTC)     # 02:30 in Berlin, still CET (+01:00)
+    assert run.row["created_at"] == fired
+    predicted = [fired]
+    for n in range(1, 6):
+        predicted.append(predicted[-1] + timedelta(milliseconds=retry_delay_ms(
+            retry, n, Failure("E_UPSTREAM_503", "", True), rng)))
+    assert [a["started_at"] for a in run.attempts("charge")] == predicted
+    # 30 days of Berlin wall time from the charge's end: the clocks went forward on 28 March, so 30 d - 1 h in UTC
+    charged = run.attempts("charge")[-1]["finished_at"]
+    due = charged + timedelta(days=30) - timedelta(hours=1)
+    [nap] = run.attempts("cooldown")
+    assert nap["started_at"] == charged
+    assert datetime.fromisoformat(nap["result"]["due_at"].replace("Z", "+00:00")) == due
+    assert nap["result"]["late_ms"] == 0 and nap["finished_at"] == due
+    assert [a["started_at"] for a in run.attempts("notify")] == [due]
+    assert run.state == "succeeded" and len(charge.calls) == 6 and len(notify.calls) == 1
