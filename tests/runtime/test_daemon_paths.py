@@ -46,7 +46,8 @@ def test_from_settings_refuses_what_serve_cannot_run_with(env, overrides, messag
 async def _daemon(store, clock, script, **settings):
     registry = ConnectorRegistry()
     registry.register(script)
-    daemon = Daemon(WorkerSettings(worker_id="d1", concurrency=4, lease_timeout=LONG, schedules=False, **settings),
+    settings = {"worker_id": "d1", "concurrency": 4, "lease_timeout": LONG, "schedules": False} | settings
+    daemon = Daemon(WorkerSettings(**settings),
                     store=store, clock=clock, registry=registry)
     task = asyncio.create_task(daemon.serve())
     try:
@@ -142,3 +143,25 @@ async def _listeners(url):
 async def _other_listener(url, old):
     now = await _listeners(url)
     return [p for p in now if p not in old]
+
+
+def test_a_daemon_of_concurrency_one_drives_one_run_at_a_time(aio, store, clock):
+    script = Script(plan={"first": ["block:first"], "second": ["block:second"]})
+
+    async def scenario():
+        ir1, ir2 = workflow([node("first")], name="one"), workflow([node("second")], name="two")
+        for ir in (ir1, ir2):
+            await store.publish_version(PROJECT, ir.workflow_id, ir.version, ir.sha256, to_json(ir))
+        async with _daemon(store, clock, script, concurrency=1):
+            a = (await store.create_run(PROJECT, ir1.workflow_id, {}, "a")).run_id
+            await _until(lambda: _called(script, "first"), "the daemon drives the first run")
+            b = (await store.create_run(PROJECT, ir2.workflow_id, {}, "b")).run_id
+            await asyncio.sleep(0.3)         # the second run's NOTIFY came; its slot is taken
+            assert script.called("second") == 0 and (await store.get_run(b))["lease_owner"] is None
+            script.events["first"].set()
+            await _until(lambda: _called(script, "second"), "the freed slot takes the second run")
+            script.events["second"].set()
+            ends = [await _until(lambda r=r: _ended(store, r), "both runs end") for r in (a, b)]
+        assert [e["state"] for e in ends] == ["succeeded", "succeeded"]
+
+    aio(scenario())
