@@ -18,7 +18,17 @@ from __future__ import annotations
 import argparse
 
 from ..errors import EXIT_OK
-from .output import add_common_options, add_target_options, json_document, run_api, service, table, when, write
+from .output import (
+    add_common_options,
+    add_target_options,
+    decided_by,
+    json_document,
+    run_api,
+    service,
+    table,
+    when,
+    write,
+)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -48,8 +58,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _flow(auto, args) -> int:
-    import getpass
-
     from ..app.flow import Flow
 
     f = service(auto, "flow", lambda: Flow(auto))
@@ -62,7 +70,7 @@ async def _flow(auto, args) -> int:
                         [[r["key"], when(r["paused_until"]), r["source"], r["paused_by"] or "-", r["reason"] or "-"]
                          for r in rows]))
         return EXIT_OK
-    by = args.by or getpass.getuser()
+    by = decided_by(args.by)
     if args.flow_cmd == "pause":
         doc = await f.pause(args.key, until=args.until, by=by, reason=args.reason)
         said = f"{doc['key']} paused until {when(doc['paused_until'])}"

@@ -40,6 +40,7 @@ from .output import (
     ArgParser,
     add_common_options,
     add_target_options,
+    decided_by,
     json_document,
     ms,
     rows_text,
@@ -193,9 +194,7 @@ def render_text(page) -> str:
 
 
 async def _resolve(auto, args) -> int:
-    import getpass
-
-    by = args.by or getpass.getuser()
+    by = decided_by(args.by)
     result = await auto.resolve(args.run_id, args.resolve_step, args.outcome, by=by)
     if args.format == "json":
         write(json_document(result))
@@ -205,9 +204,7 @@ async def _resolve(auto, args) -> int:
 
 
 async def _skip(auto, args) -> int:
-    import getpass
-
-    by = args.by or getpass.getuser()
+    by = decided_by(args.by)
     result = await auto.skip(args.run_id, partition=args.skip_partition, step=args.skip_step, reason=args.reason,
                              by=by)
     if args.format == "json":
@@ -220,9 +217,7 @@ async def _skip(auto, args) -> int:
 
 
 async def _cancel(auto, args) -> int:
-    import getpass
-
-    by = args.by or getpass.getuser()
+    by = decided_by(args.by)
     result = await auto.cancel(args.run_id, by=by, reason=args.reason, compensate=args.compensate)
     if args.format == "json":
         write(json_document(result))
@@ -250,9 +245,7 @@ async def _export(auto, args) -> int:
 
 
 async def _timer(auto, args) -> int:
-    import getpass
-
-    by = args.by or getpass.getuser()
+    by = decided_by(args.by)
     if args.runs_action == "wake":
         result = await auto.wake(args.run_id, args.timer_step, by=by, reason=args.reason)
     else:

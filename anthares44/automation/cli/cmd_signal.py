@@ -12,7 +12,7 @@ import argparse
 import json
 
 from ..errors import E_SIGNAL_INVALID, EXIT_OK, A44Error
-from .output import add_common_options, add_target_options, json_document, run_api, write
+from .output import add_common_options, add_target_options, decided_by, json_document, run_api, write
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _signal(auto, args) -> int:
     result = await auto.signal(args.run_id, args.name, parse_data(args.data), key=args.idempotency_key,
-                               by=f"local:{_user()}")
+                               by=f"local:{decided_by(None)}")
     if args.format == "json":
         write(json_document(result))
     else:
@@ -50,9 +50,3 @@ async def _signal(auto, args) -> int:
                 "duplicate": "already sent with this idempotency key"}[result["outcome"]]
         write(f"{args.run_id} signal {args.name} #{result['seq']}: {what}\n")
     return EXIT_OK
-
-
-def _user() -> str:
-    import getpass
-
-    return getpass.getuser()

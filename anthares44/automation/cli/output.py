@@ -319,3 +319,12 @@ class ProgressBar:
             self.stream.write("\n")
             self.stream.flush()
             self._open = False
+
+
+def decided_by(given: str | None) -> str:
+    """Who a decision from this CLI is recorded for: `--by`, else the login name (os user)."""
+    if given:
+        return given
+    import getpass
+
+    return getpass.getuser()
