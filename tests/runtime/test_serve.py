@@ -22,7 +22,7 @@ def test_sigterm_finishes_the_step_in_flight_releases_and_exits_0(pg_url, app_ur
         assert far.held.wait(30), daemon.output()
         t0 = time.monotonic()
         assert daemon.term(timeout=15) == 0, daemon.output()
-        assert time.monotonic() - t0 < 5
+        assert time.monotonic() - t0 < 10, "exited when the step in flight finished, not at its 10 s grace"
         run = query(pg_url, "select state, lease_owner, next_wake_at from automation.runs where run_id = $1",
                     run_id)[0]
         assert run["state"] == "pending" and run["lease_owner"] is None and run["next_wake_at"] is not None
@@ -48,7 +48,10 @@ def test_an_idle_daemon_wakes_on_notify_for_a_new_run(pg_url, app_url, app_dbs, 
     far = FarSide()
     ir = http_sql_workflow(far, name="notify", hold=False)
     asyncio.run(_setup(pg_url, ir, 0, tmp_path, app_dbs.url()))
-    daemon = ServeProcess(pg_url, tmp_path, worker_id="idle", lease="60s", app_url=app_url)   # safety timer: 60 s
+    # The idle daemon's only other wake-up is its missed-NOTIFY re-check, one lease timeout (600 s) of wall time
+    # after it went idle: finishing well inside that proves the NOTIFY woke it, without asserting a timing that a
+    # loaded machine can miss (the old "< 5 s" failed at load 9).
+    daemon = ServeProcess(pg_url, tmp_path, worker_id="idle", lease="600s", app_url=app_url)
     try:
         time.sleep(1.5)                                                        # started and idle
 
@@ -59,10 +62,9 @@ def test_an_idle_daemon_wakes_on_notify_for_a_new_run(pg_url, app_url, app_dbs, 
             finally:
                 await store.close()
 
-        t0 = time.monotonic()
         run_id = asyncio.run(create())
-        wait_until(lambda: asyncio.run(_states(pg_url, [run_id]))[run_id] == "succeeded", 10, "the new run")
-        assert time.monotonic() - t0 < 5, "woken by NOTIFY, not by the 60 s timer"
+        wait_until(lambda: asyncio.run(_states(pg_url, [run_id]))[run_id] == "succeeded", 120,
+                   "the new run (woken by NOTIFY: the re-check would come only after 600 s)")
     finally:
         daemon.stop()
         far.close()
