@@ -36,6 +36,7 @@ MAX_DEPTH = 8                   # a root run's children are depth 1 (§21: publi
 MAX_INPUT_BYTES = 256 * 1024    # a child's input is a run input: the same limit as a step's inline result
 RENDER_BUDGET_S = 1.0
 OPEN, SATISFIED, TIMED_OUT = "open", "satisfied", "timed_out"
+AFTER_CHILD_COMMIT = "fault.after_child_commit"     # a service key only tests set: (run_id, step_id) -> may raise
 SUCCESS = ("succeeded", "partial")
 
 
@@ -43,6 +44,12 @@ def child_output(row_output: dict) -> dict:
     """The step's output from its wait's outcome: the child's run id, workflow, version, state and result."""
     return {k: row_output.get(k) for k in ("kind", "run_id", "workflow_id", "version", "state", "output")
             if k in row_output}
+
+
+def _fault(v: Visit, sp: StepProgress) -> None:
+    fault = v.services.get(AFTER_CHILD_COMMIT)      # the tests' kill point; absent in production
+    if fault is not None:
+        fault(v.lease.run_id, sp.node.id)       # may raise: the visit dies as a killed worker's would
 
 
 class Child:
@@ -72,8 +79,12 @@ class Child:
                     p.finished(a)
                     v.event("child.started", step=sp.node.id, child=child_id)
                     return True
-                dues.append((now + timedelta(milliseconds=c.timeout_ms), WAITING))
+                # committed now, before anything else this visit does: the child exists exactly when the attempt
+                # that created it is recorded, and a crash from here on finds both
+                await v.batch.commit(now)
                 v.event("child.started", step=sp.node.id, child=child_id)
+                _fault(v, sp)
+                dues.append((now + timedelta(milliseconds=c.timeout_ms), WAITING))
                 return False
             p.add(a)
         row = await v.store.fetchrow("child_wait", run_id=v.lease.run_id, epoch=v.lease.epoch, step_id=sp.node.id)
@@ -87,6 +98,7 @@ class Child:
                                          step_id=sp.node.id)
             assert row is not None
         if row["state"] == OPEN:
+            _fault(v, sp)
             dues.append((row["timeout_at"], WAITING))
             return False
         if row["state"] == TIMED_OUT and c.on_timeout == "cancel":

@@ -1,0 +1,62 @@
+"""Exactly one child per parent step whatever kills happen (§21, docs/children.md "Child creation vs crash"):
+every parent's worker dies right after the commit that created its child, and twice more when the next worker
+finds the child still running, before it releases the parent (the fault point `fault.after_child_commit`, a
+service key like the test kit's kill_worker: the visit raises, nothing more is written, the lease stays until it
+expires and another grant takes the run over). In the end there is exactly one child per parent and every parent
+finished with its own child's output. Issue scale (1,000 parents) under A44_SLOW=1, 40 by default."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+from datetime import timedelta
+
+from anthares44.automation.runtime.engine import Engine
+from anthares44.automation.runtime.engine.children import AFTER_CHILD_COMMIT
+from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
+from tests import store_queries as test_queries
+from tests.children.support import child_node, output, publish
+from tests.runtime.engine_support import PROJECT, Script, node, run_row, workflow
+
+SLOW = os.environ.get("A44_SLOW") == "1"
+PARENTS = 1_000 if SLOW else 40
+KILLS = 3
+LEASE_S = 30
+
+
+class Killed(Exception):
+    """A worker killed at the fault point (raised out of the visit: nothing after it is written)."""
+
+
+def test_three_kills_per_parent_after_its_child_commits_leave_exactly_one_child_each(store, clock, aio):
+    kid = workflow([node("nap", sleep_ms=600_000), node("work", params={"n": {"$tpl": "{{ input.n }}"}})],
+                   name="kid")
+    parent = workflow([child_node("onboard", "wf_kid", input={"n": {"$tpl": "{{ input.n }}"}}), node("after")],
+                      name="parent")
+    aio(publish(store, parent, kid))
+    ids = [aio(store.create_run(PROJECT, parent.workflow_id, {"n": i}, f"crash-{i}")).run_id
+           for i in range(PARENTS)]
+    kills: Counter[str] = Counter()
+
+    def kill(run_id: str, step_id: str) -> None:
+        if kills[run_id] < KILLS:
+            kills[run_id] += 1
+            raise Killed(f"worker killed after the child commit of {run_id}:{step_id}")
+
+    reg = ConnectorRegistry()
+    reg.register(Script())
+    eng = Engine(store, reg, worker_id="w1", lease=timedelta(seconds=LEASE_S), clock=clock, rng=random.Random(3),
+                 concurrency=64, services={AFTER_CHILD_COMMIT: kill})
+    for _ in range(KILLS + 1):      # each round: the leases of the killed visits expire, other grants take over
+        aio(eng.drive())
+        clock.advance(LEASE_S + 1)
+    clock.advance(600)
+    aio(eng.drive())
+    assert sorted(kills.values()) == [KILLS] * PARENTS
+    [row] = aio(test_queries.fetch(store, "children_count_of_parents", run_ids=ids))
+    assert row["count"] == PARENTS
+    for i, run_id in enumerate(ids):
+        assert aio(run_row(store, run_id))["state"] == "succeeded"
+        out = aio(output(store, run_id, "onboard"))
+        assert out["state"] == "succeeded" and out["output"]["work"]["params"]["n"] == i
