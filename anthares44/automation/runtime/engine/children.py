@@ -46,10 +46,98 @@ def child_output(row_output: dict) -> dict:
             if k in row_output}
 
 
-def _fault(v: Visit, sp: StepProgress) -> None:
+def _fault(v: Visit, step_id: str) -> None:
     fault = v.services.get(AFTER_CHILD_COMMIT)      # the tests' kill point; absent in production
     if fault is not None:
-        fault(v.lease.run_id, sp.node.id)       # may raise: the visit dies as a killed worker's would
+        fault(v.lease.run_id, step_id)       # may raise: the visit dies as a killed worker's would
+
+
+def check_input(step_id: str, value: Any) -> dict:
+    """The rendered input as a child's input: a JSON object of at most MAX_INPUT_BYTES (E_CHILD_INPUT_INVALID)."""
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise A44Error(E_CHILD_INPUT_INVALID, f"step {step_id}: the child's input is a {type(value).__name__}, "
+                                              "not an object", step_id=step_id)
+    try:
+        size = len(encode_json(value).encode())
+    except A44Error as err:
+        raise A44Error(E_CHILD_INPUT_INVALID, f"step {step_id}: the child's input is not JSON: {err.message}",
+                       step_id=step_id) from None
+    if size > MAX_INPUT_BYTES:
+        raise A44Error(E_CHILD_INPUT_INVALID, f"step {step_id}: the child's input is {size} bytes; at most "
+                                              f"{MAX_INPUT_BYTES}", step_id=step_id)
+    return value
+
+
+async def create(v: Visit, step_id: str, c: ChildIR, input: dict, a: Attempt, now: datetime) -> str:
+    """Check what the child needs (depth, its pinned version, its partition key) and append its creation to the
+    batch of attempt `a` (started in it); the child's run id. A44Error when it cannot be created."""
+    L = v.lease
+    lineage = await v.store.fetchrow("child_lineage", run_id=L.run_id)
+    depth = (lineage["depth"] if lineage is not None else 0) + 1
+    if depth > MAX_DEPTH:
+        raise A44Error(E_CHILD_LIMIT, f"step {step_id} would start a child at depth {depth}; at most {MAX_DEPTH}",
+                       step_id=step_id, details={"depth": depth})
+    version = await v.store.fetchrow("version_get", project=L.project_id, workflow_id=c.workflow_id,
+                                     version=c.version)
+    if version is None:
+        raise A44Error(E_CHILD_LIMIT, f"step {step_id}: workflow {c.workflow_id} version {c.version} is not "
+                                      "published", step_id=step_id, hint="publish the child workflow with its parent")
+    ir = version["ir"]
+    from ..ingestion.runs import workflow_partition_key
+
+    try:
+        key = await workflow_partition_key(ir, input, {"id": "child", "type": "child"})
+    except A44Error as err:
+        raise A44Error(E_CHILD_INPUT_INVALID, f"step {step_id}: {err.message}", step_id=step_id) from None
+    child_id = new_run_id(now)
+    v.batch.child_start(a, child_id, c.workflow_id, c.version, input, key, ir.get("queue"), c.wait,
+                        c.on_parent_cancel, now + timedelta(milliseconds=c.timeout_ms), now)
+    return child_id
+
+
+async def look(v: Visit, step_id: str, c: ChildIR, now: datetime) -> Any:
+    """The parent's wait on its child: None while it is not committed yet, the row while open before its
+    timeout; at or after it, timed out (unless the child closed it first) and the child cancelled unless `keep`."""
+    L = v.lease
+    row = await v.store.fetchrow("child_wait", run_id=L.run_id, epoch=L.epoch, step_id=step_id)
+    if row is None:
+        return None
+    if row["state"] == OPEN and now >= row["timeout_at"]:
+        await v.store.fetchrow("wait_timeout", run_id=L.run_id, epoch=L.epoch, step_id=step_id, now=now)
+        row = await v.store.fetchrow("child_wait", run_id=L.run_id, epoch=L.epoch, step_id=step_id)
+        assert row is not None
+    if row["state"] == TIMED_OUT and c.on_timeout == "cancel":
+        # before the parent's commit and repeated by any later look until it commits (the cancel of a finished
+        # run is a no-op): the child never outlives a timed-out wait it was not told to survive
+        await v.store.fetchrow("run_cancel", run_id=row["key"], project=L.project_id, by=f"run:{L.run_id}",
+                               reason="timeout", compensate=False,
+                               message=f"the step {step_id} of parent run {L.run_id} timed out", now=now)
+    return row
+
+
+def outcome(step_id: str, c: ChildIR, row: Any) -> tuple[Any, A44Error | None]:
+    """(output, None) or (None, error) of a closed wait on a child."""
+    out = row["output"] or {}
+    state = row["state"]
+    if state == SATISFIED and (c.wait == "started" or out.get("state") in SUCCESS):
+        return child_output(out), None
+    if state == SATISFIED:
+        return None, A44Error(
+            E_CHILD_FAILED, f"step {step_id}: child run {out.get('run_id')} of {c.workflow_id} ended "
+                            f"{out.get('state')} ({out.get('error_code')}: {out.get('error_message')})",
+            step_id=step_id, details={"child_run_id": out.get("run_id"), "child_state": out.get("state"),
+                                      "child_error_code": out.get("error_code")})
+    if state == TIMED_OUT:
+        return None, A44Error(
+            E_CHILD_TIMEOUT, f"step {step_id}: child run {row['key']} of {c.workflow_id} did not end within "
+                             f"{c.timeout_ms} ms" + (" (it was cancelled)" if c.on_timeout == "cancel" else
+                                                     " (it runs on: childOnTimeout keep)"),
+            step_id=step_id, details={"child_run_id": row["key"]})
+    # closed by the parent's own end (a cancel, the deadline)
+    return None, A44Error(E_RUN_CANCELLED, f"the wait of step {step_id} for its child was closed: its run is "
+                                           "ending", step_id=step_id)
 
 
 class Child:
@@ -57,137 +145,59 @@ class Child:
 
     async def advance(self, v: Visit, p: Progress, sp: StepProgress, now: datetime,
                       dues: list[tuple[datetime, str]]) -> bool:
-        c = sp.node.child
+        c, sid = sp.node.child, sp.node.id
         assert c is not None
         a = sp.last if sp.state == "running" else None
         if a is None:
             existing = await v.store.fetchrow("child_of_step", run_id=v.lease.run_id, epoch=v.lease.epoch,
-                                              step_id=sp.node.id, kind="action")
-            a = b_start = v.batch.start(sp.node.id, sp.next_attempt, "action", now)
+                                              step_id=sid, kind="action")
+            a = v.batch.start(sid, sp.next_attempt, "action", now)
+            p.add(a)
             if existing is None:
                 try:
-                    child_id = await self._start(v, p, sp, c, b_start, now)
+                    child_id = await create(v, sid, c, self._input(v, p, sp, c), a, now)
                 except A44Error as err:     # nothing was created: the step fails for good
-                    v.batch.finish(b_start, "failed", now, error=err)
-                    p.add(b_start)
-                    p.finished(b_start)
+                    v.batch.finish(a, "failed", now, error=err)
+                    p.finished(a)
                     return True
-                p.add(a)
+                v.event("child.started", step=sid, child=child_id)
                 if c.wait == "none":
                     v.batch.finish(a, "succeeded", now, result={"kind": "child", "run_id": child_id,
                                                                 "workflow_id": c.workflow_id, "version": c.version})
                     p.finished(a)
-                    v.event("child.started", step=sp.node.id, child=child_id)
                     return True
                 # committed now, before anything else this visit does: the child exists exactly when the attempt
                 # that created it is recorded, and a crash from here on finds both
                 await v.batch.commit(now)
-                v.event("child.started", step=sp.node.id, child=child_id)
-                _fault(v, sp)
+                _fault(v, sid)
                 dues.append((now + timedelta(milliseconds=c.timeout_ms), WAITING))
                 return False
-            p.add(a)
-        row = await v.store.fetchrow("child_wait", run_id=v.lease.run_id, epoch=v.lease.epoch, step_id=sp.node.id)
+        row = await look(v, sid, c, now)
         if row is None:     # started in this visit's batch, not committed yet: look again after the release
             dues.append((a.started_at + timedelta(milliseconds=c.timeout_ms), WAITING))
             return False
-        if row["state"] == OPEN and now >= row["timeout_at"]:
-            await v.store.fetchrow("wait_timeout", run_id=v.lease.run_id, epoch=v.lease.epoch, step_id=sp.node.id,
-                                   now=now)
-            row = await v.store.fetchrow("child_wait", run_id=v.lease.run_id, epoch=v.lease.epoch,
-                                         step_id=sp.node.id)
-            assert row is not None
         if row["state"] == OPEN:
-            _fault(v, sp)
+            _fault(v, sid)
             dues.append((row["timeout_at"], WAITING))
             return False
-        if row["state"] == TIMED_OUT and c.on_timeout == "cancel":
-            # before the parent's commit and repeated by any later look until it commits (the cancel of a
-            # finished run is a no-op): the child never outlives a timed-out wait it was not told to survive
-            await v.store.fetchrow("run_cancel", run_id=row["key"], project=v.lease.project_id,
-                                   by=f"run:{v.lease.run_id}", reason="timeout", compensate=False,
-                                   message=f"the step {sp.node.id} of parent run {v.lease.run_id} timed out",
-                                   now=now)
-        self._finish(v, p, sp, c, a, row, now)
+        v.batch.wait_resumed(sid, now)
+        output, error = outcome(sid, c, row)
+        if error is None:
+            v.batch.finish(a, "succeeded", now, result=output)
+        else:
+            v.batch.finish(a, "failed", now, error=error)
+        v.event("child.ended", step=sid, child=row["key"], outcome=row["state"], code=error and error.code)
+        p.finished(a)
         return True
 
-    async def _start(self, v: Visit, p: Progress, sp: StepProgress, c: ChildIR, a: Attempt, now: datetime) -> str:
-        """Check what the child needs and append its creation to the batch of attempt `a`; its run id."""
-        L = v.lease
-        lineage = await v.store.fetchrow("child_lineage", run_id=L.run_id)
-        depth = (lineage["depth"] if lineage is not None else 0) + 1
-        if depth > MAX_DEPTH:
-            raise A44Error(E_CHILD_LIMIT, f"step {sp.node.id} would start a child at depth {depth}; at most "
-                                          f"{MAX_DEPTH}", step_id=sp.node.id, details={"depth": depth})
-        version = await v.store.fetchrow("version_get", project=L.project_id, workflow_id=c.workflow_id,
-                                         version=c.version)
-        if version is None:
-            raise A44Error(E_CHILD_LIMIT, f"step {sp.node.id}: workflow {c.workflow_id} version {c.version} is not "
-                                          f"published", step_id=sp.node.id,
-                           hint="publish the child workflow with its parent")
-        ir = version["ir"]
-        input = self._input(v, p, sp, c)
-        from ..ingestion.runs import workflow_partition_key
-
-        try:
-            key = await workflow_partition_key(ir, input, {"id": "child", "type": "child"})
-        except A44Error as err:
-            raise A44Error(E_CHILD_INPUT_INVALID, f"step {sp.node.id}: {err.message}", step_id=sp.node.id) from None
-        child_id = new_run_id(now)
-        v.batch.child_start(a, child_id, c.workflow_id, c.version, input, key, ir.get("queue"), c.wait,
-                            c.on_parent_cancel, now + timedelta(milliseconds=c.timeout_ms), now)
-        return child_id
-
-    def _input(self, v: Visit, p: Progress, sp: StepProgress, c: ChildIR) -> Any:
+    def _input(self, v: Visit, p: Progress, sp: StepProgress, c: ChildIR) -> dict:
         scope = Steps(v, p).render_scope(sp.node.id, sp.next_attempt)
         try:
             value = render_params(c.input, scope, deadline=time.monotonic() + RENDER_BUDGET_S)
         except A44Error as err:
             raise A44Error(E_CHILD_INPUT_INVALID, f"step {sp.node.id}: the child's input could not be rendered: "
                                                   f"{err.message}", step_id=sp.node.id) from None
-        if value is None:
-            value = {}
-        if not isinstance(value, dict):
-            raise A44Error(E_CHILD_INPUT_INVALID, f"step {sp.node.id}: the child's input is a "
-                                                  f"{type(value).__name__}, not an object", step_id=sp.node.id)
-        try:
-            size = len(encode_json(value).encode())
-        except A44Error as err:
-            raise A44Error(E_CHILD_INPUT_INVALID, f"step {sp.node.id}: the child's input is not JSON: "
-                                                  f"{err.message}", step_id=sp.node.id) from None
-        if size > MAX_INPUT_BYTES:
-            raise A44Error(E_CHILD_INPUT_INVALID, f"step {sp.node.id}: the child's input is {size} bytes; at most "
-                                                  f"{MAX_INPUT_BYTES}", step_id=sp.node.id)
-        return value
-
-    def _finish(self, v: Visit, p: Progress, sp: StepProgress, c: ChildIR, a: Attempt, row: Any,
-                now: datetime) -> None:
-        b = v.batch
-        b.wait_resumed(sp.node.id, now)
-        out = row["output"] or {}
-        state = row["state"]
-        if state == SATISFIED and (c.wait == "started" or out.get("state") in SUCCESS):
-            b.finish(a, "succeeded", now, result=child_output(out))
-            v.event("child.ended", step=sp.node.id, child=out.get("run_id"), state=out.get("state"))
-        elif state == SATISFIED:
-            b.finish(a, "failed", now, error=A44Error(
-                E_CHILD_FAILED, f"step {sp.node.id}: child run {out.get('run_id')} of {c.workflow_id} ended "
-                                f"{out.get('state')} ({out.get('error_code')}: {out.get('error_message')})",
-                step_id=sp.node.id, details={"child_run_id": out.get("run_id"), "child_state": out.get("state"),
-                                             "child_error_code": out.get("error_code")}))
-            v.event("child.failed", step=sp.node.id, child=out.get("run_id"), code=out.get("error_code"))
-        elif state == TIMED_OUT:
-            b.finish(a, "failed", now, error=A44Error(
-                E_CHILD_TIMEOUT, f"step {sp.node.id}: child run {row['key']} of {c.workflow_id} did not end within "
-                                 f"{c.timeout_ms} ms" + (" (it was cancelled)" if c.on_timeout == "cancel" else
-                                                         " (it runs on: childOnTimeout keep)"),
-                step_id=sp.node.id, details={"child_run_id": row["key"]}))
-            v.event("child.timed_out", step=sp.node.id, child=row["key"])
-        else:       # closed by the parent's own end (a cancel, the deadline)
-            b.finish(a, "failed", now, error=A44Error(E_RUN_CANCELLED, f"the wait of step {sp.node.id} for its "
-                                                                       "child was closed: its run is ending",
-                                                      step_id=sp.node.id))
-        p.finished(a)
+        return check_input(sp.node.id, value)
 
 
 async def compensation(v: Visit, sp: StepProgress, a: Attempt) -> tuple[Any, A44Error | None]:
