@@ -200,6 +200,28 @@ class Child:
         return check_input(sp.node.id, value)
 
 
+async def code_child(v: Visit, step_id: str, spec: dict) -> ChildIR:
+    """The ChildIR of a code workflow's `step.workflow(...)`: the version is the one recorded on its link once
+    created, else the latest published (code workflows pin when the step starts; E_CHILD_LIMIT when none is)."""
+    L = v.lease
+    link = await v.store.fetchrow("child_of_step", run_id=L.run_id, epoch=L.epoch, step_id=step_id, kind="action")
+    version = None
+    if link is not None:
+        row = await v.store.fetchrow("run_get", run_id=link["child_run_id"], project=L.project_id)
+        version = row["version"] if row is not None else None
+    if version is None:
+        latest = await v.store.fetchrow("version_latest", project=L.project_id, workflow_id=spec["workflow_id"])
+        if latest is None:
+            from ...sdk.core import StepFailed
+
+            raise StepFailed(step_id, E_CHILD_LIMIT, f"step {step_id}: workflow {spec['workflow_id']} is not "
+                                                     "published")
+        version = latest["version"]
+    return ChildIR(workflow_id=spec["workflow_id"], version=version, input=spec["input"], wait=spec["wait"],
+                   timeout_ms=spec["timeout_ms"], on_timeout=spec["on_timeout"],
+                   on_parent_cancel=spec["on_parent_cancel"])
+
+
 async def compensation(v: Visit, sp: StepProgress, a: Attempt) -> tuple[Any, A44Error | None]:
     """The saga's `Undo.call` of a child step with `compensate: workflow/NAME`: that workflow is started once
     (with the child's output as its input) by the commit that finishes compensation attempt `a`; a retried or
