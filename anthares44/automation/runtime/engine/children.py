@@ -93,8 +93,20 @@ async def create(v: Visit, step_id: str, c: ChildIR, input: dict, a: Attempt, no
         raise A44Error(E_CHILD_INPUT_INVALID, f"step {step_id}: {err.message}", step_id=step_id) from None
     child_id = new_run_id(now)
     v.batch.child_start(a, child_id, c.workflow_id, c.version, input, key, ir.get("queue"), c.wait,
-                        c.on_parent_cancel, now + timedelta(milliseconds=c.timeout_ms), now)
+                        c.on_parent_cancel, now + timedelta(milliseconds=c.timeout_ms), now,
+                        traceparent=parent_traceparent(v))
     return child_id
+
+
+def parent_traceparent(v: Visit) -> str:
+    """The W3C traceparent a child run starts from: the parent's trace (its incoming one, else its own run
+    trace) with the parent's run span as the child's parent, so the child's spans sit in the parent's trace."""
+    from ... import tracing as t
+
+    spans = v.batch.spans
+    parent = spans.parent if spans is not None else None
+    trace_id = parent.trace_id if parent is not None else t.run_trace_id(v.lease.run_id)
+    return t.format_traceparent(trace_id, t.run_span_id(v.lease.run_id))
 
 
 async def look(v: Visit, step_id: str, c: ChildIR, now: datetime) -> Any:

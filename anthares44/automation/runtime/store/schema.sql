@@ -227,7 +227,7 @@ declare
 begin
     select * into x from jsonb_to_record(op) as r(run_id text, epoch integer, step_id text, kind text,
         child_run_id text, project text, workflow_id text, version integer, input jsonb, partition_key text,
-        queue text, wait text, on_parent_cancel text, timeout_at timestamptz, "now" timestamptz);
+        queue text, wait text, on_parent_cancel text, timeout_at timestamptz, "now" timestamptz, traceparent text);
     select c.root_run_id, c.depth into up from automation.run_children c where c.child_run_id = x.run_id;
     insert into automation.run_children (child_run_id, parent_run_id, parent_epoch, step_id, kind, root_run_id,
                                          depth, wait, on_parent_cancel, created_at)
@@ -264,6 +264,12 @@ begin
     values (x.child_run_id, x.project, x."now", 'run.created', 'pending',
             jsonb_build_object('version', x.version, 'parent_run_id', x.run_id, 'step_id', x.step_id,
                                'root_run_id', coalesce(up.root_run_id, x.run_id), 'kind', x.kind));
+    if x.traceparent is not null then   -- the child's spans continue the parent's trace (trace_context_of_visit)
+        insert into automation.run_trace_context (project_id, run_key, at, traceparent, tracestate)
+        values (x.project, 'child:' || x.run_id || ':' || x.epoch || ':' || x.step_id
+                           || (case when x.kind = 'compensation' then ':compensate' else '' end),
+                x."now", x.traceparent, null);
+    end if;
     if x.kind = 'action' and x.wait <> 'none' then
         insert into automation.run_waits (run_id, epoch, step_id, kind, key, opened_at, timeout_at)
         values (x.run_id, x.epoch, x.step_id, 'child', x.child_run_id, x."now", x.timeout_at)
