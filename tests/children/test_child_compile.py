@@ -90,3 +90,17 @@ def test_keys_a_child_step_does_not_take_are_refused():
         assert [d.code for d in errors] == [code], (extra, errors)
     _, errors, _ = compiled(PARENT.replace("    timeout: 2h\n", ""), CHILD, OFF)
     assert [d.code for d in errors] == ["A44201"]         # the step's timeout is required
+
+
+def test_the_editor_schema_takes_a_child_step_and_closes_it():
+    import json
+    from pathlib import Path
+
+    import jsonschema
+    import yaml
+
+    schema = json.loads((Path(__file__).parents[2] / "schemas" / "workflow.schema.json").read_text())
+    v = jsonschema.Draft7Validator(schema)
+    assert not list(v.iter_errors(yaml.safe_load(PARENT)))
+    bad = yaml.safe_load(PARENT.replace("    wait: result\n", "    wait: result\n    retry: {max: 3}\n"))
+    assert any("retry" in e.message for e in v.iter_errors(bad))
