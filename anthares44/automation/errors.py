@@ -122,7 +122,8 @@ E_CHILD_FAILED = _code("E_CHILD_FAILED", False, "the child workflow run ended wi
 E_CHILD_TIMEOUT = _code("E_CHILD_TIMEOUT", False, "the child workflow did not end within the step's timeout")
 E_CHILD_INPUT_INVALID = _code("E_CHILD_INPUT_INVALID", False,
                               "the child's input could not be rendered or was refused; no child was created")
-E_CHILD_LIMIT = _code("E_CHILD_LIMIT", False, "a child workflow limit (depth 8) or a target not published")
+E_CHILD_LIMIT = _code("E_CHILD_LIMIT", False, "a child workflow limit (depth 8, 10,000 child runs per tree) or a "
+                      "target not published")
 
 # Expressions at run time (§5): evaluation errors are values inside CEL; this is the code a step gets when
 # an `if` expression ends in an error.

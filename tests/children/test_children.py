@@ -135,3 +135,16 @@ def test_a_tree_deeper_than_8_fails_with_E_CHILD_LIMIT(store, clock, aio):
     deepest = next(r for r in rows if r["depth"] == MAX_DEPTH)
     assert aio(run_row(store, deepest["run_id"]))["error_code"] == "E_CHILD_LIMIT"
     assert aio(run_row(store, run_id))["error_code"] == "E_CHILD_FAILED"
+
+
+def test_a_tree_past_its_run_limit_fails_the_next_child_with_E_CHILD_LIMIT(store, clock, aio, monkeypatch):
+    from anthares44.automation.runtime.engine import children
+
+    monkeypatch.setattr(children, "MAX_TREE_RUNS", 2)
+    kid = workflow([node("work")], name="kid")
+    parent = workflow([child_node(f"c{i}", "wf_kid") for i in range(3)], name="parent")
+    run_id = aio(_start(store, parent, kid))
+    aio(engine(store, Script(), clock=clock).drive())
+    row = aio(run_row(store, run_id))
+    assert (row["state"], row["error_code"], row["failed_step"]) == ("failed", "E_CHILD_LIMIT", "c2")
+    assert len(aio(tree(store, run_id))) == 3       # the root and its two children

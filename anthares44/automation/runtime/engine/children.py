@@ -33,6 +33,7 @@ from .states import WAITING
 from .visit import Visit
 
 MAX_DEPTH = 8                   # a root run's children are depth 1 (§21: publish refuses deeper call graphs)
+MAX_TREE_RUNS = 10_000          # child runs of one tree (a runaway fan-out of children stops here: E_CHILD_LIMIT)
 MAX_INPUT_BYTES = 256 * 1024    # a child's input is a run input: the same limit as a step's inline result
 RENDER_BUDGET_S = 1.0
 OPEN, SATISFIED, TIMED_OUT = "open", "satisfied", "timed_out"
@@ -79,6 +80,11 @@ async def create(v: Visit, step_id: str, c: ChildIR, input: dict, a: Attempt, no
     if depth > MAX_DEPTH:
         raise A44Error(E_CHILD_LIMIT, f"step {step_id} would start a child at depth {depth}; at most {MAX_DEPTH}",
                        step_id=step_id, details={"depth": depth})
+    root = lineage["root_run_id"] if lineage is not None else L.run_id
+    size = await v.store.fetchval("children_of_root_count", root_run_id=root, most=MAX_TREE_RUNS)
+    if size >= MAX_TREE_RUNS:
+        raise A44Error(E_CHILD_LIMIT, f"step {step_id}: the tree of root run {root} has {size} child runs; at "
+                                      f"most {MAX_TREE_RUNS}", step_id=step_id, details={"tree_runs": size})
     version = await v.store.fetchrow("version_get", project=L.project_id, workflow_id=c.workflow_id,
                                      version=c.version)
     if version is None:

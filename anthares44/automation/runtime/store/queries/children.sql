@@ -44,3 +44,9 @@ select workflow_id, max(version)::integer as version
 from automation.workflow_versions
 where project_id = :project
 group by workflow_id;
+
+-- name: children_of_root_count
+-- purpose: how many child runs the tree of root run :root_run_id has, counted up to :most (the runtime's fan-out limit)
+select count(*)::bigint from (
+    select 1 from automation.run_children where root_run_id = :root_run_id limit :most
+) c;
