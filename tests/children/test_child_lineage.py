@@ -8,6 +8,7 @@ ever overlap and that runs of a key start in creation order."""
 from __future__ import annotations
 
 import itertools
+import time
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -53,7 +54,9 @@ def test_parent_and_child_on_one_key_finish_in_one_drive_and_a_third_run_waits_f
     third = aio(store.create_run(PROJECT, kid.workflow_id, {"tenant": "acme"}, "r-1", queue="q_tenant",
                                  partition_key="acme")).run_id
     script = Script()
+    started = time.perf_counter()
     states = aio(engine(store, script, clock=clock).drive())
+    print(f"parent, child and a third run of one key: {(time.perf_counter() - started) * 1000:.0f} ms")
     assert states[p] == "succeeded" and states[third] == "succeeded"    # one drive: nothing parked for 60 s
     [_, child] = aio(tree(store, p))
     c = aio(run_row(store, child["run_id"]))
