@@ -39,6 +39,7 @@ RENDER_BUDGET_S = 1.0
 OPEN, SATISFIED, TIMED_OUT = "open", "satisfied", "timed_out"
 AFTER_CHILD_COMMIT = "fault.after_child_commit"     # a service key only tests set: (run_id, step_id) -> may raise
 SUCCESS = ("succeeded", "partial")
+ENDED_BADLY = ("failed", "compensation_failed", "cancelled")    # `wait: started` on a child that never ran
 
 
 def child_output(row_output: dict) -> dict:
@@ -139,7 +140,8 @@ def outcome(step_id: str, c: ChildIR, row: Any) -> tuple[Any, A44Error | None]:
     """(output, None) or (None, error) of a closed wait on a child."""
     out = row["output"] or {}
     state = row["state"]
-    if state == SATISFIED and (c.wait == "started" or out.get("state") in SUCCESS):
+    if state == SATISFIED and (out.get("state") in SUCCESS or (c.wait == "started" and out.get("state") not in
+                                                               ENDED_BADLY)):
         return child_output(out), None
     if state == SATISFIED:
         return None, A44Error(
