@@ -317,11 +317,12 @@ def _branches(defs: dict[str, dict[str, Any]], common: dict[str, Any], required:
                            "A connector plugin: its parameters go under `with:`.")
         elif form == "child":
             props = {k: v for k, v in common.items() if k not in NOT_ON_CHILD}
-            extra = {"input": ({"type": "object"}, "The child's input; templates rendered when the step starts."),
-                     "childOnTimeout": ({"enum": ["cancel", "keep"]}, "At the step's timeout: cancel the child "
-                                        "(default) or let it run on."),
-                     "onParentCancel": ({"enum": ["cancel", "abandon"]}, "When the parent is cancelled: cancel "
-                                        "the child (default) or let it run on.")}
+            extra: dict[str, tuple[dict[str, Any], str]] = {
+                "input": ({"type": "object"}, "The child's input; templates rendered when the step starts."),
+                "childOnTimeout": ({"enum": ["cancel", "keep"]}, "At the step's timeout: cancel the child "
+                                   "(default) or let it run on."),
+                "onParentCancel": ({"enum": ["cancel", "abandon"]}, "When the parent is cancelled: cancel the "
+                                   "child (default) or let it run on.")}
             props["wait"] = {"$ref": REF + "Step_wait"}
             for name, (field, help) in extra.items():
                 _describe(field, help)
