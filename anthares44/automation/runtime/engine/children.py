@@ -1,11 +1,13 @@
-"""The child-workflow step of a YAML workflow (§21, node kind `child`, docs/children.md): a step kind (visit.py
-`StepKind`) that starts one run of another published workflow and, unless `wait: none`, waits for it holding no
-worker, lease or slot.
+"""The child-workflow step (§21, docs/children.md): of a YAML workflow, a step kind (visit.py `StepKind`, node
+kind `child`) that starts one run of another published workflow and, unless `wait: none`, waits for it holding no
+worker, lease or slot; `create`, `look` and `outcome` are shared with a code workflow's `step.workflow(...)`
+(code_visit.py).
 
 The child is created by the commit that records the step's attempt (`Batch.child_start`, migration 0037's
 `engine_op_child_start`): a crash before that commit leaves neither, one after it leaves both, and the link's
 unique key (parent, epoch, step) refuses a second child whatever retries or re-grants follow. Its input is
-rendered and checked first (E_CHILD_INPUT_INVALID: no child is created), its depth bounded (E_CHILD_LIMIT). The
+rendered and checked first (E_CHILD_INPUT_INVALID: no child is created), its depth and its tree's size
+bounded (E_CHILD_LIMIT). The
 wait is a `run_waits` row of kind `child` opened in that same commit; the child's end closes it with its outcome
 and makes the parent due in the transaction that ends the child (trigger `runs_children_deliver`), so the parent
 never polls. At the step's `timeout` the parent closes the wait `timed_out` (one conditional update: whichever of
