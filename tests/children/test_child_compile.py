@@ -1,6 +1,6 @@
 """`uses: workflow/NAME` in the compiler (§21): lowered into NodeIR.child (kind `child`, the child's version
 pinned from the files, the input marked for rendering), and the call graph's refusals: an unknown target, a
-cycle, a chain deeper than 8, keys a child step does not take (golden cases golden/A44260..A44264)."""
+cycle, a chain deeper than 8, keys a child step does not take (golden cases golden/A44270..A44274)."""
 
 from __future__ import annotations
 
@@ -60,29 +60,29 @@ def test_a_child_step_lowers_to_a_child_node_with_its_version_pinned():
 
 def test_an_unknown_target_is_an_error_at_publish_and_a_warning_in_lint():
     _, errors, _ = compiled(PARENT.replace("compensate: workflow/tenant-offboard\n", ""))
-    assert [d.code for d in errors] == ["A44260"]
+    assert [d.code for d in errors] == ["A44270"]
     _, errors, diags = compiled(PARENT.replace("compensate: workflow/tenant-offboard\n", ""), mode="lint")
-    assert not errors and [d.code for d in diags] == ["A44260"]
+    assert not errors and [d.code for d in diags] == ["A44270"]
 
 
 def test_a_cycle_is_refused_once_at_the_step_that_closes_it():
     a = "name: a\nversion: 1\nsteps:\n  - id: go\n    uses: workflow/b\n    timeout: 1h\n"
     b = "name: b\nversion: 1\nsteps:\n  - id: back\n    uses: workflow/a\n    timeout: 1h\n"
     _, errors, _ = compiled(a, b)
-    assert [d.code for d in errors] == ["A44261"] and "wf_a -> wf_b -> wf_a" in errors[0].message
+    assert [d.code for d in errors] == ["A44271"] and "wf_a -> wf_b -> wf_a" in errors[0].message
     self_call = "name: a\nversion: 1\nsteps:\n  - id: me\n    uses: workflow/a\n    timeout: 1h\n"
-    assert [d.code for d in compiled(self_call)[1]] == ["A44261"]
+    assert [d.code for d in compiled(self_call)[1]] == ["A44271"]
 
 
 def test_a_chain_of_8_is_taken_and_of_9_refused():
     assert not compiled(*chain(8))[1]
     _, errors, _ = compiled(*chain(9))
-    assert [d.code for d in errors] == ["A44262"] and "chain of 9" in errors[0].message
+    assert [d.code for d in errors] == ["A44272"] and "chain of 9" in errors[0].message
 
 
 def test_keys_a_child_step_does_not_take_are_refused():
-    for extra, code in (("    retry: {max: 3}\n", "A44264"), ("    onParentCancel: later\n", "A44264"),
-                        ("    inptu: {}\n", "A44264"), ("    input: [1]\n", "A44264")):
+    for extra, code in (("    retry: {max: 3}\n", "A44274"), ("    onParentCancel: later\n", "A44274"),
+                        ("    inptu: {}\n", "A44274"), ("    input: [1]\n", "A44274")):
         text = PARENT.replace("    onParentCancel: abandon\n", "").replace("    timeout: 2h\n", "    timeout: 2h\n" + extra)
         if extra.startswith("    input:"):
             text = text.replace('    input: {name: "{{ input.name }}"}\n', "")

@@ -1,7 +1,7 @@
 """Child-workflow rules (§21, docs/children.md): a `uses: workflow/NAME` step names a workflow of these files or
-one already published (else A44260: an error at publish, a warning in lint), takes only the keys a child step
-has (A44264), and the call graph the project's child steps draw has no cycle (A44261) and no chain deeper than
-MAX_DEPTH (A44262): a cycle would start runs without end, and the runtime refuses a child below depth 8.
+one already published (else A44270: an error at publish, a warning in lint), takes only the keys a child step
+has (A44274), and the call graph the project's child steps draw has no cycle (A44271) and no chain deeper than
+MAX_DEPTH (A44272): a cycle would start runs without end, and the runtime refuses a child below depth 8.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ if TYPE_CHECKING:
     from ..models import Step, Workflow
     from ..project import Project
 
-A44260 = register("A44260", "a child-workflow step names an unknown workflow")
-A44261 = register("A44261", "the child-workflow call graph has a cycle")
-A44262 = register("A44262", "the child-workflow call graph is deeper than 8")
-A44264 = register("A44264", "a key or value a child-workflow step does not take")
+A44270 = register("A44270", "a child-workflow step names an unknown workflow")
+A44271 = register("A44271", "the child-workflow call graph has a cycle")
+A44272 = register("A44272", "the child-workflow call graph is deeper than 8")
+A44274 = register("A44274", "a key or value a child-workflow step does not take")
 
 CHILD_PREFIX = "workflow/"
 MAX_DEPTH = 8
@@ -91,7 +91,7 @@ def _keys(decl: Decl[Workflow], i: int, step: Step) -> Iterator[Diagnostic]:
 
 
 def _graph(edges: dict[str, list[tuple[str, Decl[Workflow], int]]]) -> Iterator[Diagnostic]:
-    """A44261 at the step that closes each cycle (once per cycle); A44262 at the first step of a workflow no
+    """A44271 at the step that closes each cycle (once per cycle); A44272 at the first step of a workflow no
     other one calls whose chain of child calls is longer than MAX_DEPTH."""
     seen_cycles: set[frozenset[str]] = set()
     depth: dict[str, int] = {}      # the longest chain of calls below a workflow (its cycle-free part)
@@ -107,7 +107,7 @@ def _graph(edges: dict[str, list[tuple[str, Decl[Workflow], int]]]) -> Iterator[
                     found.append(_at(decl, i, "uses", f"child step {decl.model.steps[i].id!r} closes a call "
                                                       f"cycle: {' -> '.join(cycle)}",
                                      "a workflow may not start itself through its children; break the cycle",
-                                     A44261))
+                                     A44271))
                 continue
             if tid not in depth:
                 longest(tid, stack + [tid])
@@ -124,10 +124,10 @@ def _graph(edges: dict[str, list[tuple[str, Decl[Workflow], int]]]) -> Iterator[
             tid, decl, i = max(edges[top], key=lambda e: depth.get(e[0], 0))
             yield _at(decl, i, "uses", f"child step {decl.model.steps[i].id!r} starts a chain of {depth[top]} "
                                        f"nested child calls; at most {MAX_DEPTH}",
-                      "flatten the tree: a child's child may be started by the parent instead", A44262)
+                      "flatten the tree: a child's child may be started by the parent instead", A44272)
 
 
-def _at(decl: Decl[Workflow], i: int, key: str, message: str, hint: str, code: str = A44264) -> Diagnostic:
+def _at(decl: Decl[Workflow], i: int, key: str, message: str, hint: str, code: str = A44274) -> Diagnostic:
     return Diagnostic.at(code, message, decl.src.path, decl.src.span(decl.path + ("steps", i, key)), hint=hint)
 
 
@@ -136,6 +136,6 @@ def _unknown(project: Project, decl: Decl[Workflow], i: int, key: str, uses: str
     sev = Severity.ERROR if project.mode == "publish" else Severity.WARNING
     close = did_you_mean(uses[len(CHILD_PREFIX):], names)
     where = "these files" + (f" nor {project.known.where}" if project.known.where else "")
-    return Diagnostic.at(A44260, f"{uses!r} names no workflow of {where}", decl.src.path,
+    return Diagnostic.at(A44270, f"{uses!r} names no workflow of {where}", decl.src.path,
                          decl.src.span(decl.path + ("steps", i, key)), severity=sev,
                          hint=close or "publish the child workflow in the same call, or first")
