@@ -25,3 +25,7 @@ select seq, name, data, idempotency_key, sent_by, received_at, consumed_epoch, c
 from automation.run_signals
 where run_id = :run_id
 order by seq;
+
+-- name: children_count_of_parents
+-- purpose: how many child runs the runs :run_ids started for their steps (compensations left out)
+select count(*)::bigint from automation.run_children where parent_run_id = any(:run_ids::text[]) and kind = 'action';

@@ -116,6 +116,15 @@ E_SIGNAL_TOO_LARGE = _code("E_SIGNAL_TOO_LARGE", False, "the signal's data is ov
 E_SIGNAL_INVALID = _code("E_SIGNAL_INVALID", False, "the signal's name or data is not valid", http=400,
                          exit=EXIT_USAGE)
 
+# Child workflows (§21, docs/children.md)
+E_CHILD_FAILED = _code("E_CHILD_FAILED", False, "the child workflow run ended without succeeding (its run id and "
+                       "code are in details)", details=True)
+E_CHILD_TIMEOUT = _code("E_CHILD_TIMEOUT", False, "the child workflow did not end within the step's timeout")
+E_CHILD_INPUT_INVALID = _code("E_CHILD_INPUT_INVALID", False,
+                              "the child's input could not be rendered or was refused; no child was created")
+E_CHILD_LIMIT = _code("E_CHILD_LIMIT", False, "a child workflow limit (depth 8, 10,000 child runs per tree) or a "
+                      "target not published")
+
 # Expressions at run time (§5): evaluation errors are values inside CEL; this is the code a step gets when
 # an `if` expression ends in an error.
 E_EXPR_EVAL = _code("E_EXPR_EVAL", False, "an expression could not be evaluated")

@@ -344,6 +344,12 @@ class Automation(RunsService):
 
         return await send(self.store, self.project, run_id, name, data, key=key, by=by)
 
+    async def run_tree(self, run_id: str) -> dict:
+        """The tree of child workflows `run_id` belongs to, from its root (app/lineage.py)."""
+        from .lineage import run_tree
+
+        return await run_tree(self, run_id)
+
     async def wake(self, run_id: str, step: str, *, by: str, reason: str) -> dict:
         """A person ends sleep `step` now, saying who and why (runtime.engine.timers): refused with
         E_TIMER_NOT_SLEEPING when the step is not an open sleep or its instant has come."""

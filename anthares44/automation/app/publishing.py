@@ -100,7 +100,10 @@ async def published_known(store, project: str):
             connectors[cid] = ConnectorDecl.model_validate(definition)
         except ValueError:
             continue
-    return Known(f"published in project {project}", frozenset(workflows), frozenset(queues), connectors)
+    versions = {r["workflow_id"]: r["version"] for r in await store.fetch("published_workflow_versions",
+                                                                           project=project)}
+    return Known(f"published in project {project}", frozenset(workflows), frozenset(queues), connectors,
+                 versions=versions)
 
 
 async def publish(store, project: str, paths: list[str], *, plugins: frozenset = frozenset()) -> PublishReport:

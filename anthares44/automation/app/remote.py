@@ -412,6 +412,11 @@ class RemoteAutomation(RunsService):
                                   body={"data": data, "idempotency_key": key})
         return doc
 
+    async def run_tree(self, run_id: str) -> dict:
+        _, doc = await self._call(ep.RUN_TREE.at(run_id=run_id))
+        doc["runs"] = [timestamps(r) for r in doc.get("runs", [])]
+        return doc
+
     async def wake(self, run_id: str, step: str, *, by: str, reason: str) -> dict:
         # the daemon records the calling token's name as who woke it (`by` is local only)
         _, doc = await self._call(ep.WAKE.at(run_id=run_id), body={"step": step, "reason": reason})

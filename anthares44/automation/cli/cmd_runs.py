@@ -16,6 +16,7 @@ expired (the run waits in `awaiting_confirmation` until a person says what happe
 step of a `partial` or `failed` run that failed for good, recording who (--by, default $USER) and why in the log;
 a partial run with no failed partition left becomes `succeeded` (docs/partitions.md).
 
+`a44 automation runs tree RUN` prints the tree of child workflows the run belongs to (§21), from its root.
 `a44 automation runs cancel RUN [--reason TEXT] [--compensate]` cancels a run, recording who (--by, default $USER)
 and why: at once when no worker holds it (pending, waiting, sleeping, awaiting_confirmation), else at the next
 safe point of the daemon running it (its in-flight call is cancelled); --compensate undoes its completed steps
@@ -78,6 +79,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     actions = p.add_subparsers(dest="runs_action", metavar="ACTION", parser_class=type(p))
     _action(actions, "show", "one run, with its sleeping steps' due instants (also `runs RUN`)",
             "One run: state, version, steps, and each sleeping step's due instant.", by=None)
+    _action(actions, "tree", "the tree of child workflows a run belongs to, with states",
+            "The run's lineage (§21): its root and every child run below it, indented by depth, with the "
+            "parent's step that started each, its workflow, version and state.", by=None)
     r = _action(actions, "resolve", "settle an exclusive step awaiting confirmation",
                 "Tell the run what happened to an exclusive step whose lease expired: succeeded (its effect "
                 "happened), failed (it did not: fail the step), retry (attempt it again).",
@@ -154,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
         return run_api(_cancel, args)
     if getattr(args, "runs_action", None) == "export":
         return run_api(_export, args, local_only="runs export")
+    if getattr(args, "runs_action", None) == "tree":
+        return run_api(_tree, args)
     if getattr(args, "runs_action", None) == "show":
         return run_api(_show, args)
     if getattr(args, "runs_action", None) in ("wake", "reschedule"):
@@ -191,6 +197,22 @@ def render_text(page) -> str:
     if page.total > len(page.runs):
         out += f"({len(page.runs)} of {page.total} shown; --limit N for more)\n"
     return out
+
+
+async def _tree(auto, args) -> int:
+    doc = await auto.run_tree(args.run_id)
+    if args.format == "json":
+        write(json_document(doc))
+        return EXIT_OK
+    for r in doc["runs"]:
+        how = "" if r["parent_run_id"] is None else f"{r['step_id']}" + (
+            " (compensation)" if r["kind"] == "compensation" else "") + ": "
+        mark = "  <-" if r["run_id"] == args.run_id and r["parent_run_id"] is not None else ""
+        write(f"{'  ' * r['depth']}{how}{r['run_id']} {r['workflow_id']} v{r['version']} {r['state']}"
+              + (f" {r['error_code']}" if r["error_code"] else "") + f"{mark}\n")
+    if doc["truncated"]:
+        write(f"(the first {len(doc['runs'])} runs of the tree)\n")
+    return EXIT_OK
 
 
 async def _resolve(auto, args) -> int:

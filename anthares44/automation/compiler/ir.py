@@ -114,11 +114,31 @@ class WaitIR(IR):
     on_timeout: Literal["fail", "continue"]
 
 
+class ChildIR(_Optional):
+    """A child-workflow step (§21, `uses: workflow/NAME`, docs/children.md): one run of `workflow_id` at the
+    `version` pinned when the parent was published, with `input` (templates rendered when the step starts), created
+    in the transaction that records the parent's attempt. `wait`: `result` (the step ends with the child), `started`
+    (when the child is first leased) or `none` (at once, output the child's run id); `timeout_ms` bounds the wait,
+    after which the child is cancelled unless `on_timeout` is `keep`. `on_parent_cancel`: `cancel` cascades a
+    cancel of the parent to the child, `abandon` lets it run on. `compensate`: a workflow started once, with the
+    child's output as input, when the parent's saga undoes this step."""
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("compensate_workflow_id", "compensate_version")
+    workflow_id: str
+    version: int
+    input: Any
+    wait: Literal["result", "started", "none"]
+    timeout_ms: int
+    on_timeout: Literal["cancel", "keep"]
+    on_parent_cancel: Literal["cancel", "abandon"]
+    compensate_workflow_id: str | None = None
+    compensate_version: int | None = None
+
+
 class NodeIR(_Optional):
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("rows", "expect", "partitions", "sleep", "wait")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("rows", "expect", "partitions", "sleep", "wait", "child")
     id: str
     index: int
-    kind: Literal["call", "sleep", "wait"]
+    kind: Literal["call", "sleep", "wait", "child"]
     connector: ConnectorRef | None
     timeout_ms: int | None
     retry: RetryIR
@@ -132,6 +152,7 @@ class NodeIR(_Optional):
     partitions: PartitionsIR | None = None
     sleep: SleepIR | None = None              # kind "sleep" with no sleep_ms: a `for` span or an `until` instant
     wait: WaitIR | None = None                # kind "wait"
+    child: ChildIR | None = None              # kind "child"
 
 
 class DeliverIR(IR):

@@ -41,6 +41,8 @@ KINDS = ("workflow", "triggers", "connectors", "queues", "alerts", "channels", "
 REF = "#/definitions/"
 PLUGIN_PATTERN = r"^connector/\S+$"
 DECLARED_PATTERN = r"^con_[A-Za-z0-9_.-]+$"
+CHILD_PATTERN = r"^workflow/[a-z][a-z0-9-]{0,62}$"     # a child-workflow step (§21, docs/children.md)
+NOT_ON_CHILD = ("retry", "exclusive", "rows", "expect", "partitions", "onPartitionFailure")
 
 # Keywords a draft-07 validator does not know (or pydantic-only ones): any of them in the output is a bug.
 FORBIDDEN_KEYWORDS = frozenset({
@@ -265,6 +267,8 @@ def _connector_name_schema() -> dict[str, Any]:
                                                                       "e.g. `connector/payments.authorize`."},
         {"type": "string", "pattern": DECLARED_PATTERN, "description": "A declared connector id, e.g. "
                                                                         "`con_erp_private`."},
+        {"type": "string", "pattern": CHILD_PATTERN, "description": "A child workflow, e.g. "
+                                                                     "`workflow/tenant-onboard` (§21)."},
     ]}  # the enum is what editors offer as completion; the patterns only accept
     _polish(schema)
     _describe(schema, "A connector: a built-in (" + ", ".join(f"`{n}`" for n in BUILTIN_PARAMS) + "), a plugin "
@@ -277,6 +281,7 @@ def _uses_forms() -> list[tuple[str, dict[str, Any]]]:
     forms = [(name, {"const": name}) for name in BUILTIN_PARAMS]
     forms.append(("plugin", {"type": "string", "pattern": PLUGIN_PATTERN}))
     forms.append(("declared", {"type": "string", "pattern": DECLARED_PATTERN}))
+    forms.append(("child", {"type": "string", "pattern": CHILD_PATTERN}))
     return forms
 
 
@@ -310,6 +315,19 @@ def _branches(defs: dict[str, dict[str, Any]], common: dict[str, Any], required:
         if form == "plugin":
             then = _closed(_merge(common, plugin_extra, form), required,
                            "A connector plugin: its parameters go under `with:`.")
+        elif form == "child":
+            props = {k: v for k, v in common.items() if k not in NOT_ON_CHILD}
+            extra: dict[str, tuple[dict[str, Any], str]] = {
+                "input": ({"type": "object"}, "The child's input; templates rendered when the step starts."),
+                "childOnTimeout": ({"enum": ["cancel", "keep"]}, "At the step's timeout: cancel the child "
+                                   "(default) or let it run on."),
+                "onParentCancel": ({"enum": ["cancel", "abandon"]}, "When the parent is cancelled: cancel the "
+                                   "child (default) or let it run on.")}
+            props["wait"] = {"$ref": REF + "Step_wait"}
+            for name, (field, help) in extra.items():
+                _describe(field, help)
+                props[name] = field
+            then = _closed(props, required, "A child workflow (§21): started once, its result the step's output.")
         elif form == "declared":
             # the declared connector's type is in another file: accept the parameters of any declarable type
             options = []

@@ -19,6 +19,7 @@ from .ir import (
     DEFAULT_RETRY_CAP_MS,
     DEFAULT_SINCE_MAX,
     CatchUpIR,
+    ChildIR,
     CompensationIR,
     ConcurrencyIR,
     ConnectorRef,
@@ -33,7 +34,7 @@ from .ir import (
     WorkflowIR,
     seal,
 )
-from .models.workflow import Sleep
+from .models.workflow import Sleep, Wait
 from .project import workflow_id
 from .resolve import resolve
 from .rules.expectations import ROW_FIELDS, ROWS_ROOTS, STEP_EXPECT_ROOTS, WORKFLOW_EXPECT_ROOTS, expect_list, step_rows
@@ -116,13 +117,39 @@ def _since(r: PartitionRange | None) -> dict[str, Any]:
     return {"since": "last_success", "initial": r.initial, "max": r.max or DEFAULT_SINCE_MAX}
 
 
+def _child(step: Step, project: Project) -> ChildIR | None:
+    """A `uses: workflow/NAME` step (§21): the child's version pinned now (the one in these files, else the
+    latest published), its input marked for rendering when the step starts."""
+    if step.uses is None or not step.uses.startswith("workflow/"):
+        return None
+    extra = dict(step.model_extra or {})
+
+    def pinned(uses: str) -> tuple[str, int]:
+        wid = workflow_id(uses[len("workflow/"):])
+        decl = project.workflows.get(wid)
+        return wid, decl.model.version if decl is not None else project.known.versions.get(wid, 0)
+
+    wid, version = pinned(step.uses)
+    comp = pinned(step.compensate) if isinstance(step.compensate, str) else None
+    return ChildIR(workflow_id=wid, version=version, input=mark_templates(extra.get("input") or {}),
+                   wait=step.wait if isinstance(step.wait, str) else "result", timeout_ms=step.timeout or 0,
+                   on_timeout="keep" if extra.get("childOnTimeout") == "keep" else "cancel",
+                   on_parent_cancel="abandon" if extra.get("onParentCancel") == "abandon" else "cancel",
+                   compensate_workflow_id=comp[0] if comp else None, compensate_version=comp[1] if comp else None)
+
+
 def lower_step(i: int, step: Step, project: Project) -> NodeIR:
     r = step.retry
     retry = RetryIR(max=r.max if r else 0, strategy=r.strategy if r else "none",
                     base_ms=(r.base if r and r.base is not None else DEFAULT_RETRY_BASE_MS),
                     cap_ms=(r.cap if r and r.cap is not None else DEFAULT_RETRY_CAP_MS))
+    child = _child(step, project)
     comp = None
-    if isinstance(step.compensate, str):
+    if child is not None:
+        comp = None if step.compensate is None else CompensationIR(
+            connector=ConnectorRef(uses=str(step.compensate), kind="builtin", type="workflow"),
+            timeout_ms=step.timeout or 0, params={})
+    elif isinstance(step.compensate, str):
         comp = CompensationIR(connector=_connector(step.compensate, project), timeout_ms=step.timeout or 0,
                               params={})
     elif step.compensate is not None:
@@ -132,16 +159,17 @@ def lower_step(i: int, step: Step, project: Project) -> NodeIR:
     from .rules.expressions import IF_ROOTS
 
     sleep_ms, sleep = _sleep(step.sleep)
-    w = step.wait
+    w = step.wait if isinstance(step.wait, Wait) else None
     wait = None if w is None else WaitIR(kind="signal", signal=w.signal, timeout_ms=w.timeout,
                                          on_timeout=w.onTimeout)
-    kind: Literal["call", "sleep", "wait"] = "sleep" if step.sleep is not None else "wait" if w else "call"
+    kind: Literal["call", "sleep", "wait", "child"] = "sleep" if step.sleep is not None else "wait" if w else \
+        "child" if child else "call"
     return NodeIR(id=step.id, index=i, kind=kind,
-                  connector=_connector(step.uses, project) if step.uses else None,
+                  connector=_connector(step.uses, project) if step.uses and not child else None,
                   timeout_ms=step.timeout, retry=retry, compensate=comp, condition=_expr(step.if_, IF_ROOTS),
-                  exclusive=step.exclusive, sleep_ms=sleep_ms, params=_params(step),
+                  exclusive=step.exclusive, sleep_ms=sleep_ms, params={} if child else _params(step),
                   rows=_rows(step), expect=_expects(step.expect, STEP_EXPECT_ROOTS),
-                  partitions=_partitions(step, IF_ROOTS), sleep=sleep, wait=wait)
+                  partitions=_partitions(step, IF_ROOTS), sleep=sleep, wait=wait, child=child)
 
 
 def _sleep(value: int | Sleep | None) -> tuple[int | None, SleepIR | None]:

@@ -43,6 +43,7 @@ class Known:
     queues: frozenset[str] = frozenset()
     connectors: dict[str, ConnectorDecl] = field(default_factory=dict)     # connector id -> validated ConnectorDecl
     plugins: frozenset[str] = frozenset()   # plugin names that exist without an entry point here: the test kit's mocks
+    versions: dict[str, int] = field(default_factory=dict)     # workflow id -> latest published version (§21 pins)
 
 
 @dataclass

@@ -189,6 +189,16 @@ class Host:
         A44Error, or an instant past the run's deadline, fails the step for good (raises StepFailed)."""
         raise NotImplementedError
 
+    async def start_child(self, step_id: str, attempt: int, spec: dict) -> Attempt:
+        """Start child workflow `spec` (§21, docs/children.md) for step `step_id`: its `running` row and the child
+        run in one commit; raises StepFailed when the child cannot be created (E_CHILD_*)."""
+        raise NotImplementedError
+
+    async def child_outcome(self, step_id: str, a: Attempt, spec: dict) -> Any:
+        """The output of the child step `a` once its child ended (or started, for `wait: started`), recorded
+        (committed); raises Suspend while it runs, StepFailed when it failed or timed out."""
+        raise NotImplementedError
+
     def expire(self, a: Attempt) -> None:
         """An attempt found `running` by a new visit was interrupted: mark it lease_expired (with the next write)."""
         raise NotImplementedError
@@ -506,6 +516,24 @@ class Execution:
         self.completed.append(step_id)
 
 
+async def _child_step(x: Execution, step_id: str, spec: dict) -> Any:
+    """`step.workflow(...)`: one child run per step, its output the step's result (docs/children.md)."""
+    log = x._enter(step_id)
+    last = log.last
+    if last is not None and last.status == "succeeded":
+        x.completed.append(step_id)
+        return last.result
+    if last is not None and last.status != "running":
+        raise StepFailed(step_id, last.error_code or E_CONNECTOR_FAILED, last.error_message or "")
+    if last is None:
+        last = await x.host.start_child(step_id, 1, spec)
+        log.actions.append(last)
+    result = await x.host.child_outcome(step_id, last, spec)
+    last.status, last.result = "succeeded", result
+    x.completed.append(step_id)
+    return result
+
+
 def current() -> Execution:
     x = _current.get()
     if x is None:
@@ -544,6 +572,21 @@ class _Step:
         """`step.sleep_until("launch", "2026-07-01T09:00:00-03:00")` (or an aware datetime); a past one fires at
         once; a naive or unparseable one fails the step with E_SLEEP_INVALID."""
         await current().sleep(step_id, until=instant)
+
+    async def workflow(self, step_id: str, name: str, *, input: Any = None, wait: str = "result",
+                       timeout: Any = "1h", child_on_timeout: str = "cancel",
+                       on_parent_cancel: str = "cancel") -> Any:
+        """`await step.workflow("onboard", "tenant-onboard", input={...})`: start one run of the published
+        workflow `name` (its latest version when the step starts) and, unless `wait="none"`, wait for it holding
+        no worker; the result is `{"kind": "child", "run_id", "state", "output", ...}` (docs/children.md)."""
+        if wait not in ("result", "started", "none") or child_on_timeout not in ("cancel", "keep") or \
+                on_parent_cancel not in ("cancel", "abandon"):
+            raise ValueError("wait is result|started|none, child_on_timeout cancel|keep, on_parent_cancel "
+                             "cancel|abandon")
+        spec = {"workflow_id": workflow_id_of(name), "input": jsonable(input if input is not None else {}),
+                "wait": wait, "timeout_ms": duration_ms(timeout), "on_timeout": child_on_timeout,
+                "on_parent_cancel": on_parent_cancel}
+        return await _child_step(current(), step_id, spec)
 
     async def map(self, name: str, partitions, fn: Callable[[str], Any], *, concurrency: int = 4,
                   timeout: Any = None, retry: Any = None, on_failure: str = "fail") -> list[Any]:

@@ -71,6 +71,7 @@ PARTITIONS = Endpoint("GET", PREFIX + "/partitions/{target}", {200: rm.Partition
 SKIP = Endpoint("POST", PREFIX + "/runs/{run_id}/skip", {200: rm.SkipResult})
 CANCEL = Endpoint("POST", PREFIX + "/runs/{run_id}/cancel", {200: rm.CancelResult})
 SIGNAL = Endpoint("POST", PREFIX + "/runs/{run_id}/signals/{name}", {202: rm.SignalResult})
+RUN_TREE = Endpoint("GET", PREFIX + "/runs/{run_id}/tree", {200: rm.RunTree})
 WAKE = Endpoint("POST", PREFIX + "/runs/{run_id}/wake", {200: rm.TimerResult})
 RESCHEDULE = Endpoint("POST", PREFIX + "/runs/{run_id}/reschedule", {200: rm.TimerResult})
 RESOLVE = Endpoint("POST", PREFIX + "/runs/{run_id}/resolve", {200: rm.Run})

@@ -165,9 +165,11 @@ class Step(OpenModel):
     sleep: SleepField | None = None
     """A durable wait: `sleep: 30s`, `sleep: {for: 1mo, tz: America/Sao_Paulo}` or `sleep: {until: "{{ ... }}"}`;
     takes no `uses` and no `timeout`; it must fit in the run's `maxDuration`."""
-    wait: Wait | None = None
+    wait: Wait | Literal["result", "started", "none"] | None = None
     """A durable wait for a signal: `wait: {signal: approved, timeout: 7d}`; takes no `uses` and no `timeout`
-    (the wait has its own); its output is `{"kind": "signal", "signal": {"name", "data"}}`."""
+    (the wait has its own); its output is `{"kind": "signal", "signal": {"name", "data"}}`. On a child-workflow
+    step (`uses: workflow/NAME`, §21): `result` (default: until the child ends), `started` (until it is first
+    leased) or `none` (at once; the output is the child's run id)."""
     with_: dict[str, Any] | None = Field(None, alias="with")
     """Parameters of a `connector/...` plugin, validated by the plugin's own model."""
     rows: Rows | None = None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...diagnostics import Diagnostic
 from . import (
+    children,
     connectors,
     dag,
     expectations,
@@ -27,7 +28,7 @@ from . import (
 if TYPE_CHECKING:
     from ..project import Project
 
-RULES = (steps, connectors, dag, retry, timers, flow, expressions, expectations, templates, sql, triggers, monitoring)
+RULES = (steps, connectors, children, dag, retry, timers, flow, expressions, expectations, templates, sql, triggers, monitoring)
 
 
 def run_rules(project: Project) -> list[Diagnostic]:

@@ -57,7 +57,7 @@ def _install_hint(uses: str) -> str:
 def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         for i, step in enumerate(decl.model.steps):
-            if step.uses is None:
+            if step.uses is None or step.uses.startswith("workflow/"):    # a child step: rules/children.py
                 continue
             path = decl.path + ("steps", i)
             yield from _check_use(project, decl, path, step.uses, step.model_extra or {}, step.with_, "uses")

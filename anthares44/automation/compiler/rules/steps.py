@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...diagnostics import Diagnostic, register
+from ..models.workflow import Wait
 
 if TYPE_CHECKING:
     from ..models import Step
@@ -40,7 +41,7 @@ def check(project: Project) -> Iterator[Diagnostic]:
             written = decl.written("steps", i)
             written = written if isinstance(written, dict) else {}
             yield from _fan_out(src, path, step, written)
-            if step.sleep is not None or step.wait is not None:
+            if step.sleep is not None or isinstance(step.wait, Wait):
                 form = "sleep" if step.sleep is not None else "wait"
                 code = A44202 if form == "sleep" else A44217
                 for key in ("uses", "timeout", "retry", "compensate", "exclusive", "with", "rows", "expect",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ...calendar import CalendarError, parse_instant, parse_span
 from ...diagnostics import Diagnostic, register
 from ..ir import RUN_DEADLINE_MS
-from ..models.workflow import Sleep
+from ..models.workflow import Sleep, Wait
 from ..templating import is_template
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def _longest(step: Step) -> tuple[int | None, str]:
     """The longest static span of a step (its sleep's, its wait's timeout, else its timeout) and what it is."""
     if isinstance(step.sleep, int):
         return step.sleep, "sleep"
-    if step.wait is not None:   # a wait's own timeout (§20)
+    if isinstance(step.wait, Wait):   # a wait's own timeout (§20)
         return step.wait.timeout, "wait timeout"
     if isinstance(step.sleep, Sleep) and step.sleep.for_ is not None:
         try:

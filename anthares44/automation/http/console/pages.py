@@ -69,7 +69,11 @@ async def runs_live(request: web.Request, session: Session, auto) -> web.StreamR
 async def run(request: web.Request, session: Session, auto) -> web.Response:
     q = _query(request, {"after": text, "limit": count})
     detail = await run_detail(auto, ident("run id", request.match_info["run_id"]), **q)
-    return page(request, "run.html", session=session, **run_context(auto, detail, request))
+    from ...app.lineage import run_tree
+
+    tree = await run_tree(auto, detail["run"]["run_id"])     # §21: shown when the run has a parent or children
+    return page(request, "run.html", session=session, tree=tree if len(tree["runs"]) > 1 else None,
+                **run_context(auto, detail, request))
 
 
 ATTEMPT_KEY = {"step": text, "epoch": count, "kind": ident, "attempt": count}

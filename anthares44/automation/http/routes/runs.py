@@ -135,6 +135,12 @@ async def api_signal(request: web.Request) -> web.Response:
         p["run_id"], p["name"], b.data, key=b.idempotency_key, by=f"token:{principal(request).name}"), 202)
 
 
+@route(ep.RUN_TREE, "the tree of child workflows the run belongs to, from its root: each run with its state, "
+       "parent, the parent's step and depth (as `runs tree`)", errors=(404,))
+async def api_run_tree(request: web.Request) -> web.Response:
+    return json_response(await automation_for(request).run_tree(params(request)["run_id"]))
+
+
 @route(ep.WAKE, "end a sleeping step's timer now, recording the token's name and the reason (as `runs wake`)",
        body=rm.WakeRequest, errors=(404, 409))
 async def api_wake(request: web.Request) -> web.Response:

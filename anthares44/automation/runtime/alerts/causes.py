@@ -94,6 +94,9 @@ def run_context(e) -> dict:
         ctx.update(dead_letter_id=e["dead_letter"]["dead_letter_id"],
                    redrive_action=redrive_action(e["project_id"], e["dead_letter"]["queue"], e["error_code"]))
     ctx["title"] = f"{e['workflow_id']} run {e['state']}: {e['error_code'] or '-'} {where}"
+    if e["root_run_id"] is not None:    # a child workflow's run (§21): the alert names the tree it belongs to
+        ctx.update(root_run_id=e["root_run_id"], parent_run_id=e["parent_run_id"])
+        ctx["title"] += f" (child of run {e['parent_run_id']}, root run {e['root_run_id']})"
     return ctx
 
 

@@ -134,6 +134,50 @@ class CodeVisit(Host):
         v.event("step.started", step=step_id, attempt=attempt)
         return a
 
+    async def start_child(self, step_id: str, attempt: int, spec: dict) -> Attempt:
+        from . import children
+
+        v = self.v
+        c = await children.code_child(v, step_id, spec)
+        a = await self._begin(step_id, attempt)
+        now = v.clock.now()
+        try:
+            child_id = await children.create(v, step_id, c, children.check_input(step_id, spec["input"]), a, now)
+        except A44Error as err:     # nothing was created: the step fails for good
+            v.batch.finish(a, "failed", now, error=err)
+            await self._commit()
+            raise StepFailed(step_id, err.code, err.message) from None
+        if c.wait == "none":
+            v.batch.finish(a, "succeeded", now, result={"kind": "child", "run_id": child_id,
+                                                        "workflow_id": c.workflow_id, "version": c.version})
+            a.status = "succeeded"
+        await self._commit()
+        v.event("child.started", step=step_id, child=child_id)
+        a.result = {"kind": "child", "run_id": child_id, "workflow_id": c.workflow_id, "version": c.version}
+        return a
+
+    async def child_outcome(self, step_id: str, a: Attempt, spec: dict) -> Any:
+        from . import children
+
+        v = self.v
+        if a.status == "succeeded":     # wait="none": finished with its start
+            return a.result
+        c = await children.code_child(v, step_id, spec)
+        now = v.clock.now()
+        row = await children.look(v, step_id, c, now)
+        if row is None or row["state"] == children.OPEN:
+            raise Suspend(row["timeout_at"] if row is not None else now + timedelta(milliseconds=c.timeout_ms),
+                          "waiting")
+        v.batch.wait_resumed(step_id, now)
+        output, error = children.outcome(step_id, c, row)
+        if error is not None:
+            v.batch.finish(a, "failed", now, error=error)
+            await self._commit()
+            raise StepFailed(step_id, error.code, error.message)
+        v.batch.finish(a, "succeeded", now, result=output)
+        await self._commit()
+        return output
+
     async def finish(self, rec: Attempt, status: str, *, result: Any = None, error: A44Error | None = None,
                      retry_at: datetime | None = None, rows: dict | None = None) -> None:
         now = self.v.clock.now()

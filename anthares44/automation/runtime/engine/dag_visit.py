@@ -20,6 +20,7 @@ from ...attempts import Attempt
 from ...clock import wait_until
 from ...errors import E_EXCLUSIVE_UNCONFIRMED, E_EXPR_EVAL, E_RUN_DEADLINE, A44Error
 from .. import evaluation
+from . import children
 from . import rows as row_counts
 from .dag_steps import Steps
 from .fanout import FanOut, failure
@@ -339,6 +340,8 @@ class DagVisit:
         timeout_ms = comp.timeout_ms or node.timeout_ms or DEFAULT_COMPENSATION_TIMEOUT_MS
 
         async def call(a: Attempt):
+            if node.kind == "child":    # `compensate: workflow/NAME` starts that workflow, once (children.py)
+                return await children.compensation(self.v, sp, a)
             return await self.steps.compensation(sp, a, timeout_ms)
 
         return Undo(node.id, sp, comp.attempts, comp.delays_ms, call, comp.connector.uses)

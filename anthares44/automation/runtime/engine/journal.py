@@ -282,6 +282,20 @@ class Batch:
         self._ops.append(("wait_resumed", dict(run_id=self.lease.run_id, epoch=self.lease.epoch, step_id=step_id,
                                                now=at)))
 
+    # --- child workflows (§21, migration 0037) -----------------------------------------------------------------
+    def child_start(self, a: Attempt, child_run_id: str, workflow_id: str, version: int, input: Any,
+                    partition_key: str | None, queue: str | None, wait: str, on_parent_cancel: str,
+                    timeout_at: datetime, at: datetime, traceparent: str | None = None) -> None:
+        """Create the child run of attempt `a` (started in this batch) in its commit: once per step, epoch and
+        kind (an action's child, or the run a compensation starts), with the parent's wait on it unless `none`;
+        `traceparent`: the child's trace continues the parent's (its run span the child's parent)."""
+        L = self.lease
+        self._ops.append(("child_start", dict(traceparent=traceparent,
+            run_id=L.run_id, epoch=L.epoch, step_id=a.step_id, kind=a.kind, child_run_id=child_run_id,
+            project=L.project_id, workflow_id=workflow_id, version=version, input=input,
+            partition_key=partition_key, queue=queue, wait=wait, on_parent_cancel=on_parent_cancel,
+            timeout_at=timeout_at, now=at)))
+
     # --- the run ----------------------------------------------------------------------------------------------
     def transition(self, to: str, at: datetime, *, next_wake_at: datetime | None = None, release: bool = False,
                    failed_step: str | None = None, error: A44Error | None = None, result: Any = None,

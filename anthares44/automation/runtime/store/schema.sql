@@ -217,6 +217,68 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.engine_op_child_start(op jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+    x record;
+    up record;
+    lineage_seq bigint;
+begin
+    select * into x from jsonb_to_record(op) as r(run_id text, epoch integer, step_id text, kind text,
+        child_run_id text, project text, workflow_id text, version integer, input jsonb, partition_key text,
+        queue text, wait text, on_parent_cancel text, timeout_at timestamptz, "now" timestamptz, traceparent text);
+    select c.root_run_id, c.depth into up from automation.run_children c where c.child_run_id = x.run_id;
+    insert into automation.run_children (child_run_id, parent_run_id, parent_epoch, step_id, kind, root_run_id,
+                                         depth, wait, on_parent_cancel, created_at)
+    values (x.child_run_id, x.run_id, x.epoch, x.step_id, x.kind, coalesce(up.root_run_id, x.run_id),
+            coalesce(up.depth, 0) + 1, x.wait, x.on_parent_cancel, x."now")
+    on conflict on constraint run_children_step do nothing;
+    if not found then
+        return;     -- this step already has its child (an earlier commit of the same step): exactly one
+    end if;
+    if x.partition_key is not null then     -- the oldest ancestor (or the parent) on the same queue and key
+        with recursive line(run_id) as (
+            select x.run_id
+            union all
+            select c.parent_run_id from automation.run_children c join line on c.child_run_id = line.run_id
+        )
+        select min(r.seq) into lineage_seq from line join automation.runs r on r.run_id = line.run_id
+        where r.queue = x.queue and r.partition_key = x.partition_key;
+    end if;
+    insert into automation.runs (run_id, project_id, workflow_id, version, state, input, idempotency_key,
+                                 partition_key, queue, next_wake_at, deadline_at, created_at, updated_at, seq)
+    select x.child_run_id, x.project, x.workflow_id, v.version, 'pending', coalesce(x.input, '{}'::jsonb),
+           'child:' || x.run_id || ':' || x.epoch || ':' || x.step_id || (case when x.kind = 'compensation'
+                                                                           then ':compensate' else '' end),
+           x.partition_key, x.queue, x."now",
+           x."now" + coalesce((v.ir ->> 'deadline_ms')::bigint, 259200000) * interval '1 millisecond',
+           x."now", x."now", coalesce(lineage_seq, nextval('automation.runs_seq_seq'))
+    from automation.workflow_versions v
+    where v.project_id = x.project and v.workflow_id = x.workflow_id and v.version = x.version;
+    if not found then
+        raise exception 'child workflow % version % is not published in project %', x.workflow_id, x.version,
+            x.project;
+    end if;
+    insert into automation.run_events (run_id, project_id, at, kind, state, data)
+    values (x.child_run_id, x.project, x."now", 'run.created', 'pending',
+            jsonb_build_object('version', x.version, 'parent_run_id', x.run_id, 'step_id', x.step_id,
+                               'root_run_id', coalesce(up.root_run_id, x.run_id), 'kind', x.kind));
+    if x.traceparent is not null then   -- the child's spans continue the parent's trace (trace_context_of_visit)
+        insert into automation.run_trace_context (project_id, run_key, at, traceparent, tracestate)
+        values (x.project, 'child:' || x.run_id || ':' || x.epoch || ':' || x.step_id
+                           || (case when x.kind = 'compensation' then ':compensate' else '' end),
+                x."now", x.traceparent, null);
+    end if;
+    if x.kind = 'action' and x.wait <> 'none' then
+        insert into automation.run_waits (run_id, epoch, step_id, kind, key, opened_at, timeout_at)
+        values (x.run_id, x.epoch, x.step_id, 'child', x.child_run_id, x."now", x.timeout_at)
+        on conflict on constraint run_waits_pkey do nothing;
+    end if;
+    perform pg_notify('a44_runs_due', (floor(extract(epoch from x."now") * 1000))::bigint::text);
+end
+$$;
+
 CREATE FUNCTION automation.engine_op_partition_conflict(op jsonb) RETURNS void
     LANGUAGE sql
     AS $$
@@ -897,7 +959,20 @@ CREATE FUNCTION automation.run_cancel(p_run_id text, p_project text, p_by text, 
 declare
     r automation.runs;
     settled record;
+    k record;
 begin
+    perform 1 from (
+        with recursive down(run_id, depth) as (
+            select c.child_run_id, 1 from automation.run_children c
+            where c.parent_run_id = p_run_id and c.kind = 'action' and c.on_parent_cancel = 'cancel'
+            union all
+            select c.child_run_id, down.depth + 1 from automation.run_children c join down on c.parent_run_id = down.run_id
+            where c.kind = 'action' and c.on_parent_cancel = 'cancel' and down.depth < 64
+        )
+        select x.run_id from automation.runs x join down on down.run_id = x.run_id
+        order by down.depth desc, x.run_id
+        for update of x
+    ) locked;
     select * into r from automation.runs x where x.run_id = p_run_id and x.project_id = p_project for update;
     if not found then
         return query select 'not_found'::text, null::text, null::text;
@@ -924,6 +999,16 @@ begin
         insert into automation.run_events (run_id, project_id, at, kind, state, message, data)
         values (r.run_id, r.project_id, p_now, 'run.cancel_requested', r.state, p_message,
                 jsonb_build_object('by', p_by, 'reason', p_reason, 'compensate', p_compensate));
+        for k in select c.child_run_id from automation.run_children c
+                 join automation.runs y on y.run_id = c.child_run_id
+                 where c.parent_run_id = r.run_id and c.kind = 'action' and c.on_parent_cancel = 'cancel'
+                   and y.cancel_requested_at is null
+                   and y.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled')
+                 order by c.created_at, c.child_run_id loop
+            perform 1 from automation.run_cancel(k.child_run_id, r.project_id, p_by,
+                                                 coalesce(p_reason, 'cancelled') || ' (parent ' || r.run_id || ')',
+                                                 p_compensate, 'cancelled with its parent run ' || r.run_id, p_now);
+        end loop;
     end if;
     select * into settled from automation.run_cancel_settle(r.run_id, p_now, true);
     return query select settled.outcome, settled.state, r.state;
@@ -978,6 +1063,39 @@ begin
     values (r.run_id, r.project_id, p_now, 'run.state', 'cancelled', 'E_RUN_CANCELLED', r.error_message,
             jsonb_build_object('from', r.state, 'by', r.cancelled_by, 'reason', r.cancel_reason));
     return query select 'cancelled'::text, 'cancelled'::text, null::text;
+end
+$$;
+
+CREATE FUNCTION automation.run_children_deliver() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+    c record;
+    out jsonb;
+    ended boolean := new.state in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled');
+begin
+    select k.parent_run_id, k.parent_epoch, k.step_id, k.wait into c from automation.run_children k
+    where k.child_run_id = new.run_id and k.kind = 'action';
+    if not found or c.wait = 'none' or (not ended and c.wait <> 'started') then
+        return null;
+    end if;
+    out := jsonb_build_object('kind', 'child', 'run_id', new.run_id, 'workflow_id', new.workflow_id,
+                              'version', new.version, 'state', new.state);
+    if ended then
+        out := out || jsonb_build_object('output', new.result, 'error_code', new.error_code,
+                                         'error_message', new.error_message);
+    end if;
+    update automation.run_waits w
+    set state = 'satisfied', closed_at = new.updated_at, satisfied_by = 'run:' || new.run_id, output = out
+    where w.run_id = c.parent_run_id and w.epoch = c.parent_epoch and w.step_id = c.step_id and w.state = 'open';
+    if found then
+        update automation.runs r set next_wake_at = least(r.next_wake_at, new.updated_at)
+        where r.run_id = c.parent_run_id and r.state = 'waiting' and r.lease_owner is null;
+        if found then   -- an engine_commit defers the trigger's notify: tell the daemons now
+            perform pg_notify('a44_runs_due', (floor(extract(epoch from new.updated_at) * 1000))::bigint::text);
+        end if;
+    end if;
+    return null;
 end
 $$;
 
@@ -1464,6 +1582,23 @@ CREATE TABLE automation.queues (
     CONSTRAINT queues_ordering_check CHECK ((ordering = ANY (ARRAY['none'::text, 'by-partition'::text])))
 );
 
+CREATE TABLE automation.run_children (
+    child_run_id text NOT NULL,
+    parent_run_id text NOT NULL,
+    parent_epoch integer NOT NULL,
+    step_id text NOT NULL,
+    kind text NOT NULL,
+    root_run_id text NOT NULL,
+    depth integer NOT NULL,
+    wait text NOT NULL,
+    on_parent_cancel text NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT run_children_depth_check CHECK ((depth >= 1)),
+    CONSTRAINT run_children_kind_check CHECK ((kind = ANY (ARRAY['action'::text, 'compensation'::text]))),
+    CONSTRAINT run_children_on_parent_cancel_check CHECK ((on_parent_cancel = ANY (ARRAY['cancel'::text, 'abandon'::text]))),
+    CONSTRAINT run_children_wait_check CHECK ((wait = ANY (ARRAY['result'::text, 'started'::text, 'none'::text])))
+);
+
 CREATE TABLE automation.run_events (
     id bigint NOT NULL,
     run_id text NOT NULL,
@@ -1553,7 +1688,7 @@ CREATE TABLE automation.run_waits (
     satisfied_by text,
     closed_at timestamp with time zone,
     resumed_at timestamp with time zone,
-    CONSTRAINT run_waits_kind_check CHECK ((kind = 'signal'::text)),
+    CONSTRAINT run_waits_kind_check CHECK ((kind = ANY (ARRAY['signal'::text, 'child'::text]))),
     CONSTRAINT run_waits_state_check CHECK ((state = ANY (ARRAY['open'::text, 'satisfied'::text, 'timed_out'::text, 'cancelled'::text])))
 );
 
@@ -1797,6 +1932,12 @@ ALTER TABLE ONLY automation.partition_plans
 ALTER TABLE ONLY automation.queues
     ADD CONSTRAINT queues_pkey PRIMARY KEY (project_id, queue_id);
 
+ALTER TABLE ONLY automation.run_children
+    ADD CONSTRAINT run_children_pkey PRIMARY KEY (child_run_id);
+
+ALTER TABLE ONLY automation.run_children
+    ADD CONSTRAINT run_children_step UNIQUE (parent_run_id, parent_epoch, step_id, kind);
+
 ALTER TABLE ONLY automation.run_events
     ADD CONSTRAINT run_events_pkey PRIMARY KEY (id);
 
@@ -1877,6 +2018,8 @@ CREATE INDEX notifications_due_idx ON automation.notifications USING btree (next
 CREATE INDEX partition_lock_waiters_run_idx ON automation.partition_lock_waiters USING btree (run_id);
 
 CREATE INDEX partition_locks_run_idx ON automation.partition_locks USING btree (run_id);
+
+CREATE INDEX run_children_root_idx ON automation.run_children USING btree (root_run_id);
 
 CREATE INDEX run_events_outcome_idx ON automation.run_events USING btree (id) WHERE ((kind = 'run.state'::text) AND (state = ANY (ARRAY['failed'::text, 'partial'::text, 'compensation_failed'::text, 'awaiting_confirmation'::text, 'succeeded'::text])));
 
@@ -1961,6 +2104,8 @@ ALTER INDEX automation.step_attempts_run_started_idx ATTACH PARTITION automation
 CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
 
 CREATE TRIGGER run_partitions_lock_release AFTER INSERT OR UPDATE OF state ON automation.run_partitions FOR EACH ROW EXECUTE FUNCTION automation.partition_lock_release();
+
+CREATE TRIGGER runs_children_deliver AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((old.state IS DISTINCT FROM new.state) AND ((old.state = 'pending'::text) OR (new.state = ANY (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text]))))) EXECUTE FUNCTION automation.run_children_deliver();
 
 CREATE TRIGGER runs_close_waits AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.state = ANY (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION automation.run_waits_close();
 

@@ -126,6 +126,26 @@ class SignalRequest(Body):
     idempotency_key: Text | None = Field(None, description="a key sent again answers the first signal (`duplicate`)")
 
 
+class TreeRun(Doc):
+    run_id: str
+    parent_run_id: str | None
+    step_id: str | None
+    kind: str | None
+    depth: int
+    workflow_id: str
+    version: int
+    state: str
+    error_code: str | None
+    created_at: str
+
+
+class RunTree(Doc):
+    root_run_id: str
+    run_id: str
+    runs: list[TreeRun]
+    truncated: bool
+
+
 class SignalResult(Doc):
     run_id: str
     name: str

@@ -107,8 +107,10 @@ with e as (
 delete from automation.alert_seen where event_id <= (select event_horizon from e);
 
 -- name: alert_run_outcomes
--- purpose: run state changes after :after (the built-in alerts' input) not yet seen: failed, partial, compensation_failed, awaiting_confirmation, succeeded, with the run's context, the failed step's attempts, its failed partitions (the first 10 and how many), its waiting dead letter and the interpreter's alert data
+-- purpose: run state changes after :after (the built-in alerts' input) not yet seen: failed, partial, compensation_failed, awaiting_confirmation, succeeded, with the run's context, the failed step's attempts, its failed partitions (the first 10 and how many), its waiting dead letter, the interpreter's alert data and, for a child workflow's run, its parent and root (§21)
 select e.id, e.at, e.project_id, e.run_id, e.state, coalesce(e.error_code, r.error_code) as error_code,
+       (select c.root_run_id from automation.run_children c where c.child_run_id = e.run_id) as root_run_id,
+       (select c.parent_run_id from automation.run_children c where c.child_run_id = e.run_id) as parent_run_id,
        coalesce(e.message, r.error_message) as error_message, r.workflow_id, r.version, r.partition_key,
        coalesce(e.step_id, r.failed_step, r.current_step) as step_id, r.queue,
        (select count(*) from automation.step_attempts a
