@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...diagnostics import Diagnostic
 from . import (
+    approvals,
     connectors,
     dag,
     expectations,
@@ -27,7 +28,8 @@ from . import (
 if TYPE_CHECKING:
     from ..project import Project
 
-RULES = (steps, connectors, dag, retry, timers, flow, expressions, expectations, templates, sql, triggers, monitoring)
+RULES = (steps, connectors, dag, retry, timers, flow, expressions, expectations, templates, sql, triggers, monitoring,
+         approvals)
 
 
 def run_rules(project: Project) -> list[Diagnostic]:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from .approvals import Approval
 from .code_visit import CodeVisit
 from .dag_visit import DagVisit
 from .sleeps import Sleep
 from .visit import StepKind, Strategy, Visit
 from .waits import Wait
 
-STEP_KINDS: dict[str, StepKind] = {"sleep": Sleep(), "wait": Wait()}
+STEP_KINDS: dict[str, StepKind] = {"sleep": Sleep(), "wait": Wait(), "approval": Approval()}
 
 STRATEGIES: dict[str, Callable[[Visit], Awaitable[Strategy]]] = {
     "workflow": lambda v: DagVisit.load(v, STEP_KINDS),

@@ -1,6 +1,6 @@
 """API tokens (§17): `a44_pat_` + 43 url-safe characters (32 random bytes), stored as sha256 only, bound to one
 project, scoped (`automation:read`, `automation:write`, `automation:admin`: tokens and webhook secrets over the API;
-admin implies write, write implies read), expiring, optionally limited to
+admin implies write, write implies read; `automation:approve`: decide approvals, implies read), expiring, optionally limited to
 CIDRs. `check_token` decides 401 (missing, unknown, expired, revoked) versus 403 (scope, address)."""
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from datetime import datetime, timedelta
 from ...errors import E_FORBIDDEN, E_INVALID_ARGUMENT, E_TOKEN_INVALID, E_TOKEN_NOT_FOUND, A44Error, http_status
 from .ids import new_id
 
-SCOPES = ("automation:read", "automation:write", "automation:admin")
-_IMPLIED = {"automation:admin": {"automation:write", "automation:read"}, "automation:write": {"automation:read"}}
+SCOPES = ("automation:read", "automation:write", "automation:admin", "automation:approve")
+# approve (§20: approvers need no write rights) lets a token decide approvals and read what it decides on
+_IMPLIED = {"automation:admin": {"automation:write", "automation:read", "automation:approve"},
+            "automation:write": {"automation:read"}, "automation:approve": {"automation:read"}}
 TOKEN_PREFIX = "a44_pat_"
 
 

@@ -3,6 +3,132 @@
 
 CREATE SCHEMA automation;
 
+CREATE FUNCTION automation.approval_decide(p_project text, p_run text, p_step text, p_person text, p_decision text, p_comment text, p_via text, p_nonce text, p_now timestamp with time zone) RETURNS TABLE(outcome text, state text, decision text, approvals integer, needed integer)
+    LANGUAGE plpgsql
+    AS $$
+declare
+    ep integer;
+    q record;
+    w record;
+    d record;
+    n integer;
+    people jsonb;
+begin
+    select r.epoch into ep from automation.runs r where r.run_id = p_run and r.project_id = p_project for update;
+    if not found then
+        return query select 'unknown'::text, null::text, null::text, null::integer, null::integer;
+        return;
+    end if;
+    select * into q from automation.approval_requests a
+    where a.run_id = p_run and a.epoch = ep and a.step_id = p_step;
+    if not found then
+        return query select 'no_request'::text, null::text, null::text, null::integer, null::integer;
+        return;
+    end if;
+    select * into w from automation.run_waits v where v.run_id = p_run and v.epoch = ep and v.step_id = p_step
+    for update;
+    select count(*)::integer into n from automation.approval_decisions x
+    where x.run_id = p_run and x.epoch = ep and x.step_id = p_step and x.decision = 'approve';
+    select * into d from automation.approval_decisions x
+    where x.run_id = p_run and x.epoch = ep and x.step_id = p_step and x.person = p_person;
+    if found then
+        return query select 'duplicate'::text, w.state, d.decision, n, q.min_approvals;
+        return;
+    end if;
+    if w.state = 'open' and w.timeout_at <= p_now then     -- the timeout came first: it is the outcome
+        update automation.run_waits v set state = 'timed_out', closed_at = p_now
+        where v.run_id = p_run and v.epoch = ep and v.step_id = p_step and v.state = 'open';
+        update automation.runs r set next_wake_at = least(r.next_wake_at, p_now)
+        where r.run_id = p_run and r.state = 'waiting' and r.lease_owner is null;
+        w.state := 'timed_out';
+    end if;
+    if w.state <> 'open' then
+        return query select 'closed'::text, w.state, null::text, n, q.min_approvals;
+        return;
+    end if;
+    if not p_person = any(automation.approval_deciders(p_run, ep, p_step, p_now)) then
+        return query select 'not_approver'::text, w.state, null::text, n, q.min_approvals;
+        return;
+    end if;
+    if p_decision = 'approve' and not q.allow_self and p_person = q.initiator then
+        return query select 'self'::text, w.state, null::text, n, q.min_approvals;
+        return;
+    end if;
+    if p_nonce is not null then
+        insert into automation.approval_link_uses (nonce, used_at) values (p_nonce, p_now)
+        on conflict on constraint approval_link_uses_pkey do nothing;
+        if not found then
+            return query select 'link_used'::text, w.state, null::text, n, q.min_approvals;
+            return;
+        end if;
+    end if;
+    insert into automation.approval_decisions (run_id, epoch, step_id, person, decision, comment, via, decided_at)
+    values (p_run, ep, p_step, p_person, p_decision, p_comment, p_via, p_now);
+    if p_decision = 'approve' then
+        n := n + 1;
+    end if;
+    if p_decision = 'reject' or n >= q.min_approvals then
+        select coalesce(jsonb_agg(jsonb_build_object('person', x.person, 'decision', x.decision, 'at', x.decided_at,
+                                                     'comment', x.comment, 'via', x.via) order by x.id), '[]')
+        into people from automation.approval_decisions x
+        where x.run_id = p_run and x.epoch = ep and x.step_id = p_step;
+        update automation.run_waits v
+        set state = 'satisfied', closed_at = p_now, satisfied_by = 'approval:' || p_person,
+            output = jsonb_build_object('kind', 'approval', 'decision', p_decision, 'by', p_person,
+                                        'approvers', people)
+        where v.run_id = p_run and v.epoch = ep and v.step_id = p_step and v.state = 'open';
+        update automation.runs r set next_wake_at = least(r.next_wake_at, p_now)
+        where r.run_id = p_run and r.state = 'waiting' and r.lease_owner is null;
+        return query select (case when p_decision = 'reject' then 'rejected' else 'approved' end)::text,
+                            'satisfied'::text, p_decision, n, q.min_approvals;
+        return;
+    end if;
+    return query select 'recorded'::text, w.state, p_decision, n, q.min_approvals;
+end
+$$;
+
+CREATE FUNCTION automation.approval_deciders(p_run text, p_epoch integer, p_step text, p_now timestamp with time zone) RETURNS text[]
+    LANGUAGE sql STABLE
+    AS $$
+    select coalesce(array_agg(distinct m order by m), '{}')
+    from automation.approval_requests q
+    join automation.approver_groups g on g.project_id = q.project_id
+         and (g.name = any(q.groups) or (q.escalate_at <= p_now and g.name = any(q.escalate_groups)))
+    cross join lateral unnest(g.members) m
+    where q.run_id = p_run and q.epoch = p_epoch and q.step_id = p_step
+$$;
+
+CREATE FUNCTION automation.approval_decisions_frozen() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    raise exception 'approval decisions are append-only (% refused)', tg_op;
+end
+$$;
+
+CREATE FUNCTION automation.approval_open(p_run text, p_epoch integer, p_step text, p_groups text[], p_escalate_groups text[], p_min integer, p_allow_self boolean, p_notify text, p_timeout_at timestamp with time zone, p_escalate_at timestamp with time zone, p_remind_at timestamp with time zone[], p_now timestamp with time zone) RETURNS TABLE(state text, output jsonb, timeout_at timestamp with time zone, opened_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+declare
+    pj text;
+begin
+    select r.project_id into pj from automation.runs r where r.run_id = p_run for update;
+    insert into automation.run_waits (run_id, epoch, step_id, kind, key, opened_at, timeout_at)
+    values (p_run, p_epoch, p_step, 'approval', 'approval:' || p_step, p_now, p_timeout_at)
+    on conflict on constraint run_waits_pkey do nothing;
+    if found then
+        insert into automation.approval_requests (run_id, epoch, step_id, project_id, groups, escalate_groups,
+                                                  min_approvals, allow_self, initiator, notify, opened_at,
+                                                  timeout_at, escalate_at, remind_at, overdue_at)
+        select p_run, p_epoch, p_step, pj, p_groups, p_escalate_groups, p_min, p_allow_self, i.initiator, p_notify,
+               p_now, p_timeout_at, p_escalate_at, p_remind_at, coalesce(p_remind_at[1], p_escalate_at)
+        from (select 1) one left join automation.run_initiators i on i.run_id = p_run;
+    end if;
+    return query select w.state, w.output, w.timeout_at, w.opened_at from automation.run_waits w
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
 CREATE FUNCTION automation.drop_archived_attempt_month(p_name text, p_lo timestamp with time zone, p_hi timestamp with time zone) RETURNS bigint
     LANGUAGE plpgsql
     AS $$
@@ -1222,6 +1348,68 @@ CREATE TABLE automation.api_tokens (
     last_used_at timestamp with time zone
 );
 
+CREATE TABLE automation.approval_decisions (
+    id bigint NOT NULL,
+    run_id text NOT NULL,
+    epoch integer NOT NULL,
+    step_id text NOT NULL,
+    person text NOT NULL,
+    decision text NOT NULL,
+    comment text,
+    via text NOT NULL,
+    decided_at timestamp with time zone NOT NULL,
+    CONSTRAINT approval_decisions_comment_check CHECK ((length(comment) <= 4000)),
+    CONSTRAINT approval_decisions_decision_check CHECK ((decision = ANY (ARRAY['approve'::text, 'reject'::text]))),
+    CONSTRAINT approval_decisions_via_check CHECK ((via = ANY (ARRAY['cli'::text, 'rest'::text, 'link'::text, 'console'::text])))
+);
+
+ALTER TABLE automation.approval_decisions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME automation.approval_decisions_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE automation.approval_link_keys (
+    id integer NOT NULL,
+    key bytea NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT approval_link_keys_id_check CHECK ((id = 1))
+);
+
+CREATE TABLE automation.approval_link_uses (
+    nonce text NOT NULL,
+    used_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.approval_requests (
+    run_id text NOT NULL,
+    epoch integer NOT NULL,
+    step_id text NOT NULL,
+    project_id text NOT NULL,
+    groups text[] NOT NULL,
+    escalate_groups text[] NOT NULL,
+    min_approvals integer NOT NULL,
+    allow_self boolean NOT NULL,
+    initiator text,
+    notify text,
+    opened_at timestamp with time zone NOT NULL,
+    timeout_at timestamp with time zone NOT NULL,
+    escalate_at timestamp with time zone,
+    remind_at timestamp with time zone[] NOT NULL,
+    overdue_at timestamp with time zone,
+    CONSTRAINT approval_requests_min_approvals_check CHECK ((min_approvals >= 1))
+);
+
+CREATE TABLE automation.approver_groups (
+    project_id text NOT NULL,
+    name text NOT NULL,
+    members text[] NOT NULL,
+    published_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE automation.circuit_breakers (
     project_id text NOT NULL,
     connector_id text NOT NULL,
@@ -1488,6 +1676,11 @@ ALTER TABLE automation.run_events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
     CACHE 1
 );
 
+CREATE TABLE automation.run_initiators (
+    run_id text NOT NULL,
+    initiator text NOT NULL
+);
+
 CREATE TABLE automation.run_partitions (
     run_id text NOT NULL,
     project_id text NOT NULL,
@@ -1553,7 +1746,7 @@ CREATE TABLE automation.run_waits (
     satisfied_by text,
     closed_at timestamp with time zone,
     resumed_at timestamp with time zone,
-    CONSTRAINT run_waits_kind_check CHECK ((kind = 'signal'::text)),
+    CONSTRAINT run_waits_kind_check CHECK ((kind = ANY (ARRAY['signal'::text, 'event'::text, 'approval'::text]))),
     CONSTRAINT run_waits_state_check CHECK ((state = ANY (ARRAY['open'::text, 'satisfied'::text, 'timed_out'::text, 'cancelled'::text])))
 );
 
@@ -1737,6 +1930,24 @@ ALTER TABLE ONLY automation.api_tokens
 ALTER TABLE ONLY automation.api_tokens
     ADD CONSTRAINT api_tokens_sha256_key UNIQUE (token_sha256);
 
+ALTER TABLE ONLY automation.approval_decisions
+    ADD CONSTRAINT approval_decisions_once UNIQUE (run_id, epoch, step_id, person);
+
+ALTER TABLE ONLY automation.approval_decisions
+    ADD CONSTRAINT approval_decisions_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY automation.approval_link_keys
+    ADD CONSTRAINT approval_link_keys_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY automation.approval_link_uses
+    ADD CONSTRAINT approval_link_uses_pkey PRIMARY KEY (nonce);
+
+ALTER TABLE ONLY automation.approval_requests
+    ADD CONSTRAINT approval_requests_pkey PRIMARY KEY (run_id, epoch, step_id);
+
+ALTER TABLE ONLY automation.approver_groups
+    ADD CONSTRAINT approver_groups_pkey PRIMARY KEY (project_id, name);
+
 ALTER TABLE ONLY automation.circuit_breakers
     ADD CONSTRAINT circuit_breakers_pkey PRIMARY KEY (project_id, connector_id);
 
@@ -1800,6 +2011,9 @@ ALTER TABLE ONLY automation.queues
 ALTER TABLE ONLY automation.run_events
     ADD CONSTRAINT run_events_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY automation.run_initiators
+    ADD CONSTRAINT run_initiators_pkey PRIMARY KEY (run_id);
+
 ALTER TABLE ONLY automation.run_partitions
     ADD CONSTRAINT run_partitions_pkey PRIMARY KEY (run_id, step_id, partition);
 
@@ -1853,6 +2067,8 @@ CREATE INDEX alert_samples_series_idx ON automation.alert_samples USING btree (p
 CREATE UNIQUE INDEX alerts_firing_idx ON automation.alerts USING btree (project_id, rule, group_key) WHERE (state = 'firing'::text);
 
 CREATE INDEX alerts_project_idx ON automation.alerts USING btree (project_id, opened_at DESC);
+
+CREATE INDEX approval_requests_project_idx ON automation.approval_requests USING btree (project_id, opened_at);
 
 CREATE INDEX dead_letters_project_idx ON automation.dead_letters USING btree (project_id, created_at DESC);
 
@@ -1958,6 +2174,8 @@ ALTER INDEX automation.step_attempts_project_step_idx ATTACH PARTITION automatio
 
 ALTER INDEX automation.step_attempts_run_started_idx ATTACH PARTITION automation.step_attempts_default_run_id_started_at_idx;
 
+CREATE TRIGGER approval_decisions_append_only BEFORE DELETE OR UPDATE ON automation.approval_decisions FOR EACH ROW EXECUTE FUNCTION automation.approval_decisions_frozen();
+
 CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
 
 CREATE TRIGGER run_partitions_lock_release AFTER INSERT OR UPDATE OF state ON automation.run_partitions FOR EACH ROW EXECUTE FUNCTION automation.partition_lock_release();
@@ -1973,6 +2191,9 @@ CREATE TRIGGER runs_partition_locks_release AFTER UPDATE OF state ON automation.
 CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
 
 CREATE TRIGGER step_attempts_metrics AFTER INSERT OR UPDATE OF status ON automation.step_attempts FOR EACH ROW EXECUTE FUNCTION automation.metric_attempt_finished();
+
+ALTER TABLE ONLY automation.approval_requests
+    ADD CONSTRAINT approval_requests_wait_fkey FOREIGN KEY (run_id, epoch, step_id) REFERENCES automation.run_waits(run_id, epoch, step_id);
 
 ALTER TABLE ONLY automation.partition_plans
     ADD CONSTRAINT partition_plans_run_id_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;
