@@ -53,6 +53,23 @@ async def link_decide(store, token: str, decision: str, *, comment: str | None =
                         via="link", nonce=link.nonce)
 
 
+def waiting_text(request: dict[str, Any]) -> str:
+    """`approval of sign-off 1/2 by alice, bob`: what an open approval waits for, and who may give it."""
+    approvals = sum(1 for d in request["decisions"] if d["decision"] == "approve")
+    who = ", ".join(request["deciders"]) or "nobody (its groups have no member)"
+    return f"approval of {request['step_id']} {approvals}/{request['min_approvals']} by {who}"
+
+
+async def waiting_on(store, run_ids: list[str]) -> dict[str, str]:
+    """run id -> `waiting_text` of its open approval (runs that wait on one)."""
+    out: dict[str, str] = {}
+    for run_id in run_ids:
+        for r in await requests_of_run(store, run_id):
+            if r["state"] == "open":
+                out[run_id] = waiting_text(r)
+    return out
+
+
 async def requests_of_run(store, run_id: str) -> list[dict[str, Any]]:
     """A run's approval requests: state, who may decide now, the decisions so far (`runs show`)."""
     return [dict(r) for r in await store.fetch("approval_requests_of_run", run_id=run_id, now=store.clock.now())]

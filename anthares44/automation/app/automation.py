@@ -255,8 +255,12 @@ class Automation(RunsService):
         docs = [run_view(r, now) for r in page.runs]
         waiting = [d["run_id"] for d in docs if d["state"] == "waiting"]
         if waiting:     # what each waits on, when a wait step holds it (docs/waits.md)
-            on = {w["run_id"]: f"{w['kind']} {w['key']}"
-                  for w in await self.store.fetch("run_waits_open_of_runs", run_ids=waiting)}
+            opened = await self.store.fetch("run_waits_open_of_runs", run_ids=waiting)
+            on = {w["run_id"]: f"{w['kind']} {w['key']}" for w in opened}
+            if any(w["kind"] == "approval" for w in opened):     # and who may decide (docs/approvals.md)
+                from .approvals import waiting_on
+
+                on.update(await waiting_on(self.store, [w["run_id"] for w in opened if w["kind"] == "approval"]))
             for d in docs:
                 if d["run_id"] in on:
                     d["waiting_on"] = on[d["run_id"]]

@@ -27,6 +27,10 @@ begin
     end if;
     select * into w from automation.run_waits v where v.run_id = p_run and v.epoch = ep and v.step_id = p_step
     for update;
+    if p_nonce is not null and exists (select 1 from automation.approval_link_uses u where u.nonce = p_nonce) then
+        return query select 'link_used'::text, w.state, null::text, null::integer, q.min_approvals;
+        return;
+    end if;
     select count(*)::integer into n from automation.approval_decisions x
     where x.run_id = p_run and x.epoch = ep and x.step_id = p_step and x.decision = 'approve';
     select * into d from automation.approval_decisions x

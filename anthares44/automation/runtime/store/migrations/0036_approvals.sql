@@ -131,7 +131,8 @@ $$;
 
 -- A person's decision on the approval of step p_step of run p_run (project p_project), from p_via; p_nonce is a
 -- one-click link's, consumed with the decision. Outcomes: unknown (no such run in the project), no_request (the
--- step has no approval in the run's epoch), link_used, duplicate (this person decided before: their first
+-- step has no approval in the run's epoch), link_used (that link decided before: checked first, so a link is
+-- single-use even for its own person), duplicate (this person decided before: their first
 -- decision), not_approver, self, closed (the wait is not open, or its timeout passed: closed here timed_out),
 -- recorded (counted, not yet enough), approved, rejected.
 create function automation.approval_decide(p_project text, p_run text, p_step text, p_person text,
@@ -161,6 +162,10 @@ begin
     end if;
     select * into w from automation.run_waits v where v.run_id = p_run and v.epoch = ep and v.step_id = p_step
     for update;
+    if p_nonce is not null and exists (select 1 from automation.approval_link_uses u where u.nonce = p_nonce) then
+        return query select 'link_used'::text, w.state, null::text, null::integer, q.min_approvals;
+        return;
+    end if;
     select count(*)::integer into n from automation.approval_decisions x
     where x.run_id = p_run and x.epoch = ep and x.step_id = p_step and x.decision = 'approve';
     select * into d from automation.approval_decisions x
