@@ -207,3 +207,25 @@ def test_approvals_lists_what_waits_for_whom_mine_and_overdue(store, clock, aio)
     assert [r["run_id"] for r in aio(open_requests(store, PROJECT, person="bob"))] == [run_id]
     clock.advance(24 * 3600)
     assert [r["run_id"] for r in aio(open_requests(store, PROJECT, overdue=True))] == [run_id]
+
+
+def test_a_decision_between_the_open_and_the_release_makes_the_run_due_at_once(store, clock, aio, monkeypatch):
+    """The request opens, then a decision closes it while the visit still holds the lease (it cannot wake a leased
+    run), then the visit releases the run to `waiting`: the release's wait check makes it due now, and the same
+    drive finishes it."""
+    from anthares44.automation.runtime.engine import strategies
+    from anthares44.automation.runtime.engine.approvals import Approval
+
+    class DecideAfterOpen(Approval):
+        async def advance(self, v, p, sp, now, dues):
+            done = await super().advance(v, p, sp, now, dues)
+            if not done:
+                assert (await decide(v.store, PROJECT, v.lease.run_id, sp.node.id, "alice", "approve"))[
+                    "outcome"] == "approved"
+            return done
+
+    monkeypatch.setitem(strategies.STEP_KINDS, "approval", DecideAfterOpen())
+    aio(groups(store, finance_leads=["alice"]))
+    run_id = aio(start(store, gated()))
+    assert aio(engine(store, Script(), clock=clock).drive()) == {run_id: "succeeded"}
+    assert aio(output(store, run_id))["by"] == "alice"

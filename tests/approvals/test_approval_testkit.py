@@ -1,6 +1,6 @@
 """The test kit runs an approval (§20, issue 28 "done when"): published from YAML with its `kind: approvers` group,
 reminders at +24 h and +48 h and an escalation at +48 h enqueued at exactly those virtual instants, each once,
-then two approvals end it approved; the wall time of the whole run is printed (never asserted)."""
+then two approvals end it approved, with two engines claiming side by side; the wall time of the whole run is printed (never asserted)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ steps:
 def test_an_approval_with_reminders_at_24h_and_48h_on_virtual_time(a44_env):
     began = time.perf_counter()
     a44_env.publish(GROUPS, WORKFLOW)
+    a44_env.start_worker()              # two daemons claim side by side: still each message once
     run = a44_env.run("refund", {"amount": 10}, initiator="alice")
     assert run.state == "waiting"
     opened = a44_env.now
