@@ -119,7 +119,7 @@ def test_decisions_over_rest_name_the_token_and_refuse_with_the_stable_codes(liv
     assert [r["person"] for r in live.call(audit, run_id)] == ["alice", "bob"]     # audit rows = accepted decisions
 
 
-def test_another_projects_token_cannot_see_or_decide_the_run(live):
+def test_another_projects_token_cannot_decide_the_run_and_no_token_is_named_local(live):
     import json
 
     tokens = _tokens(live)
@@ -132,6 +132,10 @@ def test_another_projects_token_cannot_see_or_decide_the_run(live):
                   json.dumps({"decision": "approve"}).encode())
     assert (s, doc["error"]["code"]) == (404, "E_RUN_NOT_FOUND")
     assert live.call(audit, run_id) == []
+    from anthares44.automation.errors import A44Error
+
+    with pytest.raises(A44Error, match="local:"):      # no token may pose as a local CLI user
+        live.call(create_token, PROJECT, "local:alice", ["automation:approve"], timedelta(days=1))
 
 
 def test_a_link_get_records_nothing_and_only_its_post_decides_once(live):
@@ -189,6 +193,9 @@ def test_altered_forged_expired_and_garbage_links_are_refused_never_a_5xx(live):
         assert s == 410 and "E_APPROVAL_LINK_EXPIRED" in page
     s, page = _page(live, "POST", links.PATH + other_project, b"decision=approve")
     assert s == 404 and "E_RUN_NOT_FOUND" in page
+    other_epoch = links.sign_with(key, links.Link(PROJECT, run_id, 7, "sign-off", "alice", soon))
+    s, page = _page(live, "POST", links.PATH + other_epoch, b"decision=approve")   # not this attempt's request
+    assert s == 404 and "E_APPROVAL_NOT_FOUND" in page
     s, page = _page(live, "POST", links.PATH + good, b"decision=approve&comment=" + b"x" * 20_000)
     assert s == 400 and "E_APPROVAL_INVALID" in page
     s, page = _page(live, "POST", links.PATH + good, b"decision=maybe")

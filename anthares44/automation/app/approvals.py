@@ -50,7 +50,7 @@ async def link_decide(store, token: str, decision: str, *, comment: str | None =
     """Decide as the link's person; the link's nonce is consumed with the decision (a second POST: 409)."""
     link = links.verify(await links.key(store), token, store.clock.now())
     return await decide(store, link.project, link.run_id, link.step_id, link.person, decision, comment=comment,
-                        via="link", nonce=link.nonce)
+                        via="link", nonce=link.nonce, epoch=link.epoch)
 
 
 def waiting_text(request: dict[str, Any]) -> str:

@@ -113,9 +113,10 @@ async def approve(request: web.Request, session: Session, auto) -> web.Response:
     run_id = request.match_info["run_id"]
     form = session.form
     comment = form.get("comment", "").strip() or None
+    person: str = session.principal.name  # type: ignore[attr-defined]  # Session.principal is typed object
     await auto.approve(run_id, _field(form, "step", ident, required=True),
-                       _field(form, "decision", ident, required=True), person=session.principal.name,
-                       via="console", comment=comment)
+                       _field(form, "decision", ident, required=True), person=person, via="console",
+                       comment=comment)
     return see_other(f"/runs/{run_id}")
 
 

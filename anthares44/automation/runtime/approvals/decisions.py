@@ -44,13 +44,14 @@ def check(decision: str, comment: str | None, person: str) -> None:
 
 
 async def decide(store, project: str, run_id: str, step_id: str, person: str, decision: str, *,
-                 comment: str | None = None, via: str = "cli", nonce: str | None = None) -> dict[str, Any]:
+                 comment: str | None = None, via: str = "cli", nonce: str | None = None,
+                 epoch: int | None = None) -> dict[str, Any]:
     """Returns {run_id, step, person, decision, outcome: recorded | approved | rejected | duplicate, approvals,
-    needed}; raises the refusals above."""
+    needed}; raises the refusals above. `epoch`: a link's (its request, closed once the run was replayed)."""
     check(decision, comment, person)
     assert via in VIAS
     row = await store.fetchrow("approval_decide", project=project, run_id=run_id, step_id=step_id, person=person,
-                               decision=decision, comment=comment or None, via=via, nonce=nonce,
+                               decision=decision, comment=comment or None, via=via, nonce=nonce, epoch=epoch,
                                now=store.clock.now())
     assert row is not None
     outcome = row["outcome"]

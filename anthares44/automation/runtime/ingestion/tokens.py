@@ -65,6 +65,9 @@ async def create_token(store, project: str, name: str, scopes: list[str], expire
                        allow_cidrs: list[str] | None = None) -> NewToken:
     if not name or not name.strip():
         raise A44Error(E_INVALID_ARGUMENT, "a token needs a --name")
+    if name.startswith("local:"):   # that is how a local CLI call is named (approvals): a token may not pose as one
+        raise A44Error(E_INVALID_ARGUMENT, f"a token's name may not start with 'local:' ({name!r})",
+                       hint="local:<os user> names a local CLI call (docs/approvals.md); pick another name")
     for s in scopes:
         if s not in SCOPES:
             raise A44Error(E_INVALID_ARGUMENT, f"unknown scope {s!r}", hint=f"one of: {', '.join(SCOPES)}")

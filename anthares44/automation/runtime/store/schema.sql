@@ -3,7 +3,7 @@
 
 CREATE SCHEMA automation;
 
-CREATE FUNCTION automation.approval_decide(p_project text, p_run text, p_step text, p_person text, p_decision text, p_comment text, p_via text, p_nonce text, p_now timestamp with time zone) RETURNS TABLE(outcome text, state text, decision text, approvals integer, needed integer)
+CREATE FUNCTION automation.approval_decide(p_project text, p_run text, p_step text, p_person text, p_decision text, p_comment text, p_via text, p_nonce text, p_epoch integer, p_now timestamp with time zone) RETURNS TABLE(outcome text, state text, decision text, approvals integer, needed integer)
     LANGUAGE plpgsql
     AS $$
 declare
@@ -18,6 +18,9 @@ begin
     if not found then
         return query select 'unknown'::text, null::text, null::text, null::integer, null::integer;
         return;
+    end if;
+    if p_epoch is not null then     -- a link is for the request of its epoch (of a replayed run: closed)
+        ep := p_epoch;
     end if;
     select * into q from automation.approval_requests a
     where a.run_id = p_run and a.epoch = ep and a.step_id = p_step;

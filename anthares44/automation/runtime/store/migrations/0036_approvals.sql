@@ -130,14 +130,14 @@ create function automation.approval_deciders(p_run text, p_epoch integer, p_step
 $$;
 
 -- A person's decision on the approval of step p_step of run p_run (project p_project), from p_via; p_nonce is a
--- one-click link's, consumed with the decision. Outcomes: unknown (no such run in the project), no_request (the
+-- one-click link's, consumed with the decision; p_epoch a link's epoch (null: the run's current one). Outcomes: unknown (no such run in the project), no_request (the
 -- step has no approval in the run's epoch), link_used (that link decided before: checked first, so a link is
 -- single-use even for its own person), duplicate (this person decided before: their first
 -- decision), not_approver, self, closed (the wait is not open, or its timeout passed: closed here timed_out),
 -- recorded (counted, not yet enough), approved, rejected.
 create function automation.approval_decide(p_project text, p_run text, p_step text, p_person text,
                                            p_decision text, p_comment text, p_via text, p_nonce text,
-                                           p_now timestamptz)
+                                           p_epoch integer, p_now timestamptz)
     returns table (outcome text, state text, decision text, approvals integer, needed integer)
     language plpgsql
     as $$
@@ -153,6 +153,9 @@ begin
     if not found then
         return query select 'unknown'::text, null::text, null::text, null::integer, null::integer;
         return;
+    end if;
+    if p_epoch is not null then     -- a link is for the request of its epoch (of a replayed run: closed)
+        ep := p_epoch;
     end if;
     select * into q from automation.approval_requests a
     where a.run_id = p_run and a.epoch = ep and a.step_id = p_step;

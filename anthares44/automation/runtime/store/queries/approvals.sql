@@ -10,10 +10,10 @@ from automation.approval_open(:run_id::text, :epoch::integer, :step_id::text, :g
                               :now::timestamptz);
 
 -- name: approval_decide
--- purpose: :person decides :decision (approve | reject, :comment, from :via, with link nonce :nonce) on the approval of step :step_id of run :run_id in project :project at :now; returns (outcome, state, decision, approvals, needed)
+-- purpose: :person decides :decision (approve | reject, :comment, from :via, with link nonce :nonce of epoch :epoch) on the approval of step :step_id of run :run_id in project :project at :now; returns (outcome, state, decision, approvals, needed)
 select outcome, state, decision, approvals, needed
 from automation.approval_decide(:project::text, :run_id::text, :step_id::text, :person::text, :decision::text,
-                                :comment::text, :via::text, :nonce::text, :now::timestamptz);
+                                :comment::text, :via::text, :nonce::text, :epoch::integer, :now::timestamptz);
 
 -- name: approval_deciders
 -- purpose: who may decide the approval of step :step_id of run :run_id (epoch :epoch) at :now, as published now
