@@ -124,6 +124,24 @@ E_CHILD_INPUT_INVALID = _code("E_CHILD_INPUT_INVALID", False,
                               "the child's input could not be rendered or was refused; no child was created")
 E_CHILD_LIMIT = _code("E_CHILD_LIMIT", False, "a child workflow limit (depth 8, 10,000 child runs per tree) or a "
                       "target not published")
+# Human approval (§20, docs/approvals.md)
+E_APPROVAL_REJECTED = _code("E_APPROVAL_REJECTED", False,
+                            "an approver rejected the step (or its timeout came first, onTimeout: reject)")
+E_SELF_APPROVAL = _code("E_SELF_APPROVAL", False, "the run's initiator cannot approve it (the step has no allowSelf)",
+                        http=403)
+E_NOT_APPROVER = _code("E_NOT_APPROVER", False, "this person is not a member of the step's approver groups",
+                       http=403)
+E_APPROVAL_CLOSED = _code("E_APPROVAL_CLOSED", False, "the approval is closed (decided, timed out or cancelled)",
+                          http=409, details=True)
+E_APPROVAL_NOT_FOUND = _code("E_APPROVAL_NOT_FOUND", False, "the run has no approval request at that step",
+                             http=404)
+E_APPROVAL_INVALID = _code("E_APPROVAL_INVALID", False, "the decision is not valid (approve | reject, a comment of "
+                           "at most 4000 characters)", http=400, exit=EXIT_USAGE)
+E_APPROVAL_LINK_INVALID = _code("E_APPROVAL_LINK_INVALID", False,
+                                "the approval link is not one this server signed (altered or forged)", http=403)
+E_APPROVAL_LINK_EXPIRED = _code("E_APPROVAL_LINK_EXPIRED", False, "the approval link has expired", http=410)
+E_APPROVAL_LINK_USED = _code("E_APPROVAL_LINK_USED", False, "the approval link was used already (single use)",
+                             http=409)
 
 # Expressions at run time (§5): evaluation errors are values inside CEL; this is the code a step gets when
 # an `if` expression ends in an error.

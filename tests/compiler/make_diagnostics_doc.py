@@ -32,6 +32,9 @@ NO_EXAMPLE = {
     "A44213": "needs a connector plugin that is installed on the linting machine and fails to import; golden "
               "cases are plain files, so `tests/compiler/test_codes.py` installs a real broken "
               "distribution instead.",
+    "A44260": "is an error of `publish` only: `lint` reports the same group as the warning "
+              "[A44261](#a44261) (the project may have published it); publish looks the group up in the "
+              "project's published `kind: approvers` first.",
 }
 
 # The example shown for a code, when the first failing case by name is not the most telling one.

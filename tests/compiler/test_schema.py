@@ -255,7 +255,7 @@ def test_fields_carry_help_outside_refs(kind):
             assert target.get("description"), f"{kind}: field {name!r} has no description"
             assert target.get("markdownDescription") == target["description"], name
             checked += 1
-    assert checked >= 5  # the walk really reached the fields
+    assert checked >= (4 if kind == "approvers" else 5)  # the walk really reached the fields
 
 
 def test_uses_offers_builtin_names_for_completion():

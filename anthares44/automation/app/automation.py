@@ -159,10 +159,11 @@ class Automation(RunsService):
     # --- run (§8.2, §8.5) --------------------------------------------------------------------------------
     async def run(self, workflow: str, input: Any = None, idempotency_key: str | None = None, *,
                   wait: bool = False, timeout: float | str | timedelta | None = None,
-                  parent: Parent | None = None) -> RunHandle:
+                  parent: Parent | None = None, initiator: str | None = None) -> RunHandle:
         """Start a run of the latest published version and return at once; the same key within 24 h returns the
         original run and creates nothing. With `wait`, return when the run reaches a terminal state (or when
-        `timeout` passes: `timed_out=True`). `parent` (a W3C trace context) is the parent of the run's trace."""
+        `timeout` passes: `timed_out=True`). `parent` (a W3C trace context) is the parent of the run's trace.
+        `initiator`: the name behind the call (an API token's, `local:<os user>`), for approvals' E_SELF_APPROVAL."""
         require_idempotency_key(idempotency_key)
         wid = workflow_ref(workflow)
         input = {} if input is None else input
@@ -174,7 +175,7 @@ class Automation(RunsService):
         created = await self.store.create_run(
             self.project, wid, input, str(idempotency_key), trigger_id=MANUAL_TRIGGER,
             partition_key=await render_partition_key(latest["ir"], input), queue=latest["ir"].get("queue"),
-            version=latest["version"])
+            version=latest["version"], initiator=initiator)
         version = created.version
         if not created.created:  # report the original run's own workflow/version, not the one asked for
             original = await self.store.get_run(created.run_id)
@@ -214,6 +215,10 @@ class Automation(RunsService):
         doc = run_view(row, self.store.clock.now(), detail=True)
         # what it waits on (docs/waits.md): every wait step of the run, the open one with its timeout instant
         doc["waits"] = [dict(w) for w in await self.store.fetch("run_waits_of_run", run_id=run_id)]
+        if any(w["kind"] == "approval" for w in doc["waits"]):   # who may decide, what they decided (approvals.md)
+            from .approvals import requests_of_run
+
+            doc["approvals"] = await requests_of_run(self.store, run_id)
         return doc
 
     # --- runs (§6.2, §13) --------------------------------------------------------------------------------
@@ -250,8 +255,12 @@ class Automation(RunsService):
         docs = [run_view(r, now) for r in page.runs]
         waiting = [d["run_id"] for d in docs if d["state"] == "waiting"]
         if waiting:     # what each waits on, when a wait step holds it (docs/waits.md)
-            on = {w["run_id"]: f"{w['kind']} {w['key']}"
-                  for w in await self.store.fetch("run_waits_open_of_runs", run_ids=waiting)}
+            opened = await self.store.fetch("run_waits_open_of_runs", run_ids=waiting)
+            on = {w["run_id"]: f"{w['kind']} {w['key']}" for w in opened}
+            if any(w["kind"] == "approval" for w in opened):     # and who may decide (docs/approvals.md)
+                from .approvals import waiting_on
+
+                on.update(await waiting_on(self.store, [w["run_id"] for w in opened if w["kind"] == "approval"]))
             for d in docs:
                 if d["run_id"] in on:
                     d["waiting_on"] = on[d["run_id"]]
@@ -363,6 +372,20 @@ class Automation(RunsService):
         from ..runtime.engine.timers import reschedule
 
         return await reschedule(self.store, self.project, run_id, step, until=until, by=by, reason=reason)
+
+    async def approve(self, run_id: str, step: str, decision: str, *, person: str, via: str = "cli",
+                      comment: str | None = None) -> dict:
+        """`person` decides on the approval of `step` (app/approvals.py, docs/approvals.md)."""
+        from .approvals import approve
+
+        return await approve(self.store, self.project, run_id, step, decision, person=person, via=via,
+                             comment=comment)
+
+    async def approvals(self, *, person: str | None = None, overdue: bool = False, limit: int = 100) -> list[dict]:
+        """The open approvals (only those `person` may decide and has not; only the overdue ones)."""
+        from .approvals import approvals
+
+        return await approvals(self.store, self.project, person=person, overdue=overdue, limit=limit)
 
     async def query_logs(self, *, error_code: str | None = None, step: str | None = None,
                          workflow: str | None = None, partition_key: str | None = None, since=None, until=None,

@@ -133,6 +133,10 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
         labels = {"project": w["project_id"], "kind": w["kind"]}
         waits_open.add(labels, w["open"])
         wait_age.add(labels, round(w["oldest_age_s"], 3))
+    overdue = Family("automation_approvals_overdue", "gauge",
+                     "open approvals past their first reminder or escalation (docs/approvals.md)")
+    for o in v.approvals_overdue:
+        overdue.add({"project": o["project_id"]}, o["overdue"])
 
     lateness = Family("automation_timer_lateness_seconds", "histogram",
                       "how late durable timers fired (fired_at - the due instant stored when the sleep opened)")
@@ -152,7 +156,7 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             fam = persisted[base] = Family(base, "counter", HELP.get(c["name"], c["name"]) + " (every process)")
         fam.add(c["labels"], c["value"], "_total")
     return [dlq, age, waiting, runs, reclaims, redeliveries, attempts, retries, comps, durations, breaker, opened,
-            paused, pauses, deliveries, failed, pending, alerts, waits_open, wait_age, lateness,
+            paused, pauses, deliveries, failed, pending, alerts, waits_open, wait_age, overdue, lateness,
             *persisted.values()]
 
 

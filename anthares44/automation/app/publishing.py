@@ -56,6 +56,7 @@ class PublishReport:
     stored_triggers: list = field(default_factory=list)      # StoredTrigger (standalone and inline), once stored
     channels: list = field(default_factory=list)             # [(channel name, created|updated|unchanged)]
     alerts: list = field(default_factory=list)               # [(alert rule name, created|updated|unchanged)]
+    approvers: list = field(default_factory=list)            # [(approver group name, created|updated|unchanged)]
 
     @property
     def errors(self) -> int:
@@ -74,6 +75,7 @@ class PublishReport:
                 "stored_triggers": [t.to_dict() for t in self.stored_triggers],
                 "channels": [{"name": n, "outcome": o} for n, o in self.channels],
                 "alerts": [{"name": n, "outcome": o} for n, o in self.alerts],
+                "approvers": [{"name": n, "outcome": o} for n, o in self.approvers],
                 "diagnostics": [d.to_dict() for d in self.diagnostics],
                 "files": self.files}
 
@@ -91,9 +93,11 @@ async def published_known(store, project: str):
     left out: the reference to it is then reported as unsettled)."""
     from ..compiler.models import ConnectorDecl
     from ..compiler.project import Known
+    from ..runtime.approvals.groups import published_groups
     from ..runtime.published import published_objects
 
     queues, workflows, definitions = await published_objects(store, project)
+    groups = {name: len(set(members)) for name, members in (await published_groups(store, project)).items()}
     connectors = {}
     for cid, definition in definitions.items():
         try:
@@ -103,7 +107,7 @@ async def published_known(store, project: str):
     versions = {r["workflow_id"]: r["version"] for r in await store.fetch("published_workflow_versions",
                                                                            project=project)}
     return Known(f"published in project {project}", frozenset(workflows), frozenset(queues), connectors,
-                 versions=versions)
+                 versions=versions, approver_groups=groups)
 
 
 async def publish(store, project: str, paths: list[str], *, plugins: frozenset = frozenset()) -> PublishReport:
@@ -133,6 +137,11 @@ async def publish(store, project: str, paths: list[str], *, plugins: frozenset =
         from ..runtime.queues import store_queues
 
         report.queues = await store_queues(store, project, [d.model for d in result.project.queues.values()])
+    if result.project is not None and result.project.approver_groups:  # approver groups, before their workflows
+        from ..runtime.approvals.groups import store_groups
+
+        report.approvers = await store_groups(store, project, [(name, list(d.model.members)) for name, d in
+                                                               sorted(result.project.approver_groups.items())])
     if result.project is not None and result.project.connectors:    # connector files, before their workflows
         from ..runtime.published import store_connectors
 

@@ -308,7 +308,9 @@ class RemoteAutomation(RunsService):
 
     # --- run, wait -------------------------------------------------------------------------------------------
     async def run(self, workflow: str, input: Any = None, idempotency_key: str | None = None, *,
-                  wait: bool = False, timeout: float | str | timedelta | None = None) -> RunHandle:
+                  wait: bool = False, timeout: float | str | timedelta | None = None,
+                  initiator: str | None = None) -> RunHandle:
+        # the daemon records the calling token's name as the run's initiator (`initiator` is local only)
         require_idempotency_key(idempotency_key)
         body = {"workflow": workflow_ref(workflow), "input": {} if input is None else input,
                 "idempotency_key": str(idempotency_key)}
@@ -416,6 +418,20 @@ class RemoteAutomation(RunsService):
         _, doc = await self._call(ep.RUN_TREE.at(run_id=run_id))
         doc["runs"] = [timestamps(r) for r in doc.get("runs", [])]
         return doc
+
+    async def approve(self, run_id: str, step: str, decision: str, *, person: str, via: str = "cli",
+                      comment: str | None = None) -> dict:
+        # the daemon decides for the calling token's name (`person` and `via` are local only)
+        _, doc = await self._call(ep.APPROVE.at(run_id=run_id, step=step),
+                                  body={"decision": decision, "comment": comment})
+        return doc
+
+    async def approvals(self, *, person: str | None = None, overdue: bool = False, limit: int = 100) -> list[dict]:
+        # `person` set means --mine: the daemon reads it as the calling token's name
+        params = {"mine": "true" if person else "false", "overdue": "true" if overdue else "false",
+                  "limit": str(limit)}
+        _, doc = await self._call(ep.APPROVALS.call(), params=params)
+        return list(doc["approvals"])
 
     async def wake(self, run_id: str, step: str, *, by: str, reason: str) -> dict:
         # the daemon records the calling token's name as who woke it (`by` is local only)

@@ -6,7 +6,8 @@
     a44 auth logout [--project P | --all]
     a44 auth status [--project P] [--format json]   # which server/project, token name/scopes/expiry
 
-Tokens are shown once, stored as sha256, bound to one project, scoped (automation:read | automation:write;
+Tokens are shown once, stored as sha256, bound to one project, scoped (automation:read | automation:write |
+automation:approve, to decide approvals;
 write implies read), expiring (--expires; `never` for no expiry) and optionally limited to CIDRs.
 """
 
@@ -41,7 +42,8 @@ def add_group(top) -> None:
     create = tverbs.add_parser("create", help="create a token (shown once)")
     create.add_argument("--name", required=True)
     create.add_argument("--scope", action="append", required=True, metavar="SCOPE",
-                        help="automation:read, automation:write or automation:admin (repeatable)")
+                        help="automation:read, automation:write, automation:admin or automation:approve "
+                             "(decide approvals; repeatable)")
     create.add_argument("--expires", default="30d", metavar="DURATION", help="e.g. 30d, 12h, or never (default 30d)")
     create.add_argument("--allow-cidr", action="append", default=[], metavar="CIDR",
                         help="only accept the token from this network (repeatable)")

@@ -112,8 +112,13 @@ def render_text(run: dict, attempts: list[dict], partitions=()) -> str:
     out += "\n"
     if run.get("error_code") == E_RUN_CANCELLED and run.get("error_message"):   # who and why (states.md#cancel)
         out += run["error_message"] + ("\n" if run["state"] == "cancelled" else " (requested)\n")
+    open_approvals = {a["step_id"]: a for a in run.get("approvals") or () if a["state"] == "open"}
     for w in run.get("waits") or ():       # what a waiting run waits on (docs/waits.md)
-        if w["state"] == "open":
+        if w["state"] == "open" and w["step_id"] in open_approvals:      # and who may decide (approvals.md)
+            from ..app.approvals import waiting_text
+
+            out += f"waiting on {waiting_text(open_approvals[w['step_id']])} until {w['timeout_at']}\n"
+        elif w["state"] == "open":
             out += f"waiting on {w['kind']} {w['key']} (step {w['step_id']}) until {w['timeout_at']}\n"
     counted = (run.get("summary") or {}).get("step_rows") or {}
     if counted:

@@ -102,7 +102,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(auto, args) -> int:
-    handle = await auto.run(args.workflow, args.input_value, args.idempotency_key)
+    from ..app.approvals import local_person
+
+    # a local call's initiator is its os user; a remote one's the token's name (recorded by the daemon)
+    handle = await auto.run(args.workflow, args.input_value, args.idempotency_key, initiator=local_person())
     for i, (name, data) in enumerate(args.signals):
         # buffered until the run's wait opens on it; the derived key makes the command safe to repeat
         await auto.signal(handle.run_id, name, data, key=f"run:{args.idempotency_key}:{i}", by="local:cli")

@@ -290,5 +290,19 @@ async def _show(auto, args) -> int:
     out = f"{run['run_id']}  {run['workflow_id']} v{run['version']}  {run['state']}\n"
     step = run.get("failed_step") or run.get("current_step")
     out += f"step: {step or '-'}  error: {run.get('error_code') or '-'}  created: {when(run['created_at'])}\n"
-    write(out + timers_text(run))
+    write(out + timers_text(run) + approvals_text(run))
     return EXIT_OK
+
+
+def approvals_text(run: dict) -> str:
+    """`waiting on approval of STEP 1/2 by alice, bob until ...`, one line per open approval (docs/approvals.md),
+    and its decisions so far."""
+    from ..app.approvals import waiting_text
+
+    out = ""
+    for a in run.get("approvals") or ():
+        if a["state"] == "open":
+            out += f"waiting on {waiting_text(a)} until {when(a['timeout_at'])}\n"
+        out += "".join(f"  {d['person']} {d['decision']} via {d['via']} at {d['at']}"
+                       + (f": {d['comment']}" if d.get("comment") else "") + "\n" for d in a["decisions"])
+    return out

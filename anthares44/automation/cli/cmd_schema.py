@@ -12,7 +12,7 @@ import sys
 
 from ..errors import EXIT_FINDINGS, EXIT_OK
 
-KINDS = ("workflow", "triggers", "connectors", "queues", "alerts", "channels", "any")  # kept equal to jsonschema.KINDS by a test
+KINDS = ("workflow", "triggers", "connectors", "queues", "alerts", "channels", "approvers", "any")  # kept equal to jsonschema.KINDS by a test
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

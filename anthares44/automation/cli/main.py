@@ -26,6 +26,8 @@ VERBS: dict[str, str] = {
     "run": "cmd_run",
     "runs": "cmd_runs",
     "signal": "cmd_signal",
+    "approve": "cmd_approve",
+    "approvals": "cmd_approvals",
     "logs": "cmd_logs",
     "serve": "cmd_serve",
     "webhook": "cmd_webhook",

@@ -1,5 +1,5 @@
 """File kinds: recognises what a YAML file declares (workflow, triggers, connectors, queues) by its shape or
-its optional `kind:` field (alert rules and notification channels by their `kind:` alone), and validates each
+its optional `kind:` field (alert rules, notification channels and approver groups by their `kind:` alone), and validates each
 declared object against its model.
 
 A file is one mapping (one object) or a list of objects of one kind; a workflow is always alone in its file.
@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from ..diagnostics import Diagnostic, register
 from .models import TRIGGER_MODELS, ConnectorDecl, Queue, Workflow
+from .models.approvals import ApproverGroup
 from .models.connectors import DECLARABLE_TYPES
 from .models.monitoring import CHANNEL_MODELS, AlertRule
 from .salvage import salvage
@@ -32,7 +33,7 @@ A44204 = register("A44204", "workflow has too many steps")
 # definition costs the daemon to compile, store and load.
 MAX_STEPS = 15_000
 
-KINDS = ("workflow", "trigger", "connector", "queue", "alert", "channel")
+KINDS = ("workflow", "trigger", "connector", "queue", "alert", "channel", "approvers")
 _KIND_ALIASES = {k: k for k in KINDS}
 _SHAPES_HINT = ("a workflow is a mapping with name, version and steps; triggers, connectors and queues are "
                 "mappings (or lists of them) with id and type/maxConcurrency; add `kind:` to say which")
@@ -186,6 +187,8 @@ def _model_for(src: SourceFile, kind: str, item: Any, path: Path) -> type[BaseMo
         return Queue
     if kind == "alert":
         return AlertRule
+    if kind == "approvers":
+        return ApproverGroup
     if kind == "channel":
         typ = item.get("type") if isinstance(item, dict) else None
         if not isinstance(typ, str) or typ not in CHANNEL_MODELS:

@@ -134,11 +134,28 @@ class ChildIR(_Optional):
     compensate_version: int | None = None
 
 
+class ApprovalIR(IR):
+    """An `approval` step (§20, docs/approvals.md): `min` distinct members of `groups` (approver groups, resolved
+    from the project's published `kind: approvers` when a person decides) approve within `timeout_ms`; reminders
+    `remind_ms` after it opens; after `escalate_after_ms` the members of `escalate_groups` may decide too;
+    `on_timeout` rejects (E_APPROVAL_REJECTED), fails (E_WAIT_TIMEOUT) or continues; messages go to channel
+    `notify`; `allow_self` lets the run's initiator approve."""
+    groups: tuple[str, ...]
+    min: int
+    timeout_ms: int
+    remind_ms: tuple[int, ...]
+    escalate_after_ms: int | None
+    escalate_groups: tuple[str, ...]
+    on_timeout: Literal["reject", "fail", "continue"]
+    notify: str | None
+    allow_self: bool
+
+
 class NodeIR(_Optional):
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("rows", "expect", "partitions", "sleep", "wait", "child")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("rows", "expect", "partitions", "sleep", "wait", "child", "approval")
     id: str
     index: int
-    kind: Literal["call", "sleep", "wait", "child"]
+    kind: Literal["call", "sleep", "wait", "child", "approval"]
     connector: ConnectorRef | None
     timeout_ms: int | None
     retry: RetryIR
@@ -153,6 +170,7 @@ class NodeIR(_Optional):
     sleep: SleepIR | None = None              # kind "sleep" with no sleep_ms: a `for` span or an `until` instant
     wait: WaitIR | None = None                # kind "wait"
     child: ChildIR | None = None              # kind "child"
+    approval: ApprovalIR | None = None        # kind "approval"
 
 
 class DeliverIR(IR):

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..durations import DURATION_PATTERN
 from .documents import SHAPES, Clue
 from .models import BUILTIN_PARAMS, CHANNEL_MODELS, TRIGGER_MODELS, AlertRule, ConnectorDecl, Queue, Workflow
+from .models.approvals import ApproverGroup
 from .models.connectors import DECLARABLE_TYPES
 from .models.types import format_duration
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
-KINDS = ("workflow", "triggers", "connectors", "queues", "alerts", "channels", "any")
+KINDS = ("workflow", "triggers", "connectors", "queues", "alerts", "channels", "approvers", "any")
 REF = "#/definitions/"
 PLUGIN_PATTERN = r"^connector/\S+$"
 DECLARED_PATTERN = r"^con_[A-Za-z0-9_.-]+$"
@@ -53,13 +54,14 @@ FORBIDDEN_KEYWORDS = frozenset({
 
 # The definition judging each file kind (documents.KINDS).
 _KIND_DEFINITIONS = {"workflow": "Workflow", "trigger": "Trigger", "connector": "ConnectorDecl", "queue": "Queue",
-                     "alert": "AlertRule", "channel": "Channel"}
+                     "alert": "AlertRule", "channel": "Channel", "approvers": "ApproverGroup"}
 
 # Step fields by step form; the rest of a step's keys are its connector's parameters (§3.7).
 STEP_COMMON = ("id", "uses", "timeout", "retry", "compensate", "if", "needs", "exclusive", "rows", "expect",
                "description", "partitions", "onPartitionFailure")
 SLEEP_FIELDS = ("id", "sleep", "description", "if", "needs")
 WAIT_FIELDS = ("id", "wait", "description", "if", "needs")
+APPROVAL_FIELDS = ("id", "approval", "description", "if", "needs")
 COMPENSATION_COMMON = ("uses", "timeout")
 
 _TITLES = {
@@ -69,6 +71,7 @@ _TITLES = {
     "queues": "a44 automation queues",
     "alerts": "a44 alert rules",
     "channels": "a44 notification channels",
+    "approvers": "a44 approver groups",
     "any": "a44 automation file (any kind)",
 }
 _DESCRIPTIONS = {
@@ -78,7 +81,9 @@ _DESCRIPTIONS = {
     "queues": "A queues file (§10.1): one queue (or a list of them).",
     "alerts": "An alert rules file (§16, docs/alerts.md): one `kind: alert` rule (or a list of them).",
     "channels": "A notification channels file (docs/alerts.md): one `kind: channel` (or a list of them), by `type`.",
-    "any": "Any a44 automation file: a workflow, triggers, connectors, queues, alert rules or channels.",
+    "approvers": "An approver groups file (§20, docs/approvals.md): one `kind: approvers` group (or a list of them).",
+    "any": "Any a44 automation file: a workflow, triggers, connectors, queues, alert rules, channels or approver "
+           "groups.",
 }
 
 
@@ -168,7 +173,7 @@ def _definitions() -> dict[str, dict[str, Any]]:
     """Every definition the file kinds need: pydantic's, polished, plus the hand-shaped dispatchers."""
     from pydantic.json_schema import models_json_schema
 
-    models: list[type[BaseModel]] = [Workflow, ConnectorDecl, Queue, AlertRule, *CHANNEL_MODELS.values(),
+    models: list[type[BaseModel]] = [Workflow, ConnectorDecl, Queue, AlertRule, ApproverGroup, *CHANNEL_MODELS.values(),
                                      *TRIGGER_MODELS.values(), *dict.fromkeys(BUILTIN_PARAMS.values())]
     _, top = models_json_schema([(m, "validation") for m in models], by_alias=True, ref_template=REF + "{model}")
     defs: dict[str, dict[str, Any]] = top["$defs"]
@@ -207,6 +212,7 @@ def _file_bodies() -> dict[str, dict[str, Any]]:
         "queues": {"anyOf": one_or_list("Queue")},
         "alerts": {"anyOf": one_or_list("AlertRule")},
         "channels": {"anyOf": one_or_list("Channel")},
+        "approvers": {"anyOf": one_or_list("ApproverGroup")},
     }
     bodies["any"] = {"if": {"type": "array"},
                      "then": {"type": "array", "minItems": 1, "items": {"$ref": REF + "AnyEntry"}},
@@ -377,7 +383,9 @@ def _step_schema(defs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     fields["timeout"] = _non_null(fields["timeout"])
     fields["sleep"] = _non_null(fields["sleep"])
     fields["wait"] = _non_null(fields["wait"])
-    refs = _shared_fields(defs, "Step", {name: fields[name] for name in (*STEP_COMMON, "sleep", "wait", "with")})
+    fields["approval"] = _non_null(fields["approval"])
+    refs = _shared_fields(defs, "Step", {name: fields[name] for name in (*STEP_COMMON, "sleep", "wait", "approval",
+                                                                         "with")})
     common = {name: refs[name] for name in STEP_COMMON}
     sleep_branch = {
         "if": {"required": ["sleep"], "not": {"required": ["uses"]}},
@@ -389,12 +397,19 @@ def _step_schema(defs: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "then": _closed({name: refs[name] for name in WAIT_FIELDS}, ["id", "wait"],
                         "A durable wait for a signal: takes no `uses`, `timeout` or `retry` (§20)."),
     }
+    approval_branch = {
+        "if": {"required": ["approval"],
+               "not": {"anyOf": [{"required": ["uses"]}, {"required": ["sleep"]}, {"required": ["wait"]}]}},
+        "then": _closed({name: refs[name] for name in APPROVAL_FIELDS}, ["id", "approval"],
+                        "A person's decision: takes no `uses`, `timeout` or `retry` (§20, docs/approvals.md)."),
+    }
     schema = {
         "title": "Step",
         "type": "object",
         "required": ["id"],
-        "anyOf": [{"required": ["uses"]}, {"required": ["sleep"]}, {"required": ["wait"]}],
-        "allOf": [_undecided(refs, ["uses", "sleep", "wait"]), _unknown_uses(refs), sleep_branch, wait_branch,
+        "anyOf": [{"required": ["uses"]}, {"required": ["sleep"]}, {"required": ["wait"]}, {"required": ["approval"]}],
+        "allOf": [_undecided(refs, ["uses", "sleep", "wait", "approval"]), _unknown_uses(refs), sleep_branch, wait_branch,
+                  approval_branch,
                   *_branches(defs, common, ["id", "uses", "timeout"], {"with": refs["with"]})],
     }
     _describe(schema, defs["Step"]["description"] + " Connector parameters sit on the step (built-ins, declared "

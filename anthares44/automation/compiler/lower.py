@@ -18,6 +18,7 @@ from .ir import (
     DEFAULT_RETRY_BASE_MS,
     DEFAULT_RETRY_CAP_MS,
     DEFAULT_SINCE_MAX,
+    ApprovalIR,
     CatchUpIR,
     ChildIR,
     CompensationIR,
@@ -162,14 +163,28 @@ def lower_step(i: int, step: Step, project: Project) -> NodeIR:
     w = step.wait if isinstance(step.wait, Wait) else None
     wait = None if w is None else WaitIR(kind="signal", signal=w.signal, timeout_ms=w.timeout,
                                          on_timeout=w.onTimeout)
-    kind: Literal["call", "sleep", "wait", "child"] = "sleep" if step.sleep is not None else "wait" if w else \
-        "child" if child else "call"
+    approval = _approval(step)
+    kind: Literal["call", "sleep", "wait", "child", "approval"] = \
+        "sleep" if step.sleep is not None else "wait" if w else "child" if child else \
+        "approval" if approval else "call"
     return NodeIR(id=step.id, index=i, kind=kind,
                   connector=_connector(step.uses, project) if step.uses and not child else None,
                   timeout_ms=step.timeout, retry=retry, compensate=comp, condition=_expr(step.if_, IF_ROOTS),
                   exclusive=step.exclusive, sleep_ms=sleep_ms, params={} if child else _params(step),
                   rows=_rows(step), expect=_expects(step.expect, STEP_EXPECT_ROOTS),
-                  partitions=_partitions(step, IF_ROOTS), sleep=sleep, wait=wait, child=child)
+                  partitions=_partitions(step, IF_ROOTS), sleep=sleep, wait=wait, child=child,
+                  approval=approval)
+
+
+def _approval(step: Step) -> ApprovalIR | None:
+    a = step.approval
+    if a is None:
+        return None
+    e = a.escalate
+    return ApprovalIR(groups=tuple(a.approvers.groups), min=a.approvers.min, timeout_ms=a.timeout,
+                      remind_ms=tuple(sorted(set(a.remind or ()))), escalate_after_ms=e.after if e else None,
+                      escalate_groups=tuple(e.to.groups) if e else (), on_timeout=a.onTimeout, notify=a.notify,
+                      allow_self=a.allowSelf)
 
 
 def _sleep(value: int | Sleep | None) -> tuple[int | None, SleepIR | None]:

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from .documents import Decl
 from .models import ConnectorDecl, Queue, Workflow
+from .models.approvals import ApproverGroup
 from .models.monitoring import AlertRule, EmailChannel, SlackChannel, WebhookChannel
 from .models.triggers import EventTrigger, ManualTrigger, ScheduleTrigger, WebhookTrigger
 from .source import SourceFile
@@ -42,6 +43,7 @@ class Known:
     workflows: frozenset[str] = frozenset()
     queues: frozenset[str] = frozenset()
     connectors: dict[str, ConnectorDecl] = field(default_factory=dict)     # connector id -> validated ConnectorDecl
+    approver_groups: dict[str, int] = field(default_factory=dict)  # published approver group -> its member count
     plugins: frozenset[str] = frozenset()   # plugin names that exist without an entry point here: the test kit's mocks
     versions: dict[str, int] = field(default_factory=dict)     # workflow id -> latest published version (§21 pins)
 
@@ -72,6 +74,8 @@ class Project:
     @overload
     def of_kind(self, kind: Literal["channel"]) -> list[Decl[Channel]]: ...
     @overload
+    def of_kind(self, kind: Literal["approvers"]) -> list[Decl[ApproverGroup]]: ...
+    @overload
     def of_kind(self, kind: str) -> list[Decl[Any]]: ...   # a kind named at run time: any of the above
     def of_kind(self, kind: str) -> list[Decl[Any]]:
         return [d for d in self.decls if d.kind == kind and d.model is not None]
@@ -99,6 +103,10 @@ class Project:
     @cached_property
     def channels(self) -> dict[str, Decl[Channel]]:
         return {d.model.id: d for d in self.of_kind("channel")}
+
+    @cached_property
+    def approver_groups(self) -> dict[str, Decl[ApproverGroup]]:
+        return {d.model.name: d for d in self.of_kind("approvers") if d.named}
 
     @cached_property
     def plugins(self) -> dict[str, EntryPoint | None]:

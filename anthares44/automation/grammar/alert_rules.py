@@ -26,6 +26,7 @@ METRICS: dict[str, tuple[str, ...]] = {
     "automation.lease_reclaim_total": (),
     "automation.runs": ("workflow", "state"),
     "automation.run_redeliveries_total": ("workflow",),
+    "automation.approvals_overdue": (),     # open approvals past their first reminder (docs/approvals.md)
 }
 FUNCTIONS = ("min_over_time", "max_over_time", "avg_over_time", "rate", "increase")
 OPERATORS = (">=", "<=", "==", "!=", ">", "<")

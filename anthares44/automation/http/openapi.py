@@ -17,7 +17,7 @@ from ..app.contract.models.common import Error
 from ..jsonenc import to_json
 from . import params as p
 from . import routes  # noqa: F401 - declares every route
-from .routing import ADMIN, READ, ROUTES, WRITE
+from .routing import ADMIN, APPROVE, READ, ROUTES, WRITE
 
 _REF = "#/components/schemas/{model}"
 _ERR = {"$ref": "#/components/schemas/Error"}
@@ -36,8 +36,8 @@ _STATUS = {400: "bad request: a parameter (E_BAD_REQUEST) or the body (E_INVALID
            422: "refused (compile errors)", 501: "not available on this server",
            503: "the database cannot be reached (E_DB_UNAVAILABLE) or the server is at its connection limit "
                 "(E_SERVER_BUSY); retry"}
-_SCOPE_TEXT = {READ: "automation:read (or write, or admin)", WRITE: "automation:write (or admin)",
-               ADMIN: "automation:admin"}
+_SCOPE_TEXT = {READ: "automation:read (or write, approve, or admin)", WRITE: "automation:write (or admin)",
+               ADMIN: "automation:admin", APPROVE: "automation:approve (or admin)"}
 
 
 def _param(name: str, where: str = "query") -> dict:

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from ..app.contract.endpoints import Endpoint
 
 READ, WRITE, ADMIN = "automation:read", "automation:write", "automation:admin"
+APPROVE = "automation:approve"      # decide approvals (§20): approvers need no write rights
 # what any route may answer: a refused parameter or body, token or scope, and a database or server that cannot
 # take the request now (E_DB_UNAVAILABLE, E_SERVER_BUSY)
 ALWAYS = (400, 401, 403, 503)

@@ -34,6 +34,7 @@ from ..errors import (
     public_details,
 )
 from . import routes  # noqa: F401 - declares every REST route in ROUTES
+from .approval_links import add_routes as add_approval_links
 from .console import add_routes as add_console
 from .context import (
     ARCHIVE_KEY,
@@ -234,6 +235,7 @@ def build_app(store, limits: HttpLimits | None = None, log_archive_dir: str | No
     r.add_get("/healthz", health)
     r.add_route("*", "/v1/{project}/{trigger}", webhook)
     add_console(app, store_key=STORE_KEY, automation_for=automation_for, principal_key=PRINCIPAL_KEY)
+    add_approval_links(app, store_key=STORE_KEY)
 
     async def _stopping(app):
         app[STOPPING_KEY].set()   # open event streams end (until_gone) instead of holding the shutdown

@@ -218,14 +218,29 @@ class Env:
         return report
 
     def run(self, workflow: str, input: Any = None, *, idempotency_key: str | None = None,
-            settle: bool = True) -> RunView:
+            settle: bool = True, initiator: str | None = None) -> RunView:
         """Start a run (the key defaults to a fresh one per call) and, unless `settle=False`, drive it as far as
-        it goes at the current virtual instant."""
+        it goes at the current virtual instant. `initiator`: who started it (an approval refuses them)."""
         key = idempotency_key or f"kit-{self._rng.getrandbits(64):016x}"
-        handle = self.call(self.app.run(workflow, input, key))
+        handle = self.call(self.app.run(workflow, input, key, initiator=initiator))
         if settle:
             self.settle()
         return RunView(self, handle.run_id)
+
+    def approve(self, run: RunView | str, step: str, person: str, decision: str = "approve", *,
+                comment: str | None = None, settle: bool = True) -> dict:
+        """`person` decides on the approval step `step` (docs/approvals.md), then the run is driven on."""
+        run_id = run if isinstance(run, str) else run.id
+        done = self.call(self.app.approve(run_id, step, decision, person=person, via="cli", comment=comment))
+        if settle:
+            self.settle()
+        return done
+
+    def notifications(self) -> list[dict]:
+        """The project's notification outbox, oldest first (approval requests, reminders, alerts...)."""
+        from ..runtime.notify import outbox
+
+        return list(reversed(self.call(outbox.listing(self.store, self.project, None, 1000))))
 
     def get(self, run_id: str) -> RunView:
         return RunView(self, run_id)

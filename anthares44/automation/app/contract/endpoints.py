@@ -15,6 +15,7 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from .models import admin as am
+from .models import approvals as apm
 from .models import common as cm
 from .models import events as ev
 from .models import flow as fm
@@ -72,6 +73,8 @@ SKIP = Endpoint("POST", PREFIX + "/runs/{run_id}/skip", {200: rm.SkipResult})
 CANCEL = Endpoint("POST", PREFIX + "/runs/{run_id}/cancel", {200: rm.CancelResult})
 SIGNAL = Endpoint("POST", PREFIX + "/runs/{run_id}/signals/{name}", {202: rm.SignalResult})
 RUN_TREE = Endpoint("GET", PREFIX + "/runs/{run_id}/tree", {200: rm.RunTree})
+APPROVE = Endpoint("POST", PREFIX + "/runs/{run_id}/approvals/{step}", {200: apm.DecisionResult})
+APPROVALS = Endpoint("GET", PREFIX + "/approvals", {200: apm.Approvals})
 WAKE = Endpoint("POST", PREFIX + "/runs/{run_id}/wake", {200: rm.TimerResult})
 RESCHEDULE = Endpoint("POST", PREFIX + "/runs/{run_id}/reschedule", {200: rm.TimerResult})
 RESOLVE = Endpoint("POST", PREFIX + "/runs/{run_id}/resolve", {200: rm.Run})

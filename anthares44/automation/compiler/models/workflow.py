@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, StrictStr, Tag
 
+from .approvals import Approval
 from .base import Model, OpenModel
 from .triggers import InlineTrigger
 from .types import (
@@ -143,7 +144,7 @@ class Wait(Model):
 
 
 class Step(OpenModel):
-    """One step: a connector call (`uses`), a durable `sleep` or `wait`, or `uses: pass`."""
+    """One step: a connector call (`uses`), a durable `sleep` or `wait`, an `approval`, or `uses: pass`."""
 
     id: StepId
     """Unique within the workflow; appears in logs, metrics and replay (`--from-step`)."""
@@ -170,6 +171,9 @@ class Step(OpenModel):
     (the wait has its own); its output is `{"kind": "signal", "signal": {"name", "data"}}`. On a child-workflow
     step (`uses: workflow/NAME`, §21): `result` (default: until the child ends), `started` (until it is first
     leased) or `none` (at once; the output is the child's run id)."""
+    approval: Approval | None = None
+    """A person's decision: `approval: {approvers: {groups: [finance-leads], min: 2}, timeout: 72h}`; takes no
+    `uses` and no `timeout` (docs/approvals.md); its output is `{"kind": "approval", "decision", "approvers"}`."""
     with_: dict[str, Any] | None = Field(None, alias="with")
     """Parameters of a `connector/...` plugin, validated by the plugin's own model."""
     rows: Rows | None = None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ...diagnostics import Diagnostic
 from . import (
     children,
+    approvals,
     connectors,
     dag,
     expectations,
@@ -28,7 +29,8 @@ from . import (
 if TYPE_CHECKING:
     from ..project import Project
 
-RULES = (steps, connectors, children, dag, retry, timers, flow, expressions, expectations, templates, sql, triggers, monitoring)
+RULES = (steps, connectors, children, dag, retry, timers, flow, expressions, expectations, templates, sql, triggers,
+         monitoring, approvals)
 
 
 def run_rules(project: Project) -> list[Diagnostic]:

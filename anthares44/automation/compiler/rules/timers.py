@@ -82,7 +82,8 @@ def _fits(decl: Decl[Workflow], src: SourceFile, wf: Workflow) -> Iterator[Diagn
 
 
 def _where(key: str) -> tuple[str, ...]:
-    return {"for": ("sleep", "for"), "wait timeout": ("wait", "timeout")}.get(key, (key,))
+    return {"for": ("sleep", "for"), "wait timeout": ("wait", "timeout"),
+            "approval timeout": ("approval", "timeout")}.get(key, (key,))
 
 
 def _longest(step: Step) -> tuple[int | None, str]:
@@ -91,6 +92,8 @@ def _longest(step: Step) -> tuple[int | None, str]:
         return step.sleep, "sleep"
     if isinstance(step.wait, Wait):   # a wait's own timeout (§20)
         return step.wait.timeout, "wait timeout"
+    if step.approval is not None:   # an approval's own timeout (§20, docs/approvals.md)
+        return step.approval.timeout, "approval timeout"
     if isinstance(step.sleep, Sleep) and step.sleep.for_ is not None:
         try:
             return int(parse_span(step.sleep.for_).longest(step.sleep.tz).total_seconds() * 1000), "for"

@@ -36,6 +36,7 @@ def add_routes(app: web.Application, *, store_key, automation_for: Callable, pri
     r.add_post("/runs/{run_id}/resolve", actions.resolve)
     r.add_post("/runs/{run_id}/skip", actions.skip)
     r.add_post("/runs/{run_id}/cancel", actions.cancel)
+    r.add_post("/runs/{run_id}/approve", actions.approve)
     r.add_get("/partitions", pages.partitions)
     r.add_get("/dlq", pages.dlq)
     r.add_get("/dlq/entries/{dead_letter_id}", pages.dlq_entry)

@@ -108,6 +108,19 @@ async def cancel(request: web.Request, session: Session, auto) -> web.Response:
 
 
 @view
+async def approve(request: web.Request, session: Session, auto) -> web.Response:
+    """A decision on the run's approval step as the signed-in token's name (docs/approvals.md)."""
+    run_id = request.match_info["run_id"]
+    form = session.form
+    comment = form.get("comment", "").strip() or None
+    person: str = session.principal.name  # type: ignore[attr-defined]  # Session.principal is typed object
+    await auto.approve(run_id, _field(form, "step", ident, required=True),
+                       _field(form, "decision", ident, required=True), person=person, via="console",
+                       comment=comment)
+    return see_other(f"/runs/{run_id}")
+
+
+@view
 async def redrive(request: web.Request, session: Session, auto) -> web.Response:
     form = session.form
     queue = _field(form, "queue", ident, required=True)

@@ -101,7 +101,9 @@ async def authenticate(request: web.Request, store, keys: Keys) -> Session | web
         raise A44Error(E_FORBIDDEN, exc.message) from None
     if request.method == "POST":
         check_csrf(keys, token, form)
-        if not principal.allows("automation:write"):
+        # a decision on an approval needs the approve scope only (§20: approvers need no write rights)
+        needed = "automation:approve" if request.path.endswith("/approve") else "automation:write"
+        if not principal.allows(needed):
             raise A44Error(E_FORBIDDEN, f"the token {principal.name!r} may read but not act "
-                                        "(it lacks the automation:write scope)")
+                                        f"(it lacks the {needed} scope)")
     return Session(principal, token, csrf_for(keys, token), form)

@@ -63,7 +63,8 @@ async def api_run(request: web.Request) -> web.Response:
         raise A44Error(E_INVALID_ARGUMENT, "`workflow` (string) is required")
     if key is not None and not isinstance(key, str):
         raise A44Error(E_INVALID_ARGUMENT, "`idempotency_key` must be a string")
-    handle = await automation_for(request).run(workflow, doc.get("input"), key, parent=incoming_parent(request))
+    handle = await automation_for(request).run(workflow, doc.get("input"), key, parent=incoming_parent(request),
+                                               initiator=principal(request).name)
     return json_response(handle.to_dict(), 202 if handle.created else 200)
 
 

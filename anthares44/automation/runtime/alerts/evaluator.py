@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from ...clock import Clock, wait_event
 from ...errors import A44Error
 from ...grammar.alert_rules import METRICS, evaluate, parse_condition, parse_filter
-from . import builtins, ledger, sampler
+from . import approvals_overdue, builtins, ledger, sampler
 from . import rules as rule_store
 from .causes import CAUSED_STATES, dead_letter_causes, dead_letter_context, runs_context
 from .suppression import Policy, State, tick
@@ -98,6 +98,7 @@ class Evaluator:
         firing = [dict(a) for a in await self.store.fetch("alerts_firing_all")]
         await builtins.run_outcomes(self.store, now, horizon, self.holder, policy_for, firing)
         await builtins.dlq_growth(self.store, now, before, series, policy_for, firing)
+        await approvals_overdue.check(self.store, now, series, policy_for, firing)
         for (project, name), row in user_rules.items():
             try:
                 await self._rule(project, row, now,

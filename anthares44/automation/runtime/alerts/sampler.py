@@ -20,8 +20,9 @@ def labels_key(labels: dict) -> str:
 async def read_series(store, now: datetime, before: dict | None = None) -> list[tuple[str, str, dict, float]]:
     """(project, metric, labels, value) of every series now. A queue whose DLQ emptied drops out of the metrics
     queries; `before` (previous_dlq) gives it one sample at 0, so what watched it sees it clear."""
-    queues, runs, projects = await asyncio.gather(store.fetch("metrics_queues", now=now), store.fetch("metrics_runs"),
-                                                  store.fetch("metrics_projects"))
+    queues, runs, projects, overdue = await asyncio.gather(
+        store.fetch("metrics_queues", now=now), store.fetch("metrics_runs"), store.fetch("metrics_projects"),
+        store.fetch("approvals_overdue_counts", now=now))
     out: list[tuple[str, str, dict, float]] = []
     for q in queues:
         labels = {"queue": q["queue"]}
@@ -42,6 +43,9 @@ async def read_series(store, now: datetime, before: dict | None = None) -> list[
     out += [(p, "automation.lease_reclaim_total", {}, float(n)) for p, n in sorted(reclaims.items())]
     out += [(p, "automation.run_redeliveries_total", {"workflow": wf}, float(n))
             for (p, wf), n in sorted(redeliveries.items())]
+    late = {r["project_id"]: float(r["overdue"]) for r in overdue}     # 0 for the others: an alert on it clears
+    out += [(p, "automation.approvals_overdue", {}, late.get(p, 0.0))
+            for p in sorted({r["project_id"] for r in projects} | set(late))]
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from .approvals import Approval
 from .children import Child
 from .code_visit import CodeVisit
 from .dag_visit import DagVisit
@@ -17,7 +18,7 @@ from .sleeps import Sleep
 from .visit import StepKind, Strategy, Visit
 from .waits import Wait
 
-STEP_KINDS: dict[str, StepKind] = {"sleep": Sleep(), "wait": Wait(), "child": Child()}
+STEP_KINDS: dict[str, StepKind] = {"sleep": Sleep(), "wait": Wait(), "child": Child(), "approval": Approval()}
 
 STRATEGIES: dict[str, Callable[[Visit], Awaitable[Strategy]]] = {
     "workflow": lambda v: DagVisit.load(v, STEP_KINDS),

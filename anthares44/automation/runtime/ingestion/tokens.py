@@ -1,6 +1,6 @@
 """API tokens (§17): `a44_pat_` + 43 url-safe characters (32 random bytes), stored as sha256 only, bound to one
 project, scoped (`automation:read`, `automation:write`, `automation:admin`: tokens and webhook secrets over the API;
-admin implies write, write implies read), expiring, optionally limited to
+admin implies write, write implies read; `automation:approve`: decide approvals, implies read), expiring, optionally limited to
 CIDRs. `check_token` decides 401 (missing, unknown, expired, revoked) versus 403 (scope, address)."""
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from datetime import datetime, timedelta
 from ...errors import E_FORBIDDEN, E_INVALID_ARGUMENT, E_TOKEN_INVALID, E_TOKEN_NOT_FOUND, A44Error, http_status
 from .ids import new_id
 
-SCOPES = ("automation:read", "automation:write", "automation:admin")
-_IMPLIED = {"automation:admin": {"automation:write", "automation:read"}, "automation:write": {"automation:read"}}
+SCOPES = ("automation:read", "automation:write", "automation:admin", "automation:approve")
+# approve (§20: approvers need no write rights) lets a token decide approvals and read what it decides on
+_IMPLIED = {"automation:admin": {"automation:write", "automation:read", "automation:approve"},
+            "automation:write": {"automation:read"}, "automation:approve": {"automation:read"}}
 TOKEN_PREFIX = "a44_pat_"
 
 
@@ -63,6 +65,9 @@ async def create_token(store, project: str, name: str, scopes: list[str], expire
                        allow_cidrs: list[str] | None = None) -> NewToken:
     if not name or not name.strip():
         raise A44Error(E_INVALID_ARGUMENT, "a token needs a --name")
+    if name.startswith("local:"):   # that is how a local CLI call is named (approvals): a token may not pose as one
+        raise A44Error(E_INVALID_ARGUMENT, f"a token's name may not start with 'local:' ({name!r})",
+                       hint="local:<os user> names a local CLI call (docs/approvals.md); pick another name")
     for s in scopes:
         if s not in SCOPES:
             raise A44Error(E_INVALID_ARGUMENT, f"unknown scope {s!r}", hint=f"one of: {', '.join(SCOPES)}")

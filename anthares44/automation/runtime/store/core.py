@@ -399,19 +399,24 @@ class Store:
     # --- runs (§8.2, §8.5) -------------------------------------------------------------------------------
     async def create_run(self, project: str, workflow_id: str, input: Any, idempotency_key: str, *,
                          trigger_id: str | None = None, partition_key: str | None = None, queue: str | None = None,
-                         event_id: str | None = None, version: int | None = None) -> CreatedRun:
+                         event_id: str | None = None, version: int | None = None,
+                         initiator: str | None = None) -> CreatedRun:
         """Create a pending run of the latest (or the given) version, unless `idempotency_key` was claimed in
-        the last 24 h: then nothing is created and the original run id is returned (created=False)."""
+        the last 24 h: then nothing is created and the original run id is returned (created=False). `initiator`:
+        the name behind the call (an API token's, `local:<os user>`), recorded with the run (docs/approvals.md)."""
         if not idempotency_key or not idempotency_key.strip():
             raise A44Error(E_IDEMPOTENCY_KEY_REQUIRED, "a run needs a non-empty idempotency key",
                            hint="pass --idempotency-key K (the same K within 24 h returns the original run)")
         for _ in range(3):
             now = self.clock.now()
             run_id = new_run_id(now)
-            row = await self.fetchrow("run_create", project=project, workflow_id=workflow_id, version=version,
+            who = {} if initiator is None else {"initiator": initiator}
+            row = await self.fetchrow("run_create" if initiator is None else "run_create_initiated",
+                                      project=project, workflow_id=workflow_id, version=version,
                                       run_id=run_id, input=encode_json(input), key=idempotency_key,
                                       trigger_id=trigger_id, partition_key=partition_key, queue=queue, now=now,
-                                      window=IDEMPOTENCY_WINDOW, deadline=now + RUN_WALL_CLOCK_LIMIT, event_id=event_id)
+                                      window=IDEMPOTENCY_WINDOW, deadline=now + RUN_WALL_CLOCK_LIMIT, event_id=event_id,
+                                      **who)
             assert row is not None  # run_create selects two scalar subqueries, no FROM: always one row
             if row["version"] is None:
                 which = f"version {version} of {workflow_id}" if version is not None else workflow_id

@@ -11,7 +11,7 @@ from .common import Age, Body, Doc, Id, Text
 
 class TokenRequest(Body):
     name: Id
-    scopes: list[Literal["automation:read", "automation:write", "automation:admin"]] = Field(min_length=1)
+    scopes: list[Literal["automation:read", "automation:write", "automation:admin", "automation:approve"]] = Field(min_length=1)
     expires: Age | None = Field("30d", description="an age (30d), or never")
     allow_cidrs: list[Text] = Field(default_factory=list, max_length=100)
 

@@ -24,15 +24,21 @@ claim as (
     from run
 )
 
--- name: run_create
--- purpose: claim the idempotency key (recycling one older than the window), insert the pending run and log it, in one statement
-with target as (
+-- fragment: run_create_target
+-- purpose: the CTE `target`: the version of :workflow_id to run (the latest, or :version) and its IR's deadline_ms; run_create and run_create_initiated include it
+target as (
     select version, (ir ->> 'deadline_ms')::bigint as deadline_ms
     from automation.workflow_versions
     where project_id = :project and workflow_id = :workflow_id and (:version::integer is null or version = :version)
     order by version desc
     limit 1
-),
+)
+
+-- name: run_create
+-- purpose: claim the idempotency key (recycling one older than the window), insert the pending run and log it, in one statement
+with
+-- include: run_create_target
+,
 -- include: run_create_rows
 select (select version from target) as version, (select run_id from run) as created_run_id;
 
