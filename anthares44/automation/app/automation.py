@@ -214,6 +214,13 @@ class Automation(RunsService):
         doc = run_view(row, self.store.clock.now(), detail=True)
         # what it waits on (docs/waits.md): every wait step of the run, the open one with its timeout instant
         doc["waits"] = [dict(w) for w in await self.store.fetch("run_waits_of_run", run_id=run_id)]
+        if any(w["kind"] == "event" for w in doc["waits"]):     # an event wait: its correlation value, counts
+            extra = {(e["epoch"], e["step_id"]): e for e in await self.store.fetch("event_waits_of_run",
+                                                                                    run_id=run_id)}
+            for w in doc["waits"]:
+                e = extra.get((w["epoch"], w["step_id"]))
+                if e is not None:
+                    w.update(correlation=e["value"], before_since=e["before_since"], if_errors=e["cel_errors"])
         return doc
 
     # --- runs (§6.2, §13) --------------------------------------------------------------------------------
@@ -250,7 +257,10 @@ class Automation(RunsService):
         docs = [run_view(r, now) for r in page.runs]
         waiting = [d["run_id"] for d in docs if d["state"] == "waiting"]
         if waiting:     # what each waits on, when a wait step holds it (docs/waits.md)
-            on = {w["run_id"]: f"{w['kind']} {w['key']}"
+            values = {(e["run_id"], e["step_id"]): e["value"]
+                      for e in await self.store.fetch("event_waits_open_of_runs", run_ids=waiting)}
+            on = {w["run_id"]: f"{w['kind']} {w['key']}" + (f" = {values[(w['run_id'], w['step_id'])]}"
+                                                             if (w["run_id"], w["step_id"]) in values else "")
                   for w in await self.store.fetch("run_waits_open_of_runs", run_ids=waiting)}
             for d in docs:
                 if d["run_id"] in on:

@@ -33,7 +33,7 @@ from .ir import (
     WorkflowIR,
     seal,
 )
-from .models.workflow import Sleep
+from .models.workflow import Sleep, Wait
 from .project import workflow_id
 from .resolve import resolve
 from .rules.expectations import ROW_FIELDS, ROWS_ROOTS, STEP_EXPECT_ROOTS, WORKFLOW_EXPECT_ROOTS, expect_list, step_rows
@@ -133,8 +133,7 @@ def lower_step(i: int, step: Step, project: Project) -> NodeIR:
 
     sleep_ms, sleep = _sleep(step.sleep)
     w = step.wait
-    wait = None if w is None else WaitIR(kind="signal", signal=w.signal, timeout_ms=w.timeout,
-                                         on_timeout=w.onTimeout)
+    wait = None if w is None else _wait(w)
     kind: Literal["call", "sleep", "wait"] = "sleep" if step.sleep is not None else "wait" if w else "call"
     return NodeIR(id=step.id, index=i, kind=kind,
                   connector=_connector(step.uses, project) if step.uses else None,
@@ -142,6 +141,21 @@ def lower_step(i: int, step: Step, project: Project) -> NodeIR:
                   exclusive=step.exclusive, sleep_ms=sleep_ms, params=_params(step),
                   rows=_rows(step), expect=_expects(step.expect, STEP_EXPECT_ROOTS),
                   partitions=_partitions(step, IF_ROOTS), sleep=sleep, wait=wait)
+
+
+def _wait(w: Wait) -> WaitIR:
+    """A signal wait as it always was; an event wait with its CEL compiled (rules/waits.py checked it)."""
+    if w.event is None:
+        return WaitIR(kind="signal", signal=w.signal, timeout_ms=w.timeout, on_timeout=w.onTimeout)
+    from .rules.expressions import FILTER_ROOTS, IF_ROOTS
+    from .rules.waits import EVENT_IF_ROOTS, since_of
+
+    c = w.correlate if not isinstance(w.correlate, str) else None
+    since, lookback_ms = since_of(w.since)
+    return WaitIR(kind="event", event=w.event, correlate_run=_expr(c.run, IF_ROOTS) if c else None,
+                  correlate_event=_expr(c.event, FILTER_ROOTS) if c else None,
+                  condition=_expr(w.if_, EVENT_IF_ROOTS), since=since, lookback_ms=lookback_ms,
+                  timeout_ms=w.timeout, on_timeout=w.onTimeout)
 
 
 def _sleep(value: int | Sleep | None) -> tuple[int | None, SleepIR | None]:

@@ -129,12 +129,33 @@ SleepField = Annotated[Annotated[RunSpan, Tag("Duration")] | Annotated[Sleep, Ta
                        Discriminator(_sleep_form)]
 
 
-class Wait(Model):
-    """A durable wait for something sent to the run (§20, docs/waits.md); the run holds no worker meanwhile."""
+class Correlate(Model):
+    """How an event is matched to the run that waits for it: equal values of two CEL expressions (§20)."""
 
-    signal: StrictStr = Field(pattern=r"^[a-z][a-z0-9_.-]{0,99}$")
+    run: StrictStr
+    """CEL over the run (`input`, `steps`, `trigger`, `run`), e.g. `input.invoiceId`."""
+    event: StrictStr
+    """CEL over the event envelope (`data`, `id`, `type`, ...), e.g. `data.invoiceId`."""
+
+
+class Wait(Model):
+    """A durable wait for something sent to the run (§20, docs/waits.md); the run holds no worker meanwhile:
+    a signal (`signal: NAME`) or an event correlated with the run (`event: TYPE`, `correlate`)."""
+
+    signal: StrictStr | None = Field(None, pattern=r"^[a-z][a-z0-9_.-]{0,99}$")
     """The name of the signal to wait for (`a44 automation signal RUN NAME`); signals sent before the wait opens
     are buffered and consumed in order, each by one wait."""
+    event: StrictStr | None = Field(None, min_length=1, max_length=200)
+    """The event type to wait for (`a44 automation events publish TYPE`), matched to the run by `correlate`."""
+    correlate: Correlate | Literal["none"] | None = None
+    """Required with `event`: `{run: CEL, event: CEL}` (the event matches when both give the same value), or
+    `none` for a broadcast wait (any event of the type)."""
+    if_: StrictStr | None = Field(None, alias="if")
+    """With `event`: CEL over `event` (the envelope), `input`, `steps`, `trigger`; a false (or failing) candidate
+    is not a match."""
+    since: StrictStr | None = None
+    """With `event`: which events count: `run_start` (default: ingested after the run was created), `wait_open`
+    (after the wait opened), or a lookback before the run's creation, e.g. `-15m` (at most 7d)."""
     timeout: RunSpan
     """Required: how long to wait, e.g. `7d`; it must fit in the run's `maxDuration`."""
     onTimeout: Literal["fail", "continue"] = "fail"
@@ -166,8 +187,9 @@ class Step(OpenModel):
     """A durable wait: `sleep: 30s`, `sleep: {for: 1mo, tz: America/Sao_Paulo}` or `sleep: {until: "{{ ... }}"}`;
     takes no `uses` and no `timeout`; it must fit in the run's `maxDuration`."""
     wait: Wait | None = None
-    """A durable wait for a signal: `wait: {signal: approved, timeout: 7d}`; takes no `uses` and no `timeout`
-    (the wait has its own); its output is `{"kind": "signal", "signal": {"name", "data"}}`."""
+    """A durable wait for a signal (`wait: {signal: approved, timeout: 7d}`) or an event (`wait: {event: TYPE,
+    correlate: {run: CEL, event: CEL}, timeout: 7d}`); takes no `uses` and no `timeout` (the wait has its own);
+    its output is `{"kind": "signal", "signal": {"name", "data"}}` or `{"kind": "event", "event": {envelope}}`."""
     with_: dict[str, Any] | None = Field(None, alias="with")
     """Parameters of a `connector/...` plugin, validated by the plugin's own model."""
     rows: Rows | None = None

@@ -22,12 +22,13 @@ from . import (
     templates,
     timers,
     triggers,
+    waits,
 )
 
 if TYPE_CHECKING:
     from ..project import Project
 
-RULES = (steps, connectors, dag, retry, timers, flow, expressions, expectations, templates, sql, triggers, monitoring)
+RULES = (steps, connectors, dag, retry, timers, flow, expressions, expectations, templates, sql, triggers, monitoring, waits)
 
 
 def run_rules(project: Project) -> list[Diagnostic]:

@@ -515,7 +515,13 @@ declare
 begin
     select * into x from jsonb_to_record(op) as r(run_id text, epoch integer, "now" timestamptz);
     if exists (select 1 from automation.run_waits w where w.run_id = x.run_id and w.epoch = x.epoch
-               and w.state <> 'open' and w.resumed_at is null) then
+               and w.state <> 'open' and w.resumed_at is null)
+       or exists (select 1 from automation.run_event_waits e
+                  join automation.run_waits w using (run_id, epoch, step_id)
+                  join automation.event_correlations c
+                    on c.project_id = e.project_id and c.type = e.type and c.program_hash = e.program_hash
+                   and c.value = e.value and c.cseq > e.cursor and c.received_at < w.timeout_at
+                  where e.run_id = x.run_id and e.epoch = x.epoch and w.state = 'open') then
         update automation.runs set next_wake_at = x."now"
         where run_id = x.run_id and state = 'waiting' and lease_owner is null;
         if found then   -- engine_commit defers the trigger's notify with the release's due time: tell it now
@@ -564,6 +570,110 @@ begin
     return created;
 end
 $$;
+
+CREATE FUNCTION automation.event_correlate(p_project text, p_type text, p_event text, p_received timestamp with time zone, p_hashes text[], p_values text[], p_now timestamp with time zone) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+    i integer;
+    n integer := 0;
+    k integer;
+begin
+    for i in 1 .. coalesce(array_length(p_hashes, 1), 0) loop
+        perform automation.event_wait_lock(p_project, p_type, p_hashes[i], p_values[i]);
+        insert into automation.event_correlations (project_id, type, program_hash, value, event_id, received_at)
+        values (p_project, p_type, p_hashes[i], p_values[i], p_event, p_received);
+        perform 1 from automation.runs r
+        where r.run_id in (select e.run_id from automation.run_event_waits e
+                           join automation.run_waits w using (run_id, epoch, step_id)
+                           where e.project_id = p_project and e.type = p_type and e.program_hash = p_hashes[i]
+                             and e.value = p_values[i] and w.state = 'open')
+        order by r.run_id
+        for update of r;
+        update automation.runs r set next_wake_at = least(r.next_wake_at, p_now)
+        where r.run_id in (select e.run_id from automation.run_event_waits e
+                           join automation.run_waits w using (run_id, epoch, step_id)
+                           where e.project_id = p_project and e.type = p_type and e.program_hash = p_hashes[i]
+                             and e.value = p_values[i] and w.state = 'open' and w.epoch = r.epoch)
+          and r.state = 'waiting' and r.lease_owner is null;
+        get diagnostics k = row_count;
+        n := n + k;
+    end loop;
+    if n > 0 then
+        perform pg_notify('a44_runs_due', (floor(extract(epoch from p_now) * 1000))::bigint::text);
+    end if;
+    return n;
+end
+$$;
+
+CREATE FUNCTION automation.event_wait_lock(p_project text, p_type text, p_hash text, p_value text) RETURNS void
+    LANGUAGE sql
+    AS $$
+    select pg_advisory_xact_lock(hashtextextended(
+        'a44.event_wait/' || p_project || '/' || p_type || '/' || p_hash || '/' || p_value, 0));
+    $$;
+
+CREATE FUNCTION automation.event_wait_open(p_run text, p_epoch integer, p_step text, p_project text, p_type text, p_hash text, p_value text, p_since text, p_lookback_ms bigint, p_timeout_at timestamp with time zone, p_now timestamp with time zone) RETURNS TABLE(state text, output jsonb, timeout_at timestamp with time zone, cursor bigint, event_seq bigint, created_at timestamp with time zone, lookback_ms bigint)
+    LANGUAGE plpgsql
+    AS $$
+begin
+    insert into automation.run_waits (run_id, epoch, step_id, kind, key, opened_at, timeout_at)
+    values (p_run, p_epoch, p_step, 'event', p_type, p_now, p_timeout_at)
+    on conflict on constraint run_waits_pkey do nothing;
+    if found then
+        insert into automation.run_event_waits (run_id, epoch, step_id, project_id, type, program_hash, value,
+                                                lookback_ms, cursor)
+        values (p_run, p_epoch, p_step, p_project, p_type, p_hash, p_value, p_lookback_ms,
+                case when p_since = 'wait_open' then
+                    coalesce((select max(c.cseq) from automation.event_correlations c
+                              where c.project_id = p_project and c.type = p_type and c.program_hash = p_hash
+                                and c.value = p_value), 0)
+                else 0 end);
+    end if;
+    return query select w.state, w.output, w.timeout_at, e.cursor, r.event_seq, r.created_at, e.lookback_ms
+                 from automation.run_waits w
+                 join automation.run_event_waits e using (run_id, epoch, step_id)
+                 join automation.runs r on r.run_id = w.run_id
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
+CREATE FUNCTION automation.event_wait_programs_record() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    insert into automation.event_wait_programs (project_id, type, program_hash, program)
+    select distinct new.project_id, n -> 'wait' ->> 'event',
+           coalesce(md5(n -> 'wait' -> 'correlate_event' ->> 'cel'), 'none'), n -> 'wait' -> 'correlate_event'
+    from jsonb_array_elements(coalesce(new.ir -> 'nodes', '[]'::jsonb)) n
+    where n -> 'wait' ->> 'kind' = 'event'
+    on conflict do nothing;
+    return null;
+end
+$$;
+
+CREATE FUNCTION automation.event_wait_settle(p_run text, p_epoch integer, p_step text, p_cursor bigint, p_before integer, p_errors integer, p_event text, p_envelope jsonb, p_now timestamp with time zone) RETURNS TABLE(state text, output jsonb, timeout_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+begin
+    update automation.run_event_waits e
+    set cursor = greatest(e.cursor, p_cursor), before_since = e.before_since + p_before,
+        cel_errors = e.cel_errors + p_errors
+    where e.run_id = p_run and e.epoch = p_epoch and e.step_id = p_step;
+    if p_event is not null then
+        update automation.run_waits w
+        set state = 'satisfied', closed_at = p_now, satisfied_by = 'event:' || p_event,
+            output = jsonb_build_object('kind', 'event', 'event', p_envelope)
+        where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step and w.state = 'open';
+    end if;
+    return query select w.state, w.output, w.timeout_at from automation.run_waits w
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
+CREATE FUNCTION automation.events_watermark() RETURNS bigint
+    LANGUAGE sql STABLE
+    AS $$ select coalesce(max(seq), 0) from automation.events $$;
 
 CREATE FUNCTION automation.lease_claim(p_worker_id text, p_now timestamp with time zone, p_limit integer, p_lease interval, p_park_until timestamp with time zone) RETURNS TABLE(run_id text, project_id text, workflow_id text, version integer, state text, input jsonb, idempotency_key text, trigger_id text, event_id text, partition_key text, queue text, epoch integer, current_step text, failed_step text, error_code text, error_message text, lease_grants integer, lease_reclaims integer, deadline_at timestamp with time zone, created_at timestamp with time zone, delivery integer, prev_state text, prev_owner text)
     LANGUAGE plpgsql
@@ -1288,6 +1398,25 @@ CREATE TABLE automation.dead_letters (
     CONSTRAINT dead_letters_id_prefix CHECK ((dead_letter_id ~~ 'dlq\_%'::text))
 );
 
+CREATE TABLE automation.event_correlations (
+    cseq bigint NOT NULL,
+    project_id text NOT NULL,
+    type text NOT NULL,
+    program_hash text NOT NULL,
+    value text NOT NULL,
+    event_id text NOT NULL,
+    received_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE automation.event_correlations ALTER COLUMN cseq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME automation.event_correlations_cseq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE automation.event_deliveries (
     event_id text NOT NULL,
     trigger_id text NOT NULL,
@@ -1305,6 +1434,13 @@ CREATE TABLE automation.event_keys (
     created_at timestamp with time zone NOT NULL
 );
 
+CREATE TABLE automation.event_wait_programs (
+    project_id text NOT NULL,
+    type text NOT NULL,
+    program_hash text NOT NULL,
+    program jsonb
+);
+
 CREATE TABLE automation.events (
     event_id text NOT NULL,
     project_id text NOT NULL,
@@ -1316,7 +1452,17 @@ CREATE TABLE automation.events (
     occurred_at timestamp with time zone NOT NULL,
     received_at timestamp with time zone NOT NULL,
     envelope text NOT NULL,
+    seq bigint NOT NULL,
     CONSTRAINT events_source_check CHECK ((source = ANY (ARRAY['bus'::text, 'webhook'::text])))
+);
+
+ALTER TABLE automation.events ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME automation.events_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 CREATE TABLE automation.flow_pauses (
@@ -1464,6 +1610,20 @@ CREATE TABLE automation.queues (
     CONSTRAINT queues_ordering_check CHECK ((ordering = ANY (ARRAY['none'::text, 'by-partition'::text])))
 );
 
+CREATE TABLE automation.run_event_waits (
+    run_id text NOT NULL,
+    epoch integer NOT NULL,
+    step_id text NOT NULL,
+    project_id text NOT NULL,
+    type text NOT NULL,
+    program_hash text NOT NULL,
+    value text NOT NULL,
+    lookback_ms bigint,
+    cursor bigint DEFAULT 0 NOT NULL,
+    before_since integer DEFAULT 0 NOT NULL,
+    cel_errors integer DEFAULT 0 NOT NULL
+);
+
 CREATE TABLE automation.run_events (
     id bigint NOT NULL,
     run_id text NOT NULL,
@@ -1553,7 +1713,7 @@ CREATE TABLE automation.run_waits (
     satisfied_by text,
     closed_at timestamp with time zone,
     resumed_at timestamp with time zone,
-    CONSTRAINT run_waits_kind_check CHECK ((kind = 'signal'::text)),
+    CONSTRAINT run_waits_kind_check CHECK ((kind = ANY (ARRAY['signal'::text, 'event'::text]))),
     CONSTRAINT run_waits_state_check CHECK ((state = ANY (ARRAY['open'::text, 'satisfied'::text, 'timed_out'::text, 'cancelled'::text])))
 );
 
@@ -1596,6 +1756,7 @@ CREATE TABLE automation.runs (
     cancelled_by text,
     cancel_reason text,
     cancel_compensate boolean,
+    event_seq bigint DEFAULT automation.events_watermark(),
     CONSTRAINT runs_lease_check CHECK (((lease_owner IS NULL) = (lease_deadline IS NULL))),
     CONSTRAINT runs_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'waiting'::text, 'sleeping'::text, 'awaiting_confirmation'::text, 'compensating'::text, 'succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])))
 );
@@ -1752,11 +1913,17 @@ ALTER TABLE ONLY automation.daemons
 ALTER TABLE ONLY automation.dead_letters
     ADD CONSTRAINT dead_letters_pkey PRIMARY KEY (dead_letter_id);
 
+ALTER TABLE ONLY automation.event_correlations
+    ADD CONSTRAINT event_correlations_pkey PRIMARY KEY (cseq);
+
 ALTER TABLE ONLY automation.event_deliveries
     ADD CONSTRAINT event_deliveries_pkey PRIMARY KEY (event_id, trigger_id);
 
 ALTER TABLE ONLY automation.event_keys
     ADD CONSTRAINT event_keys_pkey PRIMARY KEY (project_id, key);
+
+ALTER TABLE ONLY automation.event_wait_programs
+    ADD CONSTRAINT event_wait_programs_pkey PRIMARY KEY (project_id, type, program_hash);
 
 ALTER TABLE ONLY automation.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (event_id);
@@ -1796,6 +1963,9 @@ ALTER TABLE ONLY automation.partition_plans
 
 ALTER TABLE ONLY automation.queues
     ADD CONSTRAINT queues_pkey PRIMARY KEY (project_id, queue_id);
+
+ALTER TABLE ONLY automation.run_event_waits
+    ADD CONSTRAINT run_event_waits_pkey PRIMARY KEY (run_id, epoch, step_id);
 
 ALTER TABLE ONLY automation.run_events
     ADD CONSTRAINT run_events_pkey PRIMARY KEY (id);
@@ -1862,11 +2032,15 @@ CREATE INDEX dead_letters_run_idx ON automation.dead_letters USING btree (run_id
 
 CREATE INDEX dead_letters_waiting_idx ON automation.dead_letters USING btree (project_id, queue, created_at) WHERE (redriven_at IS NULL);
 
+CREATE INDEX event_correlations_key_idx ON automation.event_correlations USING btree (project_id, type, program_hash, value, cseq);
+
 CREATE INDEX event_keys_created_idx ON automation.event_keys USING btree (created_at);
 
 CREATE INDEX events_project_received_idx ON automation.events USING btree (project_id, received_at DESC);
 
 CREATE INDEX events_project_type_idx ON automation.events USING btree (project_id, type, received_at DESC);
+
+CREATE UNIQUE INDEX events_seq_idx ON automation.events USING btree (seq);
 
 CREATE INDEX idempotency_keys_created_idx ON automation.idempotency_keys USING btree (created_at);
 
@@ -1877,6 +2051,8 @@ CREATE INDEX notifications_due_idx ON automation.notifications USING btree (next
 CREATE INDEX partition_lock_waiters_run_idx ON automation.partition_lock_waiters USING btree (run_id);
 
 CREATE INDEX partition_locks_run_idx ON automation.partition_locks USING btree (run_id);
+
+CREATE INDEX run_event_waits_key_idx ON automation.run_event_waits USING btree (project_id, type, program_hash, value);
 
 CREATE INDEX run_events_outcome_idx ON automation.run_events USING btree (id) WHERE ((kind = 'run.state'::text) AND (state = ANY (ARRAY['failed'::text, 'partial'::text, 'compensation_failed'::text, 'awaiting_confirmation'::text, 'succeeded'::text])));
 
@@ -1973,6 +2149,8 @@ CREATE TRIGGER runs_partition_locks_release AFTER UPDATE OF state ON automation.
 CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
 
 CREATE TRIGGER step_attempts_metrics AFTER INSERT OR UPDATE OF status ON automation.step_attempts FOR EACH ROW EXECUTE FUNCTION automation.metric_attempt_finished();
+
+CREATE TRIGGER workflow_versions_event_wait_programs AFTER INSERT ON automation.workflow_versions FOR EACH ROW EXECUTE FUNCTION automation.event_wait_programs_record();
 
 ALTER TABLE ONLY automation.partition_plans
     ADD CONSTRAINT partition_plans_run_id_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;
