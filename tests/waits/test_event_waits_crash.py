@@ -14,6 +14,8 @@ import os
 import random
 import threading
 
+import pytest
+
 from anthares44.automation.clock import SystemClock
 from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.runtime.ingestion.bus import publish_event
@@ -26,6 +28,7 @@ from tests.waits.event_support import TYPE, event_workflow
 SLOW = os.environ.get("A44_SLOW") == "1"
 RUNS, KILLS = (1000, 5) if SLOW else (60, 3)
 SPREAD_S = 0.05 if SLOW else 0.5     # the event at the instant +- this
+pytestmark = pytest.mark.timeout(1800 if SLOW else 300)
 
 
 async def _connect(url: str, home) -> Store:
@@ -46,21 +49,28 @@ async def _setup(url: str, home) -> list[str]:
 
 
 async def _race(url: str, home, run_ids: list[str], rng) -> dict[str, str]:
-    """Each run's event published at its wait's timeout instant +- SPREAD_S: run_id -> event id."""
+    """Each run's event published at its wait's timeout instant +- SPREAD_S, scheduled as soon as the wait is
+    seen open (the waits open over a few seconds, longer than their timeout): run_id -> event id."""
     store = await _connect(url, home)
     try:
-        rows = await store.pool.fetch("select w.run_id, w.timeout_at, r.input ->> 'invoiceId' as invoice "
-                                      "from automation.run_waits w join automation.runs r on r.run_id = w.run_id "
-                                      "where w.run_id = any($1) and w.step_id = 'pay'", run_ids)
-        now = SystemClock().now()
         sent: dict[str, str] = {}
+        tasks: dict[str, asyncio.Task] = {}
 
         async def one(row) -> None:
-            await asyncio.sleep(max(0.0, (row["timeout_at"] - now).total_seconds() + rng.uniform(-SPREAD_S, SPREAD_S)))
+            delay = (row["timeout_at"] - SystemClock().now()).total_seconds() + rng.uniform(-SPREAD_S, SPREAD_S)
+            await asyncio.sleep(max(0.0, delay))
             got = await publish_event(store, PROJECT, TYPE, {"invoiceId": row["invoice"]}, f"pay-{row['invoice']}")
             sent[row["run_id"]] = got.event_id
 
-        await asyncio.gather(*(one(r) for r in rows))
+        while len(tasks) < len(run_ids):
+            rows = await store.pool.fetch(
+                "select w.run_id, w.timeout_at, r.input ->> 'invoiceId' as invoice from automation.run_waits w "
+                "join automation.runs r on r.run_id = w.run_id where w.run_id = any($1) and w.step_id = 'pay'",
+                [r for r in run_ids if r not in tasks])
+            for row in rows:
+                tasks[row["run_id"]] = asyncio.create_task(one(row))
+            await asyncio.sleep(0.02)
+        await asyncio.gather(*tasks.values())
         return sent
     finally:
         await store.close()
@@ -76,8 +86,6 @@ def test_events_at_the_timeout_with_kill_9s_give_every_wait_exactly_one_outcome(
     daemons = [ServeProcess(pg_url, tmp_path, worker_id="steady", lease="1s"),
                ServeProcess(pg_url, tmp_path, worker_id="race-0", lease="1s")]
     try:
-        wait_until(lambda: query(pg_url, "select count(*) as n from automation.run_waits where run_id = any($1)",
-                                 run_ids)[0]["n"] == RUNS, 120, "every wait to open")
         stop = threading.Event()
 
         def killer():
@@ -92,7 +100,7 @@ def test_events_at_the_timeout_with_kill_9s_give_every_wait_exactly_one_outcome(
         sent = asyncio.run(_race(pg_url, tmp_path, run_ids, rng))
         t.join()
         stop.set()
-        wait_until(lambda: _states(pg_url, run_ids) == {"succeeded"}, 180, "every run to finish")
+        wait_until(lambda: _states(pg_url, run_ids) == {"succeeded"}, 300, "every run to finish")
     finally:
         for d in daemons:
             d.stop()

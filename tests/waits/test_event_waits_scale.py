@@ -14,12 +14,15 @@ import random
 import time
 from datetime import timedelta
 
+import pytest
+
 from anthares44.automation.runtime.ingestion.metrics import COUNTERS
 from tests.runtime.engine_support import Script, engine
 from tests.waits.event_support import event_workflow, pay, publish, start
 
 SLOW = os.environ.get("A44_SLOW") == "1"
 RUNS = 10_000 if SLOW else 300
+pytestmark = pytest.mark.timeout(3600 if SLOW else 300)     # issue scale: several minutes on a shared machine
 
 
 async def _timeline(store, clock, ir, rng, tag: str) -> dict[str, float]:

@@ -98,3 +98,31 @@ def test_bad_cel_in_an_event_wait_is_a_publish_error():
         text = EVENT.replace(f'{key}: "{"input" if key == "run" else "data"}.invoiceId"', bad)
         _, errors = compiled(text)
         assert errors, bad
+
+
+ANY = """name: pay
+version: 1
+steps:
+  - id: await
+    wait:
+      any:
+        - {event: billing.payment.received, correlate: {run: "input.invoiceId", event: "data.invoiceId"}}
+        - {signal: cancel}
+        - {sleep: 1d}
+"""
+
+
+def test_an_any_wait_lowers_its_branches_and_without_a_timeout_ends_with_the_run():
+    [ir], errors = compiled(ANY)
+    assert not errors
+    w = ir.nodes[0].wait
+    assert (w.kind, [b.kind for b in w.branches], w.timeout_ms) == ("any", ["event", "signal", "sleep"],
+                                                                    ir.deadline_ms)
+    assert (w.branches[1].signal, w.branches[2].sleep_ms, w.branches[0].since) == ("cancel", 86_400_000,
+                                                                                    "run_start")
+
+
+def test_an_any_branch_waits_for_exactly_one_thing_and_an_event_branch_needs_correlate():
+    for bad in ("        - {signal: cancel, sleep: 1d}\n", "        - {event: x.y}\n", "        - {}\n"):
+        _, errors = compiled(ANY + bad)
+        assert errors, bad

@@ -138,9 +138,28 @@ class Correlate(Model):
     """CEL over the event envelope (`data`, `id`, `type`, ...), e.g. `data.invoiceId`."""
 
 
+class AnyBranch(Model):
+    """One thing a `wait: {any: [...]}` waits for: an event (`event`, `correlate`, `if`, `since` as in an event
+    wait), a signal (`signal: NAME`) or a span of time (`sleep: 3d`)."""
+
+    signal: StrictStr | None = Field(None, pattern=r"^[a-z][a-z0-9_.-]{0,99}$")
+    """A signal of this name sent to the run."""
+    event: StrictStr | None = Field(None, min_length=1, max_length=200)
+    """An event of this type correlated with the run by `correlate`."""
+    correlate: Correlate | Literal["none"] | None = None
+    """With `event`: as in an event wait (required; `none` is a broadcast)."""
+    if_: StrictStr | None = Field(None, alias="if")
+    """With `event`: as in an event wait."""
+    since: StrictStr | None = None
+    """With `event`: as in an event wait."""
+    sleep: RunSpan | None = None
+    """This long after the wait opened."""
+
+
 class Wait(Model):
     """A durable wait for something sent to the run (§20, docs/waits.md); the run holds no worker meanwhile:
-    a signal (`signal: NAME`) or an event correlated with the run (`event: TYPE`, `correlate`)."""
+    a signal (`signal: NAME`), an event correlated with the run (`event: TYPE`, `correlate`), or the first of
+    several (`any: [...]`)."""
 
     signal: StrictStr | None = Field(None, pattern=r"^[a-z][a-z0-9_.-]{0,99}$")
     """The name of the signal to wait for (`a44 automation signal RUN NAME`); signals sent before the wait opens
@@ -156,8 +175,11 @@ class Wait(Model):
     since: StrictStr | None = None
     """With `event`: which events count: `run_start` (default: ingested after the run was created), `wait_open`
     (after the wait opened), or a lookback before the run's creation, e.g. `-15m` (at most 7d)."""
-    timeout: RunSpan
-    """Required: how long to wait, e.g. `7d`; it must fit in the run's `maxDuration`."""
+    any: list[AnyBranch] | None = Field(None, min_length=1, max_length=20)
+    """The first of several: `[{event: ..., correlate: ...}, {signal: cancel}, {sleep: 3d}]`; the output names
+    which (`kind` and `index`)."""
+    timeout: RunSpan | None = None
+    """How long to wait, e.g. `7d` (required but with `any`); it must fit in the run's `maxDuration`."""
     onTimeout: Literal["fail", "continue"] = "fail"
     """When the timeout comes first: `fail` the step (E_WAIT_TIMEOUT, not retried) or `continue` with output
     `{"kind": "timeout"}`."""

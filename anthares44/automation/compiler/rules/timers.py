@@ -89,7 +89,7 @@ def _longest(step: Step) -> tuple[int | None, str]:
     """The longest static span of a step (its sleep's, its wait's timeout, else its timeout) and what it is."""
     if isinstance(step.sleep, int):
         return step.sleep, "sleep"
-    if step.wait is not None:   # a wait's own timeout (§20)
+    if step.wait is not None:   # a wait's own timeout (§20); `any` without one ends with the run
         return step.wait.timeout, "wait timeout"
     if isinstance(step.sleep, Sleep) and step.sleep.for_ is not None:
         try:

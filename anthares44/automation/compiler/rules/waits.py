@@ -1,4 +1,5 @@
-"""Event-wait rules (§20, docs/waits.md): a `wait` block is a signal wait or an event wait, never both; an event
+"""Wait rules (§20, docs/waits.md): a `wait` block is a signal wait, an event wait or `any:` of branches that
+each wait for one thing (a signal, an event, a sleep); every form but `any` has a timeout. An event
 wait names how it is correlated with its run (`correlate: {run, event}`; `correlate: none` is a broadcast wait, a
 warning); its `since` is `run_start`, `wait_open` or a lookback of at most 7d; its CEL parses and type-checks
 against its roots (`correlate.run` the run's, `correlate.event` the envelope's, `if` both)."""
@@ -13,7 +14,7 @@ from ..graph import predecessors
 from .expressions import FILTER_ROOTS, IF_ROOTS, expression_diagnostics
 
 if TYPE_CHECKING:
-    from ..models.workflow import Wait
+    from ..models.workflow import AnyBranch, Wait
     from ..project import Project
     from ..source import Path, SourceFile
 
@@ -21,6 +22,7 @@ A44218 = register("A44218", "wait needs exactly one of signal or event")
 A44219 = register("A44219", "event wait has no correlate")
 A44220 = register("A44220", "broadcast wait", Severity.WARNING)
 A44221 = register("A44221", "bad since of an event wait")
+A44222 = register("A44222", "wait has no timeout")
 
 EVENT_IF_ROOTS = IF_ROOTS | {"event"}
 MAX_LOOKBACK_MS = 7 * 86_400_000
@@ -53,6 +55,40 @@ def check(project: Project) -> Iterator[Diagnostic]:
 
 
 def _wait(src: SourceFile, path: Path, step_id: str, w: Wait, before: Collection[str]) -> Iterator[Diagnostic]:
+    if w.any is not None:
+        if w.signal is not None or w.event is not None:
+            yield Diagnostic.at(A44218, f"the wait of step {step_id!r} has 'any' and a signal or event of its own",
+                                src.path, src.span(path + ("any",), key=True),
+                                hint="put every thing it waits for in `any:`")
+        for i, b in enumerate(w.any):
+            yield from _branch(src, path + ("any", i), step_id, b, before)
+        return
+    if w.timeout is None:
+        yield Diagnostic.at(A44222, f"the wait of step {step_id!r} has no timeout", src.path,
+                            src.span(path, key=True), hint="add e.g. `timeout: 7d` (only `any:` may go without)")
+    yield from _one(src, path, step_id, w, before, "wait")
+
+
+def _branch(src: SourceFile, path: Path, step_id: str, b: AnyBranch,
+            before: Collection[str]) -> Iterator[Diagnostic]:
+    given = [k for k in ("signal", "event", "sleep") if getattr(b, k) is not None]
+    if len(given) != 1:
+        yield Diagnostic.at(A44218, f"branch {path[-1]} of the `any` of step {step_id!r} has "
+                                    f"{' and '.join(given) or 'none'} of signal, event, sleep", src.path,
+                            src.span(path, key=False), hint="each branch waits for one thing: `{signal: NAME}`, "
+                                                            "`{event: TYPE, correlate: ...}` or `{sleep: 3d}`")
+        return
+    if b.sleep is not None:
+        for key in EVENT_ONLY:
+            if getattr(b, "if_" if key == "if" else key) is not None:
+                yield Diagnostic.at(A44218, f"a sleep branch of step {step_id!r} takes no {key!r}", src.path,
+                                    src.span(path + (key,), key=True), hint=f"{key!r} belongs to an event branch")
+        return
+    yield from _one(src, path, step_id, b, before, "branch")
+
+
+def _one(src: SourceFile, path: Path, step_id: str, w: Wait | AnyBranch, before: Collection[str],
+         form: str) -> Iterator[Diagnostic]:
     if (w.signal is None) == (w.event is None):
         what = "both" if w.signal is not None else "neither"
         yield Diagnostic.at(A44218, f"the wait of step {step_id!r} has {what} of 'signal' and 'event'", src.path,
@@ -62,7 +98,7 @@ def _wait(src: SourceFile, path: Path, step_id: str, w: Wait, before: Collection
     if w.signal is not None:
         for key in EVENT_ONLY:
             if getattr(w, "if_" if key == "if" else key) is not None:
-                yield Diagnostic.at(A44218, f"the signal wait of step {step_id!r} takes no {key!r}", src.path,
+                yield Diagnostic.at(A44218, f"the signal {form} of step {step_id!r} takes no {key!r}", src.path,
                                     src.span(path + (key,), key=True), hint=f"{key!r} belongs to an event wait")
         return
     if w.correlate is None:

@@ -32,9 +32,8 @@ async def look(v: Visit, p: Progress, sp: StepProgress, started_at: datetime, no
     w, L = sp.node.wait, v.lease
     assert w is not None and w.event is not None
     scope = Steps(v, p).cel_scope(sp.node.id)
-    value = await _run_value(v, sp, scope)
+    value = await run_value(v, sp, w, scope)
     h = wait_index.program_hash(w.correlate_event)
-    before = errors = 0
     async with v.store.transaction("event_wait_look") as conn:
         await conn.fetchval("event_wait_lock", project=L.project_id, type=w.event, hash=h, value=value)
         row = await conn.fetchrow("event_wait_open", run_id=L.run_id, epoch=L.epoch, step_id=sp.node.id,
@@ -44,29 +43,7 @@ async def look(v: Visit, p: Progress, sp: StepProgress, started_at: datetime, no
         assert row is not None
         if row["state"] != "open":
             return row
-        cursor, found = row["cursor"], None
-        since_at = row["created_at"] - timedelta(milliseconds=row["lookback_ms"]) if row["lookback_ms"] else None
-        watermark = -1 if w.since == "wait_open" else row["event_seq"] or 0
-        examined = 0
-        while found is None and examined < MAX_EXAMINED:
-            batch = await conn.fetch("event_wait_candidates", project=L.project_id, type=w.event, hash=h,
-                                     value=value, cursor=cursor, timeout_at=row["timeout_at"], run_id=L.run_id,
-                                     epoch=L.epoch, event_seq=watermark, since_at=since_at, limit=BATCH)
-            for c in batch:
-                cursor, examined = c["cseq"], examined + 1
-                if c["taken"]:      # another wait of this run took it: one event per run, once
-                    continue
-                if not c["admitted"]:
-                    before += 1
-                    continue
-                ok = await _passes(v, sp, json.loads(c["envelope"]), scope)
-                if ok is None:
-                    errors += 1
-                elif ok:
-                    found = c
-                    break
-            if len(batch) < BATCH:
-                break
+        found, cursor, before, errors = await scan(conn, v, sp, w, h, value, row["cursor"], row, scope)
         row = await conn.fetchrow("event_wait_settle", run_id=L.run_id, epoch=L.epoch, step_id=sp.node.id,
                                   cursor=cursor, before=before, errors=errors,
                                   event_id=found["event_id"] if found else None,
@@ -75,16 +52,51 @@ async def look(v: Visit, p: Progress, sp: StepProgress, started_at: datetime, no
         if row["state"] == "open" and now >= row["timeout_at"]:
             row = await conn.fetchrow("wait_timeout", run_id=L.run_id, epoch=L.epoch, step_id=sp.node.id, now=now)
             assert row is not None
+    return row
+
+
+async def scan(conn: Any, v: Visit, sp: StepProgress, w: Any, h: str, value: str, cursor: int, row: Any,
+               scope: dict) -> tuple[Any, int, int, int]:
+    """Read the correlated events of wait (or `any` branch) `w` past `cursor`, under its value's lock, in the
+    order they were indexed: (the first that passes, or None; the new cursor; skipped as older than `since`;
+    `if` failures). `row` has the wait's timeout_at and its run's event_seq and created_at."""
+    L = v.lease
+    before = errors = examined = 0
+    lookback = w.lookback_ms
+    since_at = row["created_at"] - timedelta(milliseconds=lookback) if lookback else None
+    watermark = -1 if w.since == "wait_open" else row["event_seq"] or 0
+    while examined < MAX_EXAMINED:
+        batch = await conn.fetch("event_wait_candidates", project=L.project_id, type=w.event, hash=h, value=value,
+                                 cursor=cursor, timeout_at=row["timeout_at"], run_id=L.run_id, epoch=L.epoch,
+                                 event_seq=watermark, since_at=since_at, limit=BATCH)
+        for c in batch:
+            cursor, examined = c["cseq"], examined + 1
+            if c["taken"]:      # another wait of this run took it: one event per run, once
+                continue
+            if not c["admitted"]:
+                before += 1
+                continue
+            ok = await _passes(v, sp, w, json.loads(c["envelope"]), scope)
+            if ok is None:
+                errors += 1
+            elif ok:
+                _count(w, before, errors)
+                return c, cursor, before, errors
+        if len(batch) < BATCH:
+            break
+    _count(w, before, errors)
+    return None, cursor, before, errors
+
+
+def _count(w: Any, before: int, errors: int) -> None:
     if before:
         COUNTERS.inc("wait_event_before_since_total", before, type=w.event)
     if errors:
         COUNTERS.inc("wait_event_if_errors_total", errors, type=w.event)
-    return row
 
 
-async def _run_value(v: Visit, sp: StepProgress, scope: dict) -> str:
-    w = sp.node.wait
-    assert w is not None
+async def run_value(v: Visit, sp: StepProgress, w: Any, scope: dict) -> str:
+    """The run's side of the correlation of wait (or `any` branch) `w`: '' for a broadcast."""
     if w.correlate_run is None:     # a broadcast wait
         return ""
     try:
@@ -103,10 +115,8 @@ async def _run_value(v: Visit, sp: StepProgress, scope: dict) -> str:
     return got
 
 
-async def _passes(v: Visit, sp: StepProgress, envelope: dict, scope: dict) -> bool | None:
-    """The wait's `if` on a candidate: True, False, or None when it failed to evaluate (a non-match)."""
-    w = sp.node.wait
-    assert w is not None
+async def _passes(v: Visit, sp: StepProgress, w: Any, envelope: dict, scope: dict) -> bool | None:
+    """The `if` of `w` on a candidate: True, False, or None when it failed to evaluate (a non-match)."""
     if w.condition is None:
         return True
     try:

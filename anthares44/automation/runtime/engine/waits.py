@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...errors import E_RUN_CANCELLED, E_WAIT_TIMEOUT, A44Error
-from . import event_waits
+from . import any_waits, event_waits
 from .progress import Progress, StepProgress
 from .states import WAITING
 from .visit import Visit
@@ -37,9 +37,10 @@ class Wait:
         if a is None:
             a = b.start(sp.node.id, sp.next_attempt, "action", now)
             p.add(a)
-        if w.kind == "event":   # its own look: correlated events under the value's lock (event_waits.py)
+        if w.kind in ("event", "any"):   # their own looks: under the correlation values' locks
             try:
-                looked = await event_waits.look(v, p, sp, a.started_at, now)
+                look = event_waits.look if w.kind == "event" else any_waits.look
+                looked = await look(v, p, sp, a.started_at, now)
             except A44Error as err:
                 b.wait_resumed(sp.node.id, now)
                 b.finish(a, "failed", now, error=err)
@@ -83,10 +84,12 @@ class Wait:
             b.finish(a, "failed", now, error=A44Error(
                 E_WAIT_TIMEOUT, f"step {sp.node.id} waited {w.timeout_ms} ms for {_what(w)}; none came",
                 step_id=sp.node.id, hint="raise the wait's `timeout`, or take `onTimeout: continue` to go on "
-                                         f"without the {w.kind}"))
+                                         f"without the {w.kind if w.kind != 'any' else 'branches'}"))
             v.event("wait.timed_out", step=sp.node.id)
         p.finished(a)
 
 
 def _what(w: Any) -> str:
+    if w.kind == "any":
+        return "any of its " + ", ".join(b.kind for b in w.branches)
     return f"signal {w.signal!r}" if w.kind == "signal" else f"a correlated {w.event} event"

@@ -3,6 +3,52 @@
 
 CREATE SCHEMA automation;
 
+CREATE FUNCTION automation.any_wait_close(p_run text, p_epoch integer, p_step text, p_satisfied_by text, p_output jsonb, p_signal bigint, p_now timestamp with time zone) RETURNS TABLE(state text, output jsonb, timeout_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+begin
+    update automation.run_waits w
+    set state = 'satisfied', closed_at = p_now, satisfied_by = p_satisfied_by, output = p_output
+    where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step and w.state = 'open';
+    if found and p_signal is not null then
+        update automation.run_signals g set consumed_epoch = p_epoch, consumed_step = p_step, consumed_at = p_now
+        where g.seq = p_signal and g.consumed_at is null;
+        if not found then
+            raise exception 'signal % of run % was consumed twice', p_signal, p_run;
+        end if;
+    end if;
+    return query select w.state, w.output, w.timeout_at from automation.run_waits w
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
+CREATE FUNCTION automation.any_wait_open(p_run text, p_epoch integer, p_step text, p_project text, p_events jsonb, p_signals jsonb, p_timeout_at timestamp with time zone, p_now timestamp with time zone) RETURNS TABLE(state text, output jsonb, timeout_at timestamp with time zone, opened_at timestamp with time zone, event_seq bigint, created_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+begin
+    insert into automation.run_waits (run_id, epoch, step_id, kind, key, opened_at, timeout_at)
+    values (p_run, p_epoch, p_step, 'any', '', p_now, p_timeout_at)
+    on conflict on constraint run_waits_pkey do nothing;
+    if found then
+        insert into automation.run_event_waits (run_id, epoch, step_id, branch, project_id, type, program_hash,
+                                                value, lookback_ms, cursor)
+        select p_run, p_epoch, p_step, (b ->> 'branch')::integer, p_project, b ->> 'type', b ->> 'hash',
+               b ->> 'value', (b ->> 'lookback_ms')::bigint,
+               case when b ->> 'since' = 'wait_open' then
+                   coalesce((select max(c.cseq) from automation.event_correlations c
+                             where c.project_id = p_project and c.type = b ->> 'type'
+                               and c.program_hash = b ->> 'hash' and c.value = b ->> 'value'), 0)
+               else 0 end
+        from jsonb_array_elements(p_events) b;
+        insert into automation.run_wait_signals (run_id, epoch, step_id, branch, name)
+        select p_run, p_epoch, p_step, (g ->> 'branch')::integer, g ->> 'name' from jsonb_array_elements(p_signals) g;
+    end if;
+    return query select w.state, w.output, w.timeout_at, w.opened_at, r.event_seq, r.created_at
+                 from automation.run_waits w join automation.runs r on r.run_id = w.run_id
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
 CREATE FUNCTION automation.drop_archived_attempt_month(p_name text, p_lo timestamp with time zone, p_hi timestamp with time zone) RETURNS bigint
     LANGUAGE plpgsql
     AS $$
@@ -516,6 +562,10 @@ begin
     select * into x from jsonb_to_record(op) as r(run_id text, epoch integer, "now" timestamptz);
     if exists (select 1 from automation.run_waits w where w.run_id = x.run_id and w.epoch = x.epoch
                and w.state <> 'open' and w.resumed_at is null)
+       or exists (select 1 from automation.run_wait_signals g
+                  join automation.run_waits w using (run_id, epoch, step_id)
+                  join automation.run_signals s on s.run_id = g.run_id and s.name = g.name and s.consumed_at is null
+                  where g.run_id = x.run_id and g.epoch = x.epoch and w.state = 'open')
        or exists (select 1 from automation.run_event_waits e
                   join automation.run_waits w using (run_id, epoch, step_id)
                   join automation.event_correlations c
@@ -642,11 +692,18 @@ CREATE FUNCTION automation.event_wait_programs_record() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
+    with w as (     -- an event wait, and each event branch of a `wait: {any}`
+        select n -> 'wait' as x from jsonb_array_elements(coalesce(new.ir -> 'nodes', '[]'::jsonb)) n
+        union all
+        select b from jsonb_array_elements(coalesce(new.ir -> 'nodes', '[]'::jsonb)) n,
+                      jsonb_array_elements(coalesce(n -> 'wait' -> 'branches', '[]'::jsonb)) b
+    )
     insert into automation.event_wait_programs (project_id, type, program_hash, program)
-    select distinct new.project_id, n -> 'wait' ->> 'event',
-           coalesce(md5(n -> 'wait' -> 'correlate_event' ->> 'cel'), 'none'), n -> 'wait' -> 'correlate_event'
-    from jsonb_array_elements(coalesce(new.ir -> 'nodes', '[]'::jsonb)) n
-    where n -> 'wait' ->> 'kind' = 'event'
+    select distinct on (x ->> 'event', coalesce(md5(x -> 'correlate_event' ->> 'cel'), 'none'))
+           new.project_id, x ->> 'event', coalesce(md5(x -> 'correlate_event' ->> 'cel'), 'none'),
+           x -> 'correlate_event'
+    from w
+    where x ->> 'kind' = 'event'
     on conflict do nothing;
     return null;
 end
@@ -1128,6 +1185,23 @@ begin
         return;
     end if;
     return query select 'buffered'::text, st, n;
+end
+$$;
+
+CREATE FUNCTION automation.run_signals_wake_any() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if exists (select 1 from automation.run_wait_signals g
+               join automation.run_waits w using (run_id, epoch, step_id)
+               where g.run_id = new.run_id and g.name = new.name and w.state = 'open') then
+        update automation.runs r set next_wake_at = least(r.next_wake_at, new.received_at)
+        where r.run_id = new.run_id and r.state = 'waiting' and r.lease_owner is null;
+        if found then
+            perform pg_notify('a44_runs_due', (floor(extract(epoch from new.received_at) * 1000))::bigint::text);
+        end if;
+    end if;
+    return null;
 end
 $$;
 
@@ -1621,7 +1695,8 @@ CREATE TABLE automation.run_event_waits (
     lookback_ms bigint,
     cursor bigint DEFAULT 0 NOT NULL,
     before_since integer DEFAULT 0 NOT NULL,
-    cel_errors integer DEFAULT 0 NOT NULL
+    cel_errors integer DEFAULT 0 NOT NULL,
+    branch integer DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE automation.run_events (
@@ -1700,6 +1775,14 @@ CREATE TABLE automation.run_trace_context (
     tracestate text
 );
 
+CREATE TABLE automation.run_wait_signals (
+    run_id text NOT NULL,
+    epoch integer NOT NULL,
+    step_id text NOT NULL,
+    branch integer NOT NULL,
+    name text NOT NULL
+);
+
 CREATE TABLE automation.run_waits (
     run_id text NOT NULL,
     epoch integer NOT NULL,
@@ -1713,7 +1796,7 @@ CREATE TABLE automation.run_waits (
     satisfied_by text,
     closed_at timestamp with time zone,
     resumed_at timestamp with time zone,
-    CONSTRAINT run_waits_kind_check CHECK ((kind = ANY (ARRAY['signal'::text, 'event'::text]))),
+    CONSTRAINT run_waits_kind_check CHECK ((kind = ANY (ARRAY['signal'::text, 'event'::text, 'any'::text]))),
     CONSTRAINT run_waits_state_check CHECK ((state = ANY (ARRAY['open'::text, 'satisfied'::text, 'timed_out'::text, 'cancelled'::text])))
 );
 
@@ -1965,7 +2048,7 @@ ALTER TABLE ONLY automation.queues
     ADD CONSTRAINT queues_pkey PRIMARY KEY (project_id, queue_id);
 
 ALTER TABLE ONLY automation.run_event_waits
-    ADD CONSTRAINT run_event_waits_pkey PRIMARY KEY (run_id, epoch, step_id);
+    ADD CONSTRAINT run_event_waits_pkey PRIMARY KEY (run_id, epoch, step_id, branch);
 
 ALTER TABLE ONLY automation.run_events
     ADD CONSTRAINT run_events_pkey PRIMARY KEY (id);
@@ -1981,6 +2064,9 @@ ALTER TABLE ONLY automation.run_signals
 
 ALTER TABLE ONLY automation.run_trace_context
     ADD CONSTRAINT run_trace_context_pkey PRIMARY KEY (project_id, run_key);
+
+ALTER TABLE ONLY automation.run_wait_signals
+    ADD CONSTRAINT run_wait_signals_pkey PRIMARY KEY (run_id, epoch, step_id, branch);
 
 ALTER TABLE ONLY automation.run_waits
     ADD CONSTRAINT run_waits_pkey PRIMARY KEY (run_id, epoch, step_id);
@@ -2064,6 +2150,8 @@ CREATE INDEX run_partitions_workflow_idx ON automation.run_partitions USING btre
 
 CREATE INDEX run_signals_unconsumed_idx ON automation.run_signals USING btree (run_id, name, seq) WHERE (consumed_at IS NULL);
 
+CREATE INDEX run_wait_signals_name_idx ON automation.run_wait_signals USING btree (run_id, name);
+
 CREATE INDEX run_waits_open_idx ON automation.run_waits USING btree (run_id, kind, key, opened_at) WHERE (state = 'open'::text);
 
 CREATE INDEX runs_due_idx ON automation.runs USING btree (next_wake_at) WHERE (next_wake_at IS NOT NULL);
@@ -2137,6 +2225,8 @@ ALTER INDEX automation.step_attempts_run_started_idx ATTACH PARTITION automation
 CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
 
 CREATE TRIGGER run_partitions_lock_release AFTER INSERT OR UPDATE OF state ON automation.run_partitions FOR EACH ROW EXECUTE FUNCTION automation.partition_lock_release();
+
+CREATE TRIGGER run_signals_wake_any AFTER INSERT ON automation.run_signals FOR EACH ROW EXECUTE FUNCTION automation.run_signals_wake_any();
 
 CREATE TRIGGER runs_close_waits AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.state = ANY (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION automation.run_waits_close();
 

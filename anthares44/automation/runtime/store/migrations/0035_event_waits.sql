@@ -22,7 +22,7 @@ create function automation.events_watermark() returns bigint
 alter table automation.runs add column event_seq bigint default automation.events_watermark();
 
 alter table automation.run_waits drop constraint run_waits_kind_check;
-alter table automation.run_waits add constraint run_waits_kind_check check (kind in ('signal', 'event'));
+alter table automation.run_waits add constraint run_waits_kind_check check (kind in ('signal', 'event', 'any'));
 
 -- The correlation programs (CEL over the envelope) of the event waits of published workflows, per event type:
 -- what ingestion evaluates on each event of that type. program_hash is md5 of the CEL text ('none': a broadcast
@@ -39,11 +39,18 @@ create function automation.event_wait_programs_record() returns trigger
     language plpgsql
     as $$
 begin
+    with w as (     -- an event wait, and each event branch of a `wait: {any}`
+        select n -> 'wait' as x from jsonb_array_elements(coalesce(new.ir -> 'nodes', '[]'::jsonb)) n
+        union all
+        select b from jsonb_array_elements(coalesce(new.ir -> 'nodes', '[]'::jsonb)) n,
+                      jsonb_array_elements(coalesce(n -> 'wait' -> 'branches', '[]'::jsonb)) b
+    )
     insert into automation.event_wait_programs (project_id, type, program_hash, program)
-    select distinct new.project_id, n -> 'wait' ->> 'event',
-           coalesce(md5(n -> 'wait' -> 'correlate_event' ->> 'cel'), 'none'), n -> 'wait' -> 'correlate_event'
-    from jsonb_array_elements(coalesce(new.ir -> 'nodes', '[]'::jsonb)) n
-    where n -> 'wait' ->> 'kind' = 'event'
+    select distinct on (x ->> 'event', coalesce(md5(x -> 'correlate_event' ->> 'cel'), 'none'))
+           new.project_id, x ->> 'event', coalesce(md5(x -> 'correlate_event' ->> 'cel'), 'none'),
+           x -> 'correlate_event'
+    from w
+    where x ->> 'kind' = 'event'
     on conflict do nothing;
     return null;
 end
@@ -78,7 +85,8 @@ create table automation.run_event_waits (
     cursor       bigint      not null default 0,              -- the last event_correlations.cseq it examined
     before_since integer     not null default 0,              -- matching events it skipped: older than its `since`
     cel_errors   integer     not null default 0,              -- candidates whose `if` failed to evaluate
-    constraint run_event_waits_pkey primary key (run_id, epoch, step_id)
+    branch       integer     not null default 0,              -- the branch of a `wait: {any}` (0 otherwise)
+    constraint run_event_waits_pkey primary key (run_id, epoch, step_id, branch)
 );
 create index run_event_waits_key_idx on automation.run_event_waits (project_id, type, program_hash, value);
 
@@ -188,9 +196,102 @@ begin
 end
 $$;
 
+-- `wait: {any: [...]}`: its signal branches (names), so a signal sent while it waits wakes the run and the
+-- release's check sees one buffered meanwhile. The event branches are rows of run_event_waits (by branch).
+create table automation.run_wait_signals (
+    run_id  text    not null,
+    epoch   integer not null,
+    step_id text    not null,
+    branch  integer not null,
+    name    text    not null,
+    constraint run_wait_signals_pkey primary key (run_id, epoch, step_id, branch)
+);
+create index run_wait_signals_name_idx on automation.run_wait_signals (run_id, name);
+
+-- Open (idempotent) the `any` wait of step p_step: its row (kind 'any'), its event branches (p_events: [{branch,
+-- type, hash, value, since, lookback_ms}]) and its signal branches (p_signals: [{branch, name}]). Returns the row
+-- with the run's watermark and creation instant, and the instant it opened (its sleep branches count from it).
+create function automation.any_wait_open(p_run text, p_epoch integer, p_step text, p_project text,
+                                         p_events jsonb, p_signals jsonb, p_timeout_at timestamptz,
+                                         p_now timestamptz)
+    returns table (state text, output jsonb, timeout_at timestamptz, opened_at timestamptz, event_seq bigint,
+                   created_at timestamptz)
+    language plpgsql
+    as $$
+begin
+    insert into automation.run_waits (run_id, epoch, step_id, kind, key, opened_at, timeout_at)
+    values (p_run, p_epoch, p_step, 'any', '', p_now, p_timeout_at)
+    on conflict on constraint run_waits_pkey do nothing;
+    if found then
+        insert into automation.run_event_waits (run_id, epoch, step_id, branch, project_id, type, program_hash,
+                                                value, lookback_ms, cursor)
+        select p_run, p_epoch, p_step, (b ->> 'branch')::integer, p_project, b ->> 'type', b ->> 'hash',
+               b ->> 'value', (b ->> 'lookback_ms')::bigint,
+               case when b ->> 'since' = 'wait_open' then
+                   coalesce((select max(c.cseq) from automation.event_correlations c
+                             where c.project_id = p_project and c.type = b ->> 'type'
+                               and c.program_hash = b ->> 'hash' and c.value = b ->> 'value'), 0)
+               else 0 end
+        from jsonb_array_elements(p_events) b;
+        insert into automation.run_wait_signals (run_id, epoch, step_id, branch, name)
+        select p_run, p_epoch, p_step, (g ->> 'branch')::integer, g ->> 'name' from jsonb_array_elements(p_signals) g;
+    end if;
+    return query select w.state, w.output, w.timeout_at, w.opened_at, r.event_seq, r.created_at
+                 from automation.run_waits w join automation.runs r on r.run_id = w.run_id
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
+-- The outcome of an `any` wait (its look chose the first to come: an event, a signal, its sleep), unless it closed
+-- first; a signal outcome consumes the signal in the same transaction (the run's row is locked by the look).
+create function automation.any_wait_close(p_run text, p_epoch integer, p_step text, p_satisfied_by text,
+                                          p_output jsonb, p_signal bigint, p_now timestamptz)
+    returns table (state text, output jsonb, timeout_at timestamptz)
+    language plpgsql
+    as $$
+begin
+    update automation.run_waits w
+    set state = 'satisfied', closed_at = p_now, satisfied_by = p_satisfied_by, output = p_output
+    where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step and w.state = 'open';
+    if found and p_signal is not null then
+        update automation.run_signals g set consumed_epoch = p_epoch, consumed_step = p_step, consumed_at = p_now
+        where g.seq = p_signal and g.consumed_at is null;
+        if not found then
+            raise exception 'signal % of run % was consumed twice', p_signal, p_run;
+        end if;
+    end if;
+    return query select w.state, w.output, w.timeout_at from automation.run_waits w
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
+-- A signal recorded for a run (run_signal, 0033, which holds the run's row) that an open `any` wait of the run
+-- has a branch for: the run is due now (the wait's look consumes it).
+create function automation.run_signals_wake_any() returns trigger
+    language plpgsql
+    as $$
+begin
+    if exists (select 1 from automation.run_wait_signals g
+               join automation.run_waits w using (run_id, epoch, step_id)
+               where g.run_id = new.run_id and g.name = new.name and w.state = 'open') then
+        update automation.runs r set next_wake_at = least(r.next_wake_at, new.received_at)
+        where r.run_id = new.run_id and r.state = 'waiting' and r.lease_owner is null;
+        if found then
+            perform pg_notify('a44_runs_due', (floor(extract(epoch from new.received_at) * 1000))::bigint::text);
+        end if;
+    end if;
+    return null;
+end
+$$;
+
+create trigger run_signals_wake_any
+    after insert on automation.run_signals
+    for each row execute function automation.run_signals_wake_any();
+
 -- The release to `waiting` (engine_commit): due now if a wait of this epoch closed since the visit looked (a
--- signal, 0033), or an open event wait of this epoch has a correlated event past its cursor, received before
--- its timeout (committed between the look and this release: its ingestion found the run leased).
+-- signal, 0033), an open `any` wait of this epoch has a signal of one of its names buffered, or an open event
+-- wait (or event branch) of this epoch has a correlated event past its cursor, received before its timeout
+-- (committed between the look and this release: the ingestion or the signal found the run leased).
 create or replace function automation.engine_op_wait_check(op jsonb) returns void
     language plpgsql
     as $$
@@ -200,6 +301,10 @@ begin
     select * into x from jsonb_to_record(op) as r(run_id text, epoch integer, "now" timestamptz);
     if exists (select 1 from automation.run_waits w where w.run_id = x.run_id and w.epoch = x.epoch
                and w.state <> 'open' and w.resumed_at is null)
+       or exists (select 1 from automation.run_wait_signals g
+                  join automation.run_waits w using (run_id, epoch, step_id)
+                  join automation.run_signals s on s.run_id = g.run_id and s.name = g.name and s.consumed_at is null
+                  where g.run_id = x.run_id and g.epoch = x.epoch and w.state = 'open')
        or exists (select 1 from automation.run_event_waits e
                   join automation.run_waits w using (run_id, epoch, step_id)
                   join automation.event_correlations c

@@ -25,7 +25,7 @@ from automation.event_wait_open(:run_id::text, :epoch::integer, :step_id::text, 
 
 -- name: event_wait_candidates
 -- purpose: the next :limit events correlated on value :value of program :hash (type :type, project :project) after cursor :cursor, received before :timeout_at, oldest first, with whether the run's `since` admits each and whether another wait of run :run_id (epoch :epoch) took it (watermark :event_seq, lookback from :since_at)
-select c.cseq, e.event_id, e.envelope,
+select c.cseq, e.event_id, e.envelope, c.received_at,
        (e.seq > :event_seq::bigint or (:since_at::timestamptz is not null and e.received_at >= :since_at::timestamptz))
            as admitted,
        exists (select 1 from automation.run_waits w
@@ -57,3 +57,37 @@ select e.run_id, e.step_id, e.value
 from automation.run_event_waits e
 join automation.run_waits w using (run_id, epoch, step_id)
 where e.run_id = any(:run_ids::text[]) and w.state = 'open';
+
+-- name: any_wait_open
+-- purpose: open (idempotent) the `any` wait of step :step_id of run :run_id (epoch :epoch, project :project) with its event branches :events and signal branches :signals (JSON), until :timeout_at; returns (state, output, timeout_at, opened_at, event_seq, created_at)
+select state, output, timeout_at, opened_at, event_seq, created_at
+from automation.any_wait_open(:run_id::text, :epoch::integer, :step_id::text, :project::text, :events::jsonb,
+                              :signals::jsonb, :timeout_at::timestamptz, :now::timestamptz);
+
+-- name: any_wait_branch
+-- purpose: the cursor and lookback of event branch :branch of the `any` wait of step :step_id of run :run_id (epoch :epoch)
+select cursor, lookback_ms from automation.run_event_waits
+where run_id = :run_id and epoch = :epoch and step_id = :step_id and branch = :branch;
+
+-- name: any_wait_advance
+-- purpose: move the cursor of event branch :branch of the `any` wait of step :step_id of run :run_id (epoch :epoch) to :cursor, adding :before skipped and :errors failed candidates
+update automation.run_event_waits
+set cursor = greatest(cursor, :cursor::bigint), before_since = before_since + :before::integer,
+    cel_errors = cel_errors + :errors::integer
+where run_id = :run_id and epoch = :epoch and step_id = :step_id and branch = :branch;
+
+-- name: any_wait_lock_run
+-- purpose: lock the row of run :run_id until commit, as run_signal does: a signal being sent commits before the `any` wait's look (and is seen) or after it (and wakes the run)
+select 1 from automation.runs where run_id = :run_id for update;
+
+-- name: any_wait_signal_peek
+-- purpose: the oldest unconsumed signal named :name sent to run :run_id (seq, data, received_at)
+select seq, data, received_at from automation.run_signals
+where run_id = :run_id and name = :name and consumed_at is null
+order by seq limit 1;
+
+-- name: any_wait_close
+-- purpose: close the `any` wait of step :step_id of run :run_id (epoch :epoch) with :output (satisfied by :satisfied_by; consuming signal :signal_seq if given) at :now unless it closed first; returns (state, output, timeout_at)
+select state, output, timeout_at
+from automation.any_wait_close(:run_id::text, :epoch::integer, :step_id::text, :satisfied_by::text,
+                               :output::jsonb, :signal_seq::bigint, :now::timestamptz);
