@@ -230,3 +230,20 @@ def test_a_broadcast_wait_takes_any_event_of_its_type(store, clock, aio):
     aio(eng.drive())
     aio(pay(store, "anything"))
     assert aio(eng.drive()) == {a: "succeeded", b: "succeeded"}
+
+
+def test_runs_and_runs_show_say_which_event_and_value_a_run_waits_for(store, clock, aio):
+    from anthares44.automation.app.automation import Automation
+
+    ir = event_workflow(timeout="1h")
+    aio(publish(store, ir))
+    aio(pay(store, "inv_14", key="early"))
+    clock.advance(1)
+    run_id = aio(start(store, ir, "inv_14"))
+    aio(engine(store, Script(), clock=clock).drive())
+    auto = Automation(store)
+    [doc] = [d for d in aio(auto.runs(state="waiting")).runs if d["run_id"] == run_id]
+    assert doc["waiting_on"] == "event billing.payment.received = inv_14"
+    [w] = aio(auto.get_run(run_id))["waits"]
+    assert (w["kind"], w["key"], w["correlation"], w["before_since"], w["if_errors"]) == (
+        "event", "billing.payment.received", "inv_14", 1, 0)
