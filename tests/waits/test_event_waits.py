@@ -247,3 +247,22 @@ def test_runs_and_runs_show_say_which_event_and_value_a_run_waits_for(store, clo
     [w] = aio(auto.get_run(run_id))["waits"]
     assert (w["kind"], w["key"], w["correlation"], w["before_since"], w["if_errors"]) == (
         "event", "billing.payment.received", "inv_14", 1, 0)
+
+
+def test_an_event_its_correlation_program_cannot_read_is_published_counted_and_matches_nothing(store, clock, aio):
+    from anthares44.automation.runtime.ingestion.bus import publish_event
+    from tests.runtime.engine_support import PROJECT
+    from tests.waits.event_support import TYPE
+
+    ir = event_workflow(timeout="1h", correlate='{run: "input.invoiceId", event: "data.invoice.id"}')
+    aio(publish(store, ir))
+    run_id = aio(start(store, ir, "inv_15"))
+    eng = engine(store, Script(), clock=clock)
+    assert aio(eng.drive()) == {run_id: "waiting"}
+    errors = COUNTERS.get("wait_correlation_errors_total")
+    got = aio(publish_event(store, PROJECT, TYPE, {"invoice": "not an object"}, "hostile-1"))
+    assert got.created                                         # the event is stored; only the index misses it
+    assert COUNTERS.get("wait_correlation_errors_total") == errors + 1
+    assert aio(eng.drive()) == {}
+    aio(publish_event(store, PROJECT, TYPE, {"invoice": {"id": "inv_15"}}, "good-1"))
+    assert aio(eng.drive()) == {run_id: "succeeded"}
