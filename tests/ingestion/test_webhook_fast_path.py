@@ -128,7 +128,8 @@ def test_group_committer_batches_and_isolates_a_failing_request(live, project):
                         input=input_json, key=f"trg_hook:batch:{i}", trigger_id="trg_hook", partition_key=None,
                         queue=None, now=now, window=IDEMPOTENCY_WINDOW, deadline=now + RUN_WALL_CLOCK_LIMIT,
                         event_id=ev, event_type="webhook.trg_hook", event_key=f"batch:{i}",
-                        trigger_stamp=target.updated_at, envelope="{}", secret=project)
+                        trigger_stamp=target.updated_at, envelope="{}", secret=project, corr_hashes=[],
+                        corr_values=[])
 
         rows = await asyncio.gather(*(c.submit(args(i)) for i in range(20)))
         assert all(r["created_run_id"] for r in rows)

@@ -219,6 +219,13 @@ class Automation(RunsService):
             from .approvals import requests_of_run
 
             doc["approvals"] = await requests_of_run(self.store, run_id)
+        if any(w["kind"] == "event" for w in doc["waits"]):     # an event wait: its correlation value, counts
+            extra = {(e["epoch"], e["step_id"]): e for e in await self.store.fetch("event_waits_of_run",
+                                                                                    run_id=run_id)}
+            for w in doc["waits"]:
+                e = extra.get((w["epoch"], w["step_id"]))
+                if e is not None:
+                    w.update(correlation=e["value"], before_since=e["before_since"], if_errors=e["cel_errors"])
         return doc
 
     # --- runs (§6.2, §13) --------------------------------------------------------------------------------
@@ -261,6 +268,11 @@ class Automation(RunsService):
                 from .approvals import waiting_on
 
                 on.update(await waiting_on(self.store, [w["run_id"] for w in opened if w["kind"] == "approval"]))
+            values = {(e["run_id"], e["step_id"]): e["value"]
+                      for e in await self.store.fetch("event_waits_open_of_runs", run_ids=waiting)}
+            on = {w["run_id"]: f"{w['kind']} {w['key']}" + (f" = {values[(w['run_id'], w['step_id'])]}"
+                                                             if (w["run_id"], w["step_id"]) in values else "")
+                  for w in await self.store.fetch("run_waits_open_of_runs", run_ids=waiting)}
             for d in docs:
                 if d["run_id"] in on:
                     d["waiting_on"] = on[d["run_id"]]

@@ -104,12 +104,40 @@ class SleepIR(_Optional):
     dst_policy: Literal["skip-nonexistent", "run-once", "run-twice"] | None = None
 
 
-class WaitIR(IR):
-    """A `wait` step (§20): for one signal named `signal` sent to the run (docs/waits.md), at most `timeout_ms`
-    after it opens; then `on_timeout` fails the step (E_WAIT_TIMEOUT) or continues with output
-    `{"kind": "timeout"}`."""
-    kind: Literal["signal"]
-    signal: str
+class WaitBranchIR(_Optional):
+    """One branch of a `wait: {any: [...]}`: `kind: event` (the fields of an event wait), `signal`, or `sleep`
+    (`sleep_ms` after the wait opened)."""
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("signal", "event", "correlate_run", "correlate_event", "condition",
+                                           "since", "lookback_ms", "sleep_ms")
+    kind: Literal["signal", "event", "sleep"]
+    signal: str | None = None
+    event: str | None = None
+    correlate_run: Expr | None = None
+    correlate_event: Expr | None = None
+    condition: Expr | None = None
+    since: Literal["run_start", "wait_open", "lookback"] | None = None
+    lookback_ms: int | None = None
+    sleep_ms: int | None = None
+
+
+class WaitIR(_Optional):
+    """A `wait` step (§20, docs/waits.md), at most `timeout_ms` after it opens; then `on_timeout` fails the step
+    (E_WAIT_TIMEOUT) or continues with output `{"kind": "timeout"}`. `kind: signal`: for one signal named
+    `signal` sent to the run. `kind: event`: for an event of type `event` whose `correlate_event` value (CEL over
+    the envelope) equals the run's `correlate_run` value (both None: a broadcast wait) and that passes
+    `condition`; `since` is `run_start`, `wait_open` or `lookback` (`lookback_ms` before the run's creation).
+    `kind: any`: the first of `branches` (without a `timeout`, `timeout_ms` is the run's wall-clock limit)."""
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("signal", "event", "correlate_run", "correlate_event", "condition",
+                                           "since", "lookback_ms", "branches")
+    kind: Literal["signal", "event", "any"]
+    signal: str | None = None
+    event: str | None = None
+    correlate_run: Expr | None = None
+    correlate_event: Expr | None = None
+    condition: Expr | None = None
+    since: Literal["run_start", "wait_open", "lookback"] | None = None
+    lookback_ms: int | None = None
+    branches: tuple[WaitBranchIR, ...] = ()
     timeout_ms: int
     on_timeout: Literal["fail", "continue"]
 

@@ -19,6 +19,7 @@ from .ir import (
     DEFAULT_RETRY_CAP_MS,
     DEFAULT_SINCE_MAX,
     ApprovalIR,
+    RUN_DEADLINE_MS,
     CatchUpIR,
     ChildIR,
     CompensationIR,
@@ -31,11 +32,12 @@ from .ir import (
     RetryIR,
     SleepIR,
     TriggerIR,
+    WaitBranchIR,
     WaitIR,
     WorkflowIR,
     seal,
 )
-from .models.workflow import Sleep, Wait
+from .models.workflow import AnyBranch, Sleep, Wait
 from .project import workflow_id
 from .resolve import resolve
 from .rules.expectations import ROW_FIELDS, ROWS_ROOTS, STEP_EXPECT_ROOTS, WORKFLOW_EXPECT_ROOTS, expect_list, step_rows
@@ -139,7 +141,7 @@ def _child(step: Step, project: Project) -> ChildIR | None:
                    compensate_workflow_id=comp[0] if comp else None, compensate_version=comp[1] if comp else None)
 
 
-def lower_step(i: int, step: Step, project: Project) -> NodeIR:
+def lower_step(i: int, step: Step, project: Project, wf_deadline_ms: int = RUN_DEADLINE_MS) -> NodeIR:
     r = step.retry
     retry = RetryIR(max=r.max if r else 0, strategy=r.strategy if r else "none",
                     base_ms=(r.base if r and r.base is not None else DEFAULT_RETRY_BASE_MS),
@@ -161,8 +163,7 @@ def lower_step(i: int, step: Step, project: Project) -> NodeIR:
 
     sleep_ms, sleep = _sleep(step.sleep)
     w = step.wait if isinstance(step.wait, Wait) else None
-    wait = None if w is None else WaitIR(kind="signal", signal=w.signal, timeout_ms=w.timeout,
-                                         on_timeout=w.onTimeout)
+    wait = None if w is None else _wait(w, wf_deadline_ms)
     approval = _approval(step)
     kind: Literal["call", "sleep", "wait", "child", "approval"] = \
         "sleep" if step.sleep is not None else "wait" if w else "child" if child else \
@@ -185,6 +186,37 @@ def _approval(step: Step) -> ApprovalIR | None:
                       remind_ms=tuple(sorted(set(a.remind or ()))), escalate_after_ms=e.after if e else None,
                       escalate_groups=tuple(e.to.groups) if e else (), on_timeout=a.onTimeout, notify=a.notify,
                       allow_self=a.allowSelf)
+
+
+def _wait(w: Wait, deadline_ms: int) -> WaitIR:
+    """A signal wait as it always was; an event wait with its CEL compiled (rules/waits.py checked it); `any`
+    with its branches, until the run's wall-clock limit when it has no timeout."""
+    timeout_ms = w.timeout if w.timeout is not None else deadline_ms
+    if w.any is not None:
+        return WaitIR(kind="any", branches=tuple(_branch(b) for b in w.any), timeout_ms=timeout_ms,
+                      on_timeout=w.onTimeout)
+    if w.event is None:
+        return WaitIR(kind="signal", signal=w.signal, timeout_ms=timeout_ms, on_timeout=w.onTimeout)
+    return WaitIR(kind="event", **_event_fields(w), timeout_ms=timeout_ms, on_timeout=w.onTimeout)
+
+
+def _event_fields(w: Wait | AnyBranch) -> dict[str, Any]:
+    from .rules.expressions import FILTER_ROOTS, IF_ROOTS
+    from .rules.waits import EVENT_IF_ROOTS, since_of
+
+    c = w.correlate if not isinstance(w.correlate, str) else None
+    since, lookback_ms = since_of(w.since)
+    return dict(event=w.event, correlate_run=_expr(c.run, IF_ROOTS) if c else None,
+                correlate_event=_expr(c.event, FILTER_ROOTS) if c else None,
+                condition=_expr(w.if_, EVENT_IF_ROOTS), since=since, lookback_ms=lookback_ms)
+
+
+def _branch(b: AnyBranch) -> WaitBranchIR:
+    if b.event is not None:
+        return WaitBranchIR(kind="event", **_event_fields(b))
+    if b.signal is not None:
+        return WaitBranchIR(kind="signal", signal=b.signal)
+    return WaitBranchIR(kind="sleep", sleep_ms=b.sleep)
 
 
 def _sleep(value: int | Sleep | None) -> tuple[int | None, SleepIR | None]:
@@ -256,7 +288,7 @@ def lower_workflow(decl: Decl[Workflow], project: Project) -> WorkflowIR:
         concurrency=ConcurrencyIR(max=conc.max if conc else DEFAULT_CONCURRENCY,
                                   partition_key=mark_templates(conc.partitionKey) if conc else None),
         deadline_ms=run_deadline_ms(wf), lease_ms=DEFAULT_LEASE_MS,
-        triggers=tuple(triggers), nodes=tuple(lower_step(i, s, project) for i, s in enumerate(wf.steps)),
+        triggers=tuple(triggers), nodes=tuple(lower_step(i, s, project, run_deadline_ms(wf)) for i, s in enumerate(wf.steps)),
         edges=tuple(edges(wf)), source={"file": decl.src.path, "format": "yaml"},
         expect=_expects(wf.expect, WORKFLOW_EXPECT_ROOTS))
     return seal(ir)

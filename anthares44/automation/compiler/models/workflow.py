@@ -130,14 +130,57 @@ SleepField = Annotated[Annotated[RunSpan, Tag("Duration")] | Annotated[Sleep, Ta
                        Discriminator(_sleep_form)]
 
 
-class Wait(Model):
-    """A durable wait for something sent to the run (§20, docs/waits.md); the run holds no worker meanwhile."""
+class Correlate(Model):
+    """How an event is matched to the run that waits for it: equal values of two CEL expressions (§20)."""
 
-    signal: StrictStr = Field(pattern=r"^[a-z][a-z0-9_.-]{0,99}$")
+    run: StrictStr
+    """CEL over the run (`input`, `steps`, `trigger`, `run`), e.g. `input.invoiceId`."""
+    event: StrictStr
+    """CEL over the event envelope (`data`, `id`, `type`, ...), e.g. `data.invoiceId`."""
+
+
+class AnyBranch(Model):
+    """One thing a `wait: {any: [...]}` waits for: an event (`event`, `correlate`, `if`, `since` as in an event
+    wait), a signal (`signal: NAME`) or a span of time (`sleep: 3d`)."""
+
+    signal: StrictStr | None = Field(None, pattern=r"^[a-z][a-z0-9_.-]{0,99}$")
+    """A signal of this name sent to the run."""
+    event: StrictStr | None = Field(None, min_length=1, max_length=200)
+    """An event of this type correlated with the run by `correlate`."""
+    correlate: Correlate | Literal["none"] | None = None
+    """With `event`: as in an event wait (required; `none` is a broadcast)."""
+    if_: StrictStr | None = Field(None, alias="if")
+    """With `event`: as in an event wait."""
+    since: StrictStr | None = None
+    """With `event`: as in an event wait."""
+    sleep: RunSpan | None = None
+    """This long after the wait opened."""
+
+
+class Wait(Model):
+    """A durable wait for something sent to the run (§20, docs/waits.md); the run holds no worker meanwhile:
+    a signal (`signal: NAME`), an event correlated with the run (`event: TYPE`, `correlate`), or the first of
+    several (`any: [...]`)."""
+
+    signal: StrictStr | None = Field(None, pattern=r"^[a-z][a-z0-9_.-]{0,99}$")
     """The name of the signal to wait for (`a44 automation signal RUN NAME`); signals sent before the wait opens
     are buffered and consumed in order, each by one wait."""
-    timeout: RunSpan
-    """Required: how long to wait, e.g. `7d`; it must fit in the run's `maxDuration`."""
+    event: StrictStr | None = Field(None, min_length=1, max_length=200)
+    """The event type to wait for (`a44 automation events publish TYPE`), matched to the run by `correlate`."""
+    correlate: Correlate | Literal["none"] | None = None
+    """Required with `event`: `{run: CEL, event: CEL}` (the event matches when both give the same value), or
+    `none` for a broadcast wait (any event of the type)."""
+    if_: StrictStr | None = Field(None, alias="if")
+    """With `event`: CEL over `event` (the envelope), `input`, `steps`, `trigger`; a false (or failing) candidate
+    is not a match."""
+    since: StrictStr | None = None
+    """With `event`: which events count: `run_start` (default: ingested after the run was created), `wait_open`
+    (after the wait opened), or a lookback before the run's creation, e.g. `-15m` (at most 7d)."""
+    any: list[AnyBranch] | None = Field(None, min_length=1, max_length=20)
+    """The first of several: `[{event: ..., correlate: ...}, {signal: cancel}, {sleep: 3d}]`; the output names
+    which (`kind` and `index`)."""
+    timeout: RunSpan | None = None
+    """How long to wait, e.g. `7d` (required but with `any`); it must fit in the run's `maxDuration`."""
     onTimeout: Literal["fail", "continue"] = "fail"
     """When the timeout comes first: `fail` the step (E_WAIT_TIMEOUT, not retried) or `continue` with output
     `{"kind": "timeout"}`."""
@@ -167,10 +210,11 @@ class Step(OpenModel):
     """A durable wait: `sleep: 30s`, `sleep: {for: 1mo, tz: America/Sao_Paulo}` or `sleep: {until: "{{ ... }}"}`;
     takes no `uses` and no `timeout`; it must fit in the run's `maxDuration`."""
     wait: Wait | Literal["result", "started", "none"] | None = None
-    """A durable wait for a signal: `wait: {signal: approved, timeout: 7d}`; takes no `uses` and no `timeout`
-    (the wait has its own); its output is `{"kind": "signal", "signal": {"name", "data"}}`. On a child-workflow
-    step (`uses: workflow/NAME`, §21): `result` (default: until the child ends), `started` (until it is first
-    leased) or `none` (at once; the output is the child's run id)."""
+    """A durable wait for a signal (`wait: {signal: approved, timeout: 7d}`) or an event (`wait: {event: TYPE,
+    correlate: {run: CEL, event: CEL}, timeout: 7d}`); takes no `uses` and no `timeout` (the wait has its own);
+    its output is `{"kind": "signal", "signal": {"name", "data"}}` or `{"kind": "event", "event": {envelope}}`.
+    On a child-workflow step (`uses: workflow/NAME`, §21): `result` (default: until the child ends), `started`
+    (until it is first leased) or `none` (at once; the output is the child's run id)."""
     approval: Approval | None = None
     """A person's decision: `approval: {approvers: {groups: [finance-leads], min: 2}, timeout: 72h}`; takes no
     `uses` and no `timeout` (docs/approvals.md); its output is `{"kind": "approval", "decision", "approvers"}`."""

@@ -24,13 +24,14 @@ from . import (
     templates,
     timers,
     triggers,
+    waits,
 )
 
 if TYPE_CHECKING:
     from ..project import Project
 
 RULES = (steps, connectors, children, dag, retry, timers, flow, expressions, expectations, templates, sql, triggers,
-         monitoring, approvals)
+         monitoring, approvals, waits)
 
 
 def run_rules(project: Project) -> list[Diagnostic]:

@@ -90,7 +90,7 @@ def _longest(step: Step) -> tuple[int | None, str]:
     """The longest static span of a step (its sleep's, its wait's timeout, else its timeout) and what it is."""
     if isinstance(step.sleep, int):
         return step.sleep, "sleep"
-    if isinstance(step.wait, Wait):   # a wait's own timeout (§20)
+    if isinstance(step.wait, Wait):   # a wait's own timeout (§20); `any` without one ends with the run
         return step.wait.timeout, "wait timeout"
     if step.approval is not None:   # an approval's own timeout (§20, docs/approvals.md)
         return step.approval.timeout, "approval timeout"

@@ -10,6 +10,9 @@ Per subscribed trigger (active `event` triggers whose `event` equals the type), 
 3. a run of the workflow's latest version, input = the event `data`, `trigger_id` and `event_id` recorded, with
    the idempotency key `{trigger_id}:{event idempotency key}`: one event delivered twice is one run per trigger.
 
+The event is also indexed, in the same transaction, for the runs whose event waits correlate on it
+(wait_index.py): a waiting run is woken, a wait that opens later finds it.
+
 The event key itself is deduplicated per project for 24 h (§8.2): a repeat returns the original event and its
 deliveries and writes nothing. A client may give the envelope's `id`: it is kept, and the same id again is the
 same event (answered as a repeat) when the envelope is the same, refused with `E_EVENT_ID_CONFLICT` when not.
@@ -41,6 +44,7 @@ from ...tracing import Parent
 from .. import evaluation
 from ..store.core import IDEMPOTENCY_WINDOW
 from ..store.results import encode_json
+from . import wait_index
 from .dead_letters import dead_letter
 from .ids import new_event_id
 from .metrics import COUNTERS
@@ -171,6 +175,7 @@ async def publish_event(store, project: str, type: str, data: Any, idempotency_k
            "occurred_at": iso(when), "attempt": 1, "data": data}
     envelope = encode_json(env)
     subscribers = await store.fetch("triggers_for_event", project=project, type=type)
+    hashes, values = await wait_index.values(store, project, type, env)   # what waiting runs correlate it on
     await record_parent(store, project, [f"{sub['trigger_id']}:{idempotency_key}" for sub in subscribers], parent, now)
     async with store.transaction("event_publish") as conn:
         if given_id is not None:
@@ -198,6 +203,7 @@ async def publish_event(store, project: str, type: str, data: Any, idempotency_k
         await conn.execute("event_insert", event_id=event_id, project=project, type=type,
                            idempotency_key=idempotency_key, partition_key=partition_key, trigger_id=None, source="bus",
                            occurred_at=when, now=now, envelope=envelope)
+        await wait_index.correlate(conn, project, type, event_id, now, hashes, values, now)
         deliveries = []
         for sub in subscribers:
             deliveries.append(await _deliver(conn, project, sub, env, envelope, now, when))

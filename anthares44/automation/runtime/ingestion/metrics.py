@@ -16,6 +16,10 @@ HELP = {
     "event_filter_miss_total": "event deliveries dropped by a trigger filter, by trigger",
     "event_too_old_total": "event deliveries sent to the DLQ with E_EVENT_TOO_OLD, by trigger",
     "api_rejected_total": "REST API requests refused by authentication, by reason",
+    "wait_correlation_errors_total": "events whose correlation program (an event wait's correlate.event) failed, "
+                                     "by event type: not indexed for that program, never a crash",
+    "wait_event_before_since_total": "correlated events an event wait skipped as older than its `since`, by type",
+    "wait_event_if_errors_total": "correlated events an event wait's `if` failed on (a non-match), by type",
 }
 
 

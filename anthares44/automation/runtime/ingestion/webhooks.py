@@ -35,6 +35,7 @@ from ...tracing import Parent
 from ..store.core import IDEMPOTENCY_WINDOW, RUN_WALL_CLOCK_LIMIT
 from ..store.results import encode_json
 from ..ulid import new_run_id
+from . import wait_index
 from .group_commit import committer_for
 from .ids import new_event_id
 from .metrics import COUNTERS
@@ -267,15 +268,17 @@ async def _write(store, project: str, trigger: WebhookTarget, secret: str, data:
         raise reject(E_WORKFLOW_NOT_FOUND, "no_workflow",
                      f"the workflow {trigger.workflow_id} of {trigger_id} is not published")
     event_id = new_event_id(now)
-    envelope = encode_json({"id": event_id, "type": f"webhook.{trigger_id}", "idempotency_key": key,
-                            "partition_key": partition_key, "occurred_at": iso(now), "attempt": 1, "data": data,
-                            "trigger_id": trigger_id})
+    env = {"id": event_id, "type": f"webhook.{trigger_id}", "idempotency_key": key, "partition_key": partition_key,
+           "occurred_at": iso(now), "attempt": 1, "data": data, "trigger_id": trigger_id}
+    envelope = encode_json(env)
+    hashes, values = await wait_index.values(store, project, env["type"], env)   # for the runs waiting for it
     workflow_ir = trigger.workflow_ir or {}
     args = dict(project=project, workflow_id=trigger.workflow_id, version=trigger.version, run_id=new_run_id(now),
                 input=input_json, key=f"{trigger_id}:{key}", trigger_id=trigger_id, partition_key=partition_key,
                 queue=workflow_ir.get("queue"), now=now, window=IDEMPOTENCY_WINDOW,
                 deadline=now + RUN_WALL_CLOCK_LIMIT, event_id=event_id, event_type=f"webhook.{trigger_id}",
-                event_key=key, trigger_stamp=trigger.updated_at, envelope=envelope, secret=secret)
+                event_key=key, trigger_stamp=trigger.updated_at, envelope=envelope, secret=secret,
+                corr_hashes=hashes, corr_values=values)
     row = await committer_for(store).submit(args)
     if not row["trigger_current"] or row["latest_version"] != trigger.version:
         cache_for(store).drop(project, trigger_id)

@@ -3,6 +3,185 @@
 
 CREATE SCHEMA automation;
 
+CREATE FUNCTION automation.any_wait_close(p_run text, p_epoch integer, p_step text, p_satisfied_by text, p_output jsonb, p_signal bigint, p_now timestamp with time zone) RETURNS TABLE(state text, output jsonb, timeout_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+begin
+    update automation.run_waits w
+    set state = 'satisfied', closed_at = p_now, satisfied_by = p_satisfied_by, output = p_output
+    where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step and w.state = 'open';
+    if found and p_signal is not null then
+        update automation.run_signals g set consumed_epoch = p_epoch, consumed_step = p_step, consumed_at = p_now
+        where g.seq = p_signal and g.consumed_at is null;
+        if not found then
+            raise exception 'signal % of run % was consumed twice', p_signal, p_run;
+        end if;
+    end if;
+    return query select w.state, w.output, w.timeout_at from automation.run_waits w
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
+CREATE FUNCTION automation.any_wait_open(p_run text, p_epoch integer, p_step text, p_project text, p_events jsonb, p_signals jsonb, p_timeout_at timestamp with time zone, p_now timestamp with time zone) RETURNS TABLE(state text, output jsonb, timeout_at timestamp with time zone, opened_at timestamp with time zone, event_seq bigint, created_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+begin
+    insert into automation.run_waits (run_id, epoch, step_id, kind, key, opened_at, timeout_at)
+    values (p_run, p_epoch, p_step, 'any', '', p_now, p_timeout_at)
+    on conflict on constraint run_waits_pkey do nothing;
+    if found then
+        insert into automation.run_event_waits (run_id, epoch, step_id, branch, project_id, type, program_hash,
+                                                value, lookback_ms, cursor)
+        select p_run, p_epoch, p_step, (b ->> 'branch')::integer, p_project, b ->> 'type', b ->> 'hash',
+               b ->> 'value', (b ->> 'lookback_ms')::bigint,
+               case when b ->> 'since' = 'wait_open' then
+                   coalesce((select max(c.cseq) from automation.event_correlations c
+                             where c.project_id = p_project and c.type = b ->> 'type'
+                               and c.program_hash = b ->> 'hash' and c.value = b ->> 'value'), 0)
+               else 0 end
+        from jsonb_array_elements(p_events) b;
+        insert into automation.run_wait_signals (run_id, epoch, step_id, branch, name)
+        select p_run, p_epoch, p_step, (g ->> 'branch')::integer, g ->> 'name' from jsonb_array_elements(p_signals) g;
+    end if;
+    return query select w.state, w.output, w.timeout_at, w.opened_at, r.event_seq, r.created_at
+                 from automation.run_waits w join automation.runs r on r.run_id = w.run_id
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
+CREATE FUNCTION automation.approval_decide(p_project text, p_run text, p_step text, p_person text, p_decision text, p_comment text, p_via text, p_nonce text, p_epoch integer, p_now timestamp with time zone) RETURNS TABLE(outcome text, state text, decision text, approvals integer, needed integer)
+    LANGUAGE plpgsql
+    AS $$
+declare
+    ep integer;
+    q record;
+    w record;
+    d record;
+    n integer;
+    people jsonb;
+begin
+    select r.epoch into ep from automation.runs r where r.run_id = p_run and r.project_id = p_project for update;
+    if not found then
+        return query select 'unknown'::text, null::text, null::text, null::integer, null::integer;
+        return;
+    end if;
+    if p_epoch is not null then     -- a link is for the request of its epoch (of a replayed run: closed)
+        ep := p_epoch;
+    end if;
+    select * into q from automation.approval_requests a
+    where a.run_id = p_run and a.epoch = ep and a.step_id = p_step;
+    if not found then
+        return query select 'no_request'::text, null::text, null::text, null::integer, null::integer;
+        return;
+    end if;
+    select * into w from automation.run_waits v where v.run_id = p_run and v.epoch = ep and v.step_id = p_step
+    for update;
+    if p_nonce is not null and exists (select 1 from automation.approval_link_uses u where u.nonce = p_nonce) then
+        return query select 'link_used'::text, w.state, null::text, null::integer, q.min_approvals;
+        return;
+    end if;
+    select count(*)::integer into n from automation.approval_decisions x
+    where x.run_id = p_run and x.epoch = ep and x.step_id = p_step and x.decision = 'approve';
+    select * into d from automation.approval_decisions x
+    where x.run_id = p_run and x.epoch = ep and x.step_id = p_step and x.person = p_person;
+    if found then
+        return query select 'duplicate'::text, w.state, d.decision, n, q.min_approvals;
+        return;
+    end if;
+    if w.state = 'open' and w.timeout_at <= p_now then     -- the timeout came first: it is the outcome
+        update automation.run_waits v set state = 'timed_out', closed_at = p_now
+        where v.run_id = p_run and v.epoch = ep and v.step_id = p_step and v.state = 'open';
+        update automation.runs r set next_wake_at = least(r.next_wake_at, p_now)
+        where r.run_id = p_run and r.state = 'waiting' and r.lease_owner is null;
+        w.state := 'timed_out';
+    end if;
+    if w.state <> 'open' then
+        return query select 'closed'::text, w.state, null::text, n, q.min_approvals;
+        return;
+    end if;
+    if not p_person = any(automation.approval_deciders(p_run, ep, p_step, p_now)) then
+        return query select 'not_approver'::text, w.state, null::text, n, q.min_approvals;
+        return;
+    end if;
+    if p_decision = 'approve' and not q.allow_self and p_person = q.initiator then
+        return query select 'self'::text, w.state, null::text, n, q.min_approvals;
+        return;
+    end if;
+    if p_nonce is not null then
+        insert into automation.approval_link_uses (nonce, used_at) values (p_nonce, p_now)
+        on conflict on constraint approval_link_uses_pkey do nothing;
+        if not found then
+            return query select 'link_used'::text, w.state, null::text, n, q.min_approvals;
+            return;
+        end if;
+    end if;
+    insert into automation.approval_decisions (run_id, epoch, step_id, person, decision, comment, via, decided_at)
+    values (p_run, ep, p_step, p_person, p_decision, p_comment, p_via, p_now);
+    if p_decision = 'approve' then
+        n := n + 1;
+    end if;
+    if p_decision = 'reject' or n >= q.min_approvals then
+        select coalesce(jsonb_agg(jsonb_build_object('person', x.person, 'decision', x.decision, 'at', x.decided_at,
+                                                     'comment', x.comment, 'via', x.via) order by x.id), '[]')
+        into people from automation.approval_decisions x
+        where x.run_id = p_run and x.epoch = ep and x.step_id = p_step;
+        update automation.run_waits v
+        set state = 'satisfied', closed_at = p_now, satisfied_by = 'approval:' || p_person,
+            output = jsonb_build_object('kind', 'approval', 'decision', p_decision, 'by', p_person,
+                                        'approvers', people)
+        where v.run_id = p_run and v.epoch = ep and v.step_id = p_step and v.state = 'open';
+        update automation.runs r set next_wake_at = least(r.next_wake_at, p_now)
+        where r.run_id = p_run and r.state = 'waiting' and r.lease_owner is null;
+        return query select (case when p_decision = 'reject' then 'rejected' else 'approved' end)::text,
+                            'satisfied'::text, p_decision, n, q.min_approvals;
+        return;
+    end if;
+    return query select 'recorded'::text, w.state, p_decision, n, q.min_approvals;
+end
+$$;
+
+CREATE FUNCTION automation.approval_deciders(p_run text, p_epoch integer, p_step text, p_now timestamp with time zone) RETURNS text[]
+    LANGUAGE sql STABLE
+    AS $$
+    select coalesce(array_agg(distinct m order by m), '{}')
+    from automation.approval_requests q
+    join automation.approver_groups g on g.project_id = q.project_id
+         and (g.name = any(q.groups) or (q.escalate_at <= p_now and g.name = any(q.escalate_groups)))
+    cross join lateral unnest(g.members) m
+    where q.run_id = p_run and q.epoch = p_epoch and q.step_id = p_step
+$$;
+
+CREATE FUNCTION automation.approval_decisions_frozen() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    raise exception 'approval decisions are append-only (% refused)', tg_op;
+end
+$$;
+
+CREATE FUNCTION automation.approval_open(p_run text, p_epoch integer, p_step text, p_groups text[], p_escalate_groups text[], p_min integer, p_allow_self boolean, p_notify text, p_timeout_at timestamp with time zone, p_escalate_at timestamp with time zone, p_remind_at timestamp with time zone[], p_now timestamp with time zone) RETURNS TABLE(state text, output jsonb, timeout_at timestamp with time zone, opened_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+declare
+    pj text;
+begin
+    select r.project_id into pj from automation.runs r where r.run_id = p_run for update;
+    insert into automation.run_waits (run_id, epoch, step_id, kind, key, opened_at, timeout_at)
+    values (p_run, p_epoch, p_step, 'approval', 'approval:' || p_step, p_now, p_timeout_at)
+    on conflict on constraint run_waits_pkey do nothing;
+    if found then
+        insert into automation.approval_requests (run_id, epoch, step_id, project_id, groups, escalate_groups,
+                                                  min_approvals, allow_self, initiator, notify, opened_at,
+                                                  timeout_at, escalate_at, remind_at, overdue_at)
+        select p_run, p_epoch, p_step, pj, p_groups, p_escalate_groups, p_min, p_allow_self, i.initiator, p_notify,
+               p_now, p_timeout_at, p_escalate_at, p_remind_at, coalesce(p_remind_at[1], p_escalate_at)
+        from (select 1) one left join automation.run_initiators i on i.run_id = p_run;
+    end if;
+    return query select w.state, w.output, w.timeout_at, w.opened_at from automation.run_waits w
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
 CREATE FUNCTION automation.drop_archived_attempt_month(p_name text, p_lo timestamp with time zone, p_hi timestamp with time zone) RETURNS bigint
     LANGUAGE plpgsql
     AS $$
@@ -577,7 +756,17 @@ declare
 begin
     select * into x from jsonb_to_record(op) as r(run_id text, epoch integer, "now" timestamptz);
     if exists (select 1 from automation.run_waits w where w.run_id = x.run_id and w.epoch = x.epoch
-               and w.state <> 'open' and w.resumed_at is null) then
+               and w.state <> 'open' and w.resumed_at is null)
+       or exists (select 1 from automation.run_wait_signals g
+                  join automation.run_waits w using (run_id, epoch, step_id)
+                  join automation.run_signals s on s.run_id = g.run_id and s.name = g.name and s.consumed_at is null
+                  where g.run_id = x.run_id and g.epoch = x.epoch and w.state = 'open')
+       or exists (select 1 from automation.run_event_waits e
+                  join automation.run_waits w using (run_id, epoch, step_id)
+                  join automation.event_correlations c
+                    on c.project_id = e.project_id and c.type = e.type and c.program_hash = e.program_hash
+                   and c.value = e.value and c.cseq > e.cursor and c.received_at < w.timeout_at
+                  where e.run_id = x.run_id and e.epoch = x.epoch and w.state = 'open') then
         update automation.runs set next_wake_at = x."now"
         where run_id = x.run_id and state = 'waiting' and lease_owner is null;
         if found then   -- engine_commit defers the trigger's notify with the release's due time: tell it now
@@ -626,6 +815,117 @@ begin
     return created;
 end
 $$;
+
+CREATE FUNCTION automation.event_correlate(p_project text, p_type text, p_event text, p_received timestamp with time zone, p_hashes text[], p_values text[], p_now timestamp with time zone) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+    i integer;
+    n integer := 0;
+    k integer;
+begin
+    for i in 1 .. coalesce(array_length(p_hashes, 1), 0) loop
+        perform automation.event_wait_lock(p_project, p_type, p_hashes[i], p_values[i]);
+        insert into automation.event_correlations (project_id, type, program_hash, value, event_id, received_at)
+        values (p_project, p_type, p_hashes[i], p_values[i], p_event, p_received);
+        perform 1 from automation.runs r
+        where r.run_id in (select e.run_id from automation.run_event_waits e
+                           join automation.run_waits w using (run_id, epoch, step_id)
+                           where e.project_id = p_project and e.type = p_type and e.program_hash = p_hashes[i]
+                             and e.value = p_values[i] and w.state = 'open')
+        order by r.run_id
+        for update of r;
+        update automation.runs r set next_wake_at = least(r.next_wake_at, p_now)
+        where r.run_id in (select e.run_id from automation.run_event_waits e
+                           join automation.run_waits w using (run_id, epoch, step_id)
+                           where e.project_id = p_project and e.type = p_type and e.program_hash = p_hashes[i]
+                             and e.value = p_values[i] and w.state = 'open' and w.epoch = r.epoch)
+          and r.state = 'waiting' and r.lease_owner is null;
+        get diagnostics k = row_count;
+        n := n + k;
+    end loop;
+    if n > 0 then
+        perform pg_notify('a44_runs_due', (floor(extract(epoch from p_now) * 1000))::bigint::text);
+    end if;
+    return n;
+end
+$$;
+
+CREATE FUNCTION automation.event_wait_lock(p_project text, p_type text, p_hash text, p_value text) RETURNS void
+    LANGUAGE sql
+    AS $$
+    select pg_advisory_xact_lock(hashtextextended(
+        'a44.event_wait/' || p_project || '/' || p_type || '/' || p_hash || '/' || p_value, 0));
+    $$;
+
+CREATE FUNCTION automation.event_wait_open(p_run text, p_epoch integer, p_step text, p_project text, p_type text, p_hash text, p_value text, p_since text, p_lookback_ms bigint, p_timeout_at timestamp with time zone, p_now timestamp with time zone) RETURNS TABLE(state text, output jsonb, timeout_at timestamp with time zone, cursor bigint, event_seq bigint, created_at timestamp with time zone, lookback_ms bigint)
+    LANGUAGE plpgsql
+    AS $$
+begin
+    insert into automation.run_waits (run_id, epoch, step_id, kind, key, opened_at, timeout_at)
+    values (p_run, p_epoch, p_step, 'event', p_type, p_now, p_timeout_at)
+    on conflict on constraint run_waits_pkey do nothing;
+    if found then
+        insert into automation.run_event_waits (run_id, epoch, step_id, project_id, type, program_hash, value,
+                                                lookback_ms, cursor)
+        values (p_run, p_epoch, p_step, p_project, p_type, p_hash, p_value, p_lookback_ms,
+                case when p_since = 'wait_open' then
+                    coalesce((select max(c.cseq) from automation.event_correlations c
+                              where c.project_id = p_project and c.type = p_type and c.program_hash = p_hash
+                                and c.value = p_value), 0)
+                else 0 end);
+    end if;
+    return query select w.state, w.output, w.timeout_at, e.cursor, r.event_seq, r.created_at, e.lookback_ms
+                 from automation.run_waits w
+                 join automation.run_event_waits e using (run_id, epoch, step_id)
+                 join automation.runs r on r.run_id = w.run_id
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
+CREATE FUNCTION automation.event_wait_programs_record() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    with w as (     -- an event wait, and each event branch of a `wait: {any}`
+        select n -> 'wait' as x from jsonb_array_elements(coalesce(new.ir -> 'nodes', '[]'::jsonb)) n
+        union all
+        select b from jsonb_array_elements(coalesce(new.ir -> 'nodes', '[]'::jsonb)) n,
+                      jsonb_array_elements(coalesce(n -> 'wait' -> 'branches', '[]'::jsonb)) b
+    )
+    insert into automation.event_wait_programs (project_id, type, program_hash, program)
+    select distinct on (x ->> 'event', coalesce(md5(x -> 'correlate_event' ->> 'cel'), 'none'))
+           new.project_id, x ->> 'event', coalesce(md5(x -> 'correlate_event' ->> 'cel'), 'none'),
+           x -> 'correlate_event'
+    from w
+    where x ->> 'kind' = 'event'
+    on conflict do nothing;
+    return null;
+end
+$$;
+
+CREATE FUNCTION automation.event_wait_settle(p_run text, p_epoch integer, p_step text, p_cursor bigint, p_before integer, p_errors integer, p_event text, p_envelope jsonb, p_now timestamp with time zone) RETURNS TABLE(state text, output jsonb, timeout_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+begin
+    update automation.run_event_waits e
+    set cursor = greatest(e.cursor, p_cursor), before_since = e.before_since + p_before,
+        cel_errors = e.cel_errors + p_errors
+    where e.run_id = p_run and e.epoch = p_epoch and e.step_id = p_step;
+    if p_event is not null then
+        update automation.run_waits w
+        set state = 'satisfied', closed_at = p_now, satisfied_by = 'event:' || p_event,
+            output = jsonb_build_object('kind', 'event', 'event', p_envelope)
+        where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step and w.state = 'open';
+    end if;
+    return query select w.state, w.output, w.timeout_at from automation.run_waits w
+                 where w.run_id = p_run and w.epoch = p_epoch and w.step_id = p_step;
+end
+$$;
+
+CREATE FUNCTION automation.events_watermark() RETURNS bigint
+    LANGUAGE sql STABLE
+    AS $$ select coalesce(max(seq), 0) from automation.events $$;
 
 CREATE FUNCTION automation.lease_claim(p_worker_id text, p_now timestamp with time zone, p_limit integer, p_lease interval, p_park_until timestamp with time zone) RETURNS TABLE(run_id text, project_id text, workflow_id text, version integer, state text, input jsonb, idempotency_key text, trigger_id text, event_id text, partition_key text, queue text, epoch integer, current_step text, failed_step text, error_code text, error_message text, lease_grants integer, lease_reclaims integer, deadline_at timestamp with time zone, created_at timestamp with time zone, delivery integer, prev_state text, prev_owner text)
     LANGUAGE plpgsql
@@ -1139,6 +1439,23 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.run_signals_wake_any() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if exists (select 1 from automation.run_wait_signals g
+               join automation.run_waits w using (run_id, epoch, step_id)
+               where g.run_id = new.run_id and g.name = new.name and w.state = 'open') then
+        update automation.runs r set next_wake_at = least(r.next_wake_at, new.received_at)
+        where r.run_id = new.run_id and r.state = 'waiting' and r.lease_owner is null;
+        if found then
+            perform pg_notify('a44_runs_due', (floor(extract(epoch from new.received_at) * 1000))::bigint::text);
+        end if;
+    end if;
+    return null;
+end
+$$;
+
 CREATE FUNCTION automation.run_waits_close() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -1340,6 +1657,68 @@ CREATE TABLE automation.api_tokens (
     last_used_at timestamp with time zone
 );
 
+CREATE TABLE automation.approval_decisions (
+    id bigint NOT NULL,
+    run_id text NOT NULL,
+    epoch integer NOT NULL,
+    step_id text NOT NULL,
+    person text NOT NULL,
+    decision text NOT NULL,
+    comment text,
+    via text NOT NULL,
+    decided_at timestamp with time zone NOT NULL,
+    CONSTRAINT approval_decisions_comment_check CHECK ((length(comment) <= 4000)),
+    CONSTRAINT approval_decisions_decision_check CHECK ((decision = ANY (ARRAY['approve'::text, 'reject'::text]))),
+    CONSTRAINT approval_decisions_via_check CHECK ((via = ANY (ARRAY['cli'::text, 'rest'::text, 'link'::text, 'console'::text])))
+);
+
+ALTER TABLE automation.approval_decisions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME automation.approval_decisions_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE automation.approval_link_keys (
+    id integer NOT NULL,
+    key bytea NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT approval_link_keys_id_check CHECK ((id = 1))
+);
+
+CREATE TABLE automation.approval_link_uses (
+    nonce text NOT NULL,
+    used_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.approval_requests (
+    run_id text NOT NULL,
+    epoch integer NOT NULL,
+    step_id text NOT NULL,
+    project_id text NOT NULL,
+    groups text[] NOT NULL,
+    escalate_groups text[] NOT NULL,
+    min_approvals integer NOT NULL,
+    allow_self boolean NOT NULL,
+    initiator text,
+    notify text,
+    opened_at timestamp with time zone NOT NULL,
+    timeout_at timestamp with time zone NOT NULL,
+    escalate_at timestamp with time zone,
+    remind_at timestamp with time zone[] NOT NULL,
+    overdue_at timestamp with time zone,
+    CONSTRAINT approval_requests_min_approvals_check CHECK ((min_approvals >= 1))
+);
+
+CREATE TABLE automation.approver_groups (
+    project_id text NOT NULL,
+    name text NOT NULL,
+    members text[] NOT NULL,
+    published_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE automation.circuit_breakers (
     project_id text NOT NULL,
     connector_id text NOT NULL,
@@ -1406,6 +1785,25 @@ CREATE TABLE automation.dead_letters (
     CONSTRAINT dead_letters_id_prefix CHECK ((dead_letter_id ~~ 'dlq\_%'::text))
 );
 
+CREATE TABLE automation.event_correlations (
+    cseq bigint NOT NULL,
+    project_id text NOT NULL,
+    type text NOT NULL,
+    program_hash text NOT NULL,
+    value text NOT NULL,
+    event_id text NOT NULL,
+    received_at timestamp with time zone NOT NULL
+);
+
+ALTER TABLE automation.event_correlations ALTER COLUMN cseq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME automation.event_correlations_cseq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE automation.event_deliveries (
     event_id text NOT NULL,
     trigger_id text NOT NULL,
@@ -1423,6 +1821,13 @@ CREATE TABLE automation.event_keys (
     created_at timestamp with time zone NOT NULL
 );
 
+CREATE TABLE automation.event_wait_programs (
+    project_id text NOT NULL,
+    type text NOT NULL,
+    program_hash text NOT NULL,
+    program jsonb
+);
+
 CREATE TABLE automation.events (
     event_id text NOT NULL,
     project_id text NOT NULL,
@@ -1434,7 +1839,17 @@ CREATE TABLE automation.events (
     occurred_at timestamp with time zone NOT NULL,
     received_at timestamp with time zone NOT NULL,
     envelope text NOT NULL,
+    seq bigint NOT NULL,
     CONSTRAINT events_source_check CHECK ((source = ANY (ARRAY['bus'::text, 'webhook'::text])))
+);
+
+ALTER TABLE automation.events ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME automation.events_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 CREATE TABLE automation.flow_pauses (
@@ -1599,6 +2014,21 @@ CREATE TABLE automation.run_children (
     CONSTRAINT run_children_wait_check CHECK ((wait = ANY (ARRAY['result'::text, 'started'::text, 'none'::text])))
 );
 
+CREATE TABLE automation.run_event_waits (
+    run_id text NOT NULL,
+    epoch integer NOT NULL,
+    step_id text NOT NULL,
+    project_id text NOT NULL,
+    type text NOT NULL,
+    program_hash text NOT NULL,
+    value text NOT NULL,
+    lookback_ms bigint,
+    cursor bigint DEFAULT 0 NOT NULL,
+    before_since integer DEFAULT 0 NOT NULL,
+    cel_errors integer DEFAULT 0 NOT NULL,
+    branch integer DEFAULT 0 NOT NULL
+);
+
 CREATE TABLE automation.run_events (
     id bigint NOT NULL,
     run_id text NOT NULL,
@@ -1621,6 +2051,11 @@ ALTER TABLE automation.run_events ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+CREATE TABLE automation.run_initiators (
+    run_id text NOT NULL,
+    initiator text NOT NULL
 );
 
 CREATE TABLE automation.run_partitions (
@@ -1675,6 +2110,14 @@ CREATE TABLE automation.run_trace_context (
     tracestate text
 );
 
+CREATE TABLE automation.run_wait_signals (
+    run_id text NOT NULL,
+    epoch integer NOT NULL,
+    step_id text NOT NULL,
+    branch integer NOT NULL,
+    name text NOT NULL
+);
+
 CREATE TABLE automation.run_waits (
     run_id text NOT NULL,
     epoch integer NOT NULL,
@@ -1688,7 +2131,7 @@ CREATE TABLE automation.run_waits (
     satisfied_by text,
     closed_at timestamp with time zone,
     resumed_at timestamp with time zone,
-    CONSTRAINT run_waits_kind_check CHECK ((kind = ANY (ARRAY['signal'::text, 'child'::text]))),
+    CONSTRAINT run_waits_kind_check CHECK ((kind = ANY (ARRAY['signal'::text, 'event'::text, 'any'::text, 'approval'::text, 'child'::text]))),
     CONSTRAINT run_waits_state_check CHECK ((state = ANY (ARRAY['open'::text, 'satisfied'::text, 'timed_out'::text, 'cancelled'::text])))
 );
 
@@ -1731,6 +2174,7 @@ CREATE TABLE automation.runs (
     cancelled_by text,
     cancel_reason text,
     cancel_compensate boolean,
+    event_seq bigint DEFAULT automation.events_watermark(),
     CONSTRAINT runs_lease_check CHECK (((lease_owner IS NULL) = (lease_deadline IS NULL))),
     CONSTRAINT runs_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'waiting'::text, 'sleeping'::text, 'awaiting_confirmation'::text, 'compensating'::text, 'succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])))
 );
@@ -1872,6 +2316,24 @@ ALTER TABLE ONLY automation.api_tokens
 ALTER TABLE ONLY automation.api_tokens
     ADD CONSTRAINT api_tokens_sha256_key UNIQUE (token_sha256);
 
+ALTER TABLE ONLY automation.approval_decisions
+    ADD CONSTRAINT approval_decisions_once UNIQUE (run_id, epoch, step_id, person);
+
+ALTER TABLE ONLY automation.approval_decisions
+    ADD CONSTRAINT approval_decisions_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY automation.approval_link_keys
+    ADD CONSTRAINT approval_link_keys_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY automation.approval_link_uses
+    ADD CONSTRAINT approval_link_uses_pkey PRIMARY KEY (nonce);
+
+ALTER TABLE ONLY automation.approval_requests
+    ADD CONSTRAINT approval_requests_pkey PRIMARY KEY (run_id, epoch, step_id);
+
+ALTER TABLE ONLY automation.approver_groups
+    ADD CONSTRAINT approver_groups_pkey PRIMARY KEY (project_id, name);
+
 ALTER TABLE ONLY automation.circuit_breakers
     ADD CONSTRAINT circuit_breakers_pkey PRIMARY KEY (project_id, connector_id);
 
@@ -1887,11 +2349,17 @@ ALTER TABLE ONLY automation.daemons
 ALTER TABLE ONLY automation.dead_letters
     ADD CONSTRAINT dead_letters_pkey PRIMARY KEY (dead_letter_id);
 
+ALTER TABLE ONLY automation.event_correlations
+    ADD CONSTRAINT event_correlations_pkey PRIMARY KEY (cseq);
+
 ALTER TABLE ONLY automation.event_deliveries
     ADD CONSTRAINT event_deliveries_pkey PRIMARY KEY (event_id, trigger_id);
 
 ALTER TABLE ONLY automation.event_keys
     ADD CONSTRAINT event_keys_pkey PRIMARY KEY (project_id, key);
+
+ALTER TABLE ONLY automation.event_wait_programs
+    ADD CONSTRAINT event_wait_programs_pkey PRIMARY KEY (project_id, type, program_hash);
 
 ALTER TABLE ONLY automation.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (event_id);
@@ -1938,8 +2406,14 @@ ALTER TABLE ONLY automation.run_children
 ALTER TABLE ONLY automation.run_children
     ADD CONSTRAINT run_children_step UNIQUE (parent_run_id, parent_epoch, step_id, kind);
 
+ALTER TABLE ONLY automation.run_event_waits
+    ADD CONSTRAINT run_event_waits_pkey PRIMARY KEY (run_id, epoch, step_id, branch);
+
 ALTER TABLE ONLY automation.run_events
     ADD CONSTRAINT run_events_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY automation.run_initiators
+    ADD CONSTRAINT run_initiators_pkey PRIMARY KEY (run_id);
 
 ALTER TABLE ONLY automation.run_partitions
     ADD CONSTRAINT run_partitions_pkey PRIMARY KEY (run_id, step_id, partition);
@@ -1952,6 +2426,9 @@ ALTER TABLE ONLY automation.run_signals
 
 ALTER TABLE ONLY automation.run_trace_context
     ADD CONSTRAINT run_trace_context_pkey PRIMARY KEY (project_id, run_key);
+
+ALTER TABLE ONLY automation.run_wait_signals
+    ADD CONSTRAINT run_wait_signals_pkey PRIMARY KEY (run_id, epoch, step_id, branch);
 
 ALTER TABLE ONLY automation.run_waits
     ADD CONSTRAINT run_waits_pkey PRIMARY KEY (run_id, epoch, step_id);
@@ -1995,6 +2472,8 @@ CREATE UNIQUE INDEX alerts_firing_idx ON automation.alerts USING btree (project_
 
 CREATE INDEX alerts_project_idx ON automation.alerts USING btree (project_id, opened_at DESC);
 
+CREATE INDEX approval_requests_project_idx ON automation.approval_requests USING btree (project_id, opened_at);
+
 CREATE INDEX dead_letters_project_idx ON automation.dead_letters USING btree (project_id, created_at DESC);
 
 CREATE INDEX dead_letters_queue_idx ON automation.dead_letters USING btree (project_id, queue, created_at);
@@ -2003,11 +2482,15 @@ CREATE INDEX dead_letters_run_idx ON automation.dead_letters USING btree (run_id
 
 CREATE INDEX dead_letters_waiting_idx ON automation.dead_letters USING btree (project_id, queue, created_at) WHERE (redriven_at IS NULL);
 
+CREATE INDEX event_correlations_key_idx ON automation.event_correlations USING btree (project_id, type, program_hash, value, cseq);
+
 CREATE INDEX event_keys_created_idx ON automation.event_keys USING btree (created_at);
 
 CREATE INDEX events_project_received_idx ON automation.events USING btree (project_id, received_at DESC);
 
 CREATE INDEX events_project_type_idx ON automation.events USING btree (project_id, type, received_at DESC);
+
+CREATE UNIQUE INDEX events_seq_idx ON automation.events USING btree (seq);
 
 CREATE INDEX idempotency_keys_created_idx ON automation.idempotency_keys USING btree (created_at);
 
@@ -2021,6 +2504,8 @@ CREATE INDEX partition_locks_run_idx ON automation.partition_locks USING btree (
 
 CREATE INDEX run_children_root_idx ON automation.run_children USING btree (root_run_id);
 
+CREATE INDEX run_event_waits_key_idx ON automation.run_event_waits USING btree (project_id, type, program_hash, value);
+
 CREATE INDEX run_events_outcome_idx ON automation.run_events USING btree (id) WHERE ((kind = 'run.state'::text) AND (state = ANY (ARRAY['failed'::text, 'partial'::text, 'compensation_failed'::text, 'awaiting_confirmation'::text, 'succeeded'::text])));
 
 CREATE INDEX run_events_run_idx ON automation.run_events USING btree (run_id, id);
@@ -2030,6 +2515,8 @@ CREATE INDEX run_partitions_step_idx ON automation.run_partitions USING btree (p
 CREATE INDEX run_partitions_workflow_idx ON automation.run_partitions USING btree (project_id, workflow_id, partition, updated_at DESC);
 
 CREATE INDEX run_signals_unconsumed_idx ON automation.run_signals USING btree (run_id, name, seq) WHERE (consumed_at IS NULL);
+
+CREATE INDEX run_wait_signals_name_idx ON automation.run_wait_signals USING btree (run_id, name);
 
 CREATE INDEX run_waits_open_idx ON automation.run_waits USING btree (run_id, kind, key, opened_at) WHERE (state = 'open'::text);
 
@@ -2101,9 +2588,13 @@ ALTER INDEX automation.step_attempts_project_step_idx ATTACH PARTITION automatio
 
 ALTER INDEX automation.step_attempts_run_started_idx ATTACH PARTITION automation.step_attempts_default_run_id_started_at_idx;
 
+CREATE TRIGGER approval_decisions_append_only BEFORE DELETE OR UPDATE ON automation.approval_decisions FOR EACH ROW EXECUTE FUNCTION automation.approval_decisions_frozen();
+
 CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
 
 CREATE TRIGGER run_partitions_lock_release AFTER INSERT OR UPDATE OF state ON automation.run_partitions FOR EACH ROW EXECUTE FUNCTION automation.partition_lock_release();
+
+CREATE TRIGGER run_signals_wake_any AFTER INSERT ON automation.run_signals FOR EACH ROW EXECUTE FUNCTION automation.run_signals_wake_any();
 
 CREATE TRIGGER runs_children_deliver AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((old.state IS DISTINCT FROM new.state) AND ((old.state = 'pending'::text) OR (new.state = ANY (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text]))))) EXECUTE FUNCTION automation.run_children_deliver();
 
@@ -2118,6 +2609,11 @@ CREATE TRIGGER runs_partition_locks_release AFTER UPDATE OF state ON automation.
 CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
 
 CREATE TRIGGER step_attempts_metrics AFTER INSERT OR UPDATE OF status ON automation.step_attempts FOR EACH ROW EXECUTE FUNCTION automation.metric_attempt_finished();
+
+CREATE TRIGGER workflow_versions_event_wait_programs AFTER INSERT ON automation.workflow_versions FOR EACH ROW EXECUTE FUNCTION automation.event_wait_programs_record();
+
+ALTER TABLE ONLY automation.approval_requests
+    ADD CONSTRAINT approval_requests_wait_fkey FOREIGN KEY (run_id, epoch, step_id) REFERENCES automation.run_waits(run_id, epoch, step_id);
 
 ALTER TABLE ONLY automation.partition_plans
     ADD CONSTRAINT partition_plans_run_id_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;

@@ -8,7 +8,7 @@
 
 -- additive to 0033: a wait may be an approval ('event' is migration 0035's, listed so either order merges)
 alter table automation.run_waits drop constraint run_waits_kind_check;
-alter table automation.run_waits add constraint run_waits_kind_check check (kind in ('signal', 'event', 'approval'));
+alter table automation.run_waits add constraint run_waits_kind_check check (kind in ('signal', 'event', 'any', 'approval'));
 
 create table automation.run_initiators (
     run_id    text not null,

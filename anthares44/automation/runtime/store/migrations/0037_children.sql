@@ -10,7 +10,7 @@
 -- run of the key still waits for the whole lineage.
 
 alter table automation.run_waits drop constraint run_waits_kind_check;
-alter table automation.run_waits add constraint run_waits_kind_check check (kind in ('signal', 'event', 'approval', 'child'));
+alter table automation.run_waits add constraint run_waits_kind_check check (kind in ('signal', 'event', 'any', 'approval', 'child'));
 
 create table automation.run_children (
     child_run_id     text        primary key,

@@ -150,7 +150,7 @@ where t.project_id = :project and t.trigger_id = :trigger_id and t.type = 'webho
 -- :workflow_id, that the secret :secret that verified the signature is still valid at :now, and that :version is still the latest
 -- version (else nothing is written and the caller starts over from a fresh read); then create the run with
 -- run_create's own text (fragment run_create_rows: claim the key :key within the window :window, insert the pending run,
--- log run.created) and persist the envelope (:event_id, text :envelope) -- all only when the key was claimed. Returns the
+-- log run.created), persist the envelope (:event_id, text :envelope) and index it for waiting runs (:corr_hashes, :corr_values) -- all only when the key was claimed. Returns the
 -- holder of the key as seen at the statement's start for the deduplicated answer.
 with t as (
     select 1 as ok from automation.triggers
@@ -175,7 +175,12 @@ with t as (
                                    occurred_at, received_at, envelope)
     select :event_id, :project, :event_type, :event_key, :partition_key, :trigger_id, 'webhook', :now, :now, :envelope
     from run
+), waits as (   -- the event indexed for the runs waiting for it (:corr_hashes / :corr_values, wait_index.py)
+    select automation.event_correlate(:project::text, :event_type::text, :event_id::text, :now::timestamptz,
+                                      :corr_hashes::text[], :corr_values::text[], :now::timestamptz) as woken
+    from run
 )
 select exists (select 1 from t) as trigger_current, (select version from v) as latest_version,
+       (select woken from waits) as woken,
        (select run_id from run) as created_run_id, (select run_id from held) as held_run_id,
        (select created_at from held) as held_at;
