@@ -263,16 +263,15 @@ class Automation(RunsService):
         waiting = [d["run_id"] for d in docs if d["state"] == "waiting"]
         if waiting:     # what each waits on, when a wait step holds it (docs/waits.md)
             opened = await self.store.fetch("run_waits_open_of_runs", run_ids=waiting)
-            on = {w["run_id"]: f"{w['kind']} {w['key']}" for w in opened}
+            values = {(e["run_id"], e["step_id"]): e["value"]     # an event wait: its correlation value
+                      for e in await self.store.fetch("event_waits_open_of_runs", run_ids=waiting)}
+            on = {w["run_id"]: f"{w['kind']} {w['key']}" + (f" = {values[(w['run_id'], w['step_id'])]}"
+                                                             if (w["run_id"], w["step_id"]) in values else "")
+                  for w in opened}
             if any(w["kind"] == "approval" for w in opened):     # and who may decide (docs/approvals.md)
                 from .approvals import waiting_on
 
                 on.update(await waiting_on(self.store, [w["run_id"] for w in opened if w["kind"] == "approval"]))
-            values = {(e["run_id"], e["step_id"]): e["value"]
-                      for e in await self.store.fetch("event_waits_open_of_runs", run_ids=waiting)}
-            on = {w["run_id"]: f"{w['kind']} {w['key']}" + (f" = {values[(w['run_id'], w['step_id'])]}"
-                                                             if (w["run_id"], w["step_id"]) in values else "")
-                  for w in await self.store.fetch("run_waits_open_of_runs", run_ids=waiting)}
             for d in docs:
                 if d["run_id"] in on:
                     d["waiting_on"] = on[d["run_id"]]

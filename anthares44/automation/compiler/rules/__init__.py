@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from ...diagnostics import Diagnostic
 from . import (
-    children,
     approvals,
+    children,
     connectors,
     dag,
     expectations,
