@@ -565,6 +565,15 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.iso_instant(t timestamp with time zone) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+select to_char(t at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
+       || case when extract(microseconds from t)::bigint % 1000000 = 0 then ''
+               else to_char(t at time zone 'UTC', '.US') end
+       || '+00:00'
+$$;
+
 CREATE FUNCTION automation.lease_claim(p_worker_id text, p_now timestamp with time zone, p_limit integer, p_lease interval, p_park_until timestamp with time zone) RETURNS TABLE(run_id text, project_id text, workflow_id text, version integer, state text, input jsonb, idempotency_key text, trigger_id text, event_id text, partition_key text, queue text, epoch integer, current_step text, failed_step text, error_code text, error_message text, lease_grants integer, lease_reclaims integer, deadline_at timestamp with time zone, created_at timestamp with time zone, delivery integer, prev_state text, prev_owner text)
     LANGUAGE plpgsql
     AS $$
@@ -1028,6 +1037,54 @@ begin
     update automation.run_waits w set state = 'cancelled', closed_at = new.updated_at
     where w.run_id = new.run_id and w.state = 'open';
     return null;
+end
+$$;
+
+CREATE FUNCTION automation.timer_fire_due(p_now timestamp with time zone, p_limit integer) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+    n integer;
+    hashing text := current_setting('enable_hashjoin');
+    merging text := current_setting('enable_mergejoin');
+begin
+    perform set_config('a44.notify', 'deferred', true);
+    perform set_config('enable_hashjoin', 'off', true);
+    perform set_config('enable_mergejoin', 'off', true);
+    with due as (
+        select s.run_id, s.step_id, s.epoch, s.kind, s.attempt, s.started_at, s.due_at
+        from automation.step_attempts s
+        where s.status = 'running' and s.due_at is not null and s.due_at <= p_now
+        order by s.due_at
+        limit p_limit
+    ), mine as (
+        select d.*, '{"due_at":"' || automation.iso_instant(d.due_at) || '","late_ms":'
+                    || greatest(0, round(extract(epoch from p_now - d.due_at) * 1000))::bigint || '}' as result
+        from due d
+        cross join lateral (select r.run_id from automation.runs r
+                            where r.run_id = d.run_id and r.epoch = d.epoch and r.lease_owner is null
+                              and r.state = 'sleeping' and r.cancel_requested_at is null
+                            for update skip locked) r
+    ), fired as (
+        update automation.step_attempts s
+        set status = 'succeeded', finished_at = p_now, result = f.result::jsonb, result_bytes = octet_length(f.result)
+        from mine f
+        where s.run_id = f.run_id and s.step_id = f.step_id and s.epoch = f.epoch and s.kind = f.kind
+          and s.attempt = f.attempt and s.started_at = f.started_at and s.status = 'running' and s.due_at = f.due_at
+        returning s.run_id, s.project_id, s.step_id, s.attempt, s.status, s.epoch, s.kind, s.started_at
+    ), logged as (
+        insert into automation.run_events (run_id, project_id, at, kind, step_id, attempt, status, error_code,
+                                           message, data)
+        select run_id, project_id, p_now, 'attempt.finished', step_id, attempt, status, null, null,
+               jsonb_build_object('epoch', epoch, 'kind', kind, 'retry_at', null,
+                                  'duration_ms', round(extract(epoch from p_now - started_at) * 1000))
+        from fired
+        returning 1
+    )
+    select count(*) into n from logged;
+    perform set_config('enable_hashjoin', hashing, true);
+    perform set_config('enable_mergejoin', merging, true);
+    return n;
 end
 $$;
 
@@ -1920,6 +1977,10 @@ CREATE INDEX schedule_occurrences_pending_idx ON automation.schedule_occurrences
 
 CREATE INDEX schedule_occurrences_trigger_idx ON automation.schedule_occurrences USING btree (project_id, trigger_id, fire_at DESC);
 
+CREATE INDEX step_attempts_open_timers ON ONLY automation.step_attempts USING btree (due_at) WHERE ((status = 'running'::text) AND (due_at IS NOT NULL));
+
+CREATE INDEX step_attempts_default_due_at_idx ON automation.step_attempts_default USING btree (due_at) WHERE ((status = 'running'::text) AND (due_at IS NOT NULL));
+
 CREATE INDEX step_attempts_fired_timers ON ONLY automation.step_attempts USING btree (finished_at) WHERE (due_at IS NOT NULL);
 
 CREATE INDEX step_attempts_default_finished_at_idx ON automation.step_attempts_default USING btree (finished_at) WHERE (due_at IS NOT NULL);
@@ -1945,6 +2006,8 @@ CREATE INDEX triggers_event_idx ON automation.triggers USING btree (project_id, 
 CREATE INDEX triggers_type_idx ON automation.triggers USING btree (type) WHERE active;
 
 CREATE INDEX webhook_secrets_trigger_idx ON automation.webhook_secrets USING btree (project_id, trigger_id, created_at DESC);
+
+ALTER INDEX automation.step_attempts_open_timers ATTACH PARTITION automation.step_attempts_default_due_at_idx;
 
 ALTER INDEX automation.step_attempts_fired_timers ATTACH PARTITION automation.step_attempts_default_finished_at_idx;
 
