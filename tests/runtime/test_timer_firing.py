@@ -97,11 +97,13 @@ def test_the_daemon_fires_due_timers_while_every_claim_slot_is_busy(store, clock
     async def scenario():
         runs = await sleeping(store, clock, 20)
         async with _daemon(store, clock, s, concurrency=1):
-            blocked = await publish_and_run(store, workflow([node("hold")], name="held"), key="b")
+            # its timeout far past the jump: the slot stays busy while the timers come due
+            blocked = await publish_and_run(store, workflow([node("hold", timeout_ms=3_600_000)], name="held"),
+                                            key="b")
             await _until(lambda: _called(s, "hold"), "the daemon's one slot runs the blocked step")
             clock.advance(61)
             await _until(lambda: _all_fired(store, runs), "the timers fire while the slot is busy")
-            assert (await run_row(store, blocked))["lease_owner"] == "d1"
+            assert (await run_row(store, blocked))["lease_owner"] == "d1" and s.called("hold") == 1
             s.events["go"].set()
             await _until(lambda: _all_done(store, runs + [blocked]), "every run finishes")
         for run_id in runs:
