@@ -1057,6 +1057,7 @@ begin
         where s.status = 'running' and s.due_at is not null and s.due_at <= p_now
         order by s.due_at
         limit p_limit
+        for update of s skip locked     -- another daemon's batch in flight: this one takes the next timers
     ), mine as (
         select d.*, '{"due_at":"' || automation.iso_instant(d.due_at) || '","late_ms":'
                     || greatest(0, round(extract(epoch from p_now - d.due_at) * 1000))::bigint || '}' as result

@@ -31,6 +31,8 @@ $$;
 --     NOTIFYs are deferred as the claim's are (0006): the run's next visit, which follows, notifies the run;
 --   * the finished rows come back as columns, never as a whole row of the partitioned table (a whole-row
 --     RETURNING in a data-modifying CTE was seen to crash a backend under load);
+--   * the due attempts are locked as they are read (SKIP LOCKED): two daemons' batches in flight at once take
+--     disjoint timers, in parallel, instead of the second finding the first one's runs locked and firing nothing;
 --   * the UPDATE finds each attempt by its primary key (hash and merge joins off, restored after, as lease_claim
 --     does with sorts): a hash join read every running attempt of the table once per batch.
 create function automation.timer_fire_due(p_now timestamptz, p_limit integer) returns integer
@@ -50,6 +52,7 @@ begin
         where s.status = 'running' and s.due_at is not null and s.due_at <= p_now
         order by s.due_at
         limit p_limit
+        for update of s skip locked     -- another daemon's batch in flight: this one takes the next timers
     ), mine as (
         select d.*, '{"due_at":"' || automation.iso_instant(d.due_at) || '","late_ms":'
                     || greatest(0, round(extract(epoch from p_now - d.due_at) * 1000))::bigint || '}' as result
