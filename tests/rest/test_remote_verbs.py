@@ -21,6 +21,7 @@ REMOTE = {
     "automation signal": ["run_x", "approved", "--data", "{}"],
     "automation approve": ["run_x", "--step", "s", "--decision", "approve"], "automation approvals": [],
     "automation runs show": ["run_x"], "automation runs tree": ["run_x"], "automation runs wake": ["run_x", "--step", "s", "--reason", "r"],
+    "automation runs export": ["--workflow", "wf_x"],
     "automation runs reschedule": ["run_x", "--step", "s", "--until", "2026-07-01T09:00:00Z"],
     "automation logs": ["run_x"],
     "automation partitions": ["run_x"], "automation replay": ["run_x", "--from-step", "s", "--dry-run"],
@@ -45,7 +46,6 @@ NO_ENDPOINT = {
     "automation webhook sign": ["--trigger", "t", "--file", "{body}"],
     "automation webhook send": ["--trigger", "t", "--file", "{body}"],
     "automation webhook list": [], "automation schedule occurrences": [],
-    "automation runs export": ["--workflow", "wf_x"],
 }
 LOCAL_BY_NATURE = {  # why each works on this machine only
     "automation lint": "compiles files", "automation compile": "compiles files", "automation schema": "writes files",

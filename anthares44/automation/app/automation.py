@@ -370,6 +370,14 @@ class Automation(RunsService):
 
         return await run_tree(self, run_id)
 
+    async def export(self, workflow: str, *, since: timedelta, sample: int) -> list[dict]:
+        """`runs export`: up to `sample` finished runs of `workflow` (id or name) created within `since`, as
+        histories redacted like results (app/exports.py)."""
+        from .exports import export_runs
+
+        return [h async for h in export_runs(self.store, self.project, workflow_ref(workflow), since=since,
+                                             sample=sample)]
+
     async def wake(self, run_id: str, step: str, *, by: str, reason: str) -> dict:
         """A person ends sleep `step` now, saying who and why (runtime.engine.timers): refused with
         E_TIMER_NOT_SLEEPING when the step is not an open sleep or its instant has come."""

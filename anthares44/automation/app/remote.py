@@ -433,6 +433,11 @@ class RemoteAutomation(RunsService):
         _, doc = await self._call(ep.APPROVALS.call(), params=params)
         return list(doc["approvals"])
 
+    async def export(self, workflow: str, *, since: timedelta, sample: int) -> list[dict]:
+        age = f"{max(1, round(since.total_seconds()))}s"      # the API's durations are whole units
+        _, doc = await self._call(ep.HISTORIES.call(), params={"workflow": workflow, "since": age, "sample": sample})
+        return doc["histories"]
+
     async def wake(self, run_id: str, step: str, *, by: str, reason: str) -> dict:
         # the daemon records the calling token's name as who woke it (`by` is local only)
         _, doc = await self._call(ep.WAKE.at(run_id=run_id), body={"step": step, "reason": reason})

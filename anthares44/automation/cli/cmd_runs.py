@@ -24,7 +24,8 @@ first. Cancelling a cancelled run says so (exit 0); a finished run refuses with 
 
 `a44 automation runs export --workflow WF [--since 14d] [--sample 500] > histories.jsonl` writes a random sample of
 the workflow's finished runs, one history (the run and its attempts, redacted like results) per line: real runs to
-keep as test fixtures (local only).
+keep as test fixtures (`--remote` too: GET /v1/automation/histories; `--format json`: one document
+{"histories": [...]}).
 `a44 automation runs wake RUN --step S --reason TEXT` ends a sleeping step's timer now; `a44 automation runs
 reschedule RUN --step S --until ISO [--reason TEXT]` moves its due instant (ISO 8601 with its offset; a past one
 fires at once). Both record who (--by, default $USER) and why in the log (`timer.woken`, `timer.rescheduled`).
@@ -157,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "runs_action", None) == "cancel":
         return run_api(_cancel, args)
     if getattr(args, "runs_action", None) == "export":
-        return run_api(_export, args, local_only="runs export")
+        return run_api(_export, args)
     if getattr(args, "runs_action", None) == "tree":
         return run_api(_tree, args)
     if getattr(args, "runs_action", None) == "show":
@@ -255,13 +256,16 @@ async def _cancel(auto, args) -> int:
 
 
 async def _export(auto, args) -> int:
-    from ..app.automation import workflow_ref
-    from ..app.exports import export_runs
+    """JSON lines, one history a line (the verb's text form: `> histories.jsonl`); `--format json`: one document
+    {"histories": [...]}, as GET /v1/automation/histories answers."""
     from ..durations import parse_duration
     from .output import json_line
 
-    async for history in export_runs(auto.store, auto.project, workflow_ref(args.export_workflow),
-                                     since=parse_duration(args.export_since), sample=args.sample):
+    histories = await auto.export(args.export_workflow, since=parse_duration(args.export_since), sample=args.sample)
+    if args.format == "json":
+        write(json_document({"histories": histories}))
+        return EXIT_OK
+    for history in histories:
         write(json_line(history))
     return EXIT_OK
 

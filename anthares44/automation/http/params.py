@@ -77,7 +77,7 @@ QUERY: dict[str, Parser] = {"state": ident, "workflow": ident, "step": ident, "s
                             "limit": count, "offset": count, "after": count, "follow": flag,
                             "partition": text, "error_code": ident, "partition_key": text, "until": age,
                             "cursor": cursor, "archive": flag, "queue": ident, "with_attempts": flag,
-                            "name": text, "timeout": age, "mine": flag, "overdue": flag}
+                            "name": text, "timeout": age, "mine": flag, "overdue": flag, "sample": count}
 HEADERS: dict[str, Parser] = {"Last-Event-ID": count}
 
 

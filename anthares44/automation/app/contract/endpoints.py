@@ -79,6 +79,7 @@ WAKE = Endpoint("POST", PREFIX + "/runs/{run_id}/wake", {200: rm.TimerResult})
 RESCHEDULE = Endpoint("POST", PREFIX + "/runs/{run_id}/reschedule", {200: rm.TimerResult})
 RESOLVE = Endpoint("POST", PREFIX + "/runs/{run_id}/resolve", {200: rm.Run})
 LOGS = Endpoint("GET", PREFIX + "/logs", {200: rm.LogPage})
+HISTORIES = Endpoint("GET", PREFIX + "/histories", {200: rm.Histories})
 REPLAY = Endpoint("POST", PREFIX + "/replay", {200: rm.ReplayResult})
 
 # events

@@ -25,6 +25,8 @@ from ..event_stream import stream_events
 from ..params import params
 from ..routing import route
 
+MAX_SAMPLE = 10_000         # histories in one answer of GET /histories
+
 
 def _token(request: web.Request) -> str:
     """Who a person's action over REST is recorded as: the calling token's name."""
@@ -158,6 +160,20 @@ async def api_reschedule(request: web.Request) -> web.Response:
     return json_response(await automation_for(request).reschedule(
         params(request)["run_id"], b.step, until=b.until, by=_token(request),
         reason=b.reason))
+
+
+@route(ep.HISTORIES, "finished runs of a workflow created within `since` (default 14d), a random sample of at most "
+       "`sample` (default 500, at most 10,000), as histories redacted like results (as `runs export`)",
+       query=("workflow", "since", "sample"))
+async def api_histories(request: web.Request) -> web.Response:
+    from datetime import timedelta
+
+    q = params(request)
+    if "workflow" not in q:
+        raise A44Error(E_INVALID_ARGUMENT, "query parameter workflow is required (a workflow id or name)")
+    since = q.get("since", timedelta(days=14))
+    return json_response({"histories": await automation_for(request).export(
+        q["workflow"], since=since, sample=min(q.get("sample", 500), MAX_SAMPLE))})
 
 
 @route(ep.LOGS, "attempts of every run of the project, newest first, filtered (as "

@@ -15,6 +15,7 @@ the run fails, nothing is compensated: the code is not the code that made the lo
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,8 +33,10 @@ from ...errors import (
 )
 from ...redact import redact
 from ...sdk.core import Execution, History, Host, NonDeterministic, StepFailed, Suspend, as_error, call_user, jsonable
+from ...stdlib_connectors.protocol import StepContext
 from .fanout import PLAN_TRIES
-from .journal import LeaseLost, PlanConflict
+from .invoke import AFTER_EFFECT
+from .journal import LeaseLost, PlanConflict, attempt_key
 from .partition_locks import LOCK_RECHECK, take_item
 from .partition_plan import Planner, since_keys
 from .progress import split_part
@@ -185,6 +188,8 @@ class CodeVisit(Host):
         if rows is not None:
             self.v.batch.rows(rec.step_id, rows, now)
             self.step_rows.setdefault(rec.step_id, {})[WHOLE_STEP] = rows
+        if status == "succeeded" and rec.due_at is None and rec.kind == "action":
+            self._after_effect(rec)
         if rec.due_at is not None and status == "succeeded":
             self.v.batch.sleep_fire(rec, now)   # a timer fires once: only with the instant still the one read
         else:
@@ -193,6 +198,22 @@ class CodeVisit(Host):
         self._item_row(rec.step_id, None, rows)
         await self._commit()
         self.v.event(f"step.{status}", step=rec.step_id, attempt=rec.attempt, code=error.code if error else None)
+
+    def _after_effect(self, rec: Attempt) -> None:
+        """The test kit's fault point (testkit/faults.py `kill_worker(at="after_effect_before_record")`), as
+        invoke.py has it for a connector's call: the step's body returned, nothing of it is recorded yet. Absent in
+        production. What it raises leaves through the user's code as itself (_Infra): the visit dies there."""
+        fault = self.v.services.get(AFTER_EFFECT)
+        if fault is None:
+            return
+        L = self.v.lease
+        ctx = StepContext(run_id=L.run_id, step_id=rec.step_id, attempt=rec.attempt,
+                          idempotency_key=attempt_key(L.run_id, rec.step_id), project_id=L.project_id,
+                          workflow_id=self.v.row["workflow_id"], deadline=time.monotonic(), services=self.v.services)
+        try:
+            fault(ctx)
+        except Exception as exc:  # noqa: BLE001 - any fault: the worker "dies" with it
+            raise _Infra(exc) from exc
 
     def _item_row(self, step_id: str, starting: Attempt | None, rows: dict | None) -> None:
         """A `step.map` item's row of run_partitions, in the transaction of its attempt (as a YAML partition's),

@@ -41,6 +41,7 @@ from .app_sql import describe as describe_app_database
 from .app_sql import open_app_database
 from .committer import synchronous_commit
 from .journal import Lease
+from .timer_firing import TimerFiring
 from .worker import DEFAULT_LEASE, Engine, default_worker_id
 
 log = logging.getLogger("a44.daemon")
@@ -171,10 +172,13 @@ class Daemon:
             await self.start()
         listener = asyncio.create_task(self._listen())
         beats = asyncio.create_task(self._heartbeats())
+        # due timers of released runs fire in sets at their instants, whatever the claim loop's slots (0035)
+        firing = TimerFiring(self.store, self._engine().clock, self._engine().fire_timers, lambda n: self._hint())
+        timers = asyncio.create_task(firing.run(self._stop))
         try:
             await self._loop()
         finally:
-            for task in (listener, beats):
+            for task in (listener, beats, timers):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task

@@ -31,6 +31,7 @@ from ..store.core import TERMINAL_RUN_STATES, Store
 from .committer import Committer, synchronous_commit
 from .interpreter import RunDriver
 from .journal import Lease, Notifier
+from .timer_firing import BATCH, fire_due
 
 log = logging.getLogger("a44.engine")
 
@@ -144,6 +145,13 @@ class Engine:
                 self.event(f"run.{r['state']}", r["run_id"], previous=r["prev_state"])
         return rows
 
+    async def fire_timers(self, limit: int = BATCH) -> int:
+        """Fire up to `limit` due sleeps of runs no worker holds, in one statement (timer_firing.py): the cheap
+        way at volume; a held run's sleep is fired by its visit. Returns how many fired."""
+        n = await fire_due(self.store, self.clock.now(), limit)
+        self.metrics["timers_fired_total"] += n
+        return n
+
     async def expire_queued(self, limit: int = 500) -> int:
         """§10.3 maxAge: runs waiting in a queue (never started) longer than its deadLetter.maxAge are cancelled
         with E_EVENT_TOO_OLD and dead-lettered. Returns how many."""
@@ -219,7 +227,8 @@ class Engine:
 
     async def run_once(self, limit: int | None = None) -> dict[str, str]:
         """Claim one batch of due runs and drive them concurrently to the end of this visit.
-        Returns {run_id: how the visit ended}."""
+        Returns {run_id: how the visit ended}. Due timers of released runs fire first, in sets."""
+        await self.fire_timers()
         rows = await self.claim(limit)
         outcomes = await asyncio.gather(*(self.drive_run(r) for r in rows))
         await self.notifier.drain()

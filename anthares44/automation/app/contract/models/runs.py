@@ -103,6 +103,12 @@ class RunLogs(Doc):
     attempts: list[dict]
 
 
+class Histories(Doc):
+    """`runs export`: finished runs of a workflow as histories ({"run": {...}, "attempts": [...]}), redacted like
+    results (app/exports.py), oldest first."""
+    histories: list[dict]
+
+
 class SkipRequest(Body):
     """Names what to skip: `partition` (with `step` when several steps have it), or `step`; one of the two is
     required (400 E_PARAMS_INVALID without either)."""
