@@ -77,6 +77,7 @@ class PartProgress(StepProgress):
         super().__init__(node)
         self.partition = partition
         self.ordinal = ordinal
+        self.item: Any = partition          # `{{ item }}`: the whole item of a `foreach` (its key otherwise)
 
     @property
     def key(self) -> str:
@@ -94,10 +95,13 @@ class PartProgress(StepProgress):
 
 class Progress:
     def __init__(self, ir: WorkflowIR, attempts: list[Attempt], completion_order: list[str],
-                 rows: dict[str, dict[str, dict]] | None = None, plans: dict[str, list[str]] | None = None):
+                 rows: dict[str, dict[str, dict]] | None = None, plans: dict[str, list[str]] | None = None,
+                 items: dict[str, list] | None = None, plan_epochs: dict[str, int] | None = None):
         self.ir = ir
         self.plans: dict[str, list[str]] = plans or {}      # step id -> its recorded partition keys (0020)
-        self.rows: dict[str, dict[str, dict]] = rows or {}     # step -> partition -> counts (step_rows)
+        self.items: dict[str, list] = items or {}           # step id -> its `foreach` items, in order (0038)
+        self.plan_epochs: dict[str, int] = plan_epochs or {}  # step id -> the epoch that planned it
+        self.rows: dict[str, dict[str, dict]] = rows or {}     # step -> partition -> counts (step_rows)        self.rows: dict[str, dict[str, dict]] = rows or {}     # step -> partition -> counts (step_rows)
         self._ancestors: dict[str, set[str]] = {}
         self.steps: dict[str, StepProgress] = {n.id: StepProgress(n) for n in ir.nodes}
         self.parts: dict[str, PartProgress] = {}            # by part_id, every partition with attempts or planned
@@ -124,14 +128,19 @@ class Progress:
             pp = self.parts[step_id] = PartProgress(self.steps[split[0]].node, split[1])
         return pp
 
-    def plan(self, step_id: str, keys: list[str]) -> list[PartProgress]:
-        """The partitions of fan-out step `step_id`, in order, with the attempts already recorded for them."""
+    def plan(self, step_id: str, keys: list[str], items: list | None = None) -> list[PartProgress]:
+        """The partitions of fan-out step `step_id`, in order, with the attempts already recorded for them (and
+        their items, for a `foreach`)."""
         parts = []
         for i, key in enumerate(keys):
             pp = self._part(part_id(step_id, key))
             pp.ordinal = i
+            if items is not None:
+                pp.item = items[i]
             parts.append(pp)
         self.fanout[step_id] = parts
+        if items is not None:
+            self.items[step_id] = items
         return parts
 
     def failed_partitions(self) -> list[PartProgress]:

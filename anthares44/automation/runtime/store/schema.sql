@@ -227,6 +227,37 @@ CREATE FUNCTION automation.engine_op_partition_conflict(op jsonb) RETURNS void
     where p.run_id = x.run_id and p.step_id = x.step_id and p.partition = x.partition
 $$;
 
+CREATE FUNCTION automation.engine_op_partition_epoch(op jsonb) RETURNS void
+    LANGUAGE sql
+    AS $$
+    update automation.run_partitions p set epoch = x.epoch, updated_at = x."now"
+    from jsonb_to_record(op) as x(run_id text, step_id text, epoch integer, "now" timestamptz)
+    where p.run_id = x.run_id and p.step_id = x.step_id and p.epoch < x.epoch and p.state in ('success', 'skipped')
+$$;
+
+CREATE FUNCTION automation.engine_op_partition_items(op jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+    x record;
+begin
+    select * into x from jsonb_to_record(op) as r(run_id text, project text, workflow text, step_id text,
+                                                  epoch integer, items jsonb, "now" timestamptz);
+    insert into automation.partition_items (run_id, step_id, ordinal, partition, item)
+    select x.run_id, x.step_id, (e.n - 1)::integer, e.pair ->> 0, nullif(e.pair -> 1, 'null'::jsonb)
+    from jsonb_array_elements(x.items) with ordinality as e(pair, n)
+    on conflict do nothing;
+    insert into automation.run_partitions (run_id, project_id, workflow_id, step_id, partition, ordinal, epoch,
+                                           state, attempts, updated_at)
+    select x.run_id, x.project, x.workflow, x.step_id, e.pair ->> 0, (e.n - 1)::integer, x.epoch, 'pending', 0,
+           x."now"
+    from jsonb_array_elements(x.items) with ordinality as e(pair, n)
+    on conflict (run_id, step_id, partition) do nothing;
+    update automation.partition_plans set item_count = jsonb_array_length(x.items)
+    where run_id = x.run_id and step_id = x.step_id and keys is null;
+end
+$$;
+
 CREATE FUNCTION automation.engine_op_partition_plan(op jsonb) RETURNS void
     LANGUAGE plpgsql
     AS $$
@@ -1418,6 +1449,14 @@ ALTER TABLE automation.notifications ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
     CACHE 1
 );
 
+CREATE TABLE automation.partition_items (
+    run_id text NOT NULL,
+    step_id text NOT NULL,
+    ordinal integer NOT NULL,
+    partition text NOT NULL,
+    item jsonb
+);
+
 CREATE TABLE automation.partition_lock_waiters (
     project_id text NOT NULL,
     workflow_id text NOT NULL,
@@ -1442,9 +1481,10 @@ CREATE TABLE automation.partition_plans (
     project_id text NOT NULL,
     workflow_id text NOT NULL,
     source text NOT NULL,
-    keys jsonb NOT NULL,
+    keys jsonb,
     epoch integer NOT NULL,
-    planned_at timestamp with time zone NOT NULL
+    planned_at timestamp with time zone NOT NULL,
+    item_count integer
 );
 
 CREATE TABLE automation.queues (
@@ -1785,6 +1825,9 @@ ALTER TABLE ONLY automation.notifications
 ALTER TABLE ONLY automation.notifications
     ADD CONSTRAINT notifications_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY automation.partition_items
+    ADD CONSTRAINT partition_items_pkey PRIMARY KEY (run_id, step_id, ordinal);
+
 ALTER TABLE ONLY automation.partition_lock_waiters
     ADD CONSTRAINT partition_lock_waiters_pkey PRIMARY KEY (project_id, workflow_id, step_id, partition, run_id);
 
@@ -1882,6 +1925,10 @@ CREATE INDEX run_events_outcome_idx ON automation.run_events USING btree (id) WH
 
 CREATE INDEX run_events_run_idx ON automation.run_events USING btree (run_id, id);
 
+CREATE INDEX run_partitions_failed_idx ON automation.run_partitions USING btree (run_id, step_id, ordinal) WHERE (state = ANY (ARRAY['failed'::text, 'timeout'::text]));
+
+CREATE INDEX run_partitions_order_idx ON automation.run_partitions USING btree (run_id, step_id, ordinal);
+
 CREATE INDEX run_partitions_step_idx ON automation.run_partitions USING btree (project_id, workflow_id, step_id, partition);
 
 CREATE INDEX run_partitions_workflow_idx ON automation.run_partitions USING btree (project_id, workflow_id, partition, updated_at DESC);
@@ -1973,6 +2020,9 @@ CREATE TRIGGER runs_partition_locks_release AFTER UPDATE OF state ON automation.
 CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
 
 CREATE TRIGGER step_attempts_metrics AFTER INSERT OR UPDATE OF status ON automation.step_attempts FOR EACH ROW EXECUTE FUNCTION automation.metric_attempt_finished();
+
+ALTER TABLE ONLY automation.partition_items
+    ADD CONSTRAINT partition_items_run_id_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY automation.partition_plans
     ADD CONSTRAINT partition_plans_run_id_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;

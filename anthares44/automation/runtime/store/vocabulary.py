@@ -41,6 +41,8 @@ def load_migrations(directory: Path = MIGRATION_DIR) -> tuple[Migration, ...]:
             raise QueryError(f"migration file {path.name} is not named NNNN_name.sql")
         found.append(Migration(int(m.group(1)), path.stem, path.read_text(encoding="utf-8")))
     numbers = [m.number for m in found]
-    if numbers != list(range(1, len(found) + 1)):
-        raise QueryError(f"migrations must be numbered 0001, 0002, ... without gaps; found {numbers}")
+    # numbers are handed out ahead to parallel branches (one may land before a lower one): unique and increasing
+    # is what applying needs (migrate.py applies each number not yet recorded, in order)
+    if numbers != sorted(set(numbers)) or (numbers and numbers[0] != 1):
+        raise QueryError(f"migrations must be numbered 0001, 0002, ... each once; found {numbers}")
     return tuple(found)
