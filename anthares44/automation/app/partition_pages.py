@@ -33,8 +33,8 @@ async def run_page(store, project: str, run_id: str, *, state: str | None, parti
     """{partitions, next, total, failed}: up to `limit` partitions of `run_id` after `cursor`, in plan order."""
     after_step, after_ordinal = decode(cursor) if cursor else (None, None)
     failed = state in ("failed", "timeout")         # "which failed": the partial index, not the run's rows
-    rows = await store.fetch("partition_failed_page" if failed else "partition_page", project=project, run_id=run_id, after_step=after_step,
-                             after_ordinal=after_ordinal, state=state, partition=partition, step=step,
+    rows = await store.fetch("partition_failed_page" if failed else "partition_page", project=project,
+                             run_id=run_id, after_step=after_step, after_ordinal=after_ordinal, state=state, partition=partition, step=step,
                              limit=limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]

@@ -2,9 +2,9 @@
 partitions of fan-out steps (docs/partitions.md), the answer to "was partition P processed, when, by which run,
 with how many rows".
 
-RUN (`run_...`) lists that run's partitions in order, a page of --limit at a time: the last line gives the
---cursor of the next page (and the run's totals: partitions in all, failed for good); WF (an id or a name) lists the partitions of its runs, newest
-run first. Prints the counts per state, then a table: RUN, STEP, PARTITION, STATE, ATTEMPTS, ROWS (in/out/error),
+RUN (`run_...`) lists that run's partitions in order, a page of --limit at a time, with the run's totals
+(partitions in all, failed for good); the last line gives the --cursor of the next page. WF (an id or a name)
+lists the partitions of its runs, newest run first. Prints the counts per state, then a table: RUN, STEP, PARTITION, STATE, ATTEMPTS, ROWS (in/out/error),
 ERROR, FINISHED, and SKIPPED BY when a person skipped one. States: pending, running, success, retrying, failed,
 timeout, skipped. Exit 0 (even when nothing matches), 1 error (no such run), 2 usage error.
 """
@@ -52,7 +52,8 @@ def render_text(doc: dict) -> str:
     counts = "  ".join(f"{k}: {v}" for k, v in sorted(doc["counts"].items()))
     out = f"{doc['target']}  {counts or 'no partitions'}\n"
     if doc.get("total") is not None:
-        out += f"{doc['total']} partition(s) in all, {doc['failed']} failed for good; this page: {len(doc['partitions'])}\n"
+        out += (f"{doc['total']} partition(s) in all, {doc['failed']} failed for good; "
+                f"this page: {len(doc['partitions'])}\n")
     if not doc["partitions"]:
         return out
     if doc.get("next"):

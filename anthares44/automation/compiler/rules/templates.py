@@ -70,7 +70,7 @@ def check(project: Project) -> Iterator[Diagnostic]:
                     if key == "compensate" and path[-1] in ("uses", "timeout"):
                         continue
                     if is_template(text):
-                        roots = STEP_ROOTS | _fan_out_roots(step.partitions) if step.partitions is not None else STEP_ROOTS
+                        roots = STEP_ROOTS if step.partitions is None else STEP_ROOTS | _fan_out_roots(step.partitions)
                         yield from _check_string(src, path, text, roots, before[step.id].including(step.id)
                                                  if key == "compensate" else before[step.id])
     for decl in project.of_kind("trigger"):

@@ -101,7 +101,7 @@ class Progress:
         self.plans: dict[str, list[str]] = plans or {}      # step id -> its recorded partition keys (0020)
         self.items: dict[str, list] = items or {}           # step id -> its `foreach` items, in order (0038)
         self.plan_epochs: dict[str, int] = plan_epochs or {}  # step id -> the epoch that planned it
-        self.rows: dict[str, dict[str, dict]] = rows or {}     # step -> partition -> counts (step_rows)        self.rows: dict[str, dict[str, dict]] = rows or {}     # step -> partition -> counts (step_rows)
+        self.rows: dict[str, dict[str, dict]] = rows or {}     # step -> partition -> counts (step_rows)
         self._ancestors: dict[str, set[str]] = {}
         self.steps: dict[str, StepProgress] = {n.id: StepProgress(n) for n in ir.nodes}
         self.parts: dict[str, PartProgress] = {}            # by part_id, every partition with attempts or planned
