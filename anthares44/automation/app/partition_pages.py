@@ -34,8 +34,8 @@ async def run_page(store, project: str, run_id: str, *, state: str | None, parti
     after_step, after_ordinal = decode(cursor) if cursor else (None, None)
     failed = state in ("failed", "timeout")         # "which failed": the partial index, not the run's rows
     rows = await store.fetch("partition_failed_page" if failed else "partition_page", project=project,
-                             run_id=run_id, after_step=after_step, after_ordinal=after_ordinal, state=state, partition=partition, step=step,
-                             limit=limit + 1)
+                             run_id=run_id, after_step=after_step, after_ordinal=after_ordinal, state=state,
+                             partition=partition, step=step, limit=limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
     totals = await store.fetchrow("partition_totals_of_run", run_id=run_id)

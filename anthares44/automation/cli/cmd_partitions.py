@@ -4,9 +4,9 @@ with how many rows".
 
 RUN (`run_...`) lists that run's partitions in order, a page of --limit at a time, with the run's totals
 (partitions in all, failed for good); the last line gives the --cursor of the next page. WF (an id or a name)
-lists the partitions of its runs, newest run first. Prints the counts per state, then a table: RUN, STEP, PARTITION, STATE, ATTEMPTS, ROWS (in/out/error),
-ERROR, FINISHED, and SKIPPED BY when a person skipped one. States: pending, running, success, retrying, failed,
-timeout, skipped. Exit 0 (even when nothing matches), 1 error (no such run), 2 usage error.
+lists the partitions of its runs, newest run first. Prints the counts per state, then a table: RUN, STEP,
+PARTITION, STATE, ATTEMPTS, ROWS (in/out/error), ERROR, FINISHED, and SKIPPED BY when a person skipped one.
+States: pending, running, success, retrying, failed, timeout, skipped. Exit 0 (even when nothing matches), 1 error (no such run), 2 usage error.
 """
 
 from __future__ import annotations
