@@ -70,6 +70,9 @@ class CompensationIR(IR):
     delays_ms: tuple[int, ...] = COMPENSATION_DELAYS_MS
 
 
+MAX_ITEMS = 100_000      # SPEC §21: the items of one fan-out (YAML `foreach`, code `step.map`)
+
+
 class PartitionsIR(_Optional):
     """Fan-out of a call node: the partition keys come from `foreach` (a CEL list) or the range `range_from`..
     `range_to` (CEL, ISO dates or date-times) by `every_ms`; at most `concurrency` partitions run at once. With

@@ -13,10 +13,12 @@ import json
 import time
 from typing import Any
 
+from ...compiler.ir import MAX_ITEMS
 from ...errors import E_EXPR_EVAL, E_PARTITIONS_INVALID, A44Error
 from .. import evaluation
 
-MAX_ITEMS = 100_000            # SPEC §21: items of one fan-out step
+__all__ = ["MAX_ITEMS", "check_list", "item_keys", "item_lists", "plain_key", "stored"]
+
 KEY_EVAL_TIMEOUT_S = 30.0      # the key expression over every item of the list, all together
 MAX_KEY_CHARS = 1_000          # a key names a partition in ids (`step[key]`), URLs and the CLI: bounded
 
