@@ -283,6 +283,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="repeats of the small shapes (medians)")
     ap.add_argument("--repeat-large", type=int, default=1, help="repeats of the large pass shape")
     ap.add_argument("--limit-s", type=float, default=1800.0, help="give up on a run after this long")
+    ap.add_argument("--pass-only", action="store_true", help="only the pass shapes (no HTTP, no re-run)")
     args = ap.parse_args()
     if args.far_side:
         asyncio.run(far_side())
@@ -299,16 +300,19 @@ def main() -> None:
         lim = asyncio.run(limits(url))
         print(f"# physical limit now: {lim['single_commits_s']:,.0f} single-row INSERT commits/s (1 connection); "
               f"bulk INSERT {lim['bulk_rows_s']:,.0f} rows/s, {lim['bulk_wal_row']:,.0f} WAL bytes/row", flush=True)
-        plan = [("small pass", "wf_fan_pass", args.small)] * args.repeat
-        plan += [("large pass", "wf_fan_pass", args.large)] * args.repeat_large
-        plan += [("small http", "wf_fan_http", args.small)] * args.repeat
+        # small and large pass runs alternate, so that both see the machine's load of the same minutes
+        plan = []
+        for i in range(max(args.repeat, args.repeat_large)):
+            plan += [("small pass", "wf_fan_pass", args.small)] if i < args.repeat else []
+            plan += [("large pass", "wf_fan_pass", args.large)] if i < args.repeat_large else []
+        plan += [] if args.pass_only else [("small http", "wf_fan_http", args.small)] * args.repeat
         for label, wf, n in plan:
             x = asyncio.run(measure(url, home, wf, n, args.limit_s))
             res[label].append(x)
             print(f"  {label} {n:,}: {x['state']} in {x['wall_s']:.1f} s ({x['items_s']:,.0f} items/s), "
                   f"{x['rows_item']:.1f} rows/item, {x['wal_item']:,.0f} WAL B/item, {x['bytes_item']:,.0f} DB "
                   f"B/item, daemon peak RSS {x['hwm_mb']:,.0f} MB", flush=True)
-        rr = asyncio.run(rerun_failed(url, home, far, args.large, args.fail, args.limit_s))
+        rr = None if args.pass_only else asyncio.run(rerun_failed(url, home, far, args.large, args.fail, args.limit_s))
         lim2 = asyncio.run(limits(url))
     finally:
         far.stop()
@@ -320,8 +324,9 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     print(line(f"pass x {args.small:,}", res["small pass"]))
     print(line(f"pass x {args.large:,}", res["large pass"]))
-    print(line(f"http x {args.small:,}", res["small http"]))
-    print(line(f"http x {args.large:,} ({args.fail:,} failing)", [rr["first"]]))
+    if rr is not None:
+        print(line(f"http x {args.small:,}", res["small http"]))
+        print(line(f"http x {args.large:,} ({args.fail:,} failing)", [rr["first"]]))
     s, big = res["small pass"], res["large pass"]
     print(f"\nper-item cost, {args.large:,} over {args.small:,} pass items (target <= 1.5): "
           f"wall {med(big, 'ms_item') / med(s, 'ms_item'):.2f}x, PG rows {med(big, 'rows_item') / med(s, 'rows_item'):.2f}x, "
@@ -334,6 +339,8 @@ def main() -> None:
           f"{med(big, 'items_s'):,.0f}/s = {med(big, 'items_s') / single:.2f}x the single-row commit rate, "
           f"{med(big, 'items_s') * med(big, 'rows_item') / bulk:.2f} of the bulk row rate; "
           f"{med(big, 'wal_item') / lim['bulk_wal_row']:.1f} bare rows' WAL per item")
+    if rr is None:
+        return
     print(f"\nre-run of the failed only: first run {rr['first']['state']}, the far side saw {rr['first_calls']:,} calls, "
           f"{rr['failed_rows']:,} partitions failed for good; after `replay --failed-partitions` (epoch "
           f"{rr['rerun_epoch']}, {rr['rerun_state']} in {rr['rerun_s']:.1f} s) the far side saw {rr['calls']:,} calls "

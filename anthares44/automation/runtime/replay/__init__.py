@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ...attempts import Attempt
 from ...compiler.ir import WorkflowIR, load_workflow_ir
 from ...errors import E_INVALID_ARGUMENT, E_REPLAY_NOT_TERMINAL, A44Error
+from ..engine.progress import split_part
 from .plan import Cut, RunPlan, check_version, per_run_doc, plan_run, run_seconds, step_durations, summarize
 
 if TYPE_CHECKING:
@@ -197,7 +198,10 @@ async def replay_one(store: Store, run: dict, plan: RunPlan, ir: WorkflowIR, req
         old, new = row["epoch"], row["epoch"] + 1
         await conn.fetchval("replay_copy_reused", run_id=run["run_id"], from_epoch=old, steps=list(plan.reused),
                             to_epoch=new, now=now)
-        data = {"request": request, "epoch": new, "from_epoch": old, "reused": plan.reused,
+        # the reused partitions are counted, not listed: a 100,000-item step must not grow the run's event
+        reused = [st for st in plan.reused if split_part(st) is None]
+        data = {"request": request, "epoch": new, "from_epoch": old, "reused": reused,
+                "reused_partitions": len(plan.reused) - len(reused),
                 "replayed": plan.replayed, **cut.describe(), "version": ir.version,
                 "from_version": row["version"]}
         got = await conn.fetchval("replay_begin", run_id=run["run_id"], epoch=new, now=now, version=ir.version,
