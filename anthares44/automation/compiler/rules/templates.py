@@ -16,6 +16,7 @@ from ..templating import is_template, template_issues
 from .connectors import STEP_KEYS
 
 if TYPE_CHECKING:
+    from ..models.workflow import Partitions
     from ..project import Project
     from ..source import Path, SourceFile
 
@@ -79,6 +80,6 @@ def check(project: Project) -> Iterator[Diagnostic]:
             yield from _check_string(decl.src, decl.path + ("partitionKey",), pk, EVENT_ROOTS, set())
 
 
-def _fan_out_roots(p) -> set[str]:
+def _fan_out_roots(p: Partitions) -> set[str]:
     """A fan-out step's templates see its partition key; a `foreach` one also the whole item (`{{ item }}`)."""
     return {"partition", "item"} if p.foreach is not None else {"partition"}
