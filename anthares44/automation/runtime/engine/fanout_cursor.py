@@ -10,6 +10,7 @@ again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from .progress import PartProgress
@@ -27,7 +28,7 @@ class Cursor:
         self.head = 0                                   # parts[:head] are final or in `open`
         self.open: dict[int, PartProgress] = {}         # ordinal -> a passed partition not final yet
 
-    def candidates(self, busy: set[str], now: datetime, dues: list):
+    def candidates(self, busy: set[str], now: datetime, dues: list) -> Callable[[int], list[PartProgress]]:
         """A `pull(n)` for the lock gate: up to n partitions that may start now, open ones first (lowest ordinal
         first), then new ones from `head`; a retry not due yet adds its due time to `dues`."""
         revisit = iter(sorted(self.open))
@@ -35,8 +36,9 @@ class Cursor:
         def ready(pp: PartProgress) -> bool:
             if pp.key in busy or _final(pp):
                 return False
-            if pp.state == "retry" and now < pp.last.retry_at:
-                dues.append((pp.last.retry_at, "waiting"))
+            due = pp.last.retry_at if pp.last is not None else None
+            if pp.state == "retry" and due is not None and now < due:
+                dues.append((due, "waiting"))
                 return False
             return True
 

@@ -33,6 +33,7 @@ class StepProgress(StepAttempts):
     """A step of the workflow with its attempts."""
 
     partition: str | None = None
+    item: Any = None            # a partition's `foreach` item (PartProgress)
 
     def __init__(self, node: NodeIR):
         super().__init__()
@@ -134,6 +135,7 @@ class Progress:
         parts = []
         for i, key in enumerate(keys):
             pp = self._part(part_id(step_id, key))
+            assert pp is not None       # step_id is a step of the workflow
             pp.ordinal = i
             if items is not None:
                 pp.item = items[i]
