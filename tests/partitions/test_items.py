@@ -129,6 +129,7 @@ def test_items_are_keyed_by_item_id_and_each_call_gets_its_whole_item(store, clo
     ("item.id", [{"id": "a"}, {"id": None}], "item 1 has a null key (item.id)"),
     ("item.n", [{"n": "x"}, {"n": "y"}, {"n": 7}], "the key of item 2 is int 7, not a string (item.n)"),
     ("item.id", [{"id": "a"}, {"name": "no id"}], "key of item 1 (item.id) failed"),
+    ("item.id", [{"id": "x" * 1001}], "the key of item 0 has 1001 characters (at most 1000)"),
     ("item.id", [{"id": f"i{i}"} for i in range(MAX_ITEMS + 1)], "has 100001 items (at most 100,000)"),
 ])
 def test_keys_that_cannot_name_items_refuse_the_plan_with_nothing_written(store, clock, aio, tmp_path, pg_url,

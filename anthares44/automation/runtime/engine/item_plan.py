@@ -81,6 +81,8 @@ async def item_keys(items: list, program, scope: dict, step_id: str) -> list[str
     for i, k in enumerate(keys):
         if len(k) > MAX_KEY_CHARS:
             raise _refuse(step_id, f"the key of item {i} has {len(k)} characters (at most {MAX_KEY_CHARS})")
+        if "\x00" in k:         # PostgreSQL text cannot hold it (no input or IR can carry one; a CEL function might)
+            raise _refuse(step_id, f"the key of item {i} holds a NUL character")
         first = seen.setdefault(k, i)
         if first != i:
             raise _refuse(step_id, f"items {first} and {i} have the same key {k[:80]!r}",
