@@ -223,6 +223,10 @@ async def rerun_failed(url: str, home: Path, far: FarSide, n: int, fail: int, li
     await far.control(fail=failing, reset=True)
     first = await measure(url, home, "wf_fan_http", n, limit_s)
     seen_first = await far.counts()
+    print(f"  http {n:,} ({fail:,} failing): {first['state']} in {first['wall_s']:.1f} s ({first['items_s']:,.0f} "
+          f"items/s), {first['rows_item']:.1f} rows/item, {first['wal_item']:,.0f} WAL B/item, "
+          f"{first['bytes_item']:,.0f} DB B/item, daemon peak RSS {first['hwm_mb']:,.0f} MB; the far side saw "
+          f"{seen_first['calls']:,} calls", flush=True)
     await far.control(fail=[], reset=True)
     c = await asyncpg.connect(url)
     failed_rows = await c.fetchval("select count(*) from automation.run_partitions where run_id = $1 and state in "
@@ -284,6 +288,7 @@ def main() -> None:
     ap.add_argument("--repeat-large", type=int, default=1, help="repeats of the large pass shape")
     ap.add_argument("--limit-s", type=float, default=1800.0, help="give up on a run after this long")
     ap.add_argument("--pass-only", action="store_true", help="only the pass shapes (no HTTP, no re-run)")
+    ap.add_argument("--rerun-only", action="store_true", help="only the large HTTP run with failures and its re-run")
     args = ap.parse_args()
     if args.far_side:
         asyncio.run(far_side())
@@ -306,6 +311,7 @@ def main() -> None:
             plan += [("small pass", "wf_fan_pass", args.small)] if i < args.repeat else []
             plan += [("large pass", "wf_fan_pass", args.large)] if i < args.repeat_large else []
         plan += [] if args.pass_only else [("small http", "wf_fan_http", args.small)] * args.repeat
+        plan = [] if args.rerun_only else plan
         for label, wf, n in plan:
             x = asyncio.run(measure(url, home, wf, n, args.limit_s))
             res[label].append(x)
@@ -322,13 +328,16 @@ def main() -> None:
           f"medians of {args.repeat} (small) / {args.repeat_large} (large pass)")
     print("| shape | runs | wall s | items/s | ms/item | PG rows/item | WAL B/item | DB B/item | daemon peak RSS MB |")
     print("|---|---|---|---|---|---|---|---|---|")
-    print(line(f"pass x {args.small:,}", res["small pass"]))
-    print(line(f"pass x {args.large:,}", res["large pass"]))
+    if not args.rerun_only:
+        print(line(f"pass x {args.small:,}", res["small pass"]))
+        print(line(f"pass x {args.large:,}", res["large pass"]))
     if rr is not None:
         print(line(f"http x {args.small:,}", res["small http"]))
         print(line(f"http x {args.large:,} ({args.fail:,} failing)", [rr["first"]]))
     s, big = res["small pass"], res["large pass"]
-    print(f"\nper-item cost, {args.large:,} over {args.small:,} pass items (target <= 1.5): "
+    if args.rerun_only:
+        s = big = [rr["first"]]
+    print("" if args.rerun_only else f"\nper-item cost, {args.large:,} over {args.small:,} pass items (target <= 1.5): "
           f"wall {med(big, 'ms_item') / med(s, 'ms_item'):.2f}x, PG rows {med(big, 'rows_item') / med(s, 'rows_item'):.2f}x, "
           f"WAL bytes {med(big, 'wal_item') / med(s, 'wal_item'):.2f}x, DB bytes "
           f"{med(big, 'bytes_item') / med(s, 'bytes_item'):.2f}x")
