@@ -130,8 +130,7 @@ async def prepare(store: Store, project: str, selection: Selection, cut: Cut, *,
     attempts: dict[str, list[Attempt]] = {r["run_id"]: [] for r in runs}
     ids = [r["run_id"] for r in runs]
     for i in range(0, len(ids), 500):
-        for run_id, rows in (await _attempts_in_log_order(store, ids[i:i + 500])).items():
-            attempts[run_id] = rows
+        attempts.update(await _attempts_in_log_order(store, ids[i:i + 500]))
     by_version: dict[tuple, list[RunPlan]] = {}
     for r in runs:
         ir = await _ir(store, cache, project, r["workflow_id"], r["version"])
