@@ -328,11 +328,14 @@ def main() -> None:
           f"medians of {args.repeat} (small) / {args.repeat_large} (large pass)")
     print("| shape | runs | wall s | items/s | ms/item | PG rows/item | WAL B/item | DB B/item | daemon peak RSS MB |")
     print("|---|---|---|---|---|---|---|---|---|")
+    if rr is not None:
+        print(f"# re-run: {rr}", flush=True)
     if not args.rerun_only:
         print(line(f"pass x {args.small:,}", res["small pass"]))
         print(line(f"pass x {args.large:,}", res["large pass"]))
     if rr is not None:
-        print(line(f"http x {args.small:,}", res["small http"]))
+        if res["small http"]:
+            print(line(f"http x {args.small:,}", res["small http"]))
         print(line(f"http x {args.large:,} ({args.fail:,} failing)", [rr["first"]]))
     s, big = res["small pass"], res["large pass"]
     if args.rerun_only:
