@@ -66,12 +66,12 @@ def test_a_release_between_refusal_and_release_to_waiting_is_not_lost(store, clo
         gate = PartitionLocks.gate
 
         async def refused_then_a_ends(self, *args):
-            blocked = await gate(self, *args)           # B is refused the day (A holds it) ...
-            if blocked and not task.done():
+            started = await gate(self, *args)           # B is refused the day (A holds it) ...
+            if self.waiting and not task.done():
                 script.events["go"].set()               # ... then A's call answers and A's visit commits its end
                 await task
                 assert await sql(pg_url, "select count(*) from automation.partition_locks") == [(0,)]
-            return blocked
+            return started
 
         monkeypatch.setattr(PartitionLocks, "gate", refused_then_a_ends)
         await engine(store, script, clock=clock, worker_id="wb").run_once()     # B's visit: refused, released

@@ -52,9 +52,9 @@ def test_each_value_or_instant_becomes_one_partition_key(store, clock, aio, tmp_
 
 
 @pytest.mark.parametrize("source, input, says", [
-    (FOREACH, {"keys": "2026-07-01"}, "foreach of step load gave str, not a list"),
-    (FOREACH, {"keys": ["eu", "us", "eu"]}, "foreach of step load lists partition 'eu' twice"),
-    (FOREACH, {"keys": list(range(10_001))}, "step load has 10001 partitions (at most 10000)"),
+    (FOREACH, {"keys": "2026-07-01"}, "foreach of step load: gave str, not a list"),
+    (FOREACH, {"keys": ["eu", "us", "eu"]}, "foreach of step load: items 0 and 2 have the same key 'eu'"),
+    (FOREACH, {"keys": list(range(100_001))}, "foreach of step load: has 100001 items (at most 100,000)"),
     (RANGE.replace("EVERY", "1d"), {"from": 20260701, "to": "2026-07-03"},
      "range from of step load gave int, not an ISO date string"),
     (RANGE.replace("EVERY", "1d"), {"from": "2026-07-01", "to": "July 3rd"},

@@ -29,6 +29,7 @@ from ..settings import DEFAULT_PROJECT, Settings
 from ..suggestions import closest
 from ..tracing import Parent
 from .contract.services import RunsService
+from .partition_pages import run_page
 from .views import PARTITION_STATES, attempt_view, event_view, partition_view, run_view
 from .watch import SAFETY_RECHECK_S, RunListener
 
@@ -321,9 +322,11 @@ class Automation(RunsService):
 
     # --- partitions (docs/partitions.md) ------------------------------------------------------------------
     async def partitions(self, target: str, *, state: str | None = None, partition: str | None = None,
-                         step: str | None = None, limit: int = 1000) -> dict:
-        """Partitions of run `target` (`run_...`, in order) or of workflow `target`'s runs (newest run first):
-        state, attempts, rows, when, which run, who skipped it. Returns {target, partitions, counts}."""
+                         step: str | None = None, limit: int = 1000, cursor: str | None = None) -> dict:
+        """Partitions of run `target` (`run_...`, in order, a page after `cursor`: partition_pages.py) or of
+        workflow `target`'s runs (newest run first): state, attempts, rows, when, which run, who skipped it.
+        Returns {target, partitions, counts} (counts: of the rows returned), and for a run {next, total,
+        failed}."""
         if state is not None and state not in PARTITION_STATES:
             raise InvalidArgument(f"unknown partition state {state!r}", hint=f"one of: {', '.join(PARTITION_STATES)}")
         if not 0 < limit <= _MAX_PARTITION_ROWS:
@@ -331,14 +334,22 @@ class Automation(RunsService):
         run_id = target if target.startswith("run_") else None
         if run_id is not None:
             await self.store.get_run(run_id, self.project)      # E_RUN_NOT_FOUND rather than an empty list
-        rows = await self.store.fetch("partition_list", project=self.project, run_id=run_id,
-                                      workflow=None if run_id else workflow_ref(target), state=state,
-                                      partition=partition, step=step, limit=limit)
-        docs = [partition_view(dict(r)) for r in rows]
+        page: dict[str, Any] = {}
+        if run_id is not None:
+            page = await run_page(self.store, self.project, run_id, state=state, partition=partition, step=step,
+                                  limit=limit, cursor=cursor)
+            docs = page.pop("partitions")
+        else:
+            if cursor is not None:
+                raise InvalidArgument("a cursor pages the partitions of a run (run_...), not of a workflow")
+            rows = await self.store.fetch("partition_list", project=self.project, run_id=None,
+                                          workflow=workflow_ref(target), state=state, partition=partition,
+                                          step=step, limit=limit)
+            docs = [partition_view(dict(r)) for r in rows]
         counts: dict[str, int] = {}
         for d in docs:
             counts[d["state"]] = counts.get(d["state"], 0) + 1
-        return {"target": target, "partitions": docs, "counts": counts}
+        return {"target": target, "partitions": docs, "counts": counts, **page}
 
     async def skip(self, run_id: str, *, reason: str, by: str, partition: str | None = None,
                    step: str | None = None) -> dict:

@@ -389,9 +389,10 @@ class RemoteAutomation(RunsService):
         return timestamps(doc)
 
     async def partitions(self, target: str, *, state: str | None = None, partition: str | None = None,
-                         step: str | None = None, limit: int = 1000) -> dict:
+                         step: str | None = None, limit: int = 1000, cursor: str | None = None) -> dict:
         _, doc = await self._call(ep.PARTITIONS.at(target=target),
-                                  params={"state": state, "partition": partition, "step": step, "limit": limit})
+                                  params={"state": state, "partition": partition, "step": step, "limit": limit,
+                                          "cursor": cursor})
         return {**doc, "partitions": [timestamps(d) for d in doc["partitions"]]}
 
     async def skip(self, run_id: str, *, reason: str, by: str, partition: str | None = None,

@@ -1,10 +1,12 @@
-"""`a44 automation partitions WF|RUN [--state S] [--partition P] [--step S] [--limit N]`: the partitions of fan-out
-steps (docs/partitions.md), the answer to "was partition P processed, when, by which run, with how many rows".
+"""`a44 automation partitions WF|RUN [--state S] [--partition P] [--step S] [--limit N] [--cursor C]`: the
+partitions of fan-out steps (docs/partitions.md), the answer to "was partition P processed, when, by which run,
+with how many rows".
 
-RUN (`run_...`) lists that run's partitions in order; WF (an id or a name) lists the partitions of its runs, newest
-run first. Prints the counts per state, then a table: RUN, STEP, PARTITION, STATE, ATTEMPTS, ROWS (in/out/error),
-ERROR, FINISHED, and SKIPPED BY when a person skipped one. States: pending, running, success, retrying, failed,
-timeout, skipped. Exit 0 (even when nothing matches), 1 error (no such run), 2 usage error.
+RUN (`run_...`) lists that run's partitions in order, a page of --limit at a time, with the run's totals
+(partitions in all, failed for good); the last line gives the --cursor of the next page. WF (an id or a name)
+lists the partitions of its runs, newest run first. Prints the counts per state, then a table: RUN, STEP,
+PARTITION, STATE, ATTEMPTS, ROWS (in/out/error), ERROR, FINISHED, and SKIPPED BY when a person skipped one.
+States: pending, running, success, retrying, failed, timeout, skipped. Exit 0 (even when nothing matches), 1 error (no such run), 2 usage error.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--partition", metavar="P", help="only this partition key (e.g. 2026-07-04)")
     p.add_argument("--step", metavar="S", help="only the partitions of this step")
     p.add_argument("--limit", type=int, default=1000, metavar="N", help="rows to print (default 1000)")
+    p.add_argument("--cursor", metavar="C", help="a run's next page: the cursor the page before printed")
     add_common_options(p)
     add_target_options(p)
     return p
@@ -34,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _list(auto, args) -> int:
     doc = await auto.partitions(args.target, state=args.state, partition=args.partition, step=args.step,
-                                limit=args.limit)
+                                limit=args.limit, cursor=args.cursor)
     write(json_document(doc) if args.format == "json" else render_text(doc))
     return EXIT_OK
 
@@ -48,8 +51,17 @@ def _rows(rows) -> str | None:
 def render_text(doc: dict) -> str:
     counts = "  ".join(f"{k}: {v}" for k, v in sorted(doc["counts"].items()))
     out = f"{doc['target']}  {counts or 'no partitions'}\n"
+    if doc.get("total") is not None:
+        out += (f"{doc['total']} partition(s) in all, {doc['failed']} failed for good; "
+                f"this page: {len(doc['partitions'])}\n")
     if not doc["partitions"]:
         return out
+    if doc.get("next"):
+        return out + _table(doc) + f"next page: --cursor {doc['next']}\n"
+    return out + _table(doc)
+
+
+def _table(doc: dict) -> str:
     skipped = any(p["skipped_by"] for p in doc["partitions"])
     head = ("run", "step", "partition", "state", "attempts", "rows", "error", "finished") + (
         ("skipped by",) if skipped else ())
@@ -57,4 +69,4 @@ def render_text(doc: dict) -> str:
              p["error_code"], when(p["finished_at"]))
             + ((f"{p['skipped_by']}: {p['skip_reason']}" if p["skipped_by"] else None,) if skipped else ())
             for p in doc["partitions"]]
-    return out + table(head, rows)
+    return table(head, rows)

@@ -70,12 +70,15 @@ class CompensationIR(IR):
     delays_ms: tuple[int, ...] = COMPENSATION_DELAYS_MS
 
 
+MAX_ITEMS = 100_000      # SPEC §21: the items of one fan-out (YAML `foreach`, code `step.map`)
+
+
 class PartitionsIR(_Optional):
     """Fan-out of a call node: the partition keys come from `foreach` (a CEL list) or the range `range_from`..
     `range_to` (CEL, ISO dates or date-times) by `every_ms`; at most `concurrency` partitions run at once. With
     `since` = "last_success" the range starts at what the step has not processed yet (from `initial`), at most
     `max` keys."""
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("since", "initial", "max", "on_conflict")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("since", "initial", "max", "on_conflict", "key")
     foreach: Expr | None
     range_from: Expr | None
     range_to: Expr | None
@@ -86,6 +89,7 @@ class PartitionsIR(_Optional):
     initial: str | None = None
     max: int | None = None
     on_conflict: Literal["skip"] | None = None     # None: wait for the run processing a partition to finish it
+    key: Expr | None = None      # with `foreach`: CEL over `item` naming each item's partition key (item_plan.py)
 
 
 class SleepIR(_Optional):

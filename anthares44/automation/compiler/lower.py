@@ -106,12 +106,13 @@ def _partitions(step: Step, roots: set[str]) -> PartitionsIR | None:
     if p is None:
         return None
     r = p.range
-    from .rules.expressions import RANGE_ROOTS
+    from .rules.expressions import ITEM_KEY_ROOTS, RANGE_ROOTS
 
+    key = _expr(p.key, ITEM_KEY_ROOTS) if p.key is not None and p.foreach is not None else None
     return PartitionsIR(foreach=_expr(p.foreach, roots), range_from=_expr(r.from_, RANGE_ROOTS) if r else None,
                         range_to=_expr(r.to, RANGE_ROOTS) if r else None, every_ms=r.every if r else None,
                         concurrency=p.concurrency, on_failure=step.onPartitionFailure or "fail",
-                        on_conflict="skip" if p.onConflict == "skip" else None, **_since(r))
+                        on_conflict="skip" if p.onConflict == "skip" else None, key=key, **_since(r))
 
 
 def _since(r: PartitionRange | None) -> dict[str, Any]:

@@ -41,6 +41,12 @@ async def _off_loop(fn: Callable[[], Any], timeout_s: float, late: Callable[[], 
         raise late() from None
 
 
+async def off_loop(fn: Callable[[], Any], timeout_s: float, late: Callable[[], A44Error]) -> Any:
+    """`fn` in a worker thread, bounded by `timeout_s` (`late()` when the thread does not answer in time): for a
+    caller that evaluates many small programs in one hand-off (a fan-out's keys over every item)."""
+    return await _off_loop(fn, timeout_s, late)
+
+
 def has_templates(params: Any) -> bool:
     if isinstance(params, dict):
         return TPL_KEY in params or any(has_templates(v) for v in params.values())

@@ -40,6 +40,7 @@ from ..errors import (
 )
 from ..jsonenc import holds_nul
 from .expectations import StepRows
+from .map_items import map_keys
 from .partition_plans import Partitions
 
 CTX_PREFIX = "ctx."
@@ -434,9 +435,11 @@ class Execution:
             self.compensators[step_id] = compensate
         return result
 
-    async def map(self, name: str, partitions, fn: Callable[[str], Any], *, concurrency: int = 4,
-                  timeout: Any = None, retry: Any = None, on_failure: str = "fail") -> list[Any]:
-        """Run `fn(key)` once per partition key as the step `name[key]` (own attempts, retries, timeout, key
+    async def map(self, name: str, partitions, fn: Callable[[Any], Any], *, concurrency: int = 4,
+                  timeout: Any = None, retry: Any = None, on_failure: str = "fail",
+                  key: str | Callable[[Any], Any] | None = None) -> list[Any]:
+        """Run `fn(key)` (with `key`: `fn(item)`, each item keyed by its field `key` or `key(item)`: map_items.py)
+        once per partition key as the step `name[key]` (own attempts, retries, timeout, key
         `{run_id}:{name}:{key}`), at most `concurrency` at once; the results in key order. A recorded success is
         returned without running `fn` again, whatever happened after it. Items that fail for good: `fail` fails
         the run (E_PARTITIONS_FAILED, after the others finished); `partial` leaves None and the run ends
@@ -445,9 +448,9 @@ class Execution:
             raise ValueError("on_failure must be 'fail' or 'partial'")
         if not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError("concurrency must be a positive integer")
-        keys = [k if isinstance(k, str) else json.dumps(k, sort_keys=True) for k in partitions]
-        if len(set(keys)) != len(keys):
-            raise ValueError(f"step.map {name!r}: partition keys must be unique")
+        items = list(partitions)
+        keys = map_keys(name, items, key)
+        args = items if key is not None else keys
         outcomes: list[Any] = [None] * len(keys)
         failures: list[BaseException] = []
 
@@ -456,7 +459,8 @@ class Execution:
 
         async def one(i: int, key: str):
             try:
-                outcomes[i] = await self.run_step(item_id(name, key), lambda: fn(key), timeout=timeout, retry=retry)
+                outcomes[i] = await self.run_step(item_id(name, key), lambda: fn(args[i]), timeout=timeout,
+                                                  retry=retry)
             except (Suspend, StepFailed) as exc:
                 failures.append(exc)
 
@@ -588,11 +592,13 @@ class _Step:
                 "on_parent_cancel": on_parent_cancel}
         return await _child_step(current(), step_id, spec)
 
-    async def map(self, name: str, partitions, fn: Callable[[str], Any], *, concurrency: int = 4,
-                  timeout: Any = None, retry: Any = None, on_failure: str = "fail") -> list[Any]:
-        """`step.map("load-day", days, fn=lambda day: ..., concurrency=4)`: one recorded step per partition."""
+    async def map(self, name: str, partitions, fn: Callable[[Any], Any], *, concurrency: int = 4,
+                  timeout: Any = None, retry: Any = None, on_failure: str = "fail",
+                  key: str | Callable[[Any], Any] | None = None) -> list[Any]:
+        """`step.map("load-day", days, fn=lambda day: ..., concurrency=4)`: one recorded step per partition;
+        `step.map("bill", invoices, bill_one, key="id")`: one per item, keyed by its `id`, `fn` gets the item."""
         return await current().map(name, partitions, fn, concurrency=concurrency, timeout=timeout, retry=retry,
-                                   on_failure=on_failure)
+                                   on_failure=on_failure, key=key)
 
 
 step = _Step()

@@ -96,7 +96,11 @@ class Partitions(Model):
     timeout and idempotency key `{run_id}:{step_id}:{partition}`; results are collected in partition order."""
 
     foreach: StrictStr | None = None
-    """CEL giving the list of partitions, e.g. `input.tenants`; each item (as a string) is a partition key."""
+    """CEL giving the list of items, e.g. `input.invoices` (at most 100,000); each item is a partition: its key is
+    `key` of the item, else the item itself when a string (other values as compact JSON)."""
+    key: StrictStr | None = None
+    """With `foreach`: CEL over `item` giving each item's partition key, e.g. `item.id` (a non-null string or
+    number, unique within the list)."""
     range: PartitionRange | None = None
     """A date range instead of a list."""
     concurrency: PositiveInt = 4

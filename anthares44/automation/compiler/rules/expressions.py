@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 IF_ROOTS = {"input", "steps", "trigger", "run"}
 # a range's `from` / `to` also see `partitions.last_success`: the last partition this step processed (any run)
 RANGE_ROOTS = IF_ROOTS | {"partitions"}
+ITEM_KEY_ROOTS = IF_ROOTS | {"item"}      # `partitions.key` sees each item of `foreach`
 FILTER_ROOTS = {"data", "id", "type", "idempotency_key", "partition_key", "occurred_at", "attempt", "trigger_id"}
 
 
@@ -49,7 +50,7 @@ def check(project: Project) -> Iterator[Diagnostic]:
                                                   before[step.id])
             for key, text in _partition_sources(step.partitions):
                     yield from expression_diagnostics(decl.src, decl.path + ("steps", i, "partitions") + key, text,
-                                                      RANGE_ROOTS if key[0] == "range" else IF_ROOTS,
+                                                      _roots_of(key),
                                                       before[step.id], expect_bool=False)
         for j, trig in enumerate(_inline(wf)):
             if trig.filter is not None:
@@ -61,10 +62,15 @@ def check(project: Project) -> Iterator[Diagnostic]:
             yield from expression_diagnostics(decl.src, decl.path + ("filter",), flt, FILTER_ROOTS)
 
 
+def _roots_of(key: Path) -> set[str]:
+    return RANGE_ROOTS if key[0] == "range" else ITEM_KEY_ROOTS if key[0] == "key" else IF_ROOTS
+
+
 def _partition_sources(p: Partitions | None) -> list[tuple[Path, str]]:
     if p is None:
         return []
     out: list[tuple[Path, str]] = [(("foreach",), p.foreach)] if p.foreach else []
+    out += [(("key",), p.key)] if p.key is not None else []
     if p.range is not None:
         out += [(("range", "from"), p.range.from_)] if p.range.from_ is not None else []
         out += [(("range", "to"), p.range.to)]

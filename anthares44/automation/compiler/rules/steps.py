@@ -81,6 +81,11 @@ def _fan_out(src: SourceFile, path: Path, step: Step, written: dict[str, Any]) -
         yield Diagnostic.at(A44206, f"partitions of step {step.id!r} has {what} of 'foreach' and 'range'",
                             src.path, src.span(path + ("partitions",), key=True),
                             hint="give `foreach: <CEL list>` or `range: {from: <CEL>, to: <CEL>, every: 1d}`")
+    if p is not None and p.key is not None and p.foreach is None:
+        yield Diagnostic.at(A44206, f"partitions of step {step.id!r} sets 'key' without 'foreach'", src.path,
+                            src.span(path + ("partitions", "key"), key=True),
+                            hint="`key: item.id` names the key of each item of a `foreach` list; a range's keys "
+                                 "are its dates")
     if p is not None and p.range is not None:
         yield from _since(src, path + ("partitions", "range"), step.id, p.range)
     if step.onPartitionFailure is not None and p is None and "partitions" not in written:

@@ -16,6 +16,7 @@ from ..templating import is_template, template_issues
 from .connectors import STEP_KEYS
 
 if TYPE_CHECKING:
+    from ..models.workflow import Partitions
     from ..project import Project
     from ..source import Path, SourceFile
 
@@ -70,10 +71,15 @@ def check(project: Project) -> Iterator[Diagnostic]:
                     if key == "compensate" and path[-1] in ("uses", "timeout"):
                         continue
                     if is_template(text):
-                        roots = STEP_ROOTS | {"partition"} if step.partitions is not None else STEP_ROOTS
+                        roots = STEP_ROOTS if step.partitions is None else STEP_ROOTS | _fan_out_roots(step.partitions)
                         yield from _check_string(src, path, text, roots, before[step.id].including(step.id)
                                                  if key == "compensate" else before[step.id])
     for decl in project.of_kind("trigger"):
         pk = getattr(decl.model, "partitionKey", None)
         if pk:
             yield from _check_string(decl.src, decl.path + ("partitionKey",), pk, EVENT_ROOTS, set())
+
+
+def _fan_out_roots(p: Partitions) -> set[str]:
+    """A fan-out step's templates see its partition key; a `foreach` one also the whole item (`{{ item }}`)."""
+    return {"partition", "item"} if p.foreach is not None else {"partition"}

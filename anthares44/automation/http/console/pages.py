@@ -22,6 +22,8 @@ from .partition_grid import grid
 from .render import console, page, see_other, view
 from .timeline import lanes
 
+GRID_PAGE = 500          # a run's partitions per page of the grid
+
 
 def _query(request: web.Request, parsers: dict) -> dict:
     """The page's query parameters that are set (an empty form field is no filter), parsed as the REST API's."""
@@ -122,9 +124,14 @@ async def run_live(request: web.Request, session: Session, auto) -> web.StreamRe
 
 @view
 async def partitions(request: web.Request, session: Session, auto) -> web.Response:
-    q = _query(request, {"workflow": ident, "state": ident})
-    doc = await auto.partitions(q["workflow"], state=q.get("state")) if q.get("workflow") else None
-    return page(request, "partitions.html", session=session, workflow=q.get("workflow"), doc=doc,
+    """The grid of a workflow's partitions (its newest 1,000) or of a run's, GRID_PAGE at a time (a cursor)."""
+    q = _query(request, {"workflow": ident, "state": ident, "cursor": text})
+    target = q.get("workflow")
+    doc = None
+    if target:
+        paged = {"limit": GRID_PAGE, "cursor": q.get("cursor")} if target.startswith("run_") else {}
+        doc = await auto.partitions(target, state=q.get("state"), **paged)
+    return page(request, "partitions.html", session=session, workflow=target, doc=doc,
                 grid=grid(doc["partitions"]) if doc else None)
 
 

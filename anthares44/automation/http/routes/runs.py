@@ -99,12 +99,13 @@ async def api_logs(request: web.Request) -> web.StreamResponse:
 
 
 @route(ep.PARTITIONS, "partitions of a run (run_...) or of a workflow's runs, "
-       "newest run first (as `partitions --format json`)", query=("state", "partition", "step", "limit"), errors=(404,))
+       "newest run first (as `partitions --format json`); a run's are paged: `cursor` is the `next` of the page "
+       "before", query=("state", "partition", "step", "limit", "cursor"), errors=(400, 404))
 async def api_partitions(request: web.Request) -> web.Response:
     q = params(request)
     return json_response(await automation_for(request).partitions(
         q["target"], state=q.get("state"), partition=q.get("partition"), step=q.get("step"),
-        limit=min(q.get("limit", 1000), 10_000)))
+        limit=min(q.get("limit", 1000), 10_000), cursor=q.get("cursor")))
 
 
 @route(ep.SKIP, "skip a failed partition (or step) of a partial or failed "

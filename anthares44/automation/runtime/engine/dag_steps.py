@@ -40,11 +40,12 @@ class Steps:
         row = self.v.row
         return {"id": row["trigger_id"], "event_id": row["event_id"], "partition_key": row["partition_key"]}
 
-    def render_scope(self, step_id: str, attempt: int, partition: str | None = None) -> dict:
+    def render_scope(self, step_id: str, attempt: int, sp: StepProgress | None = None) -> dict:
         scope = make_scope(input=self.v.row["input"], steps=self.p.scope_steps(), trigger=self._trigger(),
                            run=self._run_info(step_id, attempt))
-        if partition is not None:
-            scope["partition"] = partition
+        if sp is not None and sp.partition is not None:
+            scope["partition"] = sp.partition
+            scope["item"] = sp.item         # a PartProgress: its `foreach` item (else its key)
         return scope
 
     def cel_scope(self, step_id: str) -> dict:
@@ -55,7 +56,7 @@ class Steps:
     async def invoke(self, sp: StepProgress, attempt: int) -> Outcome:
         node, v, L = sp.node, self.v, self.v.lease
         call = Call(sp.key, node.connector, node.params, node.timeout_ms or 0, attempt)
-        out = await invoke(v.registry, call, lambda: self.render_scope(node.id, attempt, sp.partition),
+        out = await invoke(v.registry, call, lambda: self.render_scope(node.id, attempt, sp),
                            run_id=L.run_id, project_id=L.project_id, workflow_id=L.workflow_id,
                            idempotency_key=attempt_key(L.run_id, sp.key), services=v.services)
         return await row_counts.measure(node, out, lambda: self.cel_scope(node.id))

@@ -25,6 +25,7 @@ from . import rows as row_counts
 from .dag_steps import Steps
 from .fanout import FanOut, failure
 from .invoke import Outcome
+from .item_plan import item_lists
 from .progress import Progress, StepProgress
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
 from .states import AWAITING_CONFIRMATION, CANCELLED, COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
@@ -36,7 +37,7 @@ CONDITION_TIMEOUT_MS = 10_000     # an `if:` gets the step's timeout, at most th
 async def load_progress(v: Visit) -> Progress:
     """Where the run stands, from its attempt rows of this epoch, completion order, row counts and plans."""
     L, ir = v.lease, v.run.ir
-    rows, order, counted, plans = [], [], [], []
+    rows, order, counted, plans, items = [], [], [], [], []
     if L.grant > 1:
         # Only a lease holder writes attempts (a person's confirmation follows a grant too), so a first grant
         # has nothing to read: one round trip and one commit fewer per run.
@@ -47,8 +48,11 @@ async def load_progress(v: Visit) -> Progress:
             counted = await conn.fetch("step_rows_of_run", run_id=L.run_id)
             if any(n.partitions is not None for n in ir.nodes):
                 plans = await conn.fetch("partition_plans_of_run", run_id=L.run_id)
+                if any(r["keys"] is None for r in plans):
+                    items = await conn.fetch("partition_items_of_run", run_id=L.run_id)
+    keys, listed = item_lists(plans, items)
     return Progress(ir, [Attempt.from_row(r, v.store.load_result) for r in rows], order,
-                    row_counts.recorded(counted), {r["step_id"]: r["keys"] for r in plans})
+                    row_counts.recorded(counted), keys, listed, {r["step_id"]: r["epoch"] for r in plans})
 
 
 class DagVisit:

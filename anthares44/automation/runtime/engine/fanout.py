@@ -10,9 +10,11 @@ through the same start/finish/retry/lease-expiry path as a step's, under the sam
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...errors import E_PARTITIONS_FAILED, E_PARTITIONS_INVALID, A44Error
+from .fanout_cursor import Cursor
+from .item_plan import stored
 from .journal import PlanConflict
 from .partition_locks import PartitionLocks
 from .partition_plan import Planner, source
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
     from .journal import Batch
     from .visit import Visit
 
+RESULT_LIST_MAX = 10_000   # a step's result lists its partitions' results up to this many (today's limit)
+FAILED_LISTED = 100        # failed partitions named in E_PARTITIONS_FAILED (the count says how many in all)
+INLINE_CHUNK = 1_000  # `pass` partitions run on the spot per transaction
 PLAN_TRIES = 5        # a since-last-success plan refused because another run took a key is planned again
 
 
@@ -35,6 +40,7 @@ class FanOut:
         self.steps = steps                  # calls and records the partitions' attempts (dag_steps.py)
         self.planner = Planner(v)
         self.locks = PartitionLocks(v, p, steps)
+        self.cursors: dict[str, Cursor] = {}     # step id -> where its partitions stand in this visit
 
     async def _plan(self, b: Batch, sp: StepProgress, now: datetime) -> list[PartProgress] | None:
         """The step's partitions at its first visit: read back when recorded, else computed and recorded with this
@@ -43,10 +49,17 @@ class FanOut:
         p, node = self.p, sp.node
         recorded = p.plans.get(node.id)
         if recorded is not None:
-            parts = p.plan(node.id, recorded)
-            for pp in parts:           # a new epoch (replay) stamps its rows
-                self.steps.note_partition(b, pp, now)
+            parts = p.plan(node.id, recorded, p.items.get(node.id))
+            if p.plan_epochs.get(node.id, self.v.lease.epoch) != self.v.lease.epoch:
+                # a new epoch (replay): the rows of what runs again are rewritten one by one, those reused are
+                # stamped with the epoch in one statement (a 100,000-item step must not send 100,000 operations)
+                b.partition_epoch(node.id, now)
+                for pp in parts:
+                    if not pp.done:
+                        self.steps.note_partition(b, pp, now)
             return parts
+        if node.partitions.foreach is not None:
+            return self._plan_items(b, sp, await self._items(b, sp, now), now)
         exclusive = node.partitions.since is not None
         if exclusive:
             await b.commit(now)          # what this visit wrote before must not be lost with a refused plan
@@ -76,30 +89,50 @@ class FanOut:
         p.add(b.record(node.id, sp.next_attempt, "action", "failed", now, error=err))
         return None
 
+    async def _items(self, b: Batch, sp: StepProgress, now: datetime) -> tuple[list[str], list] | None:
+        try:
+            return await self.planner.items(sp.node, self.steps.cel_scope(sp.node.id))
+        except A44Error as err:          # refused whole: no item, no partition row is written
+            self.p.add(b.record(sp.node.id, sp.next_attempt, "action", "failed", now, error=err))
+            return None
+
+    def _plan_items(self, b: Batch, sp: StepProgress, planned: tuple[list[str], list] | None,
+                    now: datetime) -> list[PartProgress] | None:
+        """A `foreach` plan: the items once in partition_items and every pending partition row, in two
+        statements of this transition (item_plan.py, migration 0038)."""
+        if planned is None:
+            return None
+        keys, items = planned
+        node = sp.node
+        parts = self.p.plan(node.id, keys, items)
+        b.plan(node.id, source(node.partitions), None, False, now)
+        b.partition_items(node.id, stored(keys, items), now)
+        return parts
+
     async def advance(self, b: Batch, sp: StepProgress, now: datetime, dues: list, busy: set[str],
                       starts: list) -> bool:
         """Start what may start of step `sp`'s partitions; end the step when all are final. True when the step
-        ended or a partition ran on the spot (successors or other partitions may be ready)."""
+        ended or a partition ran on the spot (successors or other partitions may be ready). The cost follows
+        the partitions in flight, not the step's size (fanout_cursor.py)."""
         p, node = self.p, sp.node
         parts = p.fanout.get(node.id)
         if parts is None:
             parts = await self._plan(b, sp, now)
             if parts is None:
                 return True
+        cur = self.cursors.get(node.id)
+        if cur is None:
+            cur = self.cursors[node.id] = Cursor(parts)
         prefix = node.id + "["
         in_flight = sum(1 for k in busy if k.startswith(prefix))
-        done_before = sum(1 for pp in parts if pp.done)
-        blocked = await self.locks.gate(b, parts, busy, in_flight, now, dues)     # one run per partition
-        changed = sum(1 for pp in parts if pp.done) > done_before       # skipped for a conflict
-        for pp in parts:
-            if in_flight >= node.partitions.concurrency:
-                break
-            if pp.key in busy or pp.done or pp.state == "failed" or pp.partition in blocked:
-                continue
-            if pp.state == "retry" and now < pp.last.retry_at:
-                dues.append((pp.last.retry_at, "waiting"))
-                continue
-            if self.v.inline(node):
+        inline = self.v.inline(node)
+        slots = INLINE_CHUNK if inline else node.partitions.concurrency - in_flight
+        before = sum(1 for pp in cur.open.values() if pp.done)
+        go = await self.locks.gate(b, node, cur.candidates(busy, now, dues), slots, now, dues) \
+            if slots > 0 else []
+        changed = sum(1 for pp in cur.open.values() if pp.done) > before      # skipped for a conflict
+        for pp in go:
+            if inline:
                 await self.steps.run_inline(b, pp, now)
                 changed = True
                 continue
@@ -109,7 +142,9 @@ class FanOut:
             busy.add(pp.key)
             starts.append((a, pp))
             in_flight += 1
-        if in_flight == 0 and all(pp.done or pp.state == "failed" for pp in parts):
+        if inline and go:
+            await b.commit(self.v.clock.now())       # a chunk of `pass` items per transaction, not all at once
+        if in_flight == 0 and cur.finished():
             self._end(b, sp, parts, now)
             return True
         return changed
@@ -121,18 +156,33 @@ class FanOut:
             err = failure(node.id, failed, len(parts))
             p.add(b.record(node.id, sp.next_attempt, "action", "failed", now, error=err))
             return
-        a = b.record(node.id, sp.next_attempt, "action", "succeeded", now, result=[pp.output for pp in parts])
+        a = b.record(node.id, sp.next_attempt, "action", "succeeded", now, result=step_result(parts))
         p.add(a)
         p.finished(a)
 
 
+def step_result(parts: list[PartProgress]) -> Any:
+    """The partitions' results in partition order (null for one that failed); beyond RESULT_LIST_MAX partitions
+    their counts instead ({items, succeeded, skipped, failed}): the step's one result row must not grow with the
+    number of items (each item's result is its own attempt's, `partitions RUN` pages them)."""
+    if len(parts) <= RESULT_LIST_MAX:
+        return [pp.output for pp in parts]
+    counts = {"items": len(parts), "succeeded": 0, "skipped": 0, "failed": 0}
+    for pp in parts:
+        counts["succeeded" if pp.state == "succeeded" else "skipped" if pp.state == "skipped" else "failed"] += 1
+    return counts
+
+
 def failure(step_id: str | None, failed: list[PartProgress], total: int | None = None) -> A44Error:
-    """E_PARTITIONS_FAILED naming each failed partition and why (the `partial` run's record)."""
+    """E_PARTITIONS_FAILED naming each failed partition and why (the `partial` run's record): the first
+    FAILED_LISTED of them, with how many there are (`partitions RUN --state failed` pages the rest)."""
     listed = [{"step": pp.node.id, "partition": pp.partition, "state": pp.shown, "error_code": pp.last.error_code,
-               "error_message": pp.last.error_message} for pp in failed]
+               "error_message": pp.last.error_message} for pp in failed[:FAILED_LISTED]]
     names = ", ".join(f"{f['step']}[{f['partition']}] ({f['error_code']})" for f in listed)
+    if len(failed) > FAILED_LISTED:
+        names += f" and {len(failed) - FAILED_LISTED} more (a44 automation partitions RUN --state failed)"
     of = f" of {total}" if total is not None else ""
     return A44Error(E_PARTITIONS_FAILED, f"{len(failed)}{of} partition(s) failed after their retries: {names}",
-                    step_id=step_id, details={"failed_partitions": listed},
+                    step_id=step_id, details={"failed_partitions": listed, "failed_count": len(failed)},
                     hint="a44 automation replay RUN --failed-partitions runs exactly those again; "
                          "a44 automation runs skip RUN --partition P --reason ... skips one for good")

@@ -255,12 +255,24 @@ class Batch:
             started_at=first.started_at if first else None, finished_at=last.finished_at if last else None,
             now=at)))
 
-    def plan(self, step_id: str, source: str, keys: list[str], exclusive: bool, at: datetime) -> None:
-        """Record a fan-out step's partition plan (migration 0020); `exclusive` refuses keys of other runs."""
+    def plan(self, step_id: str, source: str, keys: list[str] | None, exclusive: bool, at: datetime) -> None:
+        """Record a fan-out step's partition plan (migration 0020); `exclusive` refuses keys of other runs; no
+        keys for a `foreach` plan, whose items follow (`partition_items`)."""
         L = self.lease
         self._ops.append(("partition_plan", dict(
             run_id=L.run_id, project=L.project_id, workflow=L.workflow_id, step_id=step_id, source=source,
             keys=keys, epoch=L.epoch, exclusive=exclusive, now=at)))
+
+    def partition_items(self, step_id: str, items: list[list], at: datetime) -> None:
+        """A `foreach` plan's [key, item] pairs, stored once, and its partitions' pending rows (migration 0038)."""
+        L = self.lease
+        self._ops.append(("partition_items", dict(run_id=L.run_id, project=L.project_id, workflow=L.workflow_id,
+                                                  step_id=step_id, epoch=L.epoch, items=items, now=at)))
+
+    def partition_epoch(self, step_id: str, at: datetime) -> None:
+        """A replay's epoch stamps the reused (success, skipped) partitions of a step, in one statement."""
+        L = self.lease
+        self._ops.append(("partition_epoch", dict(run_id=L.run_id, step_id=step_id, epoch=L.epoch, now=at)))
 
     def partition_conflict(self, step_id: str, partition: str, holder: str, reason: str, at: datetime) -> None:
         """A partition skipped because another run was processing it (partition_locks.py, migration 0031): who

@@ -17,6 +17,7 @@ so two runs cannot wait for each other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -52,21 +53,19 @@ class PartitionLocks:
         self.held: set[tuple[str, str]] = set()         # (step, partition) taken in this visit
         self.waiting: set[tuple[str, str]] = set()      # refused and announced in this visit
 
-    async def gate(self, b: Batch, parts: list[PartProgress], busy: set[str], in_flight: int, now: datetime,
-                   dues: list) -> set[str]:
-        """Take the locks of the partitions that may start now (at most the free slots; all for a step run on the
-        spot). Returns the partitions not to start: held by another run (waited for); with `onConflict: skip`
-        they are recorded skipped here instead."""
-        if not parts:
-            return set()
-        node = parts[0].node
+    async def gate(self, b: Batch, node, pull: Callable[[int], list[PartProgress]], slots: int, now: datetime,
+                   dues: list) -> list[PartProgress]:
+        """Take the locks of the partitions that may start now: candidates come from `pull(n)` (the fan-out's
+        cursor, fanout_cursor.py: at most n, in order) until `slots` of them hold their lock or none is left.
+        Returns those to start; one held by another run is waited for (it stays with the cursor), or with
+        `onConflict: skip` recorded skipped here."""
         spec, L = node.partitions, self.v.lease
-        slots = len(parts) if self.v.inline(node) else spec.concurrency - in_flight
-        blocked: set[str] = set()
-        ready = [pp for pp in parts if pp.key not in busy and not pp.done and pp.state != "failed"
-                 and not (pp.state == "retry" and now < pp.last.retry_at)]
-        while slots > 0 and ready:
-            batch, ready = ready[:slots], ready[slots:]
+        go: list[PartProgress] = []
+        blocked = False
+        while slots > 0:
+            batch = pull(slots)
+            if not batch:
+                break
             want = [pp for pp in batch if (node.id, pp.partition) not in self.held]
             refused: dict[str, str] = {}
             if want:
@@ -79,14 +78,15 @@ class PartitionLocks:
                 holder = refused.get(pp.partition)
                 if holder is None:
                     slots -= 1
+                    go.append(pp)
                 elif spec.on_conflict == "skip":
                     self._skip(b, pp, holder, now)
                 else:
-                    blocked.add(pp.partition)
+                    blocked = True
                     self._wait(b, pp, holder, now)
         if blocked:
             dues.append((now + LOCK_RECHECK, WAITING))
-        return blocked
+        return go
 
     @property
     def waits(self) -> bool:

@@ -21,22 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import E_EXPR_EVAL, E_PARTITIONS_INVALID, A44Error
 from .. import evaluation
+from .item_plan import check_list, item_keys
 
 if TYPE_CHECKING:
     from ...compiler.ir import NodeIR, PartitionsIR
     from .visit import Visit
 
-MAX_PARTITIONS = 10_000
+MAX_PARTITIONS = 10_000        # a range's keys (days, hours); a `foreach` takes up to item_plan.MAX_ITEMS items
 DAY_MS = 86_400_000
 KEY_EVAL_TIMEOUT_S = 10.0
-
-
-def _key(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return str(value)
 
 
 def _moment(text: Any, what: str, step_id: str) -> date | datetime:
@@ -74,28 +67,11 @@ def range_keys(start: Any, end: Any, every_ms: int, step_id: str) -> list[str]:
     return keys
 
 
-def list_keys(value: Any, step_id: str) -> list[str]:
-    if not isinstance(value, (list, tuple)):
-        raise A44Error(E_PARTITIONS_INVALID, f"foreach of step {step_id} gave {type(value).__name__}, not a list",
-                       step_id=step_id)
-    keys = [_key(v) for v in value]
-    if len(keys) > MAX_PARTITIONS:
-        raise A44Error(E_PARTITIONS_INVALID, f"step {step_id} has {len(keys)} partitions (at most "
-                                             f"{MAX_PARTITIONS})", step_id=step_id)
-    seen: set[str] = set()
-    for k in keys:
-        if k in seen:
-            raise A44Error(E_PARTITIONS_INVALID, f"foreach of step {step_id} lists partition {k!r} twice",
-                           step_id=step_id, hint="partition keys identify partitions: make them unique")
-        seen.add(k)
-    return keys
-
-
 def source(spec: PartitionsIR) -> str:
     """The partition source as recorded with a plan: what decided the keys (not how many run at once)."""
     doc = {"foreach": spec.foreach and spec.foreach.cel, "from": spec.range_from and spec.range_from.cel,
            "to": spec.range_to and spec.range_to.cel, "every_ms": spec.every_ms, "since": spec.since,
-           "initial": spec.initial, "max": spec.max}
+           "initial": spec.initial, "max": spec.max, "key": spec.key and spec.key.cel}
     return json.dumps({k: v for k, v in doc.items() if v is not None}, sort_keys=True, separators=(",", ":"))
 
 
@@ -167,28 +143,34 @@ class Planner:
     def __init__(self, v: Visit):
         self.v = v
 
+    async def _ev(self, node: NodeIR, expr, scope: dict) -> Any:
+        try:
+            return await evaluation.evaluate(self.v.program(node, expr), scope, KEY_EVAL_TIMEOUT_S)
+        except A44Error:
+            raise
+        except Exception as exc:  # EvalError and friends: the expression is at fault
+            raise A44Error(E_EXPR_EVAL, f"partitions of step {node.id} ({expr.cel}) failed: {exc}",
+                           step_id=node.id) from None
+
+    async def items(self, node: NodeIR, scope: dict) -> tuple[list[str], list]:
+        """The keys and items of a `foreach` step (item_plan.py: at most 100,000, keys checked)."""
+        spec = node.partitions
+        items = check_list(await self._ev(node, spec.foreach, scope), node.id)
+        program = self.v.program(node, spec.key) if spec.key is not None else None
+        return await item_keys(items, program, scope, node.id), items
+
     async def keys(self, node: NodeIR, scope: dict) -> list[str]:
-        """The keys of `node`'s partitions; `scope` is what its `if:` would see (partitions add to it)."""
-        spec, v = node.partitions, self.v
-        history = None
-        if spec.foreach is None:
-            history = await self.history(node.id)
-            day = await self.logical_day()
-            scope["run"] = {**scope["run"], "date": day.isoformat(),
-                            "yesterday": (day - timedelta(days=1)).isoformat()}
-            scope["partitions"] = {"last_success": history.last_success}
+        """The keys of `node`'s range partitions; `scope` is what its `if:` would see (partitions add to it)."""
+        spec = node.partitions
+        history = await self.history(node.id)
+        day = await self.logical_day()
+        scope["run"] = {**scope["run"], "date": day.isoformat(),
+                        "yesterday": (day - timedelta(days=1)).isoformat()}
+        scope["partitions"] = {"last_success": history.last_success}
 
         async def ev(expr):
-            try:
-                return await evaluation.evaluate(v.program(node, expr), scope, KEY_EVAL_TIMEOUT_S)
-            except A44Error:
-                raise
-            except Exception as exc:  # EvalError and friends: the expression is at fault
-                raise A44Error(E_EXPR_EVAL, f"partitions of step {node.id} ({expr.cel}) failed: {exc}",
-                               step_id=node.id) from None
+            return await self._ev(node, expr, scope)
 
-        if spec.foreach is not None:
-            return list_keys(await ev(spec.foreach), node.id)
         if spec.since is None:
             return range_keys(await ev(spec.range_from), await ev(spec.range_to), spec.every_ms, node.id)
         return since_keys(history, spec.initial, await ev(spec.range_to), spec.every_ms, spec.max, node.id)

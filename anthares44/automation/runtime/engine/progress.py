@@ -33,6 +33,7 @@ class StepProgress(StepAttempts):
     """A step of the workflow with its attempts."""
 
     partition: str | None = None
+    item: Any = None            # a partition's `foreach` item (PartProgress)
 
     def __init__(self, node: NodeIR):
         super().__init__()
@@ -77,6 +78,7 @@ class PartProgress(StepProgress):
         super().__init__(node)
         self.partition = partition
         self.ordinal = ordinal
+        self.item: Any = partition          # `{{ item }}`: the whole item of a `foreach` (its key otherwise)
 
     @property
     def key(self) -> str:
@@ -94,9 +96,12 @@ class PartProgress(StepProgress):
 
 class Progress:
     def __init__(self, ir: WorkflowIR, attempts: list[Attempt], completion_order: list[str],
-                 rows: dict[str, dict[str, dict]] | None = None, plans: dict[str, list[str]] | None = None):
+                 rows: dict[str, dict[str, dict]] | None = None, plans: dict[str, list[str]] | None = None,
+                 items: dict[str, list] | None = None, plan_epochs: dict[str, int] | None = None):
         self.ir = ir
         self.plans: dict[str, list[str]] = plans or {}      # step id -> its recorded partition keys (0020)
+        self.items: dict[str, list] = items or {}           # step id -> its `foreach` items, in order (0038)
+        self.plan_epochs: dict[str, int] = plan_epochs or {}  # step id -> the epoch that planned it
         self.rows: dict[str, dict[str, dict]] = rows or {}     # step -> partition -> counts (step_rows)
         self._ancestors: dict[str, set[str]] = {}
         self.steps: dict[str, StepProgress] = {n.id: StepProgress(n) for n in ir.nodes}
@@ -124,14 +129,20 @@ class Progress:
             pp = self.parts[step_id] = PartProgress(self.steps[split[0]].node, split[1])
         return pp
 
-    def plan(self, step_id: str, keys: list[str]) -> list[PartProgress]:
-        """The partitions of fan-out step `step_id`, in order, with the attempts already recorded for them."""
+    def plan(self, step_id: str, keys: list[str], items: list | None = None) -> list[PartProgress]:
+        """The partitions of fan-out step `step_id`, in order, with the attempts already recorded for them (and
+        their items, for a `foreach`)."""
         parts = []
         for i, key in enumerate(keys):
             pp = self._part(part_id(step_id, key))
+            assert pp is not None       # step_id is a step of the workflow
             pp.ordinal = i
+            if items is not None:
+                pp.item = items[i]
             parts.append(pp)
         self.fanout[step_id] = parts
+        if items is not None:
+            self.items[step_id] = items
         return parts
 
     def failed_partitions(self) -> list[PartProgress]:

@@ -56,7 +56,7 @@ class Render:
 
     def __call__(self, template: object) -> object:
         sp = self.sp
-        scope = Steps(self.v, self.p).render_scope(sp.node.id, sp.next_attempt, sp.partition)
+        scope = Steps(self.v, self.p).render_scope(sp.node.id, sp.next_attempt, sp)
         try:
             return render_params(template, scope, deadline=time.monotonic() + RENDER_BUDGET_S)
         except A44Error as err:

@@ -230,6 +230,9 @@ class Partitions(Doc):
     target: str
     counts: dict
     partitions: list[dict]
+    next: str | None = None      # a run's: the cursor of the next page (None on the last)
+    total: int | None = None     # a run's: its partitions in all
+    failed: int | None = None    # a run's: those failed for good (failed or timeout)
 
 
 class LogPage(Doc):

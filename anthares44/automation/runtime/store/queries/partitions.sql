@@ -70,9 +70,53 @@ group by p.partition;
 
 -- name: partition_plans_of_run
 -- purpose: the recorded partition plans of run :run_id (one per fan-out step), to read back instead of planning again
-select step_id, source, keys
+select step_id, source, keys, epoch
 from automation.partition_plans
 where run_id = :run_id;
+
+-- name: partition_items_of_run
+-- purpose: the keys and items of the `foreach` plans of run :run_id (migration 0038), in plan order per step
+select step_id, partition, item
+from automation.partition_items
+where run_id = :run_id
+order by step_id, ordinal;
+
+-- name: partition_page
+-- purpose: a page of the partitions of run :run_id (project :project) in plan order after cursor (:after_step, :after_ordinal), optionally only state :state, partition :partition, step :step, at most :limit rows
+select p.run_id, p.workflow_id, p.step_id, p.partition, p.ordinal, p.epoch, p.state, p.attempts, p.error_code,
+       p.error_message, p.rows, p.worker_id, p.skipped_by, p.skip_reason, p.started_at, p.finished_at,
+       p.updated_at, r.state as run_state
+from automation.run_partitions p
+join automation.runs r on r.run_id = p.run_id
+where p.run_id = :run_id and p.project_id = :project
+  and (p.step_id, p.ordinal) > (coalesce(:after_step::text, ''), coalesce(:after_ordinal::integer, -1))
+  and (:state::text is null or p.state = :state)
+  and (:partition::text is null or p.partition = :partition)
+  and (:step::text is null or p.step_id = :step)
+order by p.step_id, p.ordinal
+limit :limit;
+
+-- name: partition_failed_page
+-- purpose: a page of the partitions of run :run_id (project :project) that failed for good (state :state, or both failed and timeout when null), in plan order after cursor (:after_step, :after_ordinal), at most :limit: by the partial index run_partitions_failed_idx, the cost follows the failed ones, not the run's size
+select p.run_id, p.workflow_id, p.step_id, p.partition, p.ordinal, p.epoch, p.state, p.attempts, p.error_code,
+       p.error_message, p.rows, p.worker_id, p.skipped_by, p.skip_reason, p.started_at, p.finished_at,
+       p.updated_at, r.state as run_state
+from automation.run_partitions p
+join automation.runs r on r.run_id = p.run_id
+where p.run_id = :run_id and p.project_id = :project and p.state in ('failed', 'timeout')
+  and (p.step_id, p.ordinal) > (coalesce(:after_step::text, ''), coalesce(:after_ordinal::integer, -1))
+  and (:state::text is null or p.state = :state)
+  and (:partition::text is null or p.partition = :partition)
+  and (:step::text is null or p.step_id = :step)
+order by p.step_id, p.ordinal
+limit :limit;
+
+-- name: partition_totals_of_run
+-- purpose: how many partitions run :run_id has (its plans' counts: no scan of its partitions) and how many of them failed for good (the partial index)
+select coalesce((select sum(coalesce(pl.item_count, jsonb_array_length(pl.keys)))
+                 from automation.partition_plans pl where pl.run_id = :run_id), 0)::bigint as total,
+       (select count(*) from automation.run_partitions f
+        where f.run_id = :run_id and f.state in ('failed', 'timeout'))::bigint as failed;
 
 -- name: partition_logical_time
 -- purpose: the occurrence of schedule :trigger (project :project) that started run :run_id, if one did (its logical time)

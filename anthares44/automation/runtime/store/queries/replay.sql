@@ -15,16 +15,20 @@ where r.project_id = :project
 order by r.created_at, r.run_id;
 
 -- name: replay_attempts
--- purpose: every attempt of runs :run_ids in their current epoch, with the order of its first log event (what a replay plan reads)
-select a.run_id, a.step_id, a.kind, a.attempt, a.status, a.started_at, a.finished_at, a.worker_id,
-       (select min(e.id) from automation.run_events e
-        where e.run_id = a.run_id and e.step_id = a.step_id and e.attempt = a.attempt
-          and e.kind in ('attempt.started', 'attempt.finished')
-          and (e.data ->> 'epoch')::integer = a.epoch and e.data ->> 'kind' = a.kind) as seq
+-- purpose: every attempt of runs :run_ids in their current epoch, in start order (what a replay plan reads; the log order of each comes from replay_attempt_events)
+select a.run_id, a.step_id, a.kind, a.attempt, a.status, a.started_at, a.finished_at, a.worker_id, a.epoch
 from automation.step_attempts a
 join automation.runs r on r.run_id = a.run_id and r.epoch = a.epoch
 where a.run_id = any(:run_ids::text[])
-order by a.run_id, seq nulls last, a.started_at;
+order by a.run_id, a.started_at;
+
+-- name: replay_attempt_events
+-- purpose: the id of the first log event of each attempt of runs :run_ids, by (run, step, attempt, epoch, kind): read in one pass and matched to the attempts by the caller (a lookup per attempt, correlated or joined, read the run's events once per attempt: quadratic for a 100,000-item fan-out)
+select e.run_id, e.step_id, e.attempt, (e.data ->> 'epoch')::integer as epoch, e.data ->> 'kind' as kind,
+       min(e.id) as seq
+from automation.run_events e
+where e.run_id = any(:run_ids::text[]) and e.kind in ('attempt.started', 'attempt.finished')
+group by 1, 2, 3, 4, 5;
 
 -- name: replay_lock
 -- purpose: lock a run for its replay and say whether replay request :request already replayed it
