@@ -25,3 +25,11 @@ select seq, name, data, idempotency_key, sent_by, received_at, consumed_epoch, c
 from automation.run_signals
 where run_id = :run_id
 order by seq;
+
+-- name: flow_holders
+-- purpose: live holders per flow key, counted from the runs (a slot is a run's lease, or its start for a holdWhileWaiting key): what the claim counts
+select k as key, count(*)::int as n
+from automation.runs r cross join lateral unnest(r.flow_keys, r.flow_hold) u(k, hold)
+where r.lease_owner is not null
+   or (u.hold and r.state in ('running', 'waiting', 'sleeping', 'awaiting_confirmation', 'compensating'))
+group by k;

@@ -24,12 +24,15 @@ from .ir import (
     ConnectorRef,
     DeliverIR,
     Expr,
+    FlowIR,
+    KeyLimitIR,
     NodeIR,
     PartitionsIR,
     RetryIR,
     SleepIR,
     TriggerIR,
     WaitIR,
+    WindowIR,
     WorkflowIR,
     seal,
 )
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
     from ..diagnostics import Diagnostic
     from .documents import Decl
     from .models import Workflow
+    from .models.flow import RateLimit, Throttle
     from .models.workflow import Compensation, PartitionRange, Step
     from .project import Project
 
@@ -207,7 +211,7 @@ def lower_workflow(decl: Decl[Workflow], project: Project) -> WorkflowIR:
     for n, t in enumerate(inline):
         type_: TriggerType = "event" if t.event else "schedule" if t.cron else "webhook" if t.webhook else "manual"
         triggers.append(lower_trigger(t, wid, t.id or f"trg_{wid[3:]}_{n + 1}", type_))
-    conc = wf.concurrency
+    conc = wf.concurrency if not isinstance(wf.concurrency, list) else None
     ir = WorkflowIR(
         workflow_id=wid, name=wf.name, version=wf.version, queue=wf.queue or DEFAULT_QUEUE,
         concurrency=ConcurrencyIR(max=conc.max if conc else DEFAULT_CONCURRENCY,
@@ -215,8 +219,24 @@ def lower_workflow(decl: Decl[Workflow], project: Project) -> WorkflowIR:
         deadline_ms=run_deadline_ms(wf), lease_ms=DEFAULT_LEASE_MS,
         triggers=tuple(triggers), nodes=tuple(lower_step(i, s, project) for i, s in enumerate(wf.steps)),
         edges=tuple(edges(wf)), source={"file": decl.src.path, "format": "yaml"},
-        expect=_expects(wf.expect, WORKFLOW_EXPECT_ROOTS))
+        expect=_expects(wf.expect, WORKFLOW_EXPECT_ROOTS), flow=_flow(wf))
     return seal(ir)
+
+
+def _flow(wf: Workflow) -> FlowIR | None:
+    from .rules.flow_limits import KEY_ROOTS
+
+    limits = wf.concurrency if isinstance(wf.concurrency, list) else []
+    conc = tuple(KeyLimitIR(key=_expr(c.key, KEY_ROOTS), limit=c.limit, scope=c.scope,  # type: ignore[arg-type]
+                            hold=c.holdWhileWaiting) for c in limits)
+
+    def window(w: Throttle | RateLimit | None, burst: int | None) -> WindowIR | None:
+        return None if w is None else WindowIR(key=_expr(w.key, KEY_ROOTS), limit=w.limit, per_ms=w.per,
+                                               burst=burst or 1)
+
+    flow = FlowIR(concurrency=conc, throttle=window(wf.throttle, wf.throttle.burst if wf.throttle else None),
+                  rate_limit=window(wf.rateLimit, None))
+    return flow if (flow.concurrency or flow.throttle or flow.rate_limit) else None
 
 
 def lower_project(project: Project, diagnostics: Iterable[Diagnostic]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, StrictStr, Tag
 
 from .base import Model, OpenModel
+from .flow import KeyLimit, RateLimit, Throttle
 from .triggers import InlineTrigger
 from .types import (
     WORKFLOW_NAME_PATTERN,
@@ -202,8 +203,12 @@ class Workflow(Model):
     """Several inline triggers."""
     queue: StrictStr | None = None
     """Queue id (`q_...`); default: the project's default queue (concurrency 100, ordering none)."""
-    concurrency: Concurrency | None = None
-    """Workflow-level concurrency limit and partition key."""
+    concurrency: Concurrency | list[KeyLimit] | None = None
+    """Workflow-level concurrency limit and partition key, or per-key limits (§22, docs/flow.md)."""
+    throttle: Throttle | None = None
+    """Starts per key and time window: the rest wait (§22)."""
+    rateLimit: RateLimit | None = None
+    """Runs per key and time window: the rest are skipped (§22)."""
     timeout: RunSpan | None = None
     """Deadline of a whole run (default and maximum: `maxDuration`)."""
     maxDuration: RunSpan | None = None
