@@ -18,7 +18,7 @@ def expr(text: str) -> Expr:
 def limited(name: str, concurrency=(), throttle=None, rate=None, nodes=None):
     """A workflow of one inline `pass` step (or `nodes`) with flow limits:
     concurrency = [(key CEL, limit, scope, hold)], throttle/rate = (key CEL, limit, per_ms, burst)."""
-    ir = workflow(nodes or [node("a", uses="pass")], name=name)
+    ir = workflow(nodes or [node("a", uses="pass", params={})], name=name)
     flow = FlowIR(concurrency=tuple(KeyLimitIR(key=expr(k), limit=n, scope=s, hold=h) for k, n, s, h in concurrency),
                   throttle=WindowIR(key=expr(throttle[0]), limit=throttle[1], per_ms=throttle[2], burst=throttle[3])
                   if throttle else None,

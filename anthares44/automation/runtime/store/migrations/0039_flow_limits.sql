@@ -114,12 +114,14 @@ begin
         perform pg_advisory_xact_lock(hashtext('a44.automation.lease_claim'));
         update automation.runs p
         set next_wake_at = new.updated_at, flow_parked_at = null
-        from (select y.run_id from automation.runs y
-              where y.flow_parked_at is not null and y.flow_keys && new.flow_keys and y.project_id = new.project_id
-                and y.run_id <> new.run_id
-              order by y.flow_parked_at, y.seq
-              limit 2 * coalesce(array_length(new.flow_keys, 1), 1)
-              for update skip locked) x
+        from (select h.run_id       -- the head of each set of keys parked behind one of these (FIFO in it)
+              from (select distinct on (y.flow_keys) y.run_id, y.flow_parked_at, y.seq
+                    from automation.runs y
+                    where y.flow_parked_at is not null and y.flow_keys && new.flow_keys
+                      and y.project_id = new.project_id and y.run_id <> new.run_id
+                    order by y.flow_keys, y.flow_parked_at, y.seq) h
+              order by h.flow_parked_at, h.seq
+              limit 32) x
         where p.run_id = x.run_id and p.flow_parked_at is not null;
         get diagnostics n = row_count;
         if n > 0 then
@@ -223,19 +225,27 @@ begin
         from automation.flow_keys k
         where (k.project_id, k.key) in (select c.project_id, c.flow_throttle from cand c
                                         where c.flow_throttle is not null and not c.reclaim)
-    ), need as (        -- each candidate's keys it does not hold yet, ranked per key; room left per key
+    ), share as (       -- per candidate and key: the key's use once this run and those before it of the key got in
+        select c.run_id, c.project_id, c.next_wake_at, c.rstate, u.key, u.cap, u.hold,
+               coalesce((select h.n from fheld h where h.project_id = c.project_id and h.key = u.key), 0) as held,
+               (coalesce((select h.n from fheld h where h.project_id = c.project_id and h.key = u.key), 0)
+                + row_number() over (partition by c.project_id, u.key order by c.next_wake_at, c.run_id))::double precision
+                   / u.cap as term
+        from cand c cross join lateral unnest(c.flow_keys, c.flow_caps, c.flow_hold) u(key, cap, hold)
+        where not c.reclaim and not c.blocked and c.flow_keys is not null
+    ), tot as (
+        select run_id, sum(term) as s from share group by run_id
+    ), need as (        -- each candidate's keys it does not hold yet, ranked per key (fair share first); room per key
         select n.run_id, n.key, n.kind,
-               row_number() over (partition by n.project_id, n.key order by n.next_wake_at, n.run_id) as ki,
+               row_number() over (partition by n.project_id, n.key order by n.score, n.next_wake_at, n.run_id) as ki,
                n.room
-        from (select c.run_id, c.project_id, c.next_wake_at, u.key, 'c' as kind,
-                     u.cap - coalesce((select h.n from fheld h where h.project_id = c.project_id and h.key = u.key), 0)
-                         as room
-              from cand c cross join lateral unnest(c.flow_keys, c.flow_caps, c.flow_hold) u(key, cap, hold)
-              where not c.reclaim and not c.blocked and c.flow_keys is not null
-                and not (u.hold and c.rstate <> 'pending')
+        from (select s.run_id, s.project_id, s.next_wake_at, s.key, 'c' as kind, s.cap - s.held as room,
+                     t.s - s.term as score       -- the use of its other keys: the least used tenant goes first
+              from share s join tot t on t.run_id = s.run_id
+              where not (s.hold and s.rstate <> 'pending')
               union all
               select c.run_id, c.project_id, c.next_wake_at, c.flow_throttle, 't',
-                     floor(coalesce(t.avail, 1))::integer
+                     floor(coalesce(t.avail, 1))::integer, 0
               from cand c left join tok t on t.project_id = c.project_id and t.key = c.flow_throttle
               where not c.reclaim and not c.blocked and c.flow_throttle is not null) n
     ), over as (
