@@ -33,3 +33,9 @@ from automation.runs r cross join lateral unnest(r.flow_keys, r.flow_hold) u(k, 
 where r.lease_owner is not null
    or (u.hold and r.state in ('running', 'waiting', 'sleeping', 'awaiting_confirmation', 'compensating'))
 group by k;
+
+-- name: flow_run_outcome
+-- purpose: a run's state, error and flow columns, and the dead letter made of it if any
+select r.state, r.error_code, r.error_message, r.flow_keyed, r.flow_keys, r.next_wake_at, r.flow_parked_at,
+       (select d.error_code from automation.dead_letters d where d.run_id = r.run_id) as dlq_code
+from automation.runs r where r.run_id = :run_id;
