@@ -3,6 +3,8 @@ the statement that grants, parks what is over, and a slot goes with the lease.""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from anthares44.automation.runtime.engine import Engine
 from tests.flow.flow_support import enqueue, holders, limited, publish
 
@@ -80,8 +82,6 @@ def test_two_daemons_never_grant_the_last_slot_twice(store, clock, aio):
 
 
 def test_an_expired_lease_keeps_its_slot_until_re_granted_then_new_runs_start(store, clock, aio):
-    from datetime import timedelta
-
     ir = limited("lease", concurrency=[("input.tenant", 2, "workflow", False)])
     aio(publish(store, ir))
     ids = aio(enqueue(store, ir, "a", 5))
@@ -139,8 +139,8 @@ def test_rate_limit_skips_with_why_and_throttle_delays_to_the_next_token(store, 
     t0 = clock.now()
     assert len(aio(eng.claim(16))) == 1         # the burst: one token
     waiting = _outcome(store, aio, tids[1])
-    assert waiting["state"] == "pending" and waiting["next_wake_at"] == t0 + __import__("datetime").timedelta(
-        milliseconds=500)                       # due exactly at the next token's instant
+    assert waiting["state"] == "pending" and waiting["next_wake_at"] == t0 + timedelta(milliseconds=500)
+    # due exactly at the next token's instant
     clock.advance(0.5)
     assert len(aio(eng.claim(16))) == 1
     clock.advance(0.5)

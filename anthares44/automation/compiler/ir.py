@@ -182,12 +182,20 @@ class WindowIR(IR):
     burst: int = 1
 
 
+class FairnessIR(IR):
+    """`fairness`: admissions shared between the values of `key` in proportion to `weight` (CEL; None: 1)."""
+    key: Expr
+    weight: Expr | None = None
+
+
 class FlowIR(_Optional):
     """The flow limits of a workflow (§22, docs/flow.md), computed per run before its admission."""
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("concurrency", "throttle", "rate_limit")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("concurrency", "throttle", "rate_limit", "priority", "fairness")
     concurrency: tuple[KeyLimitIR, ...] = ()
     throttle: WindowIR | None = None
     rate_limit: WindowIR | None = None
+    priority: Expr | int | None = None        # 1..9, or CEL giving one
+    fairness: FairnessIR | None = None
 
 
 class WorkflowIR(_Optional):

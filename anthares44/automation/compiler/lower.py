@@ -24,6 +24,7 @@ from .ir import (
     ConnectorRef,
     DeliverIR,
     Expr,
+    FairnessIR,
     FlowIR,
     KeyLimitIR,
     NodeIR,
@@ -234,9 +235,13 @@ def _flow(wf: Workflow) -> FlowIR | None:
         return None if w is None else WindowIR(key=_expr(w.key, KEY_ROOTS), limit=w.limit, per_ms=w.per,
                                                burst=burst or 1)
 
+    prio = wf.priority if not isinstance(wf.priority, str) else _expr(wf.priority, KEY_ROOTS)
+    fair = None if wf.fairness is None else FairnessIR(key=_expr(wf.fairness.key, KEY_ROOTS),
+                                                       weight=_expr(wf.fairness.weight, KEY_ROOTS))
     flow = FlowIR(concurrency=conc, throttle=window(wf.throttle, wf.throttle.burst if wf.throttle else None),
-                  rate_limit=window(wf.rateLimit, None))
-    return flow if (flow.concurrency or flow.throttle or flow.rate_limit) else None
+                  rate_limit=window(wf.rateLimit, None), priority=prio, fairness=fair)
+    return flow if (flow.concurrency or flow.throttle or flow.rate_limit or flow.priority is not None
+                    or flow.fairness) else None
 
 
 def lower_project(project: Project, diagnostics: Iterable[Diagnostic]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Flow limits of a workflow (§22, docs/flow.md): per-key concurrency, throttle and rateLimit.
+"""Flow limits of a workflow (§22, docs/flow.md): per-key concurrency, throttle, rateLimit,
+fairness (and `priority`, a CEL string or an integer 1..9 on the workflow).
 
 The shapes only; the bounds (`limit` > 0, `per` within 1s..7d, a known `scope`) are lint rules
 (rules/flow_limits.py), so each is a stable diagnostic at its YAML position instead of a schema error. A `key` is CEL over the run's `input`.
@@ -47,3 +48,12 @@ class RateLimit(Model):
     """Runs per `per` (> 0)."""
     per: RunSpan
     """The window (1s..7d)."""
+
+
+class Fairness(Model):
+    """Waiting runs are admitted in weighted fair shares between the values of `key`."""
+
+    key: StrictStr
+    """CEL over `input`, e.g. `input.tenantId`."""
+    weight: StrictStr | None = None
+    """CEL over `input` giving a number > 0 and at most 1000 (default 1): a key of weight 4 gets 4 shares."""

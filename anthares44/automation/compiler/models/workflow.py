@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, StrictStr, Tag
+from pydantic import Discriminator, Field, StrictInt, StrictStr, Tag
 
 from .base import Model, OpenModel
-from .flow import KeyLimit, RateLimit, Throttle
+from .flow import Fairness, KeyLimit, RateLimit, Throttle
 from .triggers import InlineTrigger
 from .types import (
     WORKFLOW_NAME_PATTERN,
@@ -209,6 +209,11 @@ class Workflow(Model):
     """Starts per key and time window: the rest wait (§22)."""
     rateLimit: RateLimit | None = None
     """Runs per key and time window: the rest are skipped (§22)."""
+    priority: StrictStr | StrictInt | None = None
+    """1 (first) .. 9 (default 5), or CEL over `input` giving one; a waiting run gains a level every 30 s, so
+    none waits forever behind higher levels (§22)."""
+    fairness: Fairness | None = None
+    """Weighted fair share of admissions between key values (§22)."""
     timeout: RunSpan | None = None
     """Deadline of a whole run (default and maximum: `maxDuration`)."""
     maxDuration: RunSpan | None = None

@@ -1,7 +1,7 @@
-"""Flow-limit rules (§22, docs/flow.md): every per-key `concurrency` entry, `throttle` and `rateLimit` has a
-positive `limit` (a limit of 0 would hold every run forever), a known `scope`, a window `per` between 1 s and 7 d
-(shorter is a spin, longer outlives what a token bucket or a count is kept for), and a `key` that is CEL over
-`input` (the value is computed per run before it is admitted; docs/flow.md "Keys").
+"""Flow-limit rules (§22, docs/flow.md): a `priority` is 1..9 or CEL; every per-key `concurrency` entry, `throttle`
+and `rateLimit` has a positive `limit` (a limit of 0 would hold every run forever), a known `scope`, a window `per`
+between 1 s and 7 d (shorter is a spin, longer outlives what a token bucket or a count is kept for), and a `key` (also `fairness`'s
+key and weight) that is CEL over `input` (the value is computed per run before it is admitted; docs/flow.md "Keys").
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 A44261 = register("A44261", "a flow limit's limit is not positive")
 A44262 = register("A44262", "a flow limit's per is outside 1s..7d")
 A44263 = register("A44263", "a concurrency limit's scope is neither workflow nor project")
+A44264 = register("A44264", "a workflow's priority is outside 1..9")
 
 KEY_ROOTS = {"input"}
 SCOPES = ("workflow", "project")
@@ -39,6 +40,17 @@ def check(project: Project) -> Iterator[Diagnostic]:
                                         src.span(at + ("scope",)),
                                         hint="`workflow` (the default) counts this workflow's runs; `project` "
                                              "shares the key's slots with every workflow naming it")
+        if isinstance(wf.priority, str):
+            yield from expression_diagnostics(src, decl.path + ("priority",), wf.priority, KEY_ROOTS,
+                                              expect_bool=False)
+        elif wf.priority is not None and not 1 <= wf.priority <= 9:
+            yield Diagnostic.at(A44264, f"priority must be 1 (first) to 9, not {wf.priority}", src.path,
+                                src.span(decl.path + ("priority",)), hint="leave it out for 5")
+        if wf.fairness is not None:
+            yield from _key(src, decl.path + ("fairness",), wf.fairness.key)
+            if wf.fairness.weight is not None:
+                yield from expression_diagnostics(src, decl.path + ("fairness", "weight"), wf.fairness.weight,
+                                                  KEY_ROOTS, expect_bool=False)
         for name in ("throttle", "rateLimit"):
             w: Any = getattr(wf, name)
             if w is None:

@@ -6,7 +6,8 @@ claimable until its keys are known. Before each claim the engine keys up to a ba
 then written by `automation.flow_key_run` in a transaction of their own, which also counts its rateLimit window
 (a run past it is skipped, with why) and refuses a key that would make a limit's live keys exceed `max_keys`.
 A key that fails to compute or gives null (or more than MAX_VALUE_LEN characters) dead-letters the run with
-E_FLOW_KEY_INVALID: there is no shared default bucket.
+E_FLOW_KEY_INVALID: there is no shared default bucket. So does a `priority` that is not an integer 1..9 or a
+fairness `weight` that is not a number in (0, 1000].
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ log = logging.getLogger("a44.flow")
 MAX_LIVE_KEYS = 1_000_000     # live keys per limit (§22); past it a run with a new key is refused
 MAX_VALUE_LEN = 200           # characters of a key's value
 BATCH = 256
+MAX_WEIGHT = 1000.0           # a fairness weight is > 0 and at most this
+UNLIMITED = 2_147_483_647     # the "limit" of a fairness key: it orders admissions, it never holds one back
 
 
 class KeyInvalid(Exception):
@@ -83,6 +86,17 @@ class FlowKeyer:
                 value = await self._value(c.key, data, f"concurrency[{i}].key")
                 doc["keys"].append({"key": f"{limit_id}={value}", "limit_id": limit_id, "value": value,
                                     "kind": "concurrency", "max_n": c.limit, "hold": c.hold})
+            if flow.fairness is not None:
+                limit_id = f"f:{wf}"
+                value = await self._value(flow.fairness.key, data, "fairness.key")
+                weight = 1.0 if flow.fairness.weight is None else \
+                    await self._number(flow.fairness.weight, data, "fairness.weight", 0.0, MAX_WEIGHT)
+                doc["keys"].append({"key": f"{limit_id}={value}", "limit_id": limit_id, "value": value,
+                                    "kind": "fairness", "max_n": UNLIMITED, "weight": weight})
+            if flow.priority is not None:
+                p = flow.priority if isinstance(flow.priority, int) else \
+                    await self._number(flow.priority, data, "priority", 1, 9, whole=True)
+                doc["priority"] = int(p)
             for name, kind, w in (("throttle", "throttle", flow.throttle), ("rateLimit", "rate", flow.rate_limit)):
                 if w is not None:
                     limit_id = f"{kind[0]}:{wf}"
@@ -102,6 +116,18 @@ class FlowKeyer:
             return key_text(value)
         except KeyInvalid as exc:
             raise KeyInvalid(f"{where} `{expr.cel}` {exc}") from None
+
+    async def _number(self, expr: Expr, data: Any, where: str, low: float, high: float, whole: bool = False) -> float:
+        try:
+            value = await evaluate(self.engine.program(None, expr), {"input": data}, INGESTION_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - any failure of the expression is this run's, never the daemon's
+            raise KeyInvalid(f"{where} `{expr.cel}` cannot be computed from this input: {exc}") from None
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and \
+            (value >= low if whole else value > low) and value <= high and (not whole or float(value).is_integer())
+        if not ok:
+            want = f"an integer {low:g}..{high:g}" if whole else f"a number > {low:g} and <= {high:g}"
+            raise KeyInvalid(f"{where} `{expr.cel}` gave {value!r}, not {want}")
+        return float(value)
 
     async def sweep(self, idle_s: float = 3600.0, limit: int = 1000) -> int:
         """Forget keys idle for `idle_s` (or their window) that no unfinished run names."""

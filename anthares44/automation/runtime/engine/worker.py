@@ -101,11 +101,11 @@ class Engine:
                     ir = self._irs[key] = load_workflow_ir(row["ir"])
         return ir
 
-    def program(self, node: NodeIR, expr=None):
+    def program(self, node: NodeIR | None, expr=None):
         """The loaded CEL program of `expr` (default: the node's `if:`), cached per IR object."""
         from ...grammar import load_program
 
-        expr = expr if expr is not None else node.condition
+        expr = expr if expr is not None else node.condition  # type: ignore[union-attr] - None only with an expr
         prog = self._programs.get(id(expr))
         if prog is None:
             prog = self._programs[id(expr)] = load_program(expr.program)

@@ -14,6 +14,8 @@ alter table automation.runs add column flow_hold boolean[];      -- holdWhileWai
 alter table automation.runs add column flow_holds boolean not null default false;   -- any of flow_hold
 alter table automation.runs add column flow_throttle text;       -- its throttle key ('t:<workflow>=<value>')
 alter table automation.runs add column flow_parked_at timestamptz;   -- parked by the claim behind a full key
+alter table automation.runs add column flow_weights double precision[];   -- the share of each key (fairness)
+alter table automation.runs add column flow_priority smallint;   -- 1 (first) .. 9; null: 5
 
 -- the runs whose keys are still to compute (the keyer reads them in creation order)
 create index runs_flow_unkeyed_idx on automation.runs (created_at) where flow_keyed = false;
@@ -28,14 +30,18 @@ create index runs_flow_parked_idx on automation.runs using gin (flow_keys) where
 create index runs_flow_open_idx on automation.runs using gin (flow_keys)
     where flow_keys is not null and state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled');
 
+create index runs_flow_throttle_idx on automation.runs (project_id, flow_throttle)
+    where flow_throttle is not null and state not in ('succeeded', 'partial', 'failed', 'compensation_failed',
+                                                      'cancelled');
+
 -- One row per live key: what the limit is, since when it is full, a throttle's token bucket, a rateLimit's
 -- window. Keys of a limit are counted in flow_limit_keys (kept by trigger, in the same transaction).
 create table automation.flow_keys (
     project_id   text        not null,
-    key          text        not null,          -- c:<limit>=<value> | t:<workflow>=<value> | r:<workflow>=<value>
+    key          text        not null,          -- c:<limit>=<value> | f: | t: | r:<workflow>=<value>
     limit_id     text        not null,          -- c:<workflow>#<i> | c:project | t:<workflow> | r:<workflow>
     value        text        not null,          -- what the key expression gave
-    kind         text        not null check (kind in ('concurrency', 'throttle', 'rate')),
+    kind         text        not null check (kind in ('concurrency', 'fairness', 'throttle', 'rate')),
     max_n        integer     not null check (max_n > 0),
     per_ms       bigint,                        -- throttle, rate: the window
     burst        integer,                       -- throttle: tokens at most
@@ -90,7 +96,7 @@ begin
                  and v.has_flow) then
         new.flow_keyed := false;
         new.flow_keys := null; new.flow_caps := null; new.flow_hold := null; new.flow_holds := false;
-        new.flow_throttle := null; new.flow_parked_at := null;
+        new.flow_throttle := null; new.flow_parked_at := null; new.flow_weights := null; new.flow_priority := null;
     end if;
     return new;
 end
@@ -115,12 +121,14 @@ begin
         update automation.runs p
         set next_wake_at = new.updated_at, flow_parked_at = null
         from (select h.run_id       -- the head of each set of keys parked behind one of these (FIFO in it)
-              from (select distinct on (y.flow_keys) y.run_id, y.flow_parked_at, y.seq
+              from (select distinct on (y.flow_keys) y.run_id, y.flow_parked_at, y.seq,
+                           greatest(1, coalesce(y.flow_priority, 5)
+                                       - floor(extract(epoch from (new.updated_at - y.created_at)) / 30)) as eprio
                     from automation.runs y
                     where y.flow_parked_at is not null and y.flow_keys && new.flow_keys
                       and y.project_id = new.project_id and y.run_id <> new.run_id
-                    order by y.flow_keys, y.flow_parked_at, y.seq) h
-              order by h.flow_parked_at, h.seq
+                    order by y.flow_keys, coalesce(y.flow_priority, 5), y.flow_parked_at, y.seq) h
+              order by h.eprio, h.flow_parked_at, h.seq
               limit 32) x
         where p.run_id = x.run_id and p.flow_parked_at is not null;
         get diagnostics n = row_count;
@@ -196,7 +204,10 @@ begin
     ), cand as (
         select r.run_id, r.project_id, coalesce(r.queue, 'q_default') as queue, r.workflow_id, r.version,
                r.next_wake_at, r.lease_owner is not null as reclaim, r.state as rstate, r.flow_keys, r.flow_caps,
-               r.flow_hold, r.flow_throttle,
+               r.flow_hold, r.flow_throttle, r.flow_weights,
+               -- priority with aging: a level gained per 30 s since creation, so none waits forever
+               greatest(1, coalesce(r.flow_priority, 5)
+                           - floor(extract(epoch from (p_now - r.created_at)) / 30))::integer as eprio,
                (r.state = 'pending' and r.lease_owner is null and r.partition_key is not null
                 and exists (select 1 from automation.queues oq
                             where oq.project_id = r.project_id and oq.queue_id = r.queue and oq.ordering = 'by-partition')
@@ -226,34 +237,37 @@ begin
         where (k.project_id, k.key) in (select c.project_id, c.flow_throttle from cand c
                                         where c.flow_throttle is not null and not c.reclaim)
     ), share as (       -- per candidate and key: the key's use once this run and those before it of the key got in
-        select c.run_id, c.project_id, c.next_wake_at, c.rstate, u.key, u.cap, u.hold,
+        select c.run_id, c.project_id, c.next_wake_at, c.eprio, c.rstate, u.key, u.cap, u.hold,
                coalesce((select h.n from fheld h where h.project_id = c.project_id and h.key = u.key), 0) as held,
                (coalesce((select h.n from fheld h where h.project_id = c.project_id and h.key = u.key), 0)
-                + row_number() over (partition by c.project_id, u.key order by c.next_wake_at, c.run_id))::double precision
-                   / u.cap as term
-        from cand c cross join lateral unnest(c.flow_keys, c.flow_caps, c.flow_hold) u(key, cap, hold)
+                + row_number() over (partition by c.project_id, u.key order by c.eprio, c.next_wake_at, c.run_id))
+               ::double precision / u.weight as term
+        from cand c cross join lateral unnest(c.flow_keys, c.flow_caps, c.flow_hold, c.flow_weights)
+                                       u(key, cap, hold, weight)
         where not c.reclaim and not c.blocked and c.flow_keys is not null
     ), tot as (
         select run_id, sum(term) as s from share group by run_id
     ), need as (        -- each candidate's keys it does not hold yet, ranked per key (fair share first); room per key
         select n.run_id, n.key, n.kind,
-               row_number() over (partition by n.project_id, n.key order by n.score, n.next_wake_at, n.run_id) as ki,
+               row_number() over (partition by n.project_id, n.key order by n.eprio, n.score, n.next_wake_at, n.run_id)
+                   as ki,
                n.room
-        from (select s.run_id, s.project_id, s.next_wake_at, s.key, 'c' as kind, s.cap - s.held as room,
+        from (select s.run_id, s.project_id, s.next_wake_at, s.eprio, s.key, 'c' as kind, s.cap - s.held as room,
                      t.s - s.term as score       -- the use of its other keys: the least used tenant goes first
               from share s join tot t on t.run_id = s.run_id
               where not (s.hold and s.rstate <> 'pending')
               union all
-              select c.run_id, c.project_id, c.next_wake_at, c.flow_throttle, 't',
+              select c.run_id, c.project_id, c.next_wake_at, c.eprio, c.flow_throttle, 't',
                      floor(coalesce(t.avail, 1))::integer, 0
               from cand c left join tok t on t.project_id = c.project_id and t.key = c.flow_throttle
               where not c.reclaim and not c.blocked and c.flow_throttle is not null) n
     ), over as (
         select run_id, bool_or(kind = 'c') as by_key from need where ki > room group by run_id
     ), ranked as (
-        select c.run_id, c.next_wake_at, c.reclaim,
-               row_number() over (partition by c.project_id, c.queue order by c.next_wake_at, c.run_id) as qi,
-               row_number() over (partition by c.project_id, c.workflow_id order by c.next_wake_at, c.run_id) as wi,
+        select c.run_id, c.next_wake_at, c.reclaim, c.eprio,
+               row_number() over (partition by c.project_id, c.queue order by c.eprio, c.next_wake_at, c.run_id) as qi,
+               row_number() over (partition by c.project_id, c.workflow_id order by c.eprio, c.next_wake_at, c.run_id)
+                   as wi,
                coalesce(q.max_concurrency, 100) - coalesce(f.n, 0) as qroom,
                v.max_concurrency - coalesce(w.n, 0) as wroom
         from cand c
@@ -264,12 +278,12 @@ begin
         left join wheld w on w.project_id = c.project_id and w.workflow_id = c.workflow_id
         where not c.blocked and not c.reclaim and not exists (select 1 from over o where o.run_id = c.run_id)
     ), pick as (
-        select run_id, next_wake_at from cand where reclaim
+        select run_id, 0 as eprio, next_wake_at from cand where reclaim
         union all
-        select run_id, next_wake_at from ranked where qi <= qroom and wi <= wroom
+        select run_id, eprio, next_wake_at from ranked where qi <= qroom and wi <= wroom
     ), due as (
         select x.run_id, x.prev_state, x.prev_owner
-        from (select run_id from pick order by next_wake_at limit p_limit) p
+        from (select run_id from pick order by eprio, next_wake_at limit p_limit) p
         cross join lateral (select r.run_id, r.state as prev_state, r.lease_owner as prev_owner
                             from automation.runs r
                             where r.run_id = p.run_id and r.next_wake_at <= p_now
@@ -457,16 +471,19 @@ begin
     end loop;
     update automation.runs x
     set flow_keyed = true,
-        flow_keys = (select array_agg(e ->> 'key' order by o) from jsonb_array_elements(p_doc -> 'keys') with ordinality t(e, o)
-                     where e ->> 'kind' = 'concurrency'),
-        flow_caps = (select array_agg((e ->> 'max_n')::integer order by o)
-                     from jsonb_array_elements(p_doc -> 'keys') with ordinality t(e, o) where e ->> 'kind' = 'concurrency'),
-        flow_hold = (select array_agg(coalesce((e ->> 'hold')::boolean, false) order by o)
-                     from jsonb_array_elements(p_doc -> 'keys') with ordinality t(e, o) where e ->> 'kind' = 'concurrency'),
-        flow_holds = coalesce((select bool_or((e ->> 'hold')::boolean) from jsonb_array_elements(p_doc -> 'keys') e
-                               where e ->> 'kind' = 'concurrency'), false),
+        flow_keys = c.keys, flow_caps = c.caps, flow_hold = c.hold, flow_weights = c.weights,
+        flow_holds = coalesce(c.any_hold, false),
         flow_throttle = (select e ->> 'key' from jsonb_array_elements(p_doc -> 'keys') e where e ->> 'kind' = 'throttle'
-                         limit 1)
+                         limit 1),
+        flow_priority = (p_doc ->> 'priority')::smallint
+    from (select array_agg(e ->> 'key' order by o) as keys,
+                 array_agg(coalesce((e ->> 'max_n')::integer, 2147483647) order by o) as caps,
+                 array_agg(coalesce((e ->> 'hold')::boolean, false) order by o) as hold,
+                 array_agg(coalesce((e ->> 'weight')::double precision, (e ->> 'max_n')::double precision) order by o)
+                     as weights,
+                 bool_or((e ->> 'hold')::boolean) as any_hold
+          from jsonb_array_elements(p_doc -> 'keys') with ordinality t(e, o)
+          where e ->> 'kind' in ('concurrency', 'fairness')) c
     where x.run_id = r.run_id;
     return 'keyed';
 end
@@ -487,7 +504,10 @@ begin
           and not exists (select 1 from automation.runs r
                           where r.project_id = f.project_id and r.state not in ('succeeded', 'partial', 'failed',
                                                                                 'compensation_failed', 'cancelled')
-                            and (r.flow_keys @> array[f.key] or r.flow_throttle = f.key))
+                            and r.flow_keys @> array[f.key])
+          and not exists (select 1 from automation.runs r
+                          where r.project_id = f.project_id and r.flow_throttle = f.key
+                            and r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled'))
         order by f.used_at
         limit p_limit);
     get diagnostics n = row_count;
