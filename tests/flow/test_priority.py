@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from anthares44.automation.errors import E_FLOW_KEY_INVALID
 from anthares44.automation.runtime.engine import Engine
 from tests.flow.flow_support import enqueue, limited, publish
@@ -43,7 +41,7 @@ def test_weighted_fair_share_between_keys(store, clock, aio):
         rows = aio(eng.claim(16))
         assert len(rows) == 5
         for r in rows:
-            got[json.loads(r["input"])["tenant"]] += 1
+            got[r["input"]["tenant"]] += 1
             assert aio(eng.drive_run(r)) == "succeeded"
         clock.advance(0.2)
     assert got == {"free": 10, "pro": 40}
