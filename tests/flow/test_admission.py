@@ -39,6 +39,9 @@ def test_a_key_that_fails_or_is_null_sends_the_run_to_the_dlq_never_to_a_shared_
     missing = aio(store.create_run("pj_default", ir.workflow_id, {"other": 1}, "no-tenant")).run_id
     null = aio(store.create_run("pj_default", ir.workflow_id, {"tenant": None}, "null-tenant")).run_id
     (good,) = aio(enqueue(store, ir, "a", 1))
+    # the claim statement alone (another daemon's, between a creation and its keyer) grants no run without keys
+    assert aio(store.fetch("lease_claim", worker_id="other", now=clock.now(), limit=16, lease=timedelta(seconds=30),
+                           park_until=clock.now())) == []
     rows = aio(Engine(store, clock=clock).claim(16))
     assert [r["run_id"] for r in rows] == [good]
     for bad in (missing, null):
@@ -66,15 +69,32 @@ def test_past_max_live_keys_a_new_key_is_refused_and_known_keys_go_on(store, clo
 
 
 def test_two_daemons_never_grant_the_last_slot_twice(store, clock, aio):
+    """Every claim is held at its end (run_events locked by another session) so that, without the claim lock,
+    all of them would count the holders in the same snapshot; with it each one after the first counts the first's
+    grants."""
     import asyncio
+
+    import asyncpg
 
     ir = limited("last", concurrency=[("input.tenant", 3, "workflow", False)])
     aio(publish(store, ir))
     aio(enqueue(store, ir, "a", 40))
     engines = [Engine(store, clock=clock, worker_id=f"d{i}") for i in range(4)]
+    aio(engines[0].flow.key_new())
 
     async def race():
-        return await asyncio.gather(*(e.claim(16) for e in engines for _ in range(3)))
+        blocker = await asyncpg.connect(store.url)
+        try:
+            tr = blocker.transaction()
+            await tr.start()
+            await blocker.execute("lock table automation.run_events in exclusive mode")
+            claims = [asyncio.ensure_future(e.claim(16)) for e in engines]
+            await asyncio.sleep(0.5)            # every claim is in flight, none can have committed
+            assert not any(c.done() for c in claims)
+            await tr.rollback()
+            return await asyncio.gather(*claims)
+        finally:
+            await blocker.close()
 
     got = aio(race())
     assert sum(len(g) for g in got) == 3
