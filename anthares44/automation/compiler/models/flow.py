@@ -2,7 +2,8 @@
 fairness (and `priority`, a CEL string or an integer 1..9 on the workflow).
 
 The shapes only; the bounds (`limit` > 0, `per` within 1s..7d, a known `scope`) are lint rules
-(rules/flow_limits.py), so each is a stable diagnostic at its YAML position instead of a schema error. A `key` is CEL over the run's `input`.
+(rules/flow_limits.py), so each is a stable diagnostic at its YAML position instead of a schema error. A `key` is
+CEL over the run's `input`.
 """
 
 from __future__ import annotations

@@ -130,6 +130,16 @@ SleepField = Annotated[Annotated[RunSpan, Tag("Duration")] | Annotated[Sleep, Ta
                        Discriminator(_sleep_form)]
 
 
+def _concurrency_form(value: Any) -> str:
+    return "KeyLimits" if isinstance(value, list) else "Concurrency"
+
+
+# the workflow cap `{max, partitionKey}` or per-key limits (§22): one form's errors only, chosen by the shape
+ConcurrencyField = Annotated[
+    Annotated[Concurrency, Tag("Concurrency")] | Annotated[list[KeyLimit], Tag("KeyLimits")],
+    Discriminator(_concurrency_form)]
+
+
 class Wait(Model):
     """A durable wait for something sent to the run (§20, docs/waits.md); the run holds no worker meanwhile."""
 
@@ -203,7 +213,7 @@ class Workflow(Model):
     """Several inline triggers."""
     queue: StrictStr | None = None
     """Queue id (`q_...`); default: the project's default queue (concurrency 100, ordering none)."""
-    concurrency: Concurrency | list[KeyLimit] | None = None
+    concurrency: ConcurrencyField | None = None
     """Workflow-level concurrency limit and partition key, or per-key limits (§22, docs/flow.md)."""
     throttle: Throttle | None = None
     """Starts per key and time window: the rest wait (§22)."""

@@ -1,7 +1,8 @@
 """Flow-limit rules (§22, docs/flow.md): a `priority` is 1..9 or CEL; every per-key `concurrency` entry, `throttle`
 and `rateLimit` has a positive `limit` (a limit of 0 would hold every run forever), a known `scope`, a window `per`
-between 1 s and 7 d (shorter is a spin, longer outlives what a token bucket or a count is kept for), and a `key` (also `fairness`'s
-key and weight) that is CEL over `input` (the value is computed per run before it is admitted; docs/flow.md "Keys").
+between 1 s and 7 d (shorter is a spin, longer outlives what a token bucket or a count is kept for), and a `key`
+(also `fairness`'s key and weight) that is CEL over `input` (the value is computed per run before it is admitted;
+docs/flow.md "Keys").
 """
 
 from __future__ import annotations
