@@ -74,6 +74,7 @@ SIGNAL = Endpoint("POST", PREFIX + "/runs/{run_id}/signals/{name}", {202: rm.Sig
 WAKE = Endpoint("POST", PREFIX + "/runs/{run_id}/wake", {200: rm.TimerResult})
 RESCHEDULE = Endpoint("POST", PREFIX + "/runs/{run_id}/reschedule", {200: rm.TimerResult})
 RESOLVE = Endpoint("POST", PREFIX + "/runs/{run_id}/resolve", {200: rm.Run})
+RUN_EXPLAIN = Endpoint("GET", PREFIX + "/runs/{run_id}/explain", {200: fm.RunExplain})
 LOGS = Endpoint("GET", PREFIX + "/logs", {200: rm.LogPage})
 REPLAY = Endpoint("POST", PREFIX + "/replay", {200: rm.ReplayResult})
 

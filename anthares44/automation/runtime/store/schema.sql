@@ -681,6 +681,8 @@ begin
                 from automation.runs x where x.run_id = r.run_id;
                 update automation.flow_keys f set tokens = fk.tokens, refilled_at = fk.refilled_at
                 where f.project_id = fk.project_id and f.key = fk.key;
+                update automation.flow_limit_keys l set skipped = l.skipped + 1
+                where l.project_id = fk.project_id and l.limit_id = fk.limit_id;
                 return 'skipped';
             end if;
             update automation.flow_keys f set tokens = fk.tokens + 1, refilled_at = fk.refilled_at
@@ -1626,7 +1628,8 @@ CREATE TABLE automation.flow_keys (
 CREATE TABLE automation.flow_limit_keys (
     project_id text NOT NULL,
     limit_id text NOT NULL,
-    live_keys bigint DEFAULT 0 NOT NULL
+    live_keys bigint DEFAULT 0 NOT NULL,
+    skipped bigint DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE automation.flow_pauses (
@@ -2227,6 +2230,8 @@ CREATE INDEX runs_finished_idx ON automation.runs USING btree (finished_at) WHER
 CREATE INDEX runs_flow_holding_idx ON automation.runs USING btree (project_id) WHERE (flow_holds AND (lease_owner IS NULL) AND (state = ANY (ARRAY['running'::text, 'waiting'::text, 'sleeping'::text, 'awaiting_confirmation'::text, 'compensating'::text])));
 
 CREATE INDEX runs_flow_open_idx ON automation.runs USING gin (flow_keys) WHERE ((flow_keys IS NOT NULL) AND (state <> ALL (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])));
+
+CREATE INDEX runs_flow_parked_at_idx ON automation.runs USING btree (flow_parked_at) WHERE (flow_parked_at IS NOT NULL);
 
 CREATE INDEX runs_flow_parked_idx ON automation.runs USING gin (flow_keys) WHERE (flow_parked_at IS NOT NULL);
 

@@ -25,6 +25,7 @@ create index runs_flow_holding_idx on automation.runs (project_id)
                                                            'compensating');
 -- the runs parked behind one of their keys, promoted when a holder of the key lets its slot go
 create index runs_flow_parked_idx on automation.runs using gin (flow_keys) where flow_parked_at is not null;
+create index runs_flow_parked_at_idx on automation.runs (flow_parked_at) where flow_parked_at is not null;
 
 -- the unfinished runs naming a key (the sweep of idle keys)
 create index runs_flow_open_idx on automation.runs using gin (flow_keys)
@@ -58,6 +59,7 @@ create table automation.flow_limit_keys (
     project_id text   not null,
     limit_id   text   not null,
     live_keys  bigint not null default 0,
+    skipped    bigint not null default 0,          -- runs a rateLimit skipped, ever (metrics)
     primary key (project_id, limit_id)
 );
 
@@ -463,6 +465,8 @@ begin
                 from automation.runs x where x.run_id = r.run_id;
                 update automation.flow_keys f set tokens = fk.tokens, refilled_at = fk.refilled_at
                 where f.project_id = fk.project_id and f.key = fk.key;
+                update automation.flow_limit_keys l set skipped = l.skipped + 1
+                where l.project_id = fk.project_id and l.limit_id = fk.limit_id;
                 return 'skipped';
             end if;
             update automation.flow_keys f set tokens = fk.tokens + 1, refilled_at = fk.refilled_at
