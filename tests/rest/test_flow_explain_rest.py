@@ -4,10 +4,10 @@ key says which key, its use (`input.tenant=acme 1/1`), its oldest holder and its
 
 from __future__ import annotations
 
+from anthares44.automation.cli.run_explain import render
 from anthares44.automation.compiler.ir import to_json
 from anthares44.automation.runtime.engine import Engine
 from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
-from anthares44.automation.cli.run_explain import render
 from tests.ingestion.support import P
 from tests.partitions.support import compile_yaml
 

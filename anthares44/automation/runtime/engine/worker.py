@@ -105,7 +105,9 @@ class Engine:
         """The loaded CEL program of `expr` (default: the node's `if:`), cached per IR object."""
         from ...grammar import load_program
 
-        expr = expr if expr is not None else node.condition  # type: ignore[union-attr] - None only with an expr
+        if expr is None:                # no node only with an expr (the keyer's flow keys)
+            assert node is not None
+            expr = node.condition
         prog = self._programs.get(id(expr))
         if prog is None:
             prog = self._programs[id(expr)] = load_program(expr.program)
