@@ -66,6 +66,13 @@ def test_past_max_live_keys_a_new_key_is_refused_and_known_keys_go_on(store, clo
     got = _outcome(store, aio, third)
     assert (got["state"], got["dlq_code"]) == ("cancelled", E_FLOW_KEYS_EXHAUSTED), got
     assert _outcome(store, aio, again)["flow_keyed"] is True and first
+    # the refusal raises an alert: the built-in DLQ-growth alert, naming the code
+    from anthares44.automation.runtime.alerts.evaluator import Evaluator
+    from tests.runtime.pg import query
+
+    aio(Evaluator(store, holder="d1", interval_s=15).step())
+    [(rule, context)] = query(store.url, "select rule, context from automation.alerts")
+    assert rule == "builtin:dlq_growth" and E_FLOW_KEYS_EXHAUSTED in context
 
 
 def test_two_daemons_never_grant_the_last_slot_twice(store, clock, aio):
