@@ -1,5 +1,5 @@
 """Issue 30's second bar with real processes: `kill -9` of a daemon holding the slots of one key (limit 2), again
-and again. Each time a new daemon starts at once and the runs of that key that never started begin within the lease
+and again, while another daemon serves. Each time the runs of that key that never started begin within the lease
 timeout + 5 s (the killed daemon's runs keep their slots until their leases expire and are re-granted); at every
 cycle the slots counted from the runs equal the calls the far side holds, and at the end no slot is left (drift 0)
 and every run succeeded. A few cycles by default; `A44_SLOW=1`: the issue's 200."""
@@ -18,6 +18,7 @@ from anthares44.automation.runtime.store.core import Store
 from tests.flow.flow_support import enqueue, holders, limited, publish
 from tests.loopback import ThreadedServer
 from tests.runtime.daemon_support import ServeProcess, call, wait_until
+from tests.runtime.pg import query
 
 CYCLES = 200 if os.environ.get("A44_SLOW") == "1" else 3
 LEASE_S = 2
@@ -73,33 +74,52 @@ async def _read(url: str):
         await store.close()
 
 
+def _owners(url: str) -> dict[str, str]:
+    return {r["run_id"]: r["lease_owner"] for r in query(
+        url, "select run_id, lease_owner from automation.runs where lease_owner is not null")}
+
+
 def test_kill_9_of_a_daemon_holding_a_keys_slots_frees_them_within_the_lease(pg_url, tmp_path):
+    """Two daemons serve; each cycle the one holding slots of the key is killed (a replacement starts at once, so
+    two keep serving), and the survivor must start a new run of the key within the lease timeout + 5 s."""
     far = HoldingFarSide()
-    run_ids = asyncio.run(_setup(pg_url, far, LIMIT * (CYCLES + 1)))
-    daemon = ServeProcess(pg_url, tmp_path, lease=f"{LEASE_S}s", worker_id="d0")
+    run_ids = asyncio.run(_setup(pg_url, far, LIMIT * (CYCLES + 1) + 2))
+    daemons = {w: ServeProcess(pg_url, tmp_path, lease=f"{LEASE_S}s", worker_id=w) for w in ("d0", "d1")}
+    serial = 2
     try:
         for cycle in range(CYCLES):
-            wait_until(lambda: len(far.held) == LIMIT, 30, f"cycle {cycle}: {LIMIT} calls held")
+            wait_until(lambda: len(far.held - far.released) == LIMIT, 30, f"cycle {cycle}: {LIMIT} calls held")
             time.sleep(0.3)                                 # a third call would have arrived by now
-            victims = set(far.held)
-            assert len(far.held) == LIMIT                   # never more than the limit at the far side
+            assert len(far.held - far.released) == LIMIT    # never more than the limit at the far side
             held, _ = asyncio.run(_read(pg_url))
             assert held == {KEY: LIMIT}                     # slots counted = calls in flight
-            daemon.kill9()
+            owners = _owners(pg_url)
+            name = next(w for w in daemons if w in set(owners.values()))
+            victims = {r for r, w in owners.items() if w == name}
+            daemons.pop(name).kill9()
             killed_at = time.monotonic()
-            daemon = ServeProcess(pg_url, tmp_path, lease=f"{LEASE_S}s", worker_id=f"d{cycle + 1}")
             with far.lock:
                 far.released |= victims                     # their re-granted calls now complete
-            # (victims are released now: a held call not released is a run of the key that had not started)
-            wait_until(lambda: any(r not in far.released for r in list(far.held)), LEASE_S + 5 + 5,
-                       f"cycle {cycle}: a new run of the key to start")
-            fresh = min(t for r, t in list(far.called.items()) if r not in far.released)
+            new = f"d{serial}"
+            serial += 1
+            daemons[new] = ServeProcess(pg_url, tmp_path, lease=f"{LEASE_S}s", worker_id=new)
+            before = frozenset(far.called)
+            try:
+                wait_until(lambda b=before: set(far.called) - b - far.released, LEASE_S + 5 + 5,
+                           f"cycle {cycle}: a new run of the key to start")
+            except AssertionError:
+                print(query(pg_url, "select run_id, state, lease_owner, lease_deadline, next_wake_at, flow_parked_at "
+                                    "from automation.runs where state <> 'succeeded' order by seq"), victims)
+                print({w: d.output()[-3000:] for w, d in daemons.items()})
+                raise
+            fresh = min(t for r, t in list(far.called.items()) if r not in before and r not in far.released)
             assert fresh - killed_at <= LEASE_S + 5, (cycle, fresh - killed_at)
         with far.lock:
             far.released |= set(run_ids)
         wait_until(lambda: set(asyncio.run(_read(pg_url))[1].values()) == {"succeeded"}, 60, "every run to finish")
     finally:
-        daemon.stop()
+        for d in daemons.values():
+            d.stop()
         far.close()
     held, states = asyncio.run(_read(pg_url))
     assert held == {}                                       # drift 0: no slot outlives its run

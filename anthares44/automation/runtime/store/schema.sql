@@ -770,7 +770,10 @@ begin
                     order by y.flow_keys, coalesce(y.flow_priority, 5), y.flow_parked_at, y.seq) h
               order by h.eprio, h.flow_parked_at, h.seq
               limit 32) x
-        where p.run_id = x.run_id and p.flow_parked_at is not null;
+        cross join lateral (select z.run_id from automation.runs z      -- never wait on a row while holding the
+                            where z.run_id = x.run_id and z.flow_parked_at is not null     -- claim lock
+                            for update skip locked) l
+        where p.run_id = l.run_id;
         get diagnostics n = row_count;
         if n > 0 then
             perform pg_notify('a44_runs_due', (floor(extract(epoch from new.updated_at) * 1000))::bigint::text);
@@ -924,9 +927,13 @@ begin
                                      from tok t where t.project_id = r.project_id and t.key = r.flow_throttle),
                                     interval '1 second')) end,
             flow_parked_at = case when o.by_key then p_now else null end
-        from over o
-        where r.run_id = o.run_id and r.lease_owner is null and r.next_wake_at <= p_now
-          and r.state in ('pending', 'waiting', 'sleeping', 'compensating')
+        from (select v.run_id, v.by_key
+              from over v
+              cross join lateral (select y.run_id from automation.runs y
+                                  where y.run_id = v.run_id and y.lease_owner is null and y.next_wake_at <= p_now
+                                    and y.state in ('pending', 'waiting', 'sleeping', 'compensating')
+                                  for update skip locked) x) o
+        where r.run_id = o.run_id
     ), granted as (
         update automation.runs r
         set state = case when r.state = 'compensating' then 'compensating' else 'running' end,
