@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ...compiler.ir import Expr, WorkflowIR
@@ -27,6 +28,7 @@ log = logging.getLogger("a44.flow")
 MAX_LIVE_KEYS = 1_000_000     # live keys per limit (§22); past it a run with a new key is refused
 MAX_VALUE_LEN = 200           # characters of a key's value
 BATCH = 256
+RECHECK = timedelta(seconds=1)
 MAX_WEIGHT = 1000.0           # a fairness weight is > 0 and at most this
 UNLIMITED = 2_147_483_647     # the "limit" of a fairness key: it orders admissions, it never holds one back
 
@@ -51,10 +53,23 @@ class FlowKeyer:
     def __init__(self, engine: Engine, max_keys: int = MAX_LIVE_KEYS):
         self.engine = engine
         self.max_keys = max_keys
+        self._any: bool = False
+        self._checked: datetime | None = None
+
+    async def _in_use(self) -> bool:
+        """Whether any version declares flow limits, read again at most once a second of the engine's clock: a
+        deployment without them pays no statement per claim (a new one's runs wait at most that second)."""
+        now = self.engine.clock.now()
+        if not self._any and (self._checked is None or now - self._checked >= RECHECK):   # published stays
+            self._any = bool(await self.engine.store.fetchval("flow_any_limits"))
+            self._checked = now
+        return self._any
 
     async def key_new(self) -> int:
         """Key the runs waiting for their keys (a batch); returns how many were written or refused."""
         e = self.engine
+        if not await self._in_use():
+            return 0
         rows = await e.store.fetch("flow_unkeyed", limit=BATCH)
         done = 0
         for row in rows:
@@ -131,7 +146,7 @@ class FlowKeyer:
 
     async def sweep(self, idle_s: float = 3600.0, limit: int = 1000) -> int:
         """Forget keys idle for `idle_s` (or their window) that no unfinished run names."""
-        from datetime import timedelta
-
+        if not await self._in_use():
+            return 0
         return await self.engine.store.fetchval("flow_keys_sweep", now=self.engine.clock.now(),
                                                 idle=timedelta(seconds=idle_s), limit=limit) or 0

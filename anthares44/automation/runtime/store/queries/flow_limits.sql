@@ -59,3 +59,7 @@ select (select count(*) from automation.runs r
            as workflow_in_use,
        (select v.max_concurrency from automation.workflow_versions v
         where v.project_id = :project and v.workflow_id = :workflow_id and v.version = :version) as workflow_cap;
+
+-- name: flow_any_limits
+-- purpose: whether any published version declares flow limits (the keyer has nothing to do otherwise)
+select exists (select 1 from automation.workflow_versions where has_flow);
