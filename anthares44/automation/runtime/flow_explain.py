@@ -84,5 +84,4 @@ def _concurrency_cel(flow, key: str, i: int) -> str:
         return "key"
     if key.startswith("f:"):
         return flow.fairness.key.cel if flow.fairness is not None else "key"
-    conc = [c for c in flow.concurrency]
-    return conc[i].key.cel if i < len(conc) else "key"
+    return flow.concurrency[i].key.cel if i < len(flow.concurrency) else "key"
