@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
+import pytest
+
 from anthares44.automation.runtime.engine import Engine
 from tests.flow.flow_support import enqueue, holders, limited, publish
 
@@ -20,6 +22,7 @@ A_RUNS, SMALL = (10_000, 100) if SLOW else (400, 40)
 STEP = timedelta(milliseconds=200)
 TICK = timedelta(milliseconds=100)
 PER_TENANT, PROJECT_WIDE = 5, 10
+pytestmark = pytest.mark.timeout(7200) if os.environ.get("A44_SLOW") == "1" else []  # full size: long
 
 
 def _p95(waits: list[float]) -> float:

@@ -11,6 +11,7 @@ import os
 import threading
 import time
 
+import pytest
 from aiohttp import web
 
 from anthares44.automation.clock import SystemClock
@@ -24,6 +25,7 @@ CYCLES = 200 if os.environ.get("A44_SLOW") == "1" else 3
 LEASE_S = 2
 LIMIT = 2
 KEY = "c:wf_kill#0=k"
+pytestmark = pytest.mark.timeout(7200) if os.environ.get("A44_SLOW") == "1" else []  # full size: long
 
 
 class HoldingFarSide(ThreadedServer):
