@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     from ..project import Project
     from ..source import Path, SourceFile
 
-A44261 = register("A44261", "a flow limit's limit is not positive")
-A44262 = register("A44262", "a flow limit's per is outside 1s..7d")
-A44263 = register("A44263", "a concurrency limit's scope is neither workflow nor project")
-A44264 = register("A44264", "a workflow's priority is outside 1..9")
+A44281 = register("A44281", "a flow limit's limit is not positive")
+A44282 = register("A44282", "a flow limit's per is outside 1s..7d")
+A44283 = register("A44283", "a concurrency limit's scope is neither workflow nor project")
+A44284 = register("A44284", "a workflow's priority is outside 1..9")
 
 KEY_ROOTS = {"input"}
 SCOPES = ("workflow", "project")
@@ -37,7 +37,7 @@ def check(project: Project) -> Iterator[Diagnostic]:
                 yield from _limit(src, at, c.limit)
                 yield from _key(src, at, c.key)
                 if c.scope not in SCOPES:
-                    yield Diagnostic.at(A44263, f"scope {c.scope!r} is not one of workflow, project", src.path,
+                    yield Diagnostic.at(A44283, f"scope {c.scope!r} is not one of workflow, project", src.path,
                                         src.span(at + ("scope",)),
                                         hint="`workflow` (the default) counts this workflow's runs; `project` "
                                              "shares the key's slots with every workflow naming it")
@@ -45,7 +45,7 @@ def check(project: Project) -> Iterator[Diagnostic]:
             yield from expression_diagnostics(src, decl.path + ("priority",), wf.priority, KEY_ROOTS,
                                               expect_bool=False)
         elif wf.priority is not None and not 1 <= wf.priority <= 9:
-            yield Diagnostic.at(A44264, f"priority must be 1 (first) to 9, not {wf.priority}", src.path,
+            yield Diagnostic.at(A44284, f"priority must be 1 (first) to 9, not {wf.priority}", src.path,
                                 src.span(decl.path + ("priority",)), hint="leave it out for 5")
         if wf.fairness is not None:
             yield from _key(src, decl.path + ("fairness",), wf.fairness.key)
@@ -60,16 +60,16 @@ def check(project: Project) -> Iterator[Diagnostic]:
             yield from _limit(src, at, w.limit)
             yield from _key(src, at, w.key)
             if not MIN_PER_MS <= w.per <= MAX_PER_MS:
-                yield Diagnostic.at(A44262, f"{name}.per must be between 1s and 7d", src.path,
+                yield Diagnostic.at(A44282, f"{name}.per must be between 1s and 7d", src.path,
                                     src.span(at + ("per",)), hint="e.g. per: 1m")
             if name == "throttle" and w.burst is not None and w.burst <= 0:
-                yield Diagnostic.at(A44261, "throttle.burst must be at least 1", src.path,
+                yield Diagnostic.at(A44281, "throttle.burst must be at least 1", src.path,
                                     src.span(at + ("burst",)), hint="leave it out for 1")
 
 
 def _limit(src: SourceFile, at: Path, limit: int) -> Iterator[Diagnostic]:
     if limit <= 0:
-        yield Diagnostic.at(A44261, f"limit must be at least 1, not {limit}", src.path, src.span(at + ("limit",)),
+        yield Diagnostic.at(A44281, f"limit must be at least 1, not {limit}", src.path, src.span(at + ("limit",)),
                             hint="a limit of 0 would hold every run of the key forever; pause a key with "
                                  "`a44 automation flow pause KEY` instead")
 
