@@ -29,3 +29,17 @@ order by seq;
 -- name: children_count_of_parents
 -- purpose: how many child runs the runs :run_ids started for their steps (compensations left out)
 select count(*)::bigint from automation.run_children where parent_run_id = any(:run_ids::text[]) and kind = 'action';
+
+-- name: flow_holders
+-- purpose: live holders per flow key, counted from the runs (a slot is a run's lease, or its start for a holdWhileWaiting key): what the claim counts
+select k as key, count(*)::int as n
+from automation.runs r cross join lateral unnest(r.flow_keys, r.flow_hold) u(k, hold)
+where r.lease_owner is not null
+   or (u.hold and r.state in ('running', 'waiting', 'sleeping', 'awaiting_confirmation', 'compensating'))
+group by k;
+
+-- name: flow_run_outcome
+-- purpose: a run's state, error and flow columns, and the dead letter made of it if any
+select r.state, r.error_code, r.error_message, r.flow_keyed, r.flow_keys, r.next_wake_at, r.flow_parked_at,
+       (select d.error_code from automation.dead_letters d where d.run_id = r.run_id) as dlq_code
+from automation.runs r where r.run_id = :run_id;

@@ -307,6 +307,14 @@ E_FLOW_KEY_NOT_FOUND = _code("E_FLOW_KEY_NOT_FOUND", False, "no flow key of that
 E_FLOW_PAUSE_INVALID = _code("E_FLOW_PAUSE_INVALID", False,
                              "a flow pause needs a key and an `--until` instant in the future (at most 30 days ahead)",
                              http=400, exit=EXIT_USAGE)
+E_FLOW_KEY_INVALID = _code("E_FLOW_KEY_INVALID", False,
+                           "a flow limit's key expression failed or gave null for this input (sent to the DLQ)",
+                           http=400)
+E_FLOW_KEYS_EXHAUSTED = _code("E_FLOW_KEYS_EXHAUSTED", False,
+                              "a flow limit already has 1,000,000 live keys; a run with a new key is refused",
+                              http=429)
+E_FLOW_RATE_LIMITED = _code("E_FLOW_RATE_LIMITED", False,
+                            "the workflow's rateLimit for this key is used up: the run was skipped", http=429)
 E_DLQ_FILTER = _code("E_DLQ_FILTER", False, "the --filter expression does not compile", http=400, exit=EXIT_USAGE,
                      details=True)
 

@@ -20,7 +20,7 @@ REMOTE = {
     "automation runs skip": ["run_x", "--reason", "r"], "automation runs cancel": ["run_x", "--reason", "r"],
     "automation signal": ["run_x", "approved", "--data", "{}"],
     "automation approve": ["run_x", "--step", "s", "--decision", "approve"], "automation approvals": [],
-    "automation runs show": ["run_x"], "automation runs tree": ["run_x"], "automation runs wake": ["run_x", "--step", "s", "--reason", "r"],
+    "automation runs show": ["run_x"], "automation runs tree": ["run_x"], "automation runs explain": ["run_x"], "automation runs wake": ["run_x", "--step", "s", "--reason", "r"],
     "automation runs export": ["--workflow", "wf_x"],
     "automation runs reschedule": ["run_x", "--step", "s", "--until", "2026-07-01T09:00:00Z"],
     "automation logs": ["run_x"],

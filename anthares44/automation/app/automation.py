@@ -396,6 +396,25 @@ class Automation(RunsService):
 
         return await wake(self.store, self.project, run_id, step, by=by, reason=reason)
 
+    async def explain(self, run_id: str) -> dict:
+        """What holds the run back (§22, docs/flow.md "Why queued"): its limits and their use now, and the paused
+        flow key it waits on, if any."""
+        from ..runtime import flow_pauses
+        from ..runtime.flow_explain import explain
+        from .flow import paused_on
+
+        doc = await explain(self.store, self.project, run_id)
+        run = await self.store.get_run(run_id, self.project)
+        on = paused_on(run, await self.store.list_attempts(run_id))
+        if on is not None:
+            rows = {r["key"]: r for r in await flow_pauses.list_paused(self.store, self.project)}
+            key = next((k for k in rows if f"flow key {k} " in on), None)
+            row = rows.get(key) if key else None
+            doc["pause"] = {"key": key, "waiting_on": on, "until": row["paused_until"] if row else None,
+                            "reason": row.get("reason") if row else None, "source": row.get("source") if row else None}
+            doc["held_back"] = True
+        return doc
+
     async def reschedule(self, run_id: str, step: str, *, until: str, by: str, reason: str | None = None) -> dict:
         """A person moves the due instant of sleep `step` to `until` (ISO 8601 with its offset); past the run's
         deadline refuses with E_SLEEP_EXCEEDS_RUN_DEADLINE (runtime.engine.timers)."""

@@ -107,6 +107,21 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
         paused.add({"project": f["project_id"]}, f["paused"])
         pauses.add({"project": f["project_id"]}, f["pauses"], "_total")
 
+    slots = Family("automation_flow_slots_in_use", "gauge", "slots of a flow limit's keys held now (live holders, "
+                   "counted from the runs; docs/flow.md)")
+    flow_waiting = Family("automation_flow_waiting", "gauge", "runs parked behind a full key of a flow limit")
+    wait_s = Family("automation_flow_wait_seconds", "gauge", "the longest wait (since creation) of a run parked "
+                    "behind a flow limit")
+    skipped = Family("automation_flow_rate_limited", "counter", "runs a rateLimit skipped (E_FLOW_RATE_LIMITED)")
+    for f in v.flow_limits:
+        labels = {"project": f["project_id"], "limit": f["limit_id"]}
+        if f["limit_id"].startswith("r:"):
+            skipped.add(labels, f["skipped"], "_total")
+        elif not f["limit_id"].startswith("t:"):
+            slots.add(labels, f["in_use"])
+            flow_waiting.add(labels, f["waiting"])
+            wait_s.add(labels, round(float(f["longest_wait_s"]), 3))
+
     deliveries = Family("automation_event_deliveries", "counter",
                         "event deliveries recorded, by outcome (filtered: a miss of a trigger that keeps them)")
     for d in v.deliveries:
@@ -156,7 +171,8 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             fam = persisted[base] = Family(base, "counter", HELP.get(c["name"], c["name"]) + " (every process)")
         fam.add(c["labels"], c["value"], "_total")
     return [dlq, age, waiting, runs, reclaims, redeliveries, attempts, retries, comps, durations, breaker, opened,
-            paused, pauses, deliveries, failed, pending, alerts, waits_open, wait_age, overdue, lateness,
+            paused, pauses, slots, flow_waiting, wait_s, skipped, deliveries, failed, pending, alerts, waits_open,
+            wait_age, overdue, lateness,
             *persisted.values()]
 
 

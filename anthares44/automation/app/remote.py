@@ -449,6 +449,10 @@ class RemoteAutomation(RunsService):
                                   body={"step": step, "until": until, "reason": reason})
         return timestamps(doc)
 
+    async def explain(self, run_id: str) -> dict:
+        _, doc = await self._call(ep.RUN_EXPLAIN.at(run_id=run_id))
+        return timestamps(doc)
+
     async def whoami(self) -> dict:
         _, doc = await self._call(ep.WHOAMI.call())
         return timestamps(doc)

@@ -9,6 +9,9 @@ Exit 0 (even when nothing matches), 1 database error, 2 usage error.
 `a44 automation runs RUN [--format json]` shows one run: its state, steps and, while it sleeps, each sleeping step
 with the due instant stored when its sleep opened (`due_at`; the run as `GET /v1/automation/runs/{id}` answers).
 
+`a44 automation runs explain RUN` says what holds a run back: each limit with its key and use (`input.tenant=acme
+5/5`), since when, the oldest holder, the position, a throttle's next token, any pause and its reason.
+
 `a44 automation runs resolve RUN --step S --outcome succeeded|failed|retry` settles an `exclusive` step whose lease
 expired (the run waits in `awaiting_confirmation` until a person says what happened).
 
@@ -113,6 +116,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     t.add_argument("--step", dest="timer_step", required=True, metavar="S", help="the sleeping step")
     t.add_argument("--until", required=True, metavar="ISO", help="the new due instant, with its offset")
     t.add_argument("--reason", metavar="TEXT", help="why (recorded in the log)")
+    _action(actions, "explain", "what holds the run back: each limit's key and use, since when, its oldest "
+            "holder, the position, a throttle's next token, a pause", "What holds the run back (docs/flow.md "
+            "\"Why queued\"): each limit of the run with its key, use (input.tenant=acme 5/5), since when, the "
+            "oldest holder, the queue position, a throttle's next token, and any pause and its reason.", by=None)
     e = actions.add_parser("export", help="finished runs of a workflow as JSON lines, redacted (test fixtures)",
                            description="A random sample of the finished runs of a workflow, one history (the run "
                                        "and its attempts) per line, values under sensitive keys redacted: real "
@@ -161,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
         return run_api(_export, args)
     if getattr(args, "runs_action", None) == "tree":
         return run_api(_tree, args)
+    if getattr(args, "runs_action", None) == "explain":
+        from .run_explain import explain
+
+        return run_api(explain, args)
     if getattr(args, "runs_action", None) == "show":
         return run_api(_show, args)
     if getattr(args, "runs_action", None) in ("wake", "reschedule"):

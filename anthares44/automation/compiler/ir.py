@@ -237,8 +237,40 @@ class ConcurrencyIR(IR):
     partition_key: Any = None
 
 
+class KeyLimitIR(IR):
+    """One `concurrency` entry with a key (§22): `key` CEL over `input`; `scope` project: shared by workflows."""
+    key: Expr
+    limit: int
+    scope: Literal["workflow", "project"] = "workflow"
+    hold: bool = False            # holdWhileWaiting: the slot stays while the run is parked
+
+
+class WindowIR(IR):
+    """`throttle` (starts wait for a token) or `rateLimit` (runs past the limit are skipped) over one key."""
+    key: Expr
+    limit: int
+    per_ms: int
+    burst: int = 1
+
+
+class FairnessIR(IR):
+    """`fairness`: admissions shared between the values of `key` in proportion to `weight` (CEL; None: 1)."""
+    key: Expr
+    weight: Expr | None = None
+
+
+class FlowIR(_Optional):
+    """The flow limits of a workflow (§22, docs/flow.md), computed per run before its admission."""
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("concurrency", "throttle", "rate_limit", "priority", "fairness")
+    concurrency: tuple[KeyLimitIR, ...] = ()
+    throttle: WindowIR | None = None
+    rate_limit: WindowIR | None = None
+    priority: Expr | int | None = None        # 1..9, or CEL giving one
+    fairness: FairnessIR | None = None
+
+
 class WorkflowIR(_Optional):
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("expect",)
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("expect", "flow")
     ir_version: int = IR_VERSION
     kind: Literal["workflow", "code"] = "workflow"     # code: a Python workflow (§12), see `code` and sdk/
     workflow_id: str
@@ -254,6 +286,7 @@ class WorkflowIR(_Optional):
     edges: tuple[tuple[str, str], ...]
     source: dict[str, Any] | None = None
     expect: tuple[Expr, ...] = ()             # checked over the run's rows and result when every step is done
+    flow: FlowIR | None = None                # per-key limits (§22); None: only queue and workflow caps
 
     def node(self, step_id: str) -> NodeIR:
         for n in self.nodes:

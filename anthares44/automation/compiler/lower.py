@@ -27,6 +27,9 @@ from .ir import (
     ConnectorRef,
     DeliverIR,
     Expr,
+    FairnessIR,
+    FlowIR,
+    KeyLimitIR,
     NodeIR,
     PartitionsIR,
     RetryIR,
@@ -34,6 +37,7 @@ from .ir import (
     TriggerIR,
     WaitBranchIR,
     WaitIR,
+    WindowIR,
     WorkflowIR,
     seal,
 )
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
     from ..diagnostics import Diagnostic
     from .documents import Decl
     from .models import Workflow
+    from .models.flow import RateLimit, Throttle
     from .models.workflow import Compensation, PartitionRange, Step
     from .project import Project
 
@@ -283,7 +288,7 @@ def lower_workflow(decl: Decl[Workflow], project: Project) -> WorkflowIR:
     for n, t in enumerate(inline):
         type_: TriggerType = "event" if t.event else "schedule" if t.cron else "webhook" if t.webhook else "manual"
         triggers.append(lower_trigger(t, wid, t.id or f"trg_{wid[3:]}_{n + 1}", type_))
-    conc = wf.concurrency
+    conc = wf.concurrency if not isinstance(wf.concurrency, list) else None
     ir = WorkflowIR(
         workflow_id=wid, name=wf.name, version=wf.version, queue=wf.queue or DEFAULT_QUEUE,
         concurrency=ConcurrencyIR(max=conc.max if conc else DEFAULT_CONCURRENCY,
@@ -291,8 +296,28 @@ def lower_workflow(decl: Decl[Workflow], project: Project) -> WorkflowIR:
         deadline_ms=run_deadline_ms(wf), lease_ms=DEFAULT_LEASE_MS,
         triggers=tuple(triggers), nodes=tuple(lower_step(i, s, project, run_deadline_ms(wf)) for i, s in enumerate(wf.steps)),
         edges=tuple(edges(wf)), source={"file": decl.src.path, "format": "yaml"},
-        expect=_expects(wf.expect, WORKFLOW_EXPECT_ROOTS))
+        expect=_expects(wf.expect, WORKFLOW_EXPECT_ROOTS), flow=_flow(wf))
     return seal(ir)
+
+
+def _flow(wf: Workflow) -> FlowIR | None:
+    from .rules.flow_limits import KEY_ROOTS
+
+    limits = wf.concurrency if isinstance(wf.concurrency, list) else []
+    conc = tuple(KeyLimitIR(key=_expr(c.key, KEY_ROOTS), limit=c.limit, scope=c.scope,  # type: ignore[arg-type]
+                            hold=c.holdWhileWaiting) for c in limits)
+
+    def window(w: Throttle | RateLimit | None, burst: int | None) -> WindowIR | None:
+        return None if w is None else WindowIR(key=_expr(w.key, KEY_ROOTS), limit=w.limit, per_ms=w.per,
+                                               burst=burst or 1)
+
+    prio = wf.priority if not isinstance(wf.priority, str) else _expr(wf.priority, KEY_ROOTS)
+    fair = None if wf.fairness is None else FairnessIR(key=_expr(wf.fairness.key, KEY_ROOTS),
+                                                       weight=_expr(wf.fairness.weight, KEY_ROOTS))
+    flow = FlowIR(concurrency=conc, throttle=window(wf.throttle, wf.throttle.burst if wf.throttle else None),
+                  rate_limit=window(wf.rateLimit, None), priority=prio, fairness=fair)
+    return flow if (flow.concurrency or flow.throttle or flow.rate_limit or flow.priority is not None
+                    or flow.fairness) else None
 
 
 def lower_project(project: Project, diagnostics: Iterable[Diagnostic]) -> dict[str, Any]:

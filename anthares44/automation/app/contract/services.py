@@ -2,7 +2,7 @@
 REST twin (app/remote*.py, over a daemon's API) both subclass it, so a type checker holds both sides to one
 signature and tests/rest/test_contract.py checks at run time that they declare the same parameters.
 
-    RunsService           Automation          RemoteAutomation      publish, run, runs, logs, partitions, skip, cancel, wake...
+    RunsService           Automation          RemoteAutomation      publish, run, runs, logs, partitions, skip, cancel, wake, explain...
     EventsService         Ingestion           RemoteIngestion       publish_event, events, event
     QueuesService  Queues              RemoteQueues          stats, dead letters
     FlowService    Flow                RemoteFlow            paused flow keys: list, pause, resume
@@ -70,6 +70,8 @@ class RunsService(Protocol):
     async def wake(self, run_id: str, step: str, *, by: str, reason: str) -> dict: ...
 
     async def reschedule(self, run_id: str, step: str, *, until: str, by: str, reason: str | None = None) -> dict: ...
+
+    async def explain(self, run_id: str) -> dict: ...
 
 
 class EventsService(Protocol):

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, StrictStr, Tag
+from pydantic import Discriminator, Field, StrictInt, StrictStr, Tag
 
 from .approvals import Approval
 from .base import Model, OpenModel
+from .flow import Fairness, KeyLimit, RateLimit, Throttle
 from .triggers import InlineTrigger
 from .types import (
     WORKFLOW_NAME_PATTERN,
@@ -132,6 +133,16 @@ def _sleep_form(value: Any) -> str:
 
 SleepField = Annotated[Annotated[RunSpan, Tag("Duration")] | Annotated[Sleep, Tag("Sleep")],
                        Discriminator(_sleep_form)]
+
+
+def _concurrency_form(value: Any) -> str:
+    return "KeyLimits" if isinstance(value, list) else "Concurrency"
+
+
+# the workflow cap `{max, partitionKey}` or per-key limits (§22): one form's errors only, chosen by the shape
+ConcurrencyField = Annotated[
+    Annotated[Concurrency, Tag("Concurrency")] | Annotated[list[KeyLimit], Tag("KeyLimits")],
+    Discriminator(_concurrency_form)]
 
 
 class Correlate(Model):
@@ -256,8 +267,17 @@ class Workflow(Model):
     """Several inline triggers."""
     queue: StrictStr | None = None
     """Queue id (`q_...`); default: the project's default queue (concurrency 100, ordering none)."""
-    concurrency: Concurrency | None = None
-    """Workflow-level concurrency limit and partition key."""
+    concurrency: ConcurrencyField | None = None
+    """Workflow-level concurrency limit and partition key, or per-key limits (§22, docs/flow.md)."""
+    throttle: Throttle | None = None
+    """Starts per key and time window: the rest wait (§22)."""
+    rateLimit: RateLimit | None = None
+    """Runs per key and time window: the rest are skipped (§22)."""
+    priority: StrictStr | StrictInt | None = None
+    """1 (first) .. 9 (default 5), or CEL over `input` giving one; a waiting run gains a level every 30 s, so
+    none waits forever behind higher levels (§22)."""
+    fairness: Fairness | None = None
+    """Weighted fair share of admissions between key values (§22)."""
     timeout: RunSpan | None = None
     """Deadline of a whole run (default and maximum: `maxDuration`)."""
     maxDuration: RunSpan | None = None

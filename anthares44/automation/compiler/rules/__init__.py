@@ -17,6 +17,7 @@ from . import (
     expectations,
     expressions,
     flow,
+    flow_limits,
     monitoring,
     retry,
     sql,
@@ -30,8 +31,8 @@ from . import (
 if TYPE_CHECKING:
     from ..project import Project
 
-RULES = (steps, connectors, children, dag, retry, timers, flow, expressions, expectations, templates, sql, triggers,
-         monitoring, approvals, waits)
+RULES = (steps, connectors, children, dag, retry, timers, flow, flow_limits, expressions, expectations, templates, sql,
+         triggers, monitoring, approvals, waits)
 
 
 def run_rules(project: Project) -> list[Diagnostic]:

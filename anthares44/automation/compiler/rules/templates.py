@@ -52,7 +52,7 @@ def check(project: Project) -> Iterator[Diagnostic]:
     for decl in project.of_kind("workflow"):
         wf, src = decl.model, decl.src
         before = predecessors(wf)
-        if wf.concurrency and wf.concurrency.partitionKey:
+        if wf.concurrency and not isinstance(wf.concurrency, list) and wf.concurrency.partitionKey:
             yield from _check_string(src, decl.path + ("concurrency", "partitionKey"), wf.concurrency.partitionKey,
                                      PARTITION_ROOTS, set())
         steps_data = decl.data.get("steps", [])

@@ -177,6 +177,12 @@ async def api_histories(request: web.Request) -> web.Response:
         q["workflow"], since=since, sample=min(q.get("sample", 500), MAX_SAMPLE))})
 
 
+@route(ep.RUN_EXPLAIN, "what holds a run back (as `runs explain`): each limit with its key, use, since when, the "
+       "oldest holder, the queue position, a throttle's next token, a pause and its reason", errors=(404,))
+async def api_explain(request: web.Request) -> web.Response:
+    return json_response(await automation_for(request).explain(params(request)["run_id"]))
+
+
 @route(ep.LOGS, "attempts of every run of the project, newest first, filtered (as "
        "`logs query --format json`); a truncated answer has `next`, passed back as `cursor`",
        query=("error_code", "step", "workflow", "partition_key", "since", "until",

@@ -29,6 +29,7 @@ from ..secrets.file import SecretFile
 from ..secrets.source import SecretSource
 from ..store.core import TERMINAL_RUN_STATES, Store
 from .committer import Committer, synchronous_commit
+from .flow_keys import FlowKeyer
 from .interpreter import RunDriver
 from .journal import Lease, Notifier
 from .timer_firing import BATCH, fire_due
@@ -86,6 +87,7 @@ class Engine:
         self.drivers: dict[str, RunDriver] = {}     # the runs being driven, for a cancel request (cancels.py)
         self._cancel_soon: set[str] = set()         # leased to us, cancel requested, driver not started yet
         self._settles: set[asyncio.Task] = set()
+        self.flow = FlowKeyer(self)                 # computes new runs' flow keys before their admission (§22)
 
     # --- shared caches ----------------------------------------------------------------------------------------
     async def workflow_ir(self, project: str, workflow_id: str, version: int) -> WorkflowIR:
@@ -100,11 +102,13 @@ class Engine:
                     ir = self._irs[key] = load_workflow_ir(row["ir"])
         return ir
 
-    def program(self, node: NodeIR, expr=None):
+    def program(self, node: NodeIR | None, expr=None):
         """The loaded CEL program of `expr` (default: the node's `if:`), cached per IR object."""
         from ...grammar import load_program
 
-        expr = expr if expr is not None else node.condition
+        if expr is None:                # no node only with an expr (the keyer's flow keys)
+            assert node is not None
+            expr = node.condition
         prog = self._programs.get(id(expr))
         if prog is None:
             prog = self._programs[id(expr)] = load_program(expr.program)
@@ -129,6 +133,7 @@ class Engine:
     # --- leases -----------------------------------------------------------------------------------------------
     async def claim(self, limit: int | None = None) -> list:
         """Grant up to `limit` due runs to this worker (FOR UPDATE SKIP LOCKED: daemons never get the same run)."""
+        await self.flow.key_new()       # runs with flow limits are claimable once their keys are known (0039)
         now = self.clock.now()
         # one statement (0022): the advisory lock serialising claims of every daemon, then the claim in a fresh
         # snapshot, so the slots a queue / workflow has in use count every earlier grant (docs/queues.md)
@@ -158,6 +163,7 @@ class Engine:
         n = await self.store.fetchval("queue_expire_waiting", now=self.clock.now(), limit=limit)
         if n:
             self.metrics["queue_expired_total"] += n
+        await self.flow.sweep()
         return n or 0
 
     async def release(self, lease: Lease) -> None:

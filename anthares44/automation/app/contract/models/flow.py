@@ -34,3 +34,17 @@ class FlowChange(Doc):
     paused_until: str
     paused: bool
     woken: int = Field(description="runs released until a later end that go now (resume) or at `until` (pause)")
+
+
+class RunExplain(Doc):
+    """What holds a run back (`runs explain RUN`): each limit of the run with its key, its use now, whether it is
+    full, since when the run waits behind it, its oldest holder, the run's position among the key's waiting runs,
+    a throttle's next token, and a pause of a flow key it waits on."""
+    run_id: str
+    state: str
+    workflow_id: str
+    held_back: bool = Field(description="true when a full limit or a pause keeps it from starting now")
+    limits: list[dict] = Field(description="kind (concurrency | fairness | throttle | queue | workflow), key, use "
+                                           "(`input.tenant=acme 5/5`), in_use, limit, full, since, oldest_holder "
+                                           "{run_id, since}, position, tokens, next_token_at")
+    pause: dict | None = Field(None, description="the paused flow key it waits on: key, until, reason, source")

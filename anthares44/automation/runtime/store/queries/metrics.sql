@@ -110,3 +110,30 @@ select project_id,
 from automation.flow_pauses
 group by 1
 order by 1;
+
+-- name: metrics_flow_limits
+-- purpose: per project and flow limit at :now (§22): slots in use (live holders), runs parked behind its keys and the longest of their waits, runs its rateLimit skipped ever
+with used as (
+    select r.project_id, split_part(u.key, '=', 1) as limit_id, count(*)::bigint as n
+    from automation.runs r cross join lateral unnest(r.flow_keys, r.flow_hold) u(key, hold)
+    where r.flow_keys is not null
+      and (r.lease_owner is not null
+           or (r.flow_holds and u.hold and r.state in ('running', 'waiting', 'sleeping', 'awaiting_confirmation',
+                                                       'compensating')))
+    group by 1, 2
+), parked as (
+    select r.project_id, split_part(u.key, '=', 1) as limit_id, count(*)::bigint as n,
+           max(extract(epoch from (:now - r.created_at)))::double precision as longest_s
+    from automation.runs r cross join lateral unnest(r.flow_keys) u(key)
+    where r.flow_parked_at is not null
+    group by 1, 2
+)
+select coalesce(u.project_id, p.project_id, l.project_id) as project_id,
+       coalesce(u.limit_id, p.limit_id, l.limit_id) as limit_id,
+       coalesce(u.n, 0) as in_use, coalesce(p.n, 0) as waiting, coalesce(p.longest_s, 0) as longest_wait_s,
+       coalesce(l.skipped, 0) as skipped
+from used u
+full join parked p on p.project_id = u.project_id and p.limit_id = u.limit_id
+full join automation.flow_limit_keys l
+  on l.project_id = coalesce(u.project_id, p.project_id) and l.limit_id = coalesce(u.limit_id, p.limit_id)
+order by 1, 2;
