@@ -69,6 +69,9 @@ E_UPSTREAM_429 = _code("E_UPSTREAM_429", True,
                        "the far side asked to slow down (429, or 503 with Retry-After): the connector's flow key is "
                        "paused until then for every run, and the step waits without using retry budget "
                        "([flow.md](flow.md))")
+E_FLOW_KEY_INVALID = _code("E_FLOW_KEY_INVALID", False,
+                           "a flow-control key (debounce, batch, concurrency, throttle...) cannot be computed from "
+                           "the event: the envelope goes to the DLQ, never to a shared default bucket", http=422)
 # attempts refused for the far side's or the connector's state, not the step's fault: retried without using budget
 FREE_RETRY_CODES = frozenset({E_CIRCUIT_OPEN, E_UPSTREAM_429})
 E_CONNECTOR_NOT_FOUND = _code("E_CONNECTOR_NOT_FOUND", False, "the step's connector is not installed")

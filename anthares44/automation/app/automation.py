@@ -214,6 +214,10 @@ class Automation(RunsService):
         doc = run_view(row, self.store.clock.now(), detail=True)
         # what it waits on (docs/waits.md): every wait step of the run, the open one with its timeout instant
         doc["waits"] = [dict(w) for w in await self.store.fetch("run_waits_of_run", run_id=run_id)]
+        # the debounced / batched events it carries (docs/flow.md "Debounce and batch"), when a flush started it
+        from ..runtime.buffers.views import carried
+
+        doc["carried"] = await carried(self.store, run_id)
         return doc
 
     # --- runs (§6.2, §13) --------------------------------------------------------------------------------

@@ -107,6 +107,19 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
         paused.add({"project": f["project_id"]}, f["paused"])
         pauses.add({"project": f["project_id"]}, f["pauses"], "_total")
 
+    held = Family("automation_flow_buffered_events", "gauge", "events held in open debounce / batch buffers now")
+    opened_buffers = Family("automation_flow_buffers_open", "gauge", "open debounce / batch buffers")
+    buffered = Family("automation_flow_events_buffered", "counter", "events that joined a debounce / batch buffer")
+    flushes = Family("automation_flow_buffer_flushes", "counter",
+                     "debounce / batch buffers flushed into a run, by reason (quiet | maxWait | maxSize | maxBytes)")
+    for b in v.buffers:
+        labels = {"project": b["project_id"], "workflow": b["workflow_id"]}
+        held.add(labels, b["open_events"])
+        opened_buffers.add(labels, b["open_buffers"])
+        buffered.add(labels, b["events_buffered"], "_total")
+        for reason in ("quiet", "maxWait", "maxSize", "maxBytes"):
+            flushes.add({**labels, "reason": reason}, b[reason], "_total")
+
     deliveries = Family("automation_event_deliveries", "counter",
                         "event deliveries recorded, by outcome (filtered: a miss of a trigger that keeps them)")
     for d in v.deliveries:
@@ -152,8 +165,8 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             fam = persisted[base] = Family(base, "counter", HELP.get(c["name"], c["name"]) + " (every process)")
         fam.add(c["labels"], c["value"], "_total")
     return [dlq, age, waiting, runs, reclaims, redeliveries, attempts, retries, comps, durations, breaker, opened,
-            paused, pauses, deliveries, failed, pending, alerts, waits_open, wait_age, lateness,
-            *persisted.values()]
+            paused, pauses, held, opened_buffers, buffered, flushes, deliveries, failed, pending, alerts, waits_open,
+            wait_age, lateness, *persisted.values()]
 
 
 def _process(worker: str) -> list[Family]:

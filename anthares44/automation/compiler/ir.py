@@ -166,8 +166,21 @@ class ConcurrencyIR(IR):
     partition_key: Any = None
 
 
+class BufferIR(IR):
+    """A workflow's debounce or batch (§22, runtime/buffers): how its events are buffered instead of each starting
+    a run. Debounce: due `quiet_ms` after the latest event, at the latest `max_wait_ms` after the first; batch:
+    due `max_wait_ms` after the first, at once when `max_size` events or `max_bytes` are reached."""
+    kind: Literal["debounce", "batch"]
+    key: Expr | None = None
+    quiet_ms: int | None = None
+    max_wait_ms: int
+    deliver: Literal["last", "first", "all"] = "all"
+    max_size: int
+    max_bytes: int
+
+
 class WorkflowIR(_Optional):
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("expect",)
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("expect", "buffer")
     ir_version: int = IR_VERSION
     kind: Literal["workflow", "code"] = "workflow"     # code: a Python workflow (§12), see `code` and sdk/
     workflow_id: str
@@ -183,6 +196,7 @@ class WorkflowIR(_Optional):
     edges: tuple[tuple[str, str], ...]
     source: dict[str, Any] | None = None
     expect: tuple[Expr, ...] = ()             # checked over the run's rows and result when every step is done
+    buffer: BufferIR | None = None            # debounce or batch: events join a buffer, its flush starts the run
 
     def node(self, step_id: str) -> NodeIR:
         for n in self.nodes:

@@ -33,6 +33,7 @@ class SystemValues:
     flow: list[dict]            # per project: flow keys paused now, pauses ever begun (§22)
     timers: list[dict]          # fired timers per project and workflow: fired, seconds, cumulative `buckets`
     waits: list[dict] = field(default_factory=list)     # open waits per project and kind, the oldest's age
+    buffers: list[dict] = field(default_factory=list)   # debounce / batch per project and workflow (§22)
 
 
 # upper bounds (seconds) of the timer-lateness buckets: a timer is alert-worthy past a few seconds late
@@ -42,20 +43,21 @@ TIMER_LATENESS_BOUNDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0,
 async def read(store) -> SystemValues:
     """Every system value, each family from one query (run side by side on the pool)."""
     (queues, runs, bounds, attempts, breakers, deliveries, counters, notifications, alerts,
-     projects, flow, waits, timers) = await asyncio.gather(
+     projects, flow, waits, timers, buffers) = await asyncio.gather(
         store.fetch("metrics_queues", now=store.clock.now()), store.fetch("metrics_runs"),
         store.fetchval("metrics_duration_bounds"), store.fetch("metrics_attempts"), store.fetch("metrics_breakers"),
         store.fetch("metrics_deliveries"), store.fetch("metrics_counters"), store.fetch("metrics_notifications"),
         store.fetch("alerts_firing_counts"), store.fetch("metrics_projects"),
         store.fetch("metrics_flow_pauses", now=store.clock.now()),
         store.fetch("metrics_waits", now=store.clock.now()),
-        store.fetch("metrics_timer_lateness", bounds=list(TIMER_LATENESS_BOUNDS)))
+        store.fetch("metrics_timer_lateness", bounds=list(TIMER_LATENESS_BOUNDS)),
+        store.fetch("flow_buffer_metrics"))
     return SystemValues(queues=[dict(r) for r in queues], runs=[dict(r) for r in runs], bounds=list(bounds),
                         attempts=_histograms(attempts, len(bounds)), breakers=[dict(r) for r in breakers],
                         deliveries=[dict(r) for r in deliveries], counters=[dict(r) for r in counters],
                         notifications=[dict(r) for r in notifications], alerts=[dict(r) for r in alerts],
                         projects=[r["project_id"] for r in projects], flow=[dict(r) for r in flow],
-                        waits=[dict(r) for r in waits],
+                        waits=[dict(r) for r in waits], buffers=[dict(r) for r in buffers],
                         timers=_lateness(timers, len(TIMER_LATENESS_BOUNDS)))
 
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, StrictStr, Tag
 
 from .base import Model, OpenModel
+from .flow_buffers import Batch, Debounce
 from .triggers import InlineTrigger
 from .types import (
     WORKFLOW_NAME_PATTERN,
@@ -204,6 +205,10 @@ class Workflow(Model):
     """Queue id (`q_...`); default: the project's default queue (concurrency 100, ordering none)."""
     concurrency: Concurrency | None = None
     """Workflow-level concurrency limit and partition key."""
+    debounce: Debounce | None = None
+    """Collapse bursts of events per key into one run (§22): `{key, quiet, maxWait, deliver: last|first|all}`."""
+    batch: Batch | None = None
+    """Gather events per key into runs of up to `maxSize` events (§22): `{key, maxSize, maxWait, maxBytes}`."""
     timeout: RunSpan | None = None
     """Deadline of a whole run (default and maximum: `maxDuration`)."""
     maxDuration: RunSpan | None = None

@@ -15,6 +15,7 @@ from . import (
     expectations,
     expressions,
     flow,
+    flow_buffers,
     monitoring,
     retry,
     sql,
@@ -27,7 +28,7 @@ from . import (
 if TYPE_CHECKING:
     from ..project import Project
 
-RULES = (steps, connectors, dag, retry, timers, flow, expressions, expectations, templates, sql, triggers, monitoring)
+RULES = (steps, connectors, dag, retry, timers, flow, flow_buffers, expressions, expectations, templates, sql, triggers, monitoring)
 
 
 def run_rules(project: Project) -> list[Diagnostic]:

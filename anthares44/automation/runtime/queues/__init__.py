@@ -128,6 +128,17 @@ async def deliver_envelope(store: Store, project: str, workflow_id: str, raw: by
         await conn.execute("event_insert", event_id=event_id, project=project, type=str(env["type"]),
                            idempotency_key=env["idempotency_key"], partition_key=pk, trigger_id=trigger_id,
                            source="bus", occurred_at=occurred, now=now, envelope=text)
+        latest = await conn.fetchrow("version_latest", project=project, workflow_id=workflow_id)
+        ir = json.loads(latest["ir"]) if latest is not None and isinstance(latest["ir"], str) else \
+            (latest["ir"] if latest is not None else {})
+        if ir.get("buffer"):        # debounce / batch: the envelope joins its key's buffer (runtime/buffers)
+            from ..buffers import intake
+
+            stored = {**env, "id": event_id, "occurred_at": iso(occurred)}
+            done = await intake.deliver(conn, project, workflow_id, ir, trigger_id=trigger_id, env=stored,
+                                        raw=text, partition_key=pk, now=now, record_delivery=False)
+            return {k: done[k] for k in ("outcome", "run_id", "buffer_id", "dead_letter_id", "error_code")
+                    if k in done}
         run_id, created = await _create_from_envelope(
             conn, store, project, workflow_id, env, key=f"{trigger_id or 'envelope'}:{env['idempotency_key']}",
             queue=queue, trigger_id=trigger_id, event_id=event_id, partition_key=pk, now=now)

@@ -1295,7 +1295,7 @@ CREATE TABLE automation.event_deliveries (
     outcome text NOT NULL,
     run_id text,
     at timestamp with time zone NOT NULL,
-    CONSTRAINT event_deliveries_outcome_check CHECK ((outcome = ANY (ARRAY['created'::text, 'deduplicated'::text, 'filtered'::text, 'dead_lettered'::text])))
+    CONSTRAINT event_deliveries_outcome_check CHECK ((outcome = ANY (ARRAY['created'::text, 'deduplicated'::text, 'filtered'::text, 'dead_lettered'::text, 'buffered'::text])))
 );
 
 CREATE TABLE automation.event_keys (
@@ -1317,6 +1317,63 @@ CREATE TABLE automation.events (
     received_at timestamp with time zone NOT NULL,
     envelope text NOT NULL,
     CONSTRAINT events_source_check CHECK ((source = ANY (ARRAY['bus'::text, 'webhook'::text])))
+);
+
+CREATE TABLE automation.flow_buffer_events (
+    buffer_id text NOT NULL,
+    project_id text NOT NULL,
+    workflow_id text NOT NULL,
+    event_id text NOT NULL,
+    trigger_id text,
+    seq bigint NOT NULL,
+    occurred_at timestamp with time zone NOT NULL,
+    received_at timestamp with time zone NOT NULL,
+    bytes integer NOT NULL,
+    envelope jsonb NOT NULL
+);
+
+ALTER TABLE automation.flow_buffer_events ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME automation.flow_buffer_events_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE automation.flow_buffer_keys (
+    project_id text NOT NULL,
+    key text NOT NULL,
+    buffer_id text NOT NULL,
+    event_id text NOT NULL,
+    created_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.flow_buffers (
+    buffer_id text NOT NULL,
+    project_id text NOT NULL,
+    workflow_id text NOT NULL,
+    kind text NOT NULL,
+    buffer_key text NOT NULL,
+    deliver text NOT NULL,
+    queue text,
+    partition_key text,
+    state text DEFAULT 'open'::text NOT NULL,
+    first_at timestamp with time zone NOT NULL,
+    last_at timestamp with time zone NOT NULL,
+    due_at timestamp with time zone NOT NULL,
+    max_due_at timestamp with time zone NOT NULL,
+    events integer DEFAULT 0 NOT NULL,
+    bytes bigint DEFAULT 0 NOT NULL,
+    flushed_at timestamp with time zone,
+    flush_reason text,
+    run_id text,
+    CONSTRAINT flow_buffers_buffer_id_check CHECK ((buffer_id ~~ 'fb\_%'::text)),
+    CONSTRAINT flow_buffers_check CHECK (((state = 'open'::text) = (flushed_at IS NULL))),
+    CONSTRAINT flow_buffers_deliver_check CHECK ((deliver = ANY (ARRAY['last'::text, 'first'::text, 'all'::text]))),
+    CONSTRAINT flow_buffers_flush_reason_check CHECK ((flush_reason = ANY (ARRAY['quiet'::text, 'maxWait'::text, 'maxSize'::text, 'maxBytes'::text]))),
+    CONSTRAINT flow_buffers_kind_check CHECK ((kind = ANY (ARRAY['debounce'::text, 'batch'::text]))),
+    CONSTRAINT flow_buffers_state_check CHECK ((state = ANY (ARRAY['open'::text, 'flushed'::text])))
 );
 
 CREATE TABLE automation.flow_pauses (
@@ -1761,6 +1818,18 @@ ALTER TABLE ONLY automation.event_keys
 ALTER TABLE ONLY automation.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (event_id);
 
+ALTER TABLE ONLY automation.flow_buffer_events
+    ADD CONSTRAINT flow_buffer_events_pkey PRIMARY KEY (buffer_id, event_id);
+
+ALTER TABLE ONLY automation.flow_buffer_events
+    ADD CONSTRAINT flow_buffer_events_project_id_workflow_id_event_id_key UNIQUE (project_id, workflow_id, event_id);
+
+ALTER TABLE ONLY automation.flow_buffer_keys
+    ADD CONSTRAINT flow_buffer_keys_pkey PRIMARY KEY (project_id, key);
+
+ALTER TABLE ONLY automation.flow_buffers
+    ADD CONSTRAINT flow_buffers_pkey PRIMARY KEY (buffer_id);
+
 ALTER TABLE ONLY automation.flow_pauses
     ADD CONSTRAINT flow_pauses_pkey PRIMARY KEY (project_id, key);
 
@@ -1868,6 +1937,12 @@ CREATE INDEX events_project_received_idx ON automation.events USING btree (proje
 
 CREATE INDEX events_project_type_idx ON automation.events USING btree (project_id, type, received_at DESC);
 
+CREATE INDEX flow_buffers_due ON automation.flow_buffers USING btree (due_at) WHERE (state = 'open'::text);
+
+CREATE UNIQUE INDEX flow_buffers_open ON automation.flow_buffers USING btree (project_id, workflow_id, kind, buffer_key) WHERE (state = 'open'::text);
+
+CREATE INDEX flow_buffers_run ON automation.flow_buffers USING btree (run_id) WHERE (run_id IS NOT NULL);
+
 CREATE INDEX idempotency_keys_created_idx ON automation.idempotency_keys USING btree (created_at);
 
 CREATE INDEX notifications_alert_idx ON automation.notifications USING btree (alert_id, id) WHERE (alert_id IS NOT NULL);
@@ -1973,6 +2048,9 @@ CREATE TRIGGER runs_partition_locks_release AFTER UPDATE OF state ON automation.
 CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
 
 CREATE TRIGGER step_attempts_metrics AFTER INSERT OR UPDATE OF status ON automation.step_attempts FOR EACH ROW EXECUTE FUNCTION automation.metric_attempt_finished();
+
+ALTER TABLE ONLY automation.flow_buffer_events
+    ADD CONSTRAINT flow_buffer_events_buffer_id_fkey FOREIGN KEY (buffer_id) REFERENCES automation.flow_buffers(buffer_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY automation.partition_plans
     ADD CONSTRAINT partition_plans_run_id_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;

@@ -1,4 +1,5 @@
-"""Flow control (§22, docs/flow.md): the paused flow keys, pausing one by hand, resuming one."""
+"""Flow control (§22, docs/flow.md): the paused flow keys, pausing one by hand, resuming one; the open debounce
+and batch buffers."""
 
 from __future__ import annotations
 
@@ -34,3 +35,9 @@ class FlowChange(Doc):
     paused_until: str
     paused: bool
     woken: int = Field(description="runs released until a later end that go now (resume) or at `until` (pause)")
+
+
+class FlowBuffers(Doc):
+    buffers: list[dict] = Field(description="the open debounce / batch buffers, oldest first: buffer_id, "
+                                            "workflow_id, kind, key, deliver, events, bytes, first_at, last_at, "
+                                            "due_at, due_for (quiet | maxWait)")

@@ -1,0 +1,2 @@
+-- 0036: placeholder for another helper's migration number (w-debounce needs no gap before 0040); drop at merge.
+select 1;
