@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 import sys
 from datetime import timedelta
 
@@ -18,7 +17,7 @@ from anthares44.automation.runtime.buffers.flusher import BufferFlusher
 from anthares44.automation.runtime.ingestion.bus import publish_event
 from anthares44.automation.runtime.store.core import Store
 
-from .support import batch_wf, buffers, debounce_wf, rows, runs_of, send
+from .support import batch_wf, buffers, debounce_wf, runs_of, send
 
 
 def _events(run: dict) -> list[dict]:
@@ -29,7 +28,7 @@ def _events(run: dict) -> list[dict]:
 async def _until(check, what: str, tries: int = 1000) -> None:
     """Wait for a condition of the database (a backend waiting on a lock, a lock released), polling it."""
     for _ in range(tries):
-        if await check():
+        if bool(await check()):
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"timed out waiting for {what}")
@@ -51,9 +50,7 @@ def test_an_event_arriving_during_a_flush_waits_for_it_then_opens_the_next_buffe
             run_id = await flush(conn, row["buffer_id"], "quiet", env.now)
             late = asyncio.create_task(publish_event(store, env.project, "doc.changed", {"docId": "d", "n": 3}, "k3"))
 
-            async def waiting() -> bool:
-                return bool(await _waiting_on_lock(store))
-            await _until(waiting, "the ingestion to wait on the buffer's lock")
+            await _until(lambda: _waiting_on_lock(store), "the ingestion to wait on the buffer's lock")
             assert not late.done()
         got = await late                                 # the flush committed: the ingestion goes on
         return run_id, got
@@ -100,55 +97,65 @@ def test_two_daemons_flushing_the_same_due_buffers_flush_each_once(a44_env):
 KILLED_FLUSH = """
 import asyncio, sys
 from datetime import datetime
+from anthares44.automation.clock import VirtualClock
+from anthares44.automation.runtime.buffers.flusher import BufferFlusher
 from anthares44.automation.runtime.store.core import Store
 
 async def main(url, now):
-    store = await Store.connect(url, max_size=1)
-    async with store.transaction("flush_killed") as conn:
-        row = await conn.fetchrow("flow_buffer_take_due", now=now)
-        await conn.fetchrow("flow_buffer_close", buffer_id=row["buffer_id"], now=now, reason="quiet",
-                            run_id="run_never_created")
-        print("closed", flush=True)          # the transition is made; the run is not created yet
-        await asyncio.sleep(3600)
+    store = await Store.connect(url, clock=VirtualClock(now), max_size=2)
+    print("flushing", flush=True)
+    await BufferFlusher(store).flush_one()
+    print("flushed", flush=True)
 
 asyncio.run(main(sys.argv[1], datetime.fromisoformat(sys.argv[2])))
 """
 
 
 def test_kill_9_between_the_flush_transition_and_its_run_leaves_the_buffer_for_the_next_flush(a44_env, tmp_path):
-    """A real process makes the transition open -> flushed and is killed -9 before it creates the run: its
-    transaction dies with it, the buffer is open again with every event, and the next flush starts exactly one
-    run carrying them all."""
+    """A real process runs the flusher; the test holds the idempotency key its run needs, so the process stops
+    after the transition open -> flushed, inside run_create; it is killed -9 there. Its transaction dies with it:
+    the buffer is open again with every event, and the next flush starts exactly one run carrying them all."""
     env = a44_env
     env.publish(debounce_wf(quiet="1s", deliver="all"))
     for i in range(5):
         send(env, "doc.changed", {"docId": "d", "n": i}, f"k{i}")
     env.clock.set(env.now + timedelta(seconds=1))
+    (buf,) = buffers(env)
     script = tmp_path / "killed_flush.py"
     script.write_text(KILLED_FLUSH)
-    proc = subprocess.Popen([sys.executable, str(script), env.store.url, env.now.isoformat()],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline()
-        assert line.strip() == "closed", proc.stderr.read()
-        flusher = BufferFlusher(env.store)
-        assert env.call(flusher.flush_one()) is None       # the killed process's flush holds the buffer
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
 
-    async def after():
+    async def scenario():
+        async with env.store.pool.acquire() as conn:
+            hold = conn.transaction()
+            await hold.start()
+            # the key of the buffer's run, uncommitted: the process's run_create waits on it
+            await conn.execute("insert into automation.idempotency_keys (project_id, key, run_id, created_at) "
+                               "values ($1, $2, 'run_held_by_test', $3)", env.project, f"flow:{buf['buffer_id']}",
+                               env.now)
+            proc = await asyncio.create_subprocess_exec(sys.executable, str(script), env.store.url,
+                                                        env.now.isoformat(), stdout=asyncio.subprocess.PIPE,
+                                                        stderr=asyncio.subprocess.PIPE)
+            try:
+                assert (await proc.stdout.readline()).strip() == b"flushing"
+                await _until(lambda: _waiting_on_lock(env.store), "the process's run_create to wait on the key",
+                             tries=3000)
+                os.kill(proc.pid, signal.SIGKILL)
+                await proc.wait()
+            finally:
+                if proc.returncode is None:
+                    proc.kill()
+            await hold.rollback()
+        flusher = BufferFlusher(env.store)
+
         async def flushed() -> bool:
             return await flusher.flush_one() is not None
-        await _until(flushed, "the killed backend's transaction to end", tries=3000)
-    env.call(after())
+        await _until(flushed, "the killed process's transaction to end", tries=3000)
+    env.call(scenario())
     (run,) = runs_of(env, "wf_doc_sync")
     assert [e["data"]["n"] for e in _events(run)] == [0, 1, 2, 3, 4]
-    (buf,) = buffers(env)
-    assert buf["run_id"] == run["run_id"] != "run_never_created"
-    assert rows(env, "select count(*) as n from automation.runs where run_id = 'run_never_created'")[0]["n"] == 0
+    (after,) = buffers(env)
+    assert after["buffer_id"] == buf["buffer_id"] and after["run_id"] == run["run_id"]
+    assert after["flush_reason"] == "quiet"
 
 
 def test_two_daemons_ingesting_one_key_while_batches_fill_put_each_event_in_one_run(a44_env):
