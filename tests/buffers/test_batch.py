@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from .support import batch_wf, buffers, rows, runs_of, send
@@ -54,33 +54,39 @@ def test_an_envelope_bigger_than_max_bytes_is_a_batch_of_one_never_refused(a44_e
     assert len(_events(run)) == 1 and buffers(env)[0]["flush_reason"] == "maxBytes"
 
 
-# one step of an arrival pattern: (key index, advance in ms after the event)
-STEPS = st.lists(st.tuples(st.sampled_from([0, 0, 0, 0, 1, 2]), st.sampled_from([0] * 12 + [1, 10, 500, 1500, 5000])),
-                 min_size=1, max_size=400 if SLOW else 300)
+# an arrival pattern: bursts of (key index, events, pause in ms after the burst); within a burst events come at
+# one instant, so bursts of one key add up past maxSize unless the filling event flushes
+BURSTS = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 150), st.sampled_from([0, 0, 1, 10, 500, 4999, 5000])),
+                  min_size=1, max_size=8 if SLOW else 5)
 
 
-@settings(max_examples=40 if SLOW else 6, deadline=None,
+@settings(max_examples=40 if SLOW else 8, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
-@given(pattern=STEPS)
+@given(pattern=BURSTS)
+@example(pattern=[(0, 101, 0)])
+@example(pattern=[(0, 60, 10), (1, 30, 0), (0, 41, 4999), (0, 5, 0)])
 def test_a_batch_of_max_size_100_never_holds_101_and_every_event_is_in_exactly_one_run(a44_env, pattern):
     """Property over random arrival patterns of 3 keys (bursts and pauses around maxWait): no buffer ever holds
     more than maxSize (checked after every event: the filling event flushes inline), and once maxWait has passed
     every event is in exactly one run, of its own key."""
     env = a44_env
-    wf = f"prop-{len(env.runs()):06d}-{env._rng.getrandbits(24):06x}"
+    wf = f"prop-{env._rng.getrandbits(32):08x}"
     wid = "wf_" + wf.replace("-", "_")
     env.publish(batch_wf(wf, max_size=100, max_wait="5s", event=f"ev.{wid}"))
-    for n, (k, pause) in enumerate(pattern):
-        send(env, f"ev.{wid}", {"tenantId": f"t{k}", "n": n}, f"{wid}-{n}")
-        over = rows(env, "select max(events) as m from automation.flow_buffers where workflow_id = $1", wid)
-        assert over[0]["m"] <= 100
+    n = 0
+    for k, count, pause in pattern:
+        for _ in range(count):
+            send(env, f"ev.{wid}", {"tenantId": f"t{k}", "n": n}, f"{wid}-{n}")
+            n += 1
+            over = rows(env, "select max(events) as m from automation.flow_buffers where workflow_id = $1", wid)
+            assert over[0]["m"] <= 100
         if pause:
             env.advance(f"{pause}ms")
     env.advance("5s")
     runs = runs_of(env, wid)
     seen = [(e["data"]["tenantId"], e["data"]["n"]) for r in runs for e in _events(r)]
-    assert sorted(n for _, n in seen) == list(range(len(pattern)))
+    assert sorted(i for _, i in seen) == list(range(n))
     assert all(len(_events(r)) <= 100 for r in runs)
     assert all(len({e["data"]["tenantId"] for e in _events(r)}) == 1 for r in runs)
     assert all(b["state"] == "flushed" for b in buffers(env) if b["workflow_id"] == wid)
