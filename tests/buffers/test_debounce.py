@@ -159,6 +159,13 @@ def test_an_envelope_delivered_to_the_workflow_joins_the_buffer_too(a44_env):
                           "data": {"docId": "d", "v": v}})
         got = env.call(deliver_envelope(env.store, env.project, "wf_doc_sync", raw))
         assert got["outcome"] == "buffered" and got["run_id"] is None
+        again = env.call(deliver_envelope(env.store, env.project, "wf_doc_sync", raw))   # its key again
+        assert again["outcome"] == "deduplicated" and again["buffer_id"] == got["buffer_id"]
     env.advance("1s")
     (run,) = runs_of(env, "wf_doc_sync")
     assert _input(run) == {"docId": "d", "v": "b"}
+    assert buffers(env)[0]["events"] == 2
+    raw = json.dumps({"id": "evt_c", "type": "doc.changed", "idempotency_key": "env-a",
+                      "occurred_at": env.now.isoformat(), "data": {"docId": "d", "v": "c"}})
+    late = env.call(deliver_envelope(env.store, env.project, "wf_doc_sync", raw))     # after the flush
+    assert late["outcome"] == "deduplicated" and late["run_id"] == run["run_id"]

@@ -23,6 +23,28 @@ from ..store.results import encode_json
 from .flush import flush
 
 
+class KeyHeld(Exception):
+    """The request's idempotency key was claimed by an earlier one within 24 h: the caller rolls its whole
+    transaction back (nothing of this request is kept) and answers with that one's buffer."""
+
+
+async def claim(conn, project: str, key: str, buffer_id: str, event_id: str, now: datetime) -> None:
+    """Claim idempotency key `key` (`<trigger>:<key>` of a webhook or an envelope) for `buffer_id`, or KeyHeld.
+    Called after `join`, whose buffer lock orders two requests of one key: the second sees the first's claim."""
+    from ..store.core import IDEMPOTENCY_WINDOW
+
+    if await conn.fetchval("flow_buffer_key_claim", project=project, key=key, buffer_id=buffer_id,
+                           event_id=event_id, now=now, window=IDEMPOTENCY_WINDOW) is None:
+        raise KeyHeld(key)
+
+
+async def held_by(store, project: str, key: str, now: datetime) -> dict[str, Any]:
+    """The answer to a repeat of `key`: its buffer, the run it started (None: not flushed yet), the key's age."""
+    row = await store.fetchrow("flow_buffer_key_get", project=project, key=key)
+    return {"buffer_id": row["buffer_id"], "run_id": row["run_id"],
+            "key_age_seconds": max(0.0, (now - row["created_at"]).total_seconds())}
+
+
 @dataclass(frozen=True)
 class Joined:
     outcome: str              # buffered | deduplicated
@@ -78,11 +100,12 @@ def _instant(value: Any) -> datetime:
 
 async def deliver(conn, project: str, workflow_id: str, workflow_ir: dict[str, Any], *, trigger_id: str | None,
                   env: dict[str, Any], raw: str, partition_key: str | None, now: datetime,
-                  record_delivery: bool = True) -> dict[str, Any]:
+                  record_delivery: bool = True, key: str | None = None) -> dict[str, Any]:
     """Deliver envelope `env` (text `raw`, kept as received) to a buffered workflow: it joins its key's buffer
     (outcome `buffered`, the delivery record `buffered` until the flush names its run), or, when its key cannot be
     computed, becomes a dead letter with E_FLOW_KEY_INVALID (outcome `dead_lettered`). `record_delivery`: write
-    the bus's `event_deliveries` row (a webhook has none)."""
+    the bus's `event_deliveries` row (a webhook has none); `key`: the request's idempotency key to claim (KeyHeld
+    when an earlier request holds it; the bus deduplicates its events before)."""
     from ...errors import A44Error
     from ..ingestion.dead_letters import dead_letter
     from .keys import buffer_key
@@ -90,7 +113,7 @@ async def deliver(conn, project: str, workflow_id: str, workflow_ir: dict[str, A
     spec = workflow_ir["buffer"]
     event_id = env["id"]
     try:
-        key = await buffer_key(spec, env)
+        bkey = await buffer_key(spec, env)
     except A44Error as err:
         dl = await dead_letter(conn, project, workflow_ir.get("queue"), workflow_id, trigger_id, raw, err, now,
                                event_id=event_id)
@@ -102,6 +125,8 @@ async def deliver(conn, project: str, workflow_id: str, workflow_ir: dict[str, A
     if record_delivery:
         await conn.execute("event_delivery_insert", event_id=event_id, trigger_id=trigger_id, project=project,
                            outcome="buffered", run_id=None, now=now)
-    joined = await join(conn, project, workflow_id, spec, key=key, trigger_id=trigger_id, env=env,
+    joined = await join(conn, project, workflow_id, spec, key=bkey, trigger_id=trigger_id, env=env,
                         queue=workflow_ir.get("queue"), partition_key=partition_key, now=now)
+    if key is not None:
+        await claim(conn, project, key, joined.buffer_id, event_id, now)
     return {"trigger_id": trigger_id, "outcome": "buffered", "run_id": joined.run_id, "buffer_id": joined.buffer_id}

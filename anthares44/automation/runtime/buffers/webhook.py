@@ -20,14 +20,9 @@ from ...jsonenc import iso
 from ..ingestion.dead_letters import dead_letter
 from ..ingestion.ids import new_event_id
 from ..ingestion.metrics import COUNTERS
-from ..store.core import IDEMPOTENCY_WINDOW
 from ..store.results import encode_json
-from .intake import join
+from .intake import KeyHeld, claim, held_by, join
 from .keys import buffer_key
-
-
-class _Held(Exception):
-    """The request's key was claimed by an earlier request: roll the whole transaction back."""
 
 
 async def accept(store, project: str, trigger, secret: str, data: Any, key: str, partition_key: str | None,
@@ -60,14 +55,10 @@ async def accept(store, project: str, trigger, secret: str, data: Any, key: str,
             joined = await join(conn, project, trigger.workflow_id, workflow_ir["buffer"], key=bkey,
                                 trigger_id=trigger_id, env=env, queue=workflow_ir.get("queue"),
                                 partition_key=partition_key, now=now)
-            claimed = await conn.fetchval("flow_buffer_key_claim", project=project, key=run_key,
-                                          buffer_id=joined.buffer_id, event_id=event_id, now=now,
-                                          window=IDEMPOTENCY_WINDOW)
-            if claimed is None:
-                raise _Held
-    except _Held:
-        held = await store.fetchrow("flow_buffer_key_get", project=project, key=run_key)
+            await claim(conn, project, run_key, joined.buffer_id, event_id, now)
+    except KeyHeld:
+        held = await held_by(store, project, run_key, now)
         COUNTERS.inc("webhook_accepted_total", outcome="deduplicated")
-        return 200, held["run_id"], held["buffer_id"], max(0.0, (now - held["created_at"]).total_seconds()), None
+        return 200, held["run_id"], held["buffer_id"], held["key_age_seconds"], None
     COUNTERS.inc("webhook_accepted_total", outcome="buffered")
     return 202, joined.run_id, joined.buffer_id, 0.0, event_id
