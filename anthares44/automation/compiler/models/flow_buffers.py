@@ -1,7 +1,7 @@
 """The YAML of a workflow's debounce and batch (§22, docs/flow.md "Debounce and batch"): events delivered to the
 workflow create no run of their own; they are buffered per `key` and the run started when the buffer flushes
 carries them. The shapes are here; the bounds of the durations and of `maxBytes` are rules/flow_buffers.py's
-(A44260-A44262), so a value out of range is named with the bound it misses.
+(A44290-A44292), so a value out of range is named with the bound it misses.
 """
 
 from __future__ import annotations
