@@ -69,6 +69,10 @@ E_UPSTREAM_429 = _code("E_UPSTREAM_429", True,
                        "the far side asked to slow down (429, or 503 with Retry-After): the connector's flow key is "
                        "paused until then for every run, and the step waits without using retry budget "
                        "([flow.md](flow.md))")
+E_FLOW_KEY_INVALID = _code("E_FLOW_KEY_INVALID", False,
+                           "a flow-control key (debounce, batch, concurrency, throttle, rateLimit; a priority or "
+                           "weight) cannot be computed from the event or input: the envelope goes to the DLQ, never "
+                           "to a shared default bucket", http=422)
 # attempts refused for the far side's or the connector's state, not the step's fault: retried without using budget
 FREE_RETRY_CODES = frozenset({E_CIRCUIT_OPEN, E_UPSTREAM_429})
 E_CONNECTOR_NOT_FOUND = _code("E_CONNECTOR_NOT_FOUND", False, "the step's connector is not installed")
@@ -307,9 +311,6 @@ E_FLOW_KEY_NOT_FOUND = _code("E_FLOW_KEY_NOT_FOUND", False, "no flow key of that
 E_FLOW_PAUSE_INVALID = _code("E_FLOW_PAUSE_INVALID", False,
                              "a flow pause needs a key and an `--until` instant in the future (at most 30 days ahead)",
                              http=400, exit=EXIT_USAGE)
-E_FLOW_KEY_INVALID = _code("E_FLOW_KEY_INVALID", False,
-                           "a flow limit's key expression failed or gave null for this input (sent to the DLQ)",
-                           http=400)
 E_FLOW_KEYS_EXHAUSTED = _code("E_FLOW_KEYS_EXHAUSTED", False,
                               "a flow limit already has 1,000,000 live keys; a run with a new key is refused",
                               http=429)

@@ -79,5 +79,5 @@ def test_random_bodies_never_5xx(target, data):
     raw = data.draw(st.one_of(st.just(json.dumps(_no_outside_urls(body)).encode()), st.binary(max_size=40)))
     status, doc, _ = request(live.port, route.method, _path(route, ident), raw, bearer(token))
     assert status < 500, (route.method, route.path, raw, doc)
-    if status >= 400:
+    if status >= 400 and status not in route.endpoint.answers:   # e.g. publish's 422 is its report, not an error
         assert isinstance(doc, dict) and isinstance(doc["error"]["code"], str), doc

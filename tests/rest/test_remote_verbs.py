@@ -30,7 +30,7 @@ REMOTE = {
     "automation webhook secret": ["trg_x"], "automation webhook rotate": ["trg_x"],
     "automation connectors list": [], "automation queues stats": [], "automation dlq list": [],
     "automation dlq stats": ["q_x"], "automation dlq show": ["dlq_x"], "automation dlq redrive": ["q_x"],
-    "automation metrics": [], "automation flow list": [],
+    "automation metrics": [], "automation flow list": [], "automation flow buffers": ["--workflow", "doc-sync"],
     "automation flow pause": ["http:pj:h", "--until", "2030-01-01T00:00:00Z"], "automation flow resume": ["http:pj:h"],
     "auth token create": ["--name", "n", "--scope", "automation:read"], "auth token list": [],
     "auth token revoke": ["tok_x"],

@@ -227,6 +227,10 @@ class Automation(RunsService):
                 e = extra.get((w["epoch"], w["step_id"]))
                 if e is not None:
                     w.update(correlation=e["value"], before_since=e["before_since"], if_errors=e["cel_errors"])
+        # the debounced / batched events it carries (docs/flow.md "Debounce and batch"), when a flush started it
+        from ..runtime.buffers.views import carried
+
+        doc["carried"] = await carried(self.store, run_id)
         return doc
 
     # --- runs (§6.2, §13) --------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Paused flow keys as a Python API (the CLI's `flow` verbs call these; docs/flow.md):
+"""Paused flow keys and open debounce / batch buffers as a Python API (the CLI's `flow` verbs call these; docs/flow.md):
 
     async with await Automation.connect(project="pj_checkout_prod") as auto:
         f = Flow(auto)
@@ -6,6 +6,7 @@
         await f.pause("http:pj_checkout_prod:api.erp.example", until="2026-07-19T15:00:00Z", by="ana",
                       reason="ERP maintenance window")
         await f.resume("http:pj_checkout_prod:api.erp.example", by="ana")  # its waiting runs go now
+        await f.buffers("doc-sync")                                      # open debounce / batch buffers
 """
 
 from __future__ import annotations
@@ -62,3 +63,10 @@ class Flow(FlowService):
 
     async def resume(self, key: str, *, by: str) -> dict:
         return await rf.resume_key(self.store, self.project, key, by=by)
+
+    async def buffers(self, workflow: str | None = None) -> builtins.list[dict]:
+        """The open debounce / batch buffers (of `workflow`), oldest first (docs/flow.md "Debounce and batch")."""
+        from ..runtime.buffers.views import open_buffers
+        from .automation import workflow_ref
+
+        return await open_buffers(self.store, self.project, workflow_ref(workflow) if workflow else None)

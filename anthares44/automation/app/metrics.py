@@ -121,6 +121,18 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             slots.add(labels, f["in_use"])
             flow_waiting.add(labels, f["waiting"])
             wait_s.add(labels, round(float(f["longest_wait_s"]), 3))
+    held = Family("automation_flow_buffered_events", "gauge", "events held in open debounce / batch buffers now")
+    opened_buffers = Family("automation_flow_buffers_open", "gauge", "open debounce / batch buffers")
+    buffered = Family("automation_flow_events_buffered", "counter", "events that joined a debounce / batch buffer")
+    flushes = Family("automation_flow_buffer_flushes", "counter",
+                     "debounce / batch buffers flushed into a run, by reason (quiet | maxWait | maxSize | maxBytes)")
+    for b in v.buffers:
+        labels = {"project": b["project_id"], "workflow": b["workflow_id"]}
+        held.add(labels, b["open_events"])
+        opened_buffers.add(labels, b["open_buffers"])
+        buffered.add(labels, b["events_buffered"], "_total")
+        for reason in ("quiet", "maxWait", "maxSize", "maxBytes"):
+            flushes.add({**labels, "reason": reason}, b[reason], "_total")
 
     deliveries = Family("automation_event_deliveries", "counter",
                         "event deliveries recorded, by outcome (filtered: a miss of a trigger that keeps them)")
@@ -171,9 +183,8 @@ def _system(v: system_metrics.SystemValues) -> list[Family]:
             fam = persisted[base] = Family(base, "counter", HELP.get(c["name"], c["name"]) + " (every process)")
         fam.add(c["labels"], c["value"], "_total")
     return [dlq, age, waiting, runs, reclaims, redeliveries, attempts, retries, comps, durations, breaker, opened,
-            paused, pauses, slots, flow_waiting, wait_s, skipped, deliveries, failed, pending, alerts, waits_open,
-            wait_age, overdue, lateness,
-            *persisted.values()]
+            paused, pauses, slots, flow_waiting, wait_s, skipped, held, opened_buffers, buffered, flushes, deliveries,
+            failed, pending, alerts, waits_open, wait_age, overdue, lateness, *persisted.values()]
 
 
 def _process(worker: str) -> list[Family]:

@@ -68,6 +68,10 @@ class RemoteFlow(FlowService):
         _, doc = await self.auto._call(ep.FLOW_RESUME.call(), body={"key": key})
         return timestamps(doc)
 
+    async def buffers(self, workflow: str | None = None) -> builtins.list[dict]:
+        _, doc = await self.auto._call(ep.FLOW_BUFFERS.call(), params={"workflow": workflow})
+        return _rows(doc, "buffers")
+
 
 class RemoteAlerts(AlertsService):
     """`app.alerts.Alerts` over `/v1/automation/alert-rules`, `/builtin-alerts` and `/alerts`."""

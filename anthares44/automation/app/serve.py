@@ -151,10 +151,11 @@ async def serve(settings: ServeSettings, stop: asyncio.Event, *, http: HttpFacto
     notifier = _start_notifier(daemon, settings.notify, stop)
     evaluator = _start_evaluator(daemon, settings.alert_interval_s, stop)
     retention = _start_retention(daemon, stop, settings.env)
+    buffers = _start_buffers(daemon, stop)
     # without an HTTP plane (which flushes its own), this process's counters still reach the persisted totals
     flusher = Flusher(daemon.store).start() if plane is None else None
     intake = asyncio.create_task(_stop_intake(stop, plane, scheduler, daemon, flusher, notifier, evaluator,
-                                              retention))
+                                              retention, buffers))
     if ready is not None:
         ready(plane.url if plane is not None else None)
     try:
@@ -214,6 +215,14 @@ def _start_scheduler(daemon, stop: asyncio.Event) -> asyncio.Task | None:
     return asyncio.create_task(sched.serve(stop))
 
 
+def _start_buffers(daemon, stop: asyncio.Event) -> asyncio.Task:
+    """The flusher of debounce and batch buffers beside the daemon, on the engine's clock; every daemon runs one
+    (a due buffer is flushed once: runtime/buffers/flusher.py)."""
+    from ..runtime.buffers.flusher import BufferFlusher
+
+    return asyncio.create_task(BufferFlusher(daemon.store, clock=daemon.engine.clock).serve(stop))
+
+
 def _start_notifier(daemon, settings, stop: asyncio.Event) -> tuple[asyncio.Task, float]:
     """The delivery worker of notifications beside the daemon, on its store and secret source; every daemon runs
     one (claims skip what another holds). With how long its sends in flight may take at shutdown."""
@@ -245,14 +254,14 @@ def _start_retention(daemon, stop: asyncio.Event, env: Settings) -> asyncio.Task
 
 
 async def _stop_intake(stop: asyncio.Event, plane, scheduler, daemon, flusher=None, notifier=None,
-                       evaluator=None, retention=None) -> None:
+                       evaluator=None, retention=None, buffers=None) -> None:
     """On `stop`: no new work (scheduler decisions and retention steps are transactions or atomic renames:
     cancelling one mid-way loses nothing; the HTTP plane stops taking webhooks and events), sends in flight finish
     (a send cut short stays leased and is sent again after its lease), then the daemon's graceful shutdown."""
     try:
         await stop.wait()
     finally:
-        for task in (scheduler, retention):
+        for task in (scheduler, retention, buffers):      # each flush is one transaction: cancelling loses nothing
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -1,11 +1,14 @@
-"""`a44 automation flow list | pause KEY --until ISO [--reason TEXT] [--by NAME] | resume KEY [--by NAME]` —
-paused flow keys (docs/flow.md). An upstream 429 (or 503 with Retry-After) pauses its connector's key for
-every run on its own; these verbs show the keys paused now, pause one by hand and resume one.
+"""`a44 automation flow list | pause KEY --until ISO [--reason TEXT] [--by NAME] | resume KEY [--by NAME] |
+buffers [--workflow WF]` — paused flow keys and debounce / batch buffers (docs/flow.md). An upstream 429 (or 503
+with Retry-After) pauses its connector's key for every run on its own; these verbs show the keys paused now,
+pause one by hand and resume one; `buffers` shows the open buffers of debounced / batched workflows (their
+events, and when and why each will start its run).
 
     a44 automation flow list
     a44 automation flow pause http:pj_checkout_prod:api.erp.example --until 2026-07-19T15:00:00Z \\
         --reason "ERP maintenance window"
     a44 automation flow resume http:pj_checkout_prod:api.erp.example
+    a44 automation flow buffers --workflow doc-sync
 
 Pausing sets the key's end whatever pause it had (longer or shorter); resuming ends it now. Either way the runs
 released until a later end are due at the new one (`woken`). Who and why stay on the key's row (`--by`: default
@@ -32,7 +35,7 @@ from .output import (
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("flow", help="paused flow keys: list, pause, resume", description=__doc__,
+    p = subparsers.add_parser("flow", help="paused flow keys: list, pause, resume; open buffers", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="flow_cmd", metavar="CMD", required=True)
     ls = sub.add_parser("list", help="the keys paused now, the soonest to end first")
@@ -45,6 +48,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     pa.add_argument("--by", metavar="NAME", help="who (default: the login name)")
     add_common_options(pa)
     add_target_options(pa)
+    bu = sub.add_parser("buffers", help="the open debounce / batch buffers, oldest first")
+    bu.add_argument("--workflow", metavar="WF", help="only this workflow's buffers")
+    add_common_options(bu)
+    add_target_options(bu)
     rs = sub.add_parser("resume", help="end a key's pause now; its waiting runs go at once")
     rs.add_argument("key", metavar="KEY")
     rs.add_argument("--by", metavar="NAME", help="who (default: the login name)")
@@ -69,6 +76,15 @@ async def _flow(auto, args) -> int:
             write(table(["key", "paused_until", "source", "by", "reason"],
                         [[r["key"], when(r["paused_until"]), r["source"], r["paused_by"] or "-", r["reason"] or "-"]
                          for r in rows]))
+        return EXIT_OK
+    if args.flow_cmd == "buffers":
+        bufs = await f.buffers(args.workflow)
+        if args.format == "json":
+            write(json_document({"buffers": bufs}))
+        else:
+            write(table(["buffer", "workflow", "kind", "key", "events", "bytes", "first", "due", "for"],
+                        [[b["buffer_id"], b["workflow_id"], b["kind"], b["key"] or "-", str(b["events"]),
+                          str(b["bytes"]), when(b["first_at"]), when(b["due_at"]), b["due_for"]] for b in bufs]))
         return EXIT_OK
     by = decided_by(args.by)
     if args.flow_cmd == "pause":

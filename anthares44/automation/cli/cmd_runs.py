@@ -295,6 +295,19 @@ async def _timer(auto, args) -> int:
     return EXIT_OK
 
 
+def carried_text(run: dict) -> str:
+    """The debounced / batched events a run carries (docs/flow.md "Debounce and batch"), one line each."""
+    c = run.get("carried")
+    if not c:
+        return ""
+    out = (f"carries {c['count']} events of {c['kind']} buffer {c['buffer_id']} (key {c['key'] or '-'}, "
+           f"flushed {when(c['flushed_at'])} on {c['reason']}):\n")
+    out += "".join(f"  {e['event_id']}  {when(e['occurred_at'])}  {e['type']}  {e['idempotency_key']}\n"
+                   for e in c["events"])
+    more = c["count"] - len(c["events"])
+    return out + (f"  ... {more} more\n" if more > 0 else "")
+
+
 async def _show(auto, args) -> int:
     from .cmd_logs import timers_text
 
@@ -305,7 +318,7 @@ async def _show(auto, args) -> int:
     out = f"{run['run_id']}  {run['workflow_id']} v{run['version']}  {run['state']}\n"
     step = run.get("failed_step") or run.get("current_step")
     out += f"step: {step or '-'}  error: {run.get('error_code') or '-'}  created: {when(run['created_at'])}\n"
-    write(out + timers_text(run) + approvals_text(run))
+    write(out + timers_text(run) + approvals_text(run) + carried_text(run))
     return EXIT_OK
 
 

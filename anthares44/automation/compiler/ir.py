@@ -269,8 +269,21 @@ class FlowIR(_Optional):
     fairness: FairnessIR | None = None
 
 
+class BufferIR(IR):
+    """A workflow's debounce or batch (§22, runtime/buffers): how its events are buffered instead of each starting
+    a run. Debounce: due `quiet_ms` after the latest event, at the latest `max_wait_ms` after the first; batch:
+    due `max_wait_ms` after the first, at once when `max_size` events or `max_bytes` are reached."""
+    kind: Literal["debounce", "batch"]
+    key: Expr | None = None
+    quiet_ms: int | None = None
+    max_wait_ms: int
+    deliver: Literal["last", "first", "all"] = "all"
+    max_size: int
+    max_bytes: int
+
+
 class WorkflowIR(_Optional):
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("expect", "flow")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("expect", "flow", "buffer")
     ir_version: int = IR_VERSION
     kind: Literal["workflow", "code"] = "workflow"     # code: a Python workflow (§12), see `code` and sdk/
     workflow_id: str
@@ -287,6 +300,7 @@ class WorkflowIR(_Optional):
     source: dict[str, Any] | None = None
     expect: tuple[Expr, ...] = ()             # checked over the run's rows and result when every step is done
     flow: FlowIR | None = None                # per-key limits (§22); None: only queue and workflow caps
+    buffer: BufferIR | None = None            # debounce or batch: events join a buffer, its flush starts the run
 
     def node(self, step_id: str) -> NodeIR:
         for n in self.nodes:

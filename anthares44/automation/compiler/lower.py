@@ -20,6 +20,7 @@ from .ir import (
     DEFAULT_SINCE_MAX,
     RUN_DEADLINE_MS,
     ApprovalIR,
+    BufferIR,
     CatchUpIR,
     ChildIR,
     CompensationIR,
@@ -296,7 +297,8 @@ def lower_workflow(decl: Decl[Workflow], project: Project) -> WorkflowIR:
         deadline_ms=run_deadline_ms(wf), lease_ms=DEFAULT_LEASE_MS,
         triggers=tuple(triggers), nodes=tuple(lower_step(i, s, project, run_deadline_ms(wf)) for i, s in enumerate(wf.steps)),
         edges=tuple(edges(wf)), source={"file": decl.src.path, "format": "yaml"},
-        expect=_expects(wf.expect, WORKFLOW_EXPECT_ROOTS), flow=_flow(wf))
+        expect=_expects(wf.expect, WORKFLOW_EXPECT_ROOTS), flow=_flow(wf),
+        buffer=lower_buffer(wf))
     return seal(ir)
 
 
@@ -318,6 +320,25 @@ def _flow(wf: Workflow) -> FlowIR | None:
                   rate_limit=window(wf.rateLimit, None), priority=prio, fairness=fair)
     return flow if (flow.concurrency or flow.throttle or flow.rate_limit or flow.priority is not None
                     or flow.fairness) else None
+
+
+def lower_buffer(wf: Workflow) -> BufferIR | None:
+    """The workflow's debounce or batch (rules/flow_buffers.py refuses both at once); a debounce holds at most
+    MAX_BATCH_SIZE events and MAX_BYTES, so even an endless burst starts runs."""
+    from .models import flow_buffers as fb
+    from .rules.flow_buffers import KEY_ROOTS
+
+    if wf.debounce is not None:
+        d = wf.debounce
+        return BufferIR(kind="debounce", key=_expr(d.key, KEY_ROOTS), quiet_ms=d.quiet,
+                        max_wait_ms=d.maxWait if d.maxWait is not None else max(d.quiet, fb.DEFAULT_DEBOUNCE_WAIT_MS),
+                        deliver=d.deliver, max_size=fb.MAX_BATCH_SIZE, max_bytes=fb.MAX_BYTES)
+    if wf.batch is not None:
+        b = wf.batch
+        return BufferIR(kind="batch", key=_expr(b.key, KEY_ROOTS), deliver="all", max_size=b.maxSize,
+                        max_wait_ms=b.maxWait if b.maxWait is not None else fb.DEFAULT_BATCH_WAIT_MS,
+                        max_bytes=b.maxBytes if b.maxBytes is not None else fb.DEFAULT_BATCH_BYTES)
+    return None
 
 
 def lower_project(project: Project, diagnostics: Iterable[Diagnostic]) -> dict[str, Any]:

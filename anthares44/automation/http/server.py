@@ -158,7 +158,7 @@ async def _webhook(request: web.Request) -> web.StreamResponse:
 
 
 def _answer(result: gateway.WebhookResult) -> web.Response:
-    return json_response({"run_id": result.run_id}, result.status,
+    return json_response(result.to_dict(), result.status,
                          {"A44-Idempotency-Key-Age": f"{result.key_age_seconds:.3f}",
                           "A44-Deduplicated": "false" if result.created else "true"})
 

@@ -35,6 +35,7 @@ class SystemValues:
     waits: list[dict] = field(default_factory=list)     # open waits per project and kind, the oldest's age
     approvals_overdue: list[dict] = field(default_factory=list)    # open approvals past their first reminder
     flow_limits: list[dict] = field(default_factory=list)   # per flow limit: slots in use, parked, skipped (§22)
+    buffers: list[dict] = field(default_factory=list)   # debounce / batch per project and workflow (§22)
 
 
 # upper bounds (seconds) of the timer-lateness buckets: a timer is alert-worthy past a few seconds late
@@ -44,7 +45,7 @@ TIMER_LATENESS_BOUNDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0,
 async def read(store) -> SystemValues:
     """Every system value, each family from one query (run side by side on the pool)."""
     (queues, runs, bounds, attempts, breakers, deliveries, counters, notifications, alerts,
-     projects, flow, waits, timers, overdue, flow_limits) = await asyncio.gather(
+     projects, flow, waits, timers, overdue, flow_limits, buffers) = await asyncio.gather(
         store.fetch("metrics_queues", now=store.clock.now()), store.fetch("metrics_runs"),
         store.fetchval("metrics_duration_bounds"), store.fetch("metrics_attempts"), store.fetch("metrics_breakers"),
         store.fetch("metrics_deliveries"), store.fetch("metrics_counters"), store.fetch("metrics_notifications"),
@@ -53,13 +54,15 @@ async def read(store) -> SystemValues:
         store.fetch("metrics_waits", now=store.clock.now()),
         store.fetch("metrics_timer_lateness", bounds=list(TIMER_LATENESS_BOUNDS)),
         store.fetch("approvals_overdue_counts", now=store.clock.now()),
-        store.fetch("metrics_flow_limits", now=store.clock.now()))
+        store.fetch("metrics_flow_limits", now=store.clock.now()),
+        store.fetch("flow_buffer_metrics"))
     return SystemValues(queues=[dict(r) for r in queues], runs=[dict(r) for r in runs], bounds=list(bounds),
                         attempts=_histograms(attempts, len(bounds)), breakers=[dict(r) for r in breakers],
                         deliveries=[dict(r) for r in deliveries], counters=[dict(r) for r in counters],
                         notifications=[dict(r) for r in notifications], alerts=[dict(r) for r in alerts],
                         projects=[r["project_id"] for r in projects], flow=[dict(r) for r in flow],
                         waits=[dict(r) for r in waits], flow_limits=[dict(r) for r in flow_limits],
+                        buffers=[dict(r) for r in buffers],
                         timers=_lateness(timers, len(TIMER_LATENESS_BOUNDS)),
                         approvals_overdue=[dict(r) for r in overdue])
 

@@ -10,7 +10,7 @@ Settling drives until nothing is runnable at the current virtual instant: the sc
 become runs), every live worker claims and drives what is due (runs pending, retries and sleeps come due, leases
 of killed workers expired), again until a round claims nothing. What is due next comes from the store's own view
 (`lease_next_due`: the earliest next_wake_at, lease deadlines included; the scheduler's next firing and queued
-expiry) and from `clock.next_alarm()` (a loop waiting on the clock).
+expiry; the earliest due debounce / batch buffer) and from `clock.next_alarm()` (a loop waiting on the clock).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 
 from ..clock import VirtualClock
 from ..durations import parse_duration
+from ..runtime.buffers.flusher import BufferFlusher
 from ..runtime.engine import Engine
 from ..runtime.engine.invoke import AFTER_EFFECT
 from ..runtime.scheduling import Scheduler
@@ -151,6 +152,7 @@ class Env:
         self.registry = MockRegistry(secrets={})
         self.faults = Faults(self)
         self.scheduler = Scheduler(self.store, clock=self.clock, poll=NEVER)
+        self.buffers = BufferFlusher(self.store, clock=self.clock)
         self.workers: list[Engine] = []
         self.start_worker()
 
@@ -294,18 +296,20 @@ class Env:
             self._partitions_month = month
         for _ in range(max_rounds):
             report = await self.scheduler.tick()
+            flushed = await self.buffers.tick()      # debounce / batch buffers due now become runs
             # the live workers claim side by side, as daemons on one database do (SKIP LOCKED sorts them out)
             rounds = await asyncio.gather(*(w.run_once() for w in self.workers if w not in self.faults.dead))
             claimed = sum(len(r) for r in rounds)
             if await self.faults.replace_dead():
                 continue        # a worker died this round: its replacement claims what becomes due
-            if not claimed and not report.runs_created:
+            if not claimed and not report.runs_created and not flushed:
                 return
         raise RuntimeError(f"runs were still runnable at {self.clock.now().isoformat()} after {max_rounds} rounds")
 
     async def _next_due(self) -> datetime | None:
         candidates = [await self.store.fetchval("lease_next_due"), self.clock.next_alarm(),
-                      await self.scheduler.next_wake()]     # None: no schedule fires and nothing expires
+                      await self.scheduler.next_wake(),     # None: no schedule fires and nothing expires
+                      await self.buffers.next_wake()]       # None: no debounce / batch buffer is open
         return min((c for c in candidates if c is not None), default=None)
 
     def next_due(self) -> datetime | None:

@@ -99,6 +99,7 @@ DLQ_REDRIVE = Endpoint("POST", PREFIX + "/queues/{queue}/dead-letters/redrive", 
 FLOW_KEYS = Endpoint("GET", PREFIX + "/flow/keys", {200: fm.FlowKeys})
 FLOW_PAUSE = Endpoint("POST", PREFIX + "/flow/pause", {200: fm.FlowChange})
 FLOW_RESUME = Endpoint("POST", PREFIX + "/flow/resume", {200: fm.FlowChange})
+FLOW_BUFFERS = Endpoint("GET", PREFIX + "/flow/buffers", {200: fm.FlowBuffers})
 
 # alerts
 ALERT_RULES = Endpoint("GET", PREFIX + "/alert-rules", {200: mm.AlertRules})

@@ -5,7 +5,7 @@ signature and tests/rest/test_contract.py checks at run time that they declare t
     RunsService           Automation          RemoteAutomation      publish, run, runs, logs, partitions, skip, cancel, wake, explain...
     EventsService         Ingestion           RemoteIngestion       publish_event, events, event
     QueuesService  Queues              RemoteQueues          stats, dead letters
-    FlowService    Flow                RemoteFlow            paused flow keys: list, pause, resume
+    FlowService    Flow                RemoteFlow            paused flow keys: list, pause, resume; buffers
     AlertsService  Alerts              RemoteAlerts          alert rules, built-in alerts, alerts
     NotificationsService      Notifications       RemoteNotifications   channels, notifications
     AdminService  Admin               RemoteAdmin           tokens, webhook secrets, metrics
@@ -102,6 +102,8 @@ class FlowService(Protocol):
     async def pause(self, key: str, *, until: str | datetime, by: str, reason: str | None = None) -> dict: ...
 
     async def resume(self, key: str, *, by: str) -> dict: ...
+
+    async def buffers(self, workflow: str | None = None) -> builtins.list[dict]: ...
 
 
 class AlertsService(Protocol):

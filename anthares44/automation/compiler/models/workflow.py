@@ -13,6 +13,7 @@ from pydantic import Discriminator, Field, StrictInt, StrictStr, Tag
 from .approvals import Approval
 from .base import Model, OpenModel
 from .flow import Fairness, KeyLimit, RateLimit, Throttle
+from .flow_buffers import Batch, Debounce
 from .triggers import InlineTrigger
 from .types import (
     WORKFLOW_NAME_PATTERN,
@@ -278,6 +279,10 @@ class Workflow(Model):
     none waits forever behind higher levels (§22)."""
     fairness: Fairness | None = None
     """Weighted fair share of admissions between key values (§22)."""
+    debounce: Debounce | None = None
+    """Collapse bursts of events per key into one run (§22): `{key, quiet, maxWait, deliver: last|first|all}`."""
+    batch: Batch | None = None
+    """Gather events per key into runs of up to `maxSize` events (§22): `{key, maxSize, maxWait, maxBytes}`."""
     timeout: RunSpan | None = None
     """Deadline of a whole run (default and maximum: `maxDuration`)."""
     maxDuration: RunSpan | None = None

@@ -17,6 +17,7 @@ from . import (
     expectations,
     expressions,
     flow,
+    flow_buffers,
     flow_limits,
     monitoring,
     retry,
@@ -31,8 +32,8 @@ from . import (
 if TYPE_CHECKING:
     from ..project import Project
 
-RULES = (steps, connectors, children, dag, retry, timers, flow, flow_limits, expressions, expectations, templates, sql,
-         triggers, monitoring, approvals, waits)
+RULES = (steps, connectors, children, dag, retry, timers, flow, flow_limits, flow_buffers, expressions, expectations,
+         templates, sql, triggers, monitoring, approvals, waits)
 
 
 def run_rules(project: Project) -> list[Diagnostic]:

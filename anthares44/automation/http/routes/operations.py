@@ -1,5 +1,5 @@
 """Operating runs and queues over REST: replay (dry run included), resolve an exclusive step, queue gauges, the
-dead-letter queue (list, stats, show, redrive with a CEL filter), paused flow keys (list, pause, resume). Each handler is the CLI verb's app/ call."""
+dead-letter queue (list, stats, show, redrive with a CEL filter), paused flow keys (list, pause, resume), open debounce / batch buffers. Each handler is the CLI verb's app/ call."""
 
 from __future__ import annotations
 
@@ -81,6 +81,12 @@ async def api_dlq_redrive(request: web.Request) -> web.Response:
 @route(ep.FLOW_KEYS, "the flow keys paused now, the soonest to end first (as `flow list`)", tag="flow")
 async def api_flow_keys(request: web.Request) -> web.Response:
     return json_response({"keys": await Flow(automation_for(request)).list()})
+
+
+@route(ep.FLOW_BUFFERS, "the open debounce / batch buffers, oldest first (as `flow buffers`)", tag="flow",
+       query=("workflow",))
+async def api_flow_buffers(request: web.Request) -> web.Response:
+    return json_response({"buffers": await Flow(automation_for(request)).buffers(params(request).get("workflow"))})
 
 
 @route(ep.FLOW_PAUSE, "pause a flow key until an instant, recording the token's name and the reason (as `flow "

@@ -8,7 +8,9 @@ Per subscribed trigger (active `event` triggers whose `event` equals the type), 
    1 s: a miss (false, an evaluation error, or no answer in time) increments `event_filter_miss_total{trigger}`; with `dropOnFilterMiss: false` the miss is
    also recorded as a `filtered` delivery;
 3. a run of the workflow's latest version, input = the event `data`, `trigger_id` and `event_id` recorded, with
-   the idempotency key `{trigger_id}:{event idempotency key}`: one event delivered twice is one run per trigger.
+   the idempotency key `{trigger_id}:{event idempotency key}`: one event delivered twice is one run per trigger;
+   a workflow with `debounce` or `batch` gets no run here: the event joins its key's buffer (runtime/buffers,
+   delivery `buffered`, its run_id filled in when the buffer flushes) or, its key not computable, the DLQ.
 
 The event is also indexed, in the same transaction, for the runs whose event waits correlate on it
 (wait_index.py): a waiting run is woken, a wait that opens later finds it.
@@ -257,6 +259,12 @@ async def _deliver(conn, project: str, sub, env: dict, envelope: str, now: datet
             pk = await workflow_partition_key(workflow_ir, data, tctx)
     except A44Error:
         pk = env.get("partition_key")
+    if workflow_ir.get("buffer"):      # debounce / batch: the event joins its key's buffer, its flush starts the run
+        from ..buffers import intake  # here: runtime/buffers builds on ingestion's run creation
+
+        done = await intake.deliver(conn, project, sub["workflow_id"], workflow_ir, trigger_id=tid, env=env,
+                                    raw=envelope, partition_key=pk, now=now)
+        return {k: done[k] for k in ("trigger_id", "outcome", "run_id", "buffer_id", "dead_letter_id") if k in done}
     made = await create_run_in(conn, project, sub["workflow_id"], sub["version"], data,
                                f"{tid}:{env['idempotency_key']}", trigger_id=tid, event_id=event_id,
                                partition_key=pk, queue=workflow_ir.get("queue"), now=now)

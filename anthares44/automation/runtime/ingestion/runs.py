@@ -19,9 +19,9 @@ class Created(NamedTuple):
 
 
 async def create_run_in(conn, project: str, workflow_id: str, version: int | None, input: Any, key: str, *,
-                        trigger_id: str, event_id: str | None, partition_key: str | None, queue: str | None,
-                        now: datetime) -> Created:
-    run_id = new_run_id(now)
+                        trigger_id: str | None, event_id: str | None, partition_key: str | None, queue: str | None,
+                        now: datetime, run_id: str | None = None) -> Created:
+    run_id = run_id or new_run_id(now)
     row = await conn.fetchrow("run_create", project=project, workflow_id=workflow_id, version=version, run_id=run_id,
                               input=encode_json(input), key=key, trigger_id=trigger_id, partition_key=partition_key,
                               queue=queue, now=now, window=IDEMPOTENCY_WINDOW, deadline=now + RUN_WALL_CLOCK_LIMIT,

@@ -23,6 +23,7 @@ from typing import Any
 from ...errors import (
     E_DB,
     E_ENVELOPE_INVALID,
+    E_FLOW_KEY_INVALID,
     E_SIGNATURE_INVALID,
     E_TIMESTAMP_SKEW,
     E_TRIGGER_NOT_FOUND,
@@ -126,15 +127,17 @@ def _check_text(s: str) -> None:
 
 @dataclass(frozen=True)
 class WebhookResult:
-    status: int              # 202 created, 200 deduplicated
-    run_id: str
+    status: int              # 202 created (or buffered), 200 deduplicated
+    run_id: str | None       # None: buffered by the workflow's debounce / batch, its run not started yet
     created: bool
     key_age_seconds: float
     event_id: str | None
     idempotency_key: str
+    buffer_id: str | None = None     # the debounce / batch buffer the request joined (runtime/buffers)
 
     def to_dict(self) -> dict:
-        return {"run_id": self.run_id}
+        return {"run_id": self.run_id} if self.buffer_id is None else {"run_id": self.run_id,
+                                                                        "buffer_id": self.buffer_id}
 
 
 def check_timestamp(timestamp: str | None, signature: str | None, now: datetime) -> str:
@@ -226,6 +229,8 @@ async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timesta
         key = derived_key(body)
     input_json = encode_json(data)
     await record_parent(store, project, [f"{trigger_id}:{key}"], parent, now)
+    if (trigger.workflow_ir or {}).get("buffer"):
+        return await _buffered(store, project, trigger, secret, data, key, now, ts, signature, body)
     for _ in range(5):
         row, event_id = await _write(store, project, trigger, secret, data, input_json, key, now)
         if row is not None:
@@ -253,6 +258,34 @@ async def accept_webhook(store, project: str, trigger: WebhookTarget, *, timesta
         run_id, held_at = held["run_id"], held["created_at"]
     COUNTERS.inc("webhook_accepted_total", outcome="deduplicated")
     return WebhookResult(200, run_id, False, max(0.0, (now - held_at).total_seconds()), None, key)
+
+
+async def _buffered(store, project: str, trigger: WebhookTarget, secret: str, data: Any, key: str, now: datetime,
+                    ts: str, signature: str | None, body: bytes) -> WebhookResult:
+    """A request for a debounced / batched workflow joins its key's buffer (runtime/buffers/webhook.py)."""
+    from ..buffers import webhook as buffered
+
+    for _ in range(5):
+        try:
+            pk = await workflow_partition_key(trigger.workflow_ir, data, {"id": trigger.trigger_id, "type": "webhook"})
+            done = await buffered.accept(store, project, trigger, secret, data, key, pk, now)
+        except A44Error as exc:
+            raise reject(exc.code, "partition_key" if exc.code != E_FLOW_KEY_INVALID else "flow_key",
+                         exc.message) from None
+        if done is not None:
+            status, run_id, buffer_id, age, event_id = done
+            return WebhookResult(status, run_id, status == 202, age, event_id, key, buffer_id)
+        cache_for(store).drop(project, trigger.trigger_id)
+        fresh = await lookup(store, project, trigger.trigger_id, now, fresh=True)
+        if fresh is None:
+            raise _not_found(project, trigger.trigger_id)
+        secret = signature_matches(fresh.valid_secrets(now), ts, signature or "", body) or ""
+        if not secret:
+            raise reject(E_SIGNATURE_INVALID, "bad_signature", "A44-Signature does not match the body")
+        if not (fresh.workflow_ir or {}).get("buffer"):   # republished without debounce / batch: the plain path
+            raise A44Error(E_DB, "the webhook's workflow changed during the request; try again")
+        trigger = fresh
+    raise A44Error(E_DB, "the webhook trigger kept changing during the request; try again")  # pragma: no cover
 
 
 async def _write(store, project: str, trigger: WebhookTarget, secret: str, data: Any, input_json: str, key: str,

@@ -18,6 +18,7 @@ from ...durations import parse_duration, parse_rate
 from ...errors import E_DLQ_FILTER, E_DLQ_NOT_FOUND, E_ENVELOPE_INVALID, E_INVALID_ARGUMENT, E_QUEUE_NOT_FOUND, A44Error
 from ...jsonenc import iso
 from .. import evaluation
+from ..buffers import intake
 from ..ingestion.dead_letters import dead_letter
 from ..ingestion.ids import new_event_id
 from ..ingestion.runs import create_run_in
@@ -109,6 +110,14 @@ async def deliver_envelope(store: Store, project: str, workflow_id: str, raw: by
         raise A44Error(E_WORKFLOW_NOT_FOUND, f"{workflow_id} is not published in {project}")
     queue = row["queue"]
     now = store.clock.now()
+    try:
+        return await _deliver(store, project, workflow_id, raw, queue, trigger_id, now)
+    except intake.KeyHeld as held:       # a buffered envelope whose key an earlier one holds: nothing was kept
+        return {"outcome": "deduplicated", **await intake.held_by(store, project, str(held), now)}
+
+
+async def _deliver(store: Store, project: str, workflow_id: str, raw: bytes | str, queue: str,
+                   trigger_id: str | None, now: datetime) -> dict:
     async with store.transaction("deliver_envelope") as conn:
         try:
             env = parse_envelope(raw)
@@ -128,9 +137,18 @@ async def deliver_envelope(store: Store, project: str, workflow_id: str, raw: by
         await conn.execute("event_insert", event_id=event_id, project=project, type=str(env["type"]),
                            idempotency_key=env["idempotency_key"], partition_key=pk, trigger_id=trigger_id,
                            source="bus", occurred_at=occurred, now=now, envelope=text)
+        latest = await conn.fetchrow("version_latest", project=project, workflow_id=workflow_id)
+        ir = json.loads(latest["ir"]) if latest is not None and isinstance(latest["ir"], str) else \
+            (latest["ir"] if latest is not None else {})
+        key = f"{trigger_id or 'envelope'}:{env['idempotency_key']}"
+        if ir.get("buffer"):        # debounce / batch: the envelope joins its key's buffer (runtime/buffers)
+            stored = {**env, "id": event_id, "occurred_at": iso(occurred)}
+            done = await intake.deliver(conn, project, workflow_id, ir, trigger_id=trigger_id, env=stored,
+                                        raw=text, partition_key=pk, now=now, record_delivery=False, key=key)
+            return {k: done[k] for k in ("outcome", "run_id", "buffer_id", "dead_letter_id", "error_code")
+                    if k in done}
         run_id, created = await _create_from_envelope(
-            conn, store, project, workflow_id, env, key=f"{trigger_id or 'envelope'}:{env['idempotency_key']}",
-            queue=queue, trigger_id=trigger_id, event_id=event_id, partition_key=pk, now=now)
+            conn, store, project, workflow_id, env, key=key, queue=queue, trigger_id=trigger_id, event_id=event_id, partition_key=pk, now=now)
     return {"outcome": "created" if created else "deduplicated", "run_id": run_id}
 
 

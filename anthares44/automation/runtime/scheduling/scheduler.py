@@ -23,15 +23,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ...clock import Clock, wait_event
-from ...durations import reconnect_delay
+from ...clock import Clock
 from ...errors import E_WORKFLOW_NOT_FOUND, A44Error
-from ..outage import OUTAGE
+from ..ticking import tick_loop
 from .occurrences import Firing, ScheduleError, firings, firings_after
 
 log = logging.getLogger("a44.scheduler")
@@ -239,31 +237,11 @@ class Scheduler:
         return min(wakes, default=None)
 
     async def serve(self, stop: asyncio.Event) -> None:
-        failures = 0
-        while not stop.is_set():
-            began = time.monotonic()     # wall: how long an outage lasted, in real seconds (runtime/outage.py)
-            # the poll and the reconnect backoff are wall time: a trigger published, a run ended or the database
-            # back are events of the outside world, not instants of the clock
-            wake_at, poll_s = None, self.poll.total_seconds()
-            try:
-                ticked_at = self.clock.now()
-                await self.tick()
-                wake_at = await self.next_wake(ticked_at)
-                failures = 0
-                OUTAGE.ok(self.store.url, began)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the database went away, or a bug: keep the daemon alive
-                failures += 1
-                poll_s = reconnect_delay(failures)
-                if isinstance(exc, A44Error):
-                    if not OUTAGE.failed(self.store.url, "scheduler", exc):
-                        log.debug("scheduler: %s; retrying in %.1fs", exc, poll_s)
-                else:
-                    log.exception("scheduler: unexpected error; retrying in %.1fs", poll_s)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(poll_s):
-                    await wait_event(self.clock, stop, wake_at)
+        async def tick() -> datetime | None:
+            ticked_at = self.clock.now()
+            await self.tick()
+            return await self.next_wake(ticked_at)
+        await tick_loop(self.store, self.clock, stop, tick, self.poll.total_seconds(), "scheduler", log)
 
 
 async def list_occurrences(store, project: str, trigger_id: str | None = None, limit: int = 1000) -> list[dict]:

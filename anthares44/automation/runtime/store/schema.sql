@@ -468,6 +468,37 @@ CREATE FUNCTION automation.engine_op_partition_conflict(op jsonb) RETURNS void
     where p.run_id = x.run_id and p.step_id = x.step_id and p.partition = x.partition
 $$;
 
+CREATE FUNCTION automation.engine_op_partition_epoch(op jsonb) RETURNS void
+    LANGUAGE sql
+    AS $$
+    update automation.run_partitions p set epoch = x.epoch, updated_at = x."now"
+    from jsonb_to_record(op) as x(run_id text, step_id text, epoch integer, "now" timestamptz)
+    where p.run_id = x.run_id and p.step_id = x.step_id and p.epoch < x.epoch and p.state in ('success', 'skipped')
+$$;
+
+CREATE FUNCTION automation.engine_op_partition_items(op jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+    x record;
+begin
+    select * into x from jsonb_to_record(op) as r(run_id text, project text, workflow text, step_id text,
+                                                  epoch integer, items jsonb, "now" timestamptz);
+    insert into automation.partition_items (run_id, step_id, ordinal, partition, item)
+    select x.run_id, x.step_id, (e.n - 1)::integer, e.pair ->> 0, nullif(e.pair -> 1, 'null'::jsonb)
+    from jsonb_array_elements(x.items) with ordinality as e(pair, n)
+    on conflict do nothing;
+    insert into automation.run_partitions (run_id, project_id, workflow_id, step_id, partition, ordinal, epoch,
+                                           state, attempts, updated_at)
+    select x.run_id, x.project, x.workflow, x.step_id, e.pair ->> 0, (e.n - 1)::integer, x.epoch, 'pending', 0,
+           x."now"
+    from jsonb_array_elements(x.items) with ordinality as e(pair, n)
+    on conflict (run_id, step_id, partition) do nothing;
+    update automation.partition_plans set item_count = jsonb_array_length(x.items)
+    where run_id = x.run_id and step_id = x.step_id and keys is null;
+end
+$$;
+
 CREATE FUNCTION automation.engine_op_partition_plan(op jsonb) RETURNS void
     LANGUAGE plpgsql
     AS $$
@@ -927,6 +958,233 @@ CREATE FUNCTION automation.events_watermark() RETURNS bigint
     LANGUAGE sql STABLE
     AS $$ select coalesce(max(seq), 0) from automation.events $$;
 
+CREATE FUNCTION automation.flow_count_keys() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if tg_op = 'INSERT' then
+        insert into automation.flow_limit_keys as l (project_id, limit_id, live_keys)
+        values (new.project_id, new.limit_id, 1)
+        on conflict (project_id, limit_id) do update set live_keys = l.live_keys + 1;
+    else
+        update automation.flow_limit_keys set live_keys = live_keys - 1
+        where project_id = old.project_id and limit_id = old.limit_id;
+    end if;
+    return null;
+end
+$$;
+
+CREATE FUNCTION automation.flow_dead_letter(p_run text, p_now timestamp with time zone, p_code text, p_message text) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+declare
+    c automation.runs;
+    id text := 'dlq_' || replace(gen_random_uuid()::text, '-', '');
+begin
+    update automation.runs r
+    set state = 'cancelled', next_wake_at = null, error_code = p_code, error_message = p_message,
+        finished_at = p_now, updated_at = p_now, flow_keyed = true
+    where r.run_id = p_run and r.state = 'pending' and r.lease_owner is null
+    returning r.* into c;
+    if c.run_id is null then
+        return null;
+    end if;
+    insert into automation.run_events (run_id, project_id, at, kind, state, error_code, message, data)
+    values (c.run_id, c.project_id, p_now, 'run.state', 'cancelled', p_code, p_message,
+            jsonb_build_object('from', 'pending', 'reason', 'flow_key'));
+    insert into automation.dead_letters (dead_letter_id, project_id, queue, trigger_id, workflow_id, event_id,
+                                         envelope, envelope_bytes, error_code, error_message, attempts, created_at,
+                                         run_id, version, partition_key, input, history, redrive_of)
+    select id, c.project_id, coalesce(c.queue, 'q_default'), c.trigger_id, c.workflow_id, c.event_id,
+           coalesce((select d.envelope from automation.dead_letters d where d.dead_letter_id = c.dead_letter_id),
+                    (select e.envelope from automation.events e where e.event_id = c.event_id),
+                    jsonb_build_object('id', coalesce(c.origin_run_id, c.run_id), 'type', 'run',
+                                       'idempotency_key', c.idempotency_key, 'partition_key', c.partition_key,
+                                       'occurred_at', c.created_at, 'attempt', 1, 'data', c.input,
+                                       'trigger_id', c.trigger_id, 'workflow_id', c.workflow_id)::text),
+           (select d.envelope_bytes from automation.dead_letters d where d.dead_letter_id = c.dead_letter_id),
+           p_code, p_message, c.delivery - 1, p_now, c.run_id, c.version, c.partition_key, c.input,
+           coalesce((select d.history from automation.dead_letters d where d.dead_letter_id = c.dead_letter_id),
+                    '[]'::jsonb),
+           c.dead_letter_id;
+    return id;
+end
+$$;
+
+CREATE FUNCTION automation.flow_key_run(p_now timestamp with time zone, p_doc jsonb, p_max_keys bigint) RETURNS text
+    LANGUAGE plpgsql
+    AS $$
+declare
+    r automation.runs;
+    k jsonb;
+    fk automation.flow_keys;
+    live bigint;
+begin
+    select * into r from automation.runs x where x.run_id = p_doc ->> 'run_id' for update;
+    if r.run_id is null or r.flow_keyed is not false or r.state <> 'pending' then
+        return 'gone';
+    end if;
+    if p_doc ->> 'invalid' is not null then
+        perform automation.flow_dead_letter(r.run_id, p_now, 'E_FLOW_KEY_INVALID', p_doc ->> 'invalid');
+        return 'invalid';
+    end if;
+    for k in select * from jsonb_array_elements(p_doc -> 'keys') loop
+        select * into fk from automation.flow_keys f where f.project_id = r.project_id and f.key = k ->> 'key'
+        for update;
+        if fk.key is null then
+            select l.live_keys into live from automation.flow_limit_keys l
+            where l.project_id = r.project_id and l.limit_id = k ->> 'limit_id';
+            if coalesce(live, 0) >= p_max_keys then
+                perform automation.flow_dead_letter(r.run_id, p_now, 'E_FLOW_KEYS_EXHAUSTED',
+                    'flow limit ' || (k ->> 'limit_id') || ' already has ' || live || ' live keys; new key '
+                    || (k ->> 'key') || ' refused');
+                return 'exhausted';
+            end if;
+            insert into automation.flow_keys (project_id, key, limit_id, value, kind, max_n, per_ms, burst, tokens,
+                                              refilled_at, created_at, used_at)
+            values (r.project_id, k ->> 'key', k ->> 'limit_id', k ->> 'value', k ->> 'kind', (k ->> 'max_n')::integer,
+                    (k ->> 'per_ms')::bigint, (k ->> 'burst')::integer,
+                    case k ->> 'kind' when 'throttle' then (k ->> 'burst')::double precision
+                                      when 'rate' then 0 end,
+                    case when k ->> 'kind' in ('throttle', 'rate') then p_now end, p_now, p_now)
+            returning * into fk;
+        else
+            update automation.flow_keys f
+            set max_n = (k ->> 'max_n')::integer, per_ms = (k ->> 'per_ms')::bigint, burst = (k ->> 'burst')::integer,
+                used_at = p_now
+            where f.project_id = fk.project_id and f.key = fk.key;
+        end if;
+        if fk.kind = 'rate' then
+            if fk.refilled_at + make_interval(secs => fk.per_ms / 1000.0) <= p_now then
+                fk.tokens := 0;
+                fk.refilled_at := p_now;
+            end if;
+            if fk.tokens >= (k ->> 'max_n')::integer then
+                update automation.runs x
+                set state = 'cancelled', next_wake_at = null, error_code = 'E_FLOW_RATE_LIMITED',
+                    error_message = 'skipped: rateLimit ' || fk.key || ' allows ' || (k ->> 'max_n') || ' per '
+                                    || (fk.per_ms / 1000) || ' s; the window from '
+                                    || to_char(fk.refilled_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                                    || ' is used up',
+                    finished_at = p_now, updated_at = p_now, flow_keyed = true
+                where x.run_id = r.run_id;
+                insert into automation.run_events (run_id, project_id, at, kind, state, error_code, message, data)
+                select r.run_id, r.project_id, p_now, 'run.state', 'cancelled', 'E_FLOW_RATE_LIMITED', x.error_message,
+                       jsonb_build_object('from', 'pending', 'reason', 'skipped', 'rate_key', fk.key)
+                from automation.runs x where x.run_id = r.run_id;
+                update automation.flow_keys f set tokens = fk.tokens, refilled_at = fk.refilled_at
+                where f.project_id = fk.project_id and f.key = fk.key;
+                update automation.flow_limit_keys l set skipped = l.skipped + 1
+                where l.project_id = fk.project_id and l.limit_id = fk.limit_id;
+                return 'skipped';
+            end if;
+            update automation.flow_keys f set tokens = fk.tokens + 1, refilled_at = fk.refilled_at
+            where f.project_id = fk.project_id and f.key = fk.key;
+        end if;
+    end loop;
+    update automation.runs x
+    set flow_keyed = true,
+        flow_keys = c.keys, flow_caps = c.caps, flow_hold = c.hold, flow_weights = c.weights,
+        flow_holds = coalesce(c.any_hold, false),
+        flow_throttle = (select e ->> 'key' from jsonb_array_elements(p_doc -> 'keys') e where e ->> 'kind' = 'throttle'
+                         limit 1),
+        flow_priority = (p_doc ->> 'priority')::smallint
+    from (select array_agg(e ->> 'key' order by o) as keys,
+                 array_agg(coalesce((e ->> 'max_n')::integer, 2147483647) order by o) as caps,
+                 array_agg(coalesce((e ->> 'hold')::boolean, false) order by o) as hold,
+                 array_agg(coalesce((e ->> 'weight')::double precision, (e ->> 'max_n')::double precision) order by o)
+                     as weights,
+                 bool_or((e ->> 'hold')::boolean) as any_hold
+          from jsonb_array_elements(p_doc -> 'keys') with ordinality t(e, o)
+          where e ->> 'kind' in ('concurrency', 'fairness')) c
+    where x.run_id = r.run_id;
+    return 'keyed';
+end
+$$;
+
+CREATE FUNCTION automation.flow_keys_sweep(p_now timestamp with time zone, p_idle interval, p_limit integer) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+    n integer;
+begin
+    delete from automation.flow_keys k
+    where (k.project_id, k.key) in (
+        select f.project_id, f.key from automation.flow_keys f
+        where f.used_at < p_now - greatest(p_idle, coalesce(make_interval(secs => f.per_ms / 1000.0), p_idle))
+          and not exists (select 1 from automation.runs r
+                          where r.project_id = f.project_id and r.state not in ('succeeded', 'partial', 'failed',
+                                                                                'compensation_failed', 'cancelled')
+                            and r.flow_keys @> array[f.key])
+          and not exists (select 1 from automation.runs r
+                          where r.project_id = f.project_id and r.flow_throttle = f.key
+                            and r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled'))
+        order by f.used_at
+        limit p_limit);
+    get diagnostics n = row_count;
+    return n;
+end
+$$;
+
+CREATE FUNCTION automation.flow_mark_unkeyed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if exists (select 1 from automation.workflow_versions v
+               where v.project_id = new.project_id and v.workflow_id = new.workflow_id and v.version = new.version
+                 and v.has_flow) then
+        new.flow_keyed := false;
+        new.flow_keys := null; new.flow_caps := null; new.flow_hold := null; new.flow_holds := false;
+        new.flow_throttle := null; new.flow_parked_at := null; new.flow_weights := null; new.flow_priority := null;
+    end if;
+    return new;
+end
+$$;
+
+CREATE FUNCTION automation.flow_promote_parked() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+declare
+    n integer;
+begin
+    if (old.lease_owner is not null and new.lease_owner is null)
+       or (new.flow_holds and new.state in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled')
+           and old.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled')) then
+        perform pg_advisory_xact_lock(hashtext('a44.automation.lease_claim'));
+        update automation.runs p
+        set next_wake_at = new.updated_at, flow_parked_at = null
+        from (select h.run_id       -- the head of each set of keys parked behind one of these (FIFO in it)
+              from (select distinct on (y.flow_keys) y.run_id, y.flow_parked_at, y.seq,
+                           greatest(1, coalesce(y.flow_priority, 5)
+                                       - floor(extract(epoch from (new.updated_at - y.created_at)) / 30)) as eprio
+                    from automation.runs y
+                    where y.flow_parked_at is not null and y.flow_keys && new.flow_keys
+                      and y.project_id = new.project_id and y.run_id <> new.run_id
+                    order by y.flow_keys, coalesce(y.flow_priority, 5), y.flow_parked_at, y.seq) h
+              order by h.eprio, h.flow_parked_at, h.seq
+              limit 32) x
+        cross join lateral (select z.run_id from automation.runs z      -- never wait on a row while holding the
+                            where z.run_id = x.run_id and z.flow_parked_at is not null     -- claim lock
+                            for update skip locked) l
+        where p.run_id = l.run_id;
+        get diagnostics n = row_count;
+        if n > 0 then
+            perform pg_notify('a44_runs_due', (floor(extract(epoch from new.updated_at) * 1000))::bigint::text);
+        end if;
+    end if;
+    return null;
+end
+$$;
+
+CREATE FUNCTION automation.iso_instant(t timestamp with time zone) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+select to_char(t at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')
+       || case when extract(microseconds from t)::bigint % 1000000 = 0 then ''
+               else to_char(t at time zone 'UTC', '.US') end
+       || '+00:00'
+$$;
+
 CREATE FUNCTION automation.lease_claim(p_worker_id text, p_now timestamp with time zone, p_limit integer, p_lease interval, p_park_until timestamp with time zone) RETURNS TABLE(run_id text, project_id text, workflow_id text, version integer, state text, input jsonb, idempotency_key text, trigger_id text, event_id text, partition_key text, queue text, epoch integer, current_step text, failed_step text, error_code text, error_message text, lease_grants integer, lease_reclaims integer, deadline_at timestamp with time zone, created_at timestamp with time zone, delivery integer, prev_state text, prev_owner text)
     LANGUAGE plpgsql
     AS $$
@@ -954,9 +1212,23 @@ begin
         group by 1, 2
     ), wheld as (
         select project_id, workflow_id, sum(n)::integer as n from held group by 1, 2
+    ), fheld as (       -- holders of each concurrency key, counted now (never a stored counter)
+        select x.project_id, x.key, count(*)::integer as n
+        from (select r.project_id, u.key
+              from automation.runs r cross join lateral unnest(r.flow_keys) u(key)
+              where r.lease_owner is not null and r.flow_keys is not null
+              union all
+              select r.project_id, u.key
+              from automation.runs r cross join lateral unnest(r.flow_keys, r.flow_hold) u(key, hold)
+              where r.flow_holds and r.lease_owner is null and u.hold
+                and r.state in ('running', 'waiting', 'sleeping', 'awaiting_confirmation', 'compensating')) x
+        group by 1, 2
     ), cand as (
         select r.run_id, r.project_id, coalesce(r.queue, 'q_default') as queue, r.workflow_id, r.version,
-               r.next_wake_at, r.lease_owner is not null as reclaim,
+               r.next_wake_at, r.lease_owner is not null as reclaim, r.state as rstate, r.flow_keys, r.flow_caps,
+               r.flow_hold, r.flow_throttle, r.flow_weights,
+               greatest(1, coalesce(r.flow_priority, 5)
+                           - floor(extract(epoch from (p_now - r.created_at)) / 30))::integer as eprio,
                (r.state = 'pending' and r.lease_owner is null and r.partition_key is not null
                 and exists (select 1 from automation.queues oq
                             where oq.project_id = r.project_id and oq.queue_id = r.queue and oq.ordering = 'by-partition')
@@ -967,6 +1239,7 @@ begin
         from automation.runs r
         where r.next_wake_at <= p_now
           and r.state in ('pending', 'running', 'waiting', 'sleeping', 'compensating')
+          and r.flow_keyed is not false
           and (r.lease_owner is not null or (
                not exists (select 1 from qfull f
                            where f.project_id = r.project_id and f.queue = coalesce(r.queue, 'q_default') and f.n >= f.cap)
@@ -977,10 +1250,45 @@ begin
                                  and w.n >= v.max_concurrency)))
         order by r.next_wake_at
         limit p_limit * 4
+    ), tok as (         -- the throttle buckets of the candidates, refilled to p_now
+        select k.project_id, k.key, k.max_n, k.per_ms,
+               least(k.burst::double precision,
+                     k.tokens + extract(epoch from (p_now - k.refilled_at)) * 1000.0 * k.max_n / k.per_ms) as avail
+        from automation.flow_keys k
+        where (k.project_id, k.key) in (select c.project_id, c.flow_throttle from cand c
+                                        where c.flow_throttle is not null and not c.reclaim)
+    ), share as (       -- per candidate and key: the key's use once this run and those before it of the key got in
+        select c.run_id, c.project_id, c.next_wake_at, c.eprio, c.rstate, u.key, u.cap, u.hold,
+               coalesce((select h.n from fheld h where h.project_id = c.project_id and h.key = u.key), 0) as held,
+               (coalesce((select h.n from fheld h where h.project_id = c.project_id and h.key = u.key), 0)
+                + row_number() over (partition by c.project_id, u.key order by c.eprio, c.next_wake_at, c.run_id))
+               ::double precision / u.weight as term
+        from cand c cross join lateral unnest(c.flow_keys, c.flow_caps, c.flow_hold, c.flow_weights)
+                                       u(key, cap, hold, weight)
+        where not c.reclaim and not c.blocked and c.flow_keys is not null
+    ), tot as (
+        select run_id, sum(term) as s from share group by run_id
+    ), need as (        -- each candidate's keys it does not hold yet, ranked per key (fair share first); room per key
+        select n.run_id, n.key, n.kind,
+               row_number() over (partition by n.project_id, n.key order by n.eprio, n.score, n.next_wake_at, n.run_id)
+                   as ki,
+               n.room
+        from (select s.run_id, s.project_id, s.next_wake_at, s.eprio, s.key, 'c' as kind, s.cap - s.held as room,
+                     t.s - s.term as score       -- the use of its other keys: the least used tenant goes first
+              from share s join tot t on t.run_id = s.run_id
+              where not (s.hold and s.rstate <> 'pending')
+              union all
+              select c.run_id, c.project_id, c.next_wake_at, c.eprio, c.flow_throttle, 't',
+                     floor(coalesce(t.avail, 1))::integer, 0
+              from cand c left join tok t on t.project_id = c.project_id and t.key = c.flow_throttle
+              where not c.reclaim and not c.blocked and c.flow_throttle is not null) n
+    ), over as (
+        select run_id, bool_or(kind = 'c') as by_key from need where ki > room group by run_id
     ), ranked as (
-        select c.run_id, c.next_wake_at, c.reclaim,
-               row_number() over (partition by c.project_id, c.queue order by c.next_wake_at, c.run_id) as qi,
-               row_number() over (partition by c.project_id, c.workflow_id order by c.next_wake_at, c.run_id) as wi,
+        select c.run_id, c.next_wake_at, c.reclaim, c.eprio,
+               row_number() over (partition by c.project_id, c.queue order by c.eprio, c.next_wake_at, c.run_id) as qi,
+               row_number() over (partition by c.project_id, c.workflow_id order by c.eprio, c.next_wake_at, c.run_id)
+                   as wi,
                coalesce(q.max_concurrency, 100) - coalesce(f.n, 0) as qroom,
                v.max_concurrency - coalesce(w.n, 0) as wroom
         from cand c
@@ -989,14 +1297,14 @@ begin
         left join automation.queues q on q.project_id = c.project_id and q.queue_id = c.queue
         left join qfull f on f.project_id = c.project_id and f.queue = c.queue
         left join wheld w on w.project_id = c.project_id and w.workflow_id = c.workflow_id
-        where not c.blocked and not c.reclaim
+        where not c.blocked and not c.reclaim and not exists (select 1 from over o where o.run_id = c.run_id)
     ), pick as (
-        select run_id, next_wake_at from cand where reclaim
+        select run_id, 0 as eprio, next_wake_at from cand where reclaim
         union all
-        select run_id, next_wake_at from ranked where qi <= qroom and wi <= wroom
+        select run_id, eprio, next_wake_at from ranked where qi <= qroom and wi <= wroom
     ), due as (
         select x.run_id, x.prev_state, x.prev_owner
-        from (select run_id from pick order by next_wake_at limit p_limit) p
+        from (select run_id from pick order by eprio, next_wake_at limit p_limit) p
         cross join lateral (select r.run_id, r.state as prev_state, r.lease_owner as prev_owner
                             from automation.runs r
                             where r.run_id = p.run_id and r.next_wake_at <= p_now
@@ -1012,19 +1320,43 @@ begin
                                     and y.next_wake_at <= p_now
                                   for update skip locked) x) b
         where r.run_id = b.run_id
+    ), flow_parked as ( -- behind a full key: until a holder lets a slot go (or :park_until); throttled: next token
+        update automation.runs r
+        set next_wake_at = case when o.by_key then p_park_until
+                                else least(p_park_until, p_now + coalesce(
+                                    (select make_interval(secs => ((1.0 - (t.avail - floor(t.avail))) * t.per_ms
+                                                                   / t.max_n) / 1000.0)
+                                     from tok t where t.project_id = r.project_id and t.key = r.flow_throttle),
+                                    interval '1 second')) end,
+            flow_parked_at = case when o.by_key then p_now else null end
+        from (select v.run_id, v.by_key
+              from over v
+              cross join lateral (select y.run_id from automation.runs y
+                                  where y.run_id = v.run_id and y.lease_owner is null and y.next_wake_at <= p_now
+                                    and y.state in ('pending', 'waiting', 'sleeping', 'compensating')
+                                  for update skip locked) x) o
+        where r.run_id = o.run_id
     ), granted as (
         update automation.runs r
         set state = case when r.state = 'compensating' then 'compensating' else 'running' end,
             lease_owner = p_worker_id, lease_deadline = p_now + p_lease, next_wake_at = p_now + p_lease,
             lease_grants = r.lease_grants + 1,
             lease_reclaims = r.lease_reclaims + (due.prev_owner is not null)::integer,
-            started_at = coalesce(r.started_at, p_now), updated_at = p_now
+            started_at = coalesce(r.started_at, p_now), updated_at = p_now, flow_parked_at = null
         from due
         where r.run_id = due.run_id
         returning r.run_id, r.project_id, r.workflow_id, r.version, r.state, r.input, r.idempotency_key,
                   r.trigger_id, r.event_id, r.partition_key, r.queue, r.epoch, r.current_step, r.failed_step,
                   r.error_code, r.error_message, r.lease_grants, r.lease_reclaims, r.deadline_at, r.created_at,
-                  r.delivery, due.prev_state, due.prev_owner
+                  r.delivery, due.prev_state, due.prev_owner, r.flow_throttle
+    ), tokens_used as ( -- the throttle rows locked and charged in the statement that grants
+        update automation.flow_keys k
+        set tokens = t.avail - g.n, refilled_at = p_now, used_at = p_now
+        from (select g.project_id, g.flow_throttle as key, count(*)::integer as n
+              from granted g where g.flow_throttle is not null and g.prev_owner is null
+              group by 1, 2) g
+        join tok t on t.project_id = g.project_id and t.key = g.key
+        where k.project_id = g.project_id and k.key = g.key
     ), state_events as (
         insert into automation.run_events (run_id, project_id, at, kind, state, data)
         select run_id, project_id, p_now, 'run.state', state,
@@ -1038,7 +1370,11 @@ begin
         from granted
         where prev_owner is not null
     )
-    select * from granted;
+    select g.run_id, g.project_id, g.workflow_id, g.version, g.state, g.input, g.idempotency_key, g.trigger_id,
+           g.event_id, g.partition_key, g.queue, g.epoch, g.current_step, g.failed_step, g.error_code,
+           g.error_message, g.lease_grants, g.lease_reclaims, g.deadline_at, g.created_at, g.delivery,
+           g.prev_state, g.prev_owner
+    from granted g;
     perform set_config('enable_sort', sorting, true);
     perform set_config('plan_cache_mode', caching, true);
 end
@@ -1466,6 +1802,55 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.timer_fire_due(p_now timestamp with time zone, p_limit integer) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+declare
+    n integer;
+    hashing text := current_setting('enable_hashjoin');
+    merging text := current_setting('enable_mergejoin');
+begin
+    perform set_config('a44.notify', 'deferred', true);
+    perform set_config('enable_hashjoin', 'off', true);
+    perform set_config('enable_mergejoin', 'off', true);
+    with due as (
+        select s.run_id, s.step_id, s.epoch, s.kind, s.attempt, s.started_at, s.due_at
+        from automation.step_attempts s
+        where s.status = 'running' and s.due_at is not null and s.due_at <= p_now
+        order by s.due_at
+        limit p_limit
+        for update of s skip locked     -- another daemon's batch in flight: this one takes the next timers
+    ), mine as (
+        select d.*, '{"due_at":"' || automation.iso_instant(d.due_at) || '","late_ms":'
+                    || greatest(0, round(extract(epoch from p_now - d.due_at) * 1000))::bigint || '}' as result
+        from due d
+        cross join lateral (select r.run_id from automation.runs r
+                            where r.run_id = d.run_id and r.epoch = d.epoch and r.lease_owner is null
+                              and r.state = 'sleeping' and r.cancel_requested_at is null
+                            for update skip locked) r
+    ), fired as (
+        update automation.step_attempts s
+        set status = 'succeeded', finished_at = p_now, result = f.result::jsonb, result_bytes = octet_length(f.result)
+        from mine f
+        where s.run_id = f.run_id and s.step_id = f.step_id and s.epoch = f.epoch and s.kind = f.kind
+          and s.attempt = f.attempt and s.started_at = f.started_at and s.status = 'running' and s.due_at = f.due_at
+        returning s.run_id, s.project_id, s.step_id, s.attempt, s.status, s.epoch, s.kind, s.started_at
+    ), logged as (
+        insert into automation.run_events (run_id, project_id, at, kind, step_id, attempt, status, error_code,
+                                           message, data)
+        select run_id, project_id, p_now, 'attempt.finished', step_id, attempt, status, null, null,
+               jsonb_build_object('epoch', epoch, 'kind', kind, 'retry_at', null,
+                                  'duration_ms', round(extract(epoch from p_now - started_at) * 1000))
+        from fired
+        returning 1
+    )
+    select count(*) into n from logged;
+    perform set_config('enable_hashjoin', hashing, true);
+    perform set_config('enable_mergejoin', merging, true);
+    return n;
+end
+$$;
+
 CREATE FUNCTION automation.timer_move(p_project text, p_run text, p_step text, p_due timestamp with time zone, p_now timestamp with time zone, p_kind text, p_who text, p_reason text) RETURNS text
     LANGUAGE plpgsql
     AS $$
@@ -1811,7 +2196,7 @@ CREATE TABLE automation.event_deliveries (
     outcome text NOT NULL,
     run_id text,
     at timestamp with time zone NOT NULL,
-    CONSTRAINT event_deliveries_outcome_check CHECK ((outcome = ANY (ARRAY['created'::text, 'deduplicated'::text, 'filtered'::text, 'dead_lettered'::text])))
+    CONSTRAINT event_deliveries_outcome_check CHECK ((outcome = ANY (ARRAY['created'::text, 'deduplicated'::text, 'filtered'::text, 'dead_lettered'::text, 'buffered'::text])))
 );
 
 CREATE TABLE automation.event_keys (
@@ -1850,6 +2235,87 @@ ALTER TABLE automation.events ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY 
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+CREATE TABLE automation.flow_buffer_events (
+    buffer_id text NOT NULL,
+    project_id text NOT NULL,
+    workflow_id text NOT NULL,
+    event_id text NOT NULL,
+    trigger_id text,
+    seq bigint NOT NULL,
+    occurred_at timestamp with time zone NOT NULL,
+    received_at timestamp with time zone NOT NULL,
+    bytes integer NOT NULL,
+    envelope jsonb NOT NULL
+);
+
+ALTER TABLE automation.flow_buffer_events ALTER COLUMN seq ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME automation.flow_buffer_events_seq_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE automation.flow_buffer_keys (
+    project_id text NOT NULL,
+    key text NOT NULL,
+    buffer_id text NOT NULL,
+    event_id text NOT NULL,
+    created_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE automation.flow_buffers (
+    buffer_id text NOT NULL,
+    project_id text NOT NULL,
+    workflow_id text NOT NULL,
+    kind text NOT NULL,
+    buffer_key text NOT NULL,
+    deliver text NOT NULL,
+    queue text,
+    partition_key text,
+    state text DEFAULT 'open'::text NOT NULL,
+    first_at timestamp with time zone NOT NULL,
+    last_at timestamp with time zone NOT NULL,
+    due_at timestamp with time zone NOT NULL,
+    max_due_at timestamp with time zone NOT NULL,
+    events integer DEFAULT 0 NOT NULL,
+    bytes bigint DEFAULT 0 NOT NULL,
+    flushed_at timestamp with time zone,
+    flush_reason text,
+    run_id text,
+    CONSTRAINT flow_buffers_buffer_id_check CHECK ((buffer_id ~~ 'fb\_%'::text)),
+    CONSTRAINT flow_buffers_check CHECK (((state = 'open'::text) = (flushed_at IS NULL))),
+    CONSTRAINT flow_buffers_deliver_check CHECK ((deliver = ANY (ARRAY['last'::text, 'first'::text, 'all'::text]))),
+    CONSTRAINT flow_buffers_flush_reason_check CHECK ((flush_reason = ANY (ARRAY['quiet'::text, 'maxWait'::text, 'maxSize'::text, 'maxBytes'::text]))),
+    CONSTRAINT flow_buffers_kind_check CHECK ((kind = ANY (ARRAY['debounce'::text, 'batch'::text]))),
+    CONSTRAINT flow_buffers_state_check CHECK ((state = ANY (ARRAY['open'::text, 'flushed'::text])))
+);
+
+CREATE TABLE automation.flow_keys (
+    project_id text NOT NULL,
+    key text NOT NULL,
+    limit_id text NOT NULL,
+    value text NOT NULL,
+    kind text NOT NULL,
+    max_n integer NOT NULL,
+    per_ms bigint,
+    burst integer,
+    tokens double precision,
+    refilled_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    used_at timestamp with time zone NOT NULL,
+    CONSTRAINT flow_keys_kind_check CHECK ((kind = ANY (ARRAY['concurrency'::text, 'fairness'::text, 'throttle'::text, 'rate'::text]))),
+    CONSTRAINT flow_keys_max_n_check CHECK ((max_n > 0))
+);
+
+CREATE TABLE automation.flow_limit_keys (
+    project_id text NOT NULL,
+    limit_id text NOT NULL,
+    live_keys bigint DEFAULT 0 NOT NULL,
+    skipped bigint DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE automation.flow_pauses (
@@ -1951,6 +2417,14 @@ ALTER TABLE automation.notifications ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
     CACHE 1
 );
 
+CREATE TABLE automation.partition_items (
+    run_id text NOT NULL,
+    step_id text NOT NULL,
+    ordinal integer NOT NULL,
+    partition text NOT NULL,
+    item jsonb
+);
+
 CREATE TABLE automation.partition_lock_waiters (
     project_id text NOT NULL,
     workflow_id text NOT NULL,
@@ -1975,9 +2449,10 @@ CREATE TABLE automation.partition_plans (
     project_id text NOT NULL,
     workflow_id text NOT NULL,
     source text NOT NULL,
-    keys jsonb NOT NULL,
+    keys jsonb,
     epoch integer NOT NULL,
-    planned_at timestamp with time zone NOT NULL
+    planned_at timestamp with time zone NOT NULL,
+    item_count integer
 );
 
 CREATE TABLE automation.queues (
@@ -2175,6 +2650,15 @@ CREATE TABLE automation.runs (
     cancel_reason text,
     cancel_compensate boolean,
     event_seq bigint DEFAULT automation.events_watermark(),
+    flow_keyed boolean,
+    flow_keys text[],
+    flow_caps integer[],
+    flow_hold boolean[],
+    flow_holds boolean DEFAULT false NOT NULL,
+    flow_throttle text,
+    flow_parked_at timestamp with time zone,
+    flow_weights double precision[],
+    flow_priority smallint,
     CONSTRAINT runs_lease_check CHECK (((lease_owner IS NULL) = (lease_deadline IS NULL))),
     CONSTRAINT runs_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'running'::text, 'waiting'::text, 'sleeping'::text, 'awaiting_confirmation'::text, 'compensating'::text, 'succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])))
 );
@@ -2284,6 +2768,7 @@ CREATE TABLE automation.workflow_versions (
     ir jsonb NOT NULL,
     published_at timestamp with time zone NOT NULL,
     max_concurrency integer GENERATED ALWAYS AS (COALESCE((((ir -> 'concurrency'::text) ->> 'max'::text))::integer, 100)) STORED,
+    has_flow boolean GENERATED ALWAYS AS (((ir -> 'flow'::text) IS NOT NULL)) STORED,
     CONSTRAINT workflow_versions_sha256_check CHECK ((sha256 <> ''::text)),
     CONSTRAINT workflow_versions_version_check CHECK ((version > 0))
 );
@@ -2364,6 +2849,24 @@ ALTER TABLE ONLY automation.event_wait_programs
 ALTER TABLE ONLY automation.events
     ADD CONSTRAINT events_pkey PRIMARY KEY (event_id);
 
+ALTER TABLE ONLY automation.flow_buffer_events
+    ADD CONSTRAINT flow_buffer_events_pkey PRIMARY KEY (buffer_id, event_id);
+
+ALTER TABLE ONLY automation.flow_buffer_events
+    ADD CONSTRAINT flow_buffer_events_project_id_workflow_id_event_id_key UNIQUE (project_id, workflow_id, event_id);
+
+ALTER TABLE ONLY automation.flow_buffer_keys
+    ADD CONSTRAINT flow_buffer_keys_pkey PRIMARY KEY (project_id, key);
+
+ALTER TABLE ONLY automation.flow_buffers
+    ADD CONSTRAINT flow_buffers_pkey PRIMARY KEY (buffer_id);
+
+ALTER TABLE ONLY automation.flow_keys
+    ADD CONSTRAINT flow_keys_pkey PRIMARY KEY (project_id, key);
+
+ALTER TABLE ONLY automation.flow_limit_keys
+    ADD CONSTRAINT flow_limit_keys_pkey PRIMARY KEY (project_id, limit_id);
+
 ALTER TABLE ONLY automation.flow_pauses
     ADD CONSTRAINT flow_pauses_pkey PRIMARY KEY (project_id, key);
 
@@ -2387,6 +2890,9 @@ ALTER TABLE ONLY automation.notifications
 
 ALTER TABLE ONLY automation.notifications
     ADD CONSTRAINT notifications_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY automation.partition_items
+    ADD CONSTRAINT partition_items_pkey PRIMARY KEY (run_id, step_id, ordinal);
 
 ALTER TABLE ONLY automation.partition_lock_waiters
     ADD CONSTRAINT partition_lock_waiters_pkey PRIMARY KEY (project_id, workflow_id, step_id, partition, run_id);
@@ -2492,6 +2998,16 @@ CREATE INDEX events_project_type_idx ON automation.events USING btree (project_i
 
 CREATE UNIQUE INDEX events_seq_idx ON automation.events USING btree (seq);
 
+CREATE INDEX flow_buffers_due ON automation.flow_buffers USING btree (due_at) WHERE (state = 'open'::text);
+
+CREATE UNIQUE INDEX flow_buffers_open ON automation.flow_buffers USING btree (project_id, workflow_id, kind, buffer_key) WHERE (state = 'open'::text);
+
+CREATE INDEX flow_buffers_run ON automation.flow_buffers USING btree (run_id) WHERE (run_id IS NOT NULL);
+
+CREATE INDEX flow_keys_idle_idx ON automation.flow_keys USING btree (used_at);
+
+CREATE INDEX flow_keys_limit_idx ON automation.flow_keys USING btree (project_id, limit_id);
+
 CREATE INDEX idempotency_keys_created_idx ON automation.idempotency_keys USING btree (created_at);
 
 CREATE INDEX notifications_alert_idx ON automation.notifications USING btree (alert_id, id) WHERE (alert_id IS NOT NULL);
@@ -2510,6 +3026,10 @@ CREATE INDEX run_events_outcome_idx ON automation.run_events USING btree (id) WH
 
 CREATE INDEX run_events_run_idx ON automation.run_events USING btree (run_id, id);
 
+CREATE INDEX run_partitions_failed_idx ON automation.run_partitions USING btree (run_id, step_id, ordinal) WHERE (state = ANY (ARRAY['failed'::text, 'timeout'::text]));
+
+CREATE INDEX run_partitions_order_idx ON automation.run_partitions USING btree (run_id, step_id, ordinal);
+
 CREATE INDEX run_partitions_step_idx ON automation.run_partitions USING btree (project_id, workflow_id, step_id, partition);
 
 CREATE INDEX run_partitions_workflow_idx ON automation.run_partitions USING btree (project_id, workflow_id, partition, updated_at DESC);
@@ -2523,6 +3043,18 @@ CREATE INDEX run_waits_open_idx ON automation.run_waits USING btree (run_id, kin
 CREATE INDEX runs_due_idx ON automation.runs USING btree (next_wake_at) WHERE (next_wake_at IS NOT NULL);
 
 CREATE INDEX runs_finished_idx ON automation.runs USING btree (finished_at) WHERE (finished_at IS NOT NULL);
+
+CREATE INDEX runs_flow_holding_idx ON automation.runs USING btree (project_id) WHERE (flow_holds AND (lease_owner IS NULL) AND (state = ANY (ARRAY['running'::text, 'waiting'::text, 'sleeping'::text, 'awaiting_confirmation'::text, 'compensating'::text])));
+
+CREATE INDEX runs_flow_open_idx ON automation.runs USING gin (flow_keys) WHERE ((flow_keys IS NOT NULL) AND (state <> ALL (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])));
+
+CREATE INDEX runs_flow_parked_at_idx ON automation.runs USING btree (flow_parked_at) WHERE (flow_parked_at IS NOT NULL);
+
+CREATE INDEX runs_flow_parked_idx ON automation.runs USING gin (flow_keys) WHERE (flow_parked_at IS NOT NULL);
+
+CREATE INDEX runs_flow_throttle_idx ON automation.runs USING btree (project_id, flow_throttle) WHERE ((flow_throttle IS NOT NULL) AND (state <> ALL (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])));
+
+CREATE INDEX runs_flow_unkeyed_idx ON automation.runs USING btree (created_at) WHERE (flow_keyed = false);
 
 CREATE INDEX runs_leased_idx ON automation.runs USING btree (project_id, queue, workflow_id) WHERE (lease_owner IS NOT NULL);
 
@@ -2550,6 +3082,10 @@ CREATE INDEX schedule_occurrences_pending_idx ON automation.schedule_occurrences
 
 CREATE INDEX schedule_occurrences_trigger_idx ON automation.schedule_occurrences USING btree (project_id, trigger_id, fire_at DESC);
 
+CREATE INDEX step_attempts_open_timers ON ONLY automation.step_attempts USING btree (due_at) WHERE ((status = 'running'::text) AND (due_at IS NOT NULL));
+
+CREATE INDEX step_attempts_default_due_at_idx ON automation.step_attempts_default USING btree (due_at) WHERE ((status = 'running'::text) AND (due_at IS NOT NULL));
+
 CREATE INDEX step_attempts_fired_timers ON ONLY automation.step_attempts USING btree (finished_at) WHERE (due_at IS NOT NULL);
 
 CREATE INDEX step_attempts_default_finished_at_idx ON automation.step_attempts_default USING btree (finished_at) WHERE (due_at IS NOT NULL);
@@ -2576,6 +3112,8 @@ CREATE INDEX triggers_type_idx ON automation.triggers USING btree (type) WHERE a
 
 CREATE INDEX webhook_secrets_trigger_idx ON automation.webhook_secrets USING btree (project_id, trigger_id, created_at DESC);
 
+ALTER INDEX automation.step_attempts_open_timers ATTACH PARTITION automation.step_attempts_default_due_at_idx;
+
 ALTER INDEX automation.step_attempts_fired_timers ATTACH PARTITION automation.step_attempts_default_finished_at_idx;
 
 ALTER INDEX automation.step_attempts_pkey ATTACH PARTITION automation.step_attempts_default_pkey;
@@ -2590,6 +3128,8 @@ ALTER INDEX automation.step_attempts_run_started_idx ATTACH PARTITION automation
 
 CREATE TRIGGER approval_decisions_append_only BEFORE DELETE OR UPDATE ON automation.approval_decisions FOR EACH ROW EXECUTE FUNCTION automation.approval_decisions_frozen();
 
+CREATE TRIGGER flow_keys_count AFTER INSERT OR DELETE ON automation.flow_keys FOR EACH ROW EXECUTE FUNCTION automation.flow_count_keys();
+
 CREATE TRIGGER run_events_notify AFTER INSERT ON automation.run_events FOR EACH ROW EXECUTE FUNCTION automation.notify_run_event();
 
 CREATE TRIGGER run_partitions_lock_release AFTER INSERT OR UPDATE OF state ON automation.run_partitions FOR EACH ROW EXECUTE FUNCTION automation.partition_lock_release();
@@ -2601,6 +3141,10 @@ CREATE TRIGGER runs_children_deliver AFTER UPDATE OF state ON automation.runs FO
 CREATE TRIGGER runs_close_waits AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.state = ANY (ARRAY['succeeded'::text, 'partial'::text, 'failed'::text, 'compensation_failed'::text, 'cancelled'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION automation.run_waits_close();
 
 CREATE TRIGGER runs_due_notify AFTER INSERT OR UPDATE OF next_wake_at, lease_owner ON automation.runs FOR EACH ROW EXECUTE FUNCTION automation.notify_run_due();
+
+CREATE TRIGGER runs_flow_promote AFTER UPDATE OF lease_owner, state ON automation.runs FOR EACH ROW WHEN ((new.flow_keys IS NOT NULL)) EXECUTE FUNCTION automation.flow_promote_parked();
+
+CREATE TRIGGER runs_flow_unkeyed BEFORE INSERT ON automation.runs FOR EACH ROW EXECUTE FUNCTION automation.flow_mark_unkeyed();
 
 CREATE TRIGGER runs_note_grant BEFORE UPDATE OF lease_grants ON automation.runs FOR EACH ROW WHEN ((new.lease_grants IS DISTINCT FROM old.lease_grants)) EXECUTE FUNCTION automation.note_grant();
 
@@ -2614,6 +3158,12 @@ CREATE TRIGGER workflow_versions_event_wait_programs AFTER INSERT ON automation.
 
 ALTER TABLE ONLY automation.approval_requests
     ADD CONSTRAINT approval_requests_wait_fkey FOREIGN KEY (run_id, epoch, step_id) REFERENCES automation.run_waits(run_id, epoch, step_id);
+
+ALTER TABLE ONLY automation.flow_buffer_events
+    ADD CONSTRAINT flow_buffer_events_buffer_id_fkey FOREIGN KEY (buffer_id) REFERENCES automation.flow_buffers(buffer_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY automation.partition_items
+    ADD CONSTRAINT partition_items_run_id_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY automation.partition_plans
     ADD CONSTRAINT partition_plans_run_id_fkey FOREIGN KEY (run_id) REFERENCES automation.runs(run_id) ON DELETE CASCADE;

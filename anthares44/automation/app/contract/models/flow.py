@@ -1,4 +1,5 @@
-"""Flow control (§22, docs/flow.md): the paused flow keys, pausing one by hand, resuming one."""
+"""Flow control (§22, docs/flow.md): the paused flow keys, pausing one by hand, resuming one; the open debounce
+and batch buffers."""
 
 from __future__ import annotations
 
@@ -48,3 +49,9 @@ class RunExplain(Doc):
                                            "(`input.tenant=acme 5/5`), in_use, limit, full, since, oldest_holder "
                                            "{run_id, since}, position, tokens, next_token_at")
     pause: dict | None = Field(None, description="the paused flow key it waits on: key, until, reason, source")
+
+
+class FlowBuffers(Doc):
+    buffers: list[dict] = Field(description="the open debounce / batch buffers, oldest first: buffer_id, "
+                                            "workflow_id, kind, key, deliver, events, bytes, first_at, last_at, "
+                                            "due_at, due_for (quiet | maxWait)")

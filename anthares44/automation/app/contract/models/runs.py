@@ -91,6 +91,9 @@ class Run(Doc):
     created_at: str
     due_at: str | None = Field(None, description="the earliest due instant of its open sleeps (GET /runs/{id})")
     timers: list[Timer] | None = Field(None, description="its open sleeps, earliest first (GET /runs/{id})")
+    carried: dict | None = Field(None, description="the debounced / batched events it carries when a buffer's flush "
+                                                   "started it: buffer_id, kind, key, reason, count, events "
+                                                   "(GET /runs/{id})")
 
 
 class Runs(Doc):
