@@ -54,6 +54,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("A44_ALERT_INTERVAL", "alert_interval",
              "`serve`: how often the alert evaluator samples the metrics and evaluates the rules, a duration "
              "(default 15s; `off`: this daemon never evaluates, docs/alerts.md)"),
+    Variable("A44_PUBLIC_URL", "public_url",
+             "`serve`: the address people reach this daemon's HTTP plane at (e.g. `https://a44.example.com`); approval "
+             "messages carry their one-click links under it (http or https only; unset: the links carry their path "
+             "`/approvals/links/...` only, docs/approvals.md)"),
     Variable("A44_TRACE_URL", "trace_url",
              "`serve`: the URL of a trace in your tracing UI, with `{trace_id}` where its id goes (e.g. "
              "`http://127.0.0.1:16686/trace/{trace_id}` for Jaeger); the console links each run's trace id to it "
@@ -105,6 +109,7 @@ class Settings:
     webhook_cache_ttl: float | None = None
     alert_interval: str | None = None
     trace_url: str | None = None
+    public_url: str | None = None
     secret_key: str | None = None
     networks_file: str | None = None
     pg_system_user: str | None = None

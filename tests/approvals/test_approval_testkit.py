@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
+import pytest
+
 from anthares44.automation.runtime.notify import outbox
 
 GROUPS = """
@@ -64,3 +66,28 @@ def test_an_approval_with_reminders_at_24h_and_48h_on_virtual_time(a44_env):
     out = run.attempts("cfo-approval")[0]
     assert out["status"] == "succeeded"
     print(f"\nan approval with reminders at +24h and +48h virtual: {time.perf_counter() - began:.2f} s wall")
+
+
+@pytest.mark.a44_env(public_url="https://a44.example.com/")
+def test_with_a_public_url_each_message_carries_links_a_mail_reader_can_click(a44_env):
+    """A44_PUBLIC_URL: every link of a message is also an absolute https URL under it (the path alone, the default,
+    is not something a person can click in a mail); the URL decides like the path (same token)."""
+    a44_env.publish(GROUPS)
+    a44_env.publish(WORKFLOW)
+    a44_env.start_worker()
+    a44_env.run("refund", {"amount": 10}, initiator="alice")
+    a44_env.run_until_idle()
+    (request,) = [n for n in a44_env.notifications() if n["idempotency_key"].endswith(":request")]
+    payload = a44_env.call(outbox.get(a44_env.store, a44_env.project, request["id"]))["payload"]
+    assert {link["person"] for link in payload["links"]} >= {"bob", "carol"}
+    for link in payload["links"]:
+        assert link["url"] == "https://a44.example.com" + link["path"]
+
+
+def test_a_bad_public_url_makes_no_link_to_anywhere_else():
+    from anthares44.automation.runtime.approvals.links import url
+
+    assert url("https://a44.example.com", "/approvals/links/t") == "https://a44.example.com/approvals/links/t"
+    for bad in (None, "", "javascript:alert(1)", "ftp://a44.example.com", "https://a44.example.com/?x=1",
+                "https://a44.example.com/#f", "https://"):
+        assert url(bad, "/approvals/links/t") is None, bad

@@ -19,7 +19,7 @@ expired (the run waits in `awaiting_confirmation` until a person says what happe
 step of a `partial` or `failed` run that failed for good, recording who (--by, default $USER) and why in the log;
 a partial run with no failed partition left becomes `succeeded` (docs/partitions.md).
 
-`a44 automation runs tree RUN` prints the tree of child workflows the run belongs to (§21), from its root.
+`a44 automation runs tree RUN` prints the tree of child workflows the run belongs to (docs/children.md), from its root.
 `a44 automation runs cancel RUN [--reason TEXT] [--compensate]` cancels a run, recording who (--by, default $USER)
 and why: at once when no worker holds it (pending, waiting, sleeping, awaiting_confirmation), else at the next
 safe point of the daemon running it (its in-flight call is cancelled); --compensate undoes its completed steps
@@ -84,7 +84,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     _action(actions, "show", "one run, with its sleeping steps' due instants (also `runs RUN`)",
             "One run: state, version, steps, and each sleeping step's due instant.", by=None)
     _action(actions, "tree", "the tree of child workflows a run belongs to, with states",
-            "The run's lineage (§21): its root and every child run below it, indented by depth, with the "
+            "The run's lineage (docs/children.md): its root and every child run below it, indented by depth, with the "
             "parent's step that started each, its workflow, version and state.", by=None)
     r = _action(actions, "resolve", "settle an exclusive step awaiting confirmation",
                 "Tell the run what happened to an exclusive step whose lease expired: succeeded (its effect "

@@ -29,6 +29,7 @@ from ..runtime.engine import Engine
 from ..runtime.engine.invoke import AFTER_EFFECT
 from ..runtime.scheduling import Scheduler
 from ..runtime.store.core import TERMINAL_RUN_STATES, Store
+from ..settings import Settings
 from .databases import TestPostgres
 from .faults import Faults
 from .mocks import Mock, MockRegistry
@@ -132,7 +133,8 @@ class Env:
 
     def __init__(self, control_url: str, *, app_database_url: str | None = None, tmp: Path,
                  project: str = "pj_default", start: datetime | str | None = None, seed: int = 7,
-                 lease: str | timedelta = "30s", postgres: TestPostgres | None = None):
+                 lease: str | timedelta = "30s", postgres: TestPostgres | None = None,
+                 public_url: str | None = None):
         from ..app.automation import Automation
 
         self.loop = asyncio.new_event_loop()
@@ -143,6 +145,7 @@ class Env:
         self._rng = random.Random(seed)
         self._tmp = tmp
         self._app_database_url = app_database_url
+        self._public_url = public_url        # A44_PUBLIC_URL of the workers (approval links under it)
         self._published = 0
         self.store: Store = self.call(Store.connect(control_url, clock=self.clock, results_dir=tmp / "results",
                                                     max_size=8))
@@ -193,6 +196,7 @@ class Env:
         wid = worker_id or f"w{len(self.workers) + 1}"
         engine = Engine(self.store, self.registry, worker_id=wid, lease=self.lease, clock=self.clock,
                         rng=random.Random(self._rng.random()), app_db=app_db,
+                        settings=Settings(public_url=self._public_url),
                         services={AFTER_EFFECT: self.faults.after_effect})
         self.workers.append(engine)
         return engine

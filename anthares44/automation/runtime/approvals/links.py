@@ -23,6 +23,20 @@ from ...errors import E_APPROVAL_LINK_EXPIRED, E_APPROVAL_LINK_INVALID, A44Error
 
 MAX_TOKEN = 2048          # a real token is ~300 characters; anything longer is refused unread
 PATH = "/approvals/links/"
+PUBLIC_URL = "approval.public_url"     # the engine's services key of A44_PUBLIC_URL (worker.py puts it there)
+
+
+def url(base: str | None, path: str) -> str | None:
+    """The link a person clicks: `path` under the daemon's public address, or None when none is set or it is not
+    an http(s) address without query or fragment (a bad setting never makes a link to somewhere else)."""
+    from urllib.parse import urlsplit
+
+    if not base:
+        return None
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        return None
+    return base.rstrip("/") + path
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ def key(run_id: str, epoch: int, step_id: str, which: str) -> str:
 
 
 async def send(store, project: str, channel: str, *, run_id: str, epoch: int, step_id: str, workflow: str,
-               which: str, timeout_at: datetime, now: datetime) -> int | None:
+               which: str, timeout_at: datetime, now: datetime, public_url: str | None = None) -> int | None:
     """Enqueue message `which` (`request`, `remind:N`, `escalation`) of one approval; None when it was enqueued
     before (nothing written)."""
     deciders = await store.fetchval("approval_deciders", run_id=run_id, epoch=epoch, step_id=step_id, now=now)
@@ -32,9 +32,11 @@ async def send(store, project: str, channel: str, *, run_id: str, epoch: int, st
                                                       step_id=step_id)}
     pending = [p for p in deciders or () if p not in decided]
     k = await links.key(store)
-    people: list[dict[str, Any]] = [
-        {"person": p, "path": links.PATH + links.sign_with(k, links.Link(project, run_id, epoch, step_id, p, timeout_at))}
-        for p in pending]
+    people: list[dict[str, Any]] = []
+    for p in pending:
+        path = links.PATH + links.sign_with(k, links.Link(project, run_id, epoch, step_id, p, timeout_at))
+        absolute = links.url(public_url, path)      # A44_PUBLIC_URL: a link a mail reader can click
+        people.append({"person": p, "path": path, **({"url": absolute} if absolute else {})})
     what = "reminder" if which.startswith("remind:") else which
     payload = {"title": f"[approval] {workflow} run {run_id} waits for a decision at step {step_id} ({what})",
                "workflow": workflow, "run_id": run_id, "step": step_id, "approval": which,

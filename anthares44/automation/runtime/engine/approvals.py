@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ...errors import E_APPROVAL_REJECTED, E_RUN_CANCELLED, E_WAIT_TIMEOUT, A44Error
-from ..approvals import notices
+from ..approvals import links, notices
 from .progress import Progress, StepProgress
 from .states import WAITING
 from .visit import Visit
@@ -65,7 +65,8 @@ class Approval:
             if at <= now and ap.notify is not None:
                 sent = await notices.send(v.store, str(v.row["project_id"]), ap.notify, run_id=L.run_id,
                                           epoch=L.epoch, step_id=sp.node.id, workflow=str(v.row["workflow_id"]),
-                                          which=which, timeout_at=timeout_at, now=now)
+                                          which=which, timeout_at=timeout_at, now=now,
+                                          public_url=v.services.get(links.PUBLIC_URL))
                 if sent is not None:
                     v.event(f"approval.{which.split(':')[0]}", step=sp.node.id, at=at.isoformat())
         later = [at for _, at in timers if at > now]

@@ -24,6 +24,7 @@ from ...settings import Settings
 from ...stdlib_connectors.registry import ConnectorRegistry
 from ...stdlib_connectors.sql_database import AppDatabase
 from ...tracing import Tracer
+from ..approvals import links as approval_links
 from ..connector_services import connector_services
 from ..secrets.file import SecretFile
 from ..secrets.source import SecretSource
@@ -73,7 +74,7 @@ class Engine:
         # step names a DSN; queue/publish publishes through the bus of this store, breakers keep their state in it
         self.app_db = app_db if app_db is not None else AppDatabase(None)
         self.services = {**connector_services(store, self.app_db, settings=settings, clock=clock),
-                         **(services or {})}
+                         approval_links.PUBLIC_URL: settings.public_url, **(services or {})}
         self.stopping = False
         self.metrics: Counter[str] = Counter()
         self._irs: dict[tuple[str, str, int], WorkflowIR] = {}
