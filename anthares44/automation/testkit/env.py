@@ -27,6 +27,7 @@ from ..durations import parse_duration
 from ..runtime.buffers.flusher import BufferFlusher
 from ..runtime.engine import Engine
 from ..runtime.engine.invoke import AFTER_EFFECT
+from ..runtime.logs.retention import ARCHIVE_MONTHS, HOT_DAYS
 from ..runtime.scheduling import Scheduler
 from ..runtime.store.core import TERMINAL_RUN_STATES, Store
 from .databases import TestPostgres
@@ -160,8 +161,8 @@ class Env:
         # the daemon's other loops (alert rounds, the outbox, retention) at their due instants: housekeeping.py
         self.housekeeping = Housekeeping(self.store, self.clock, secrets=self.registry.secrets,
                                          rng=random.Random(seed), archive_root=tmp / "log-archive",
-                                         **({"hot_days": log_hot_days} if log_hot_days else {}),
-                                         **({"archive_months": log_archive_months} if log_archive_months else {}))
+                                         hot_days=log_hot_days or HOT_DAYS,
+                                         archive_months=log_archive_months or ARCHIVE_MONTHS)
 
     # --- the loop ---------------------------------------------------------------------------------------------
     def call(self, coro):
