@@ -298,7 +298,7 @@ RENEWAL_TRIGGER = """
 """
 
 
-@pytest.mark.a44_env(start="2027-03-20T12:00:00Z")
+@pytest.mark.a44_env(start="2027-03-20T12:00:00Z", log_hot_days=90)    # 50 days: keep the attempts hot
 def test_a_schedule_a_backoff_and_a_30_day_sleep_across_dst_each_at_its_predicted_instant(a44_env):
     """Issue 27's done-when: a schedule, a step that fails five times with backoff and a 30-day sleep in a zone whose
     clocks change meanwhile run on virtual time, every event at the instant the rules predict (§11, §3.2, §19)."""

@@ -27,11 +27,13 @@ from ..durations import parse_duration
 from ..runtime.buffers.flusher import BufferFlusher
 from ..runtime.engine import Engine
 from ..runtime.engine.invoke import AFTER_EFFECT
+from ..runtime.logs.retention import ARCHIVE_MONTHS, HOT_DAYS
 from ..runtime.scheduling import Scheduler
 from ..runtime.store.core import TERMINAL_RUN_STATES, Store
 from ..settings import Settings
 from .databases import TestPostgres
 from .faults import Faults
+from .housekeeping import Housekeeping
 from .mocks import Mock, MockRegistry
 
 DEFAULT_START = datetime(2026, 7, 19, 14, 2, 11, tzinfo=UTC)
@@ -134,7 +136,8 @@ class Env:
     def __init__(self, control_url: str, *, app_database_url: str | None = None, tmp: Path,
                  project: str = "pj_default", start: datetime | str | None = None, seed: int = 7,
                  lease: str | timedelta = "30s", postgres: TestPostgres | None = None,
-                 public_url: str | None = None):
+                 public_url: str | None = None, log_hot_days: int | None = None,
+                 log_archive_months: int | None = None):
         from ..app.automation import Automation
 
         self.loop = asyncio.new_event_loop()
@@ -158,6 +161,11 @@ class Env:
         self.buffers = BufferFlusher(self.store, clock=self.clock)
         self.workers: list[Engine] = []
         self.start_worker()
+        # the daemon's other loops (alert rounds, the outbox, retention) at their due instants: housekeeping.py
+        self.housekeeping = Housekeeping(self.store, self.clock, secrets=self.registry.secrets,
+                                         rng=random.Random(seed), archive_root=tmp / "log-archive",
+                                         hot_days=log_hot_days or HOT_DAYS,
+                                         archive_months=log_archive_months or ARCHIVE_MONTHS)
 
     # --- the loop ---------------------------------------------------------------------------------------------
     def call(self, coro):
@@ -168,6 +176,7 @@ class Env:
         workers = [*self.workers, *self.faults.retired]
         for w in workers:
             self.call(w.notifier.drain())
+        self.call(self.housekeeping.close())
         self.call(self.registry.aclose())
         self.call(self.app.close())          # its run listener; the store is the Env's
         for w in workers:
@@ -306,19 +315,33 @@ class Env:
             claimed = sum(len(r) for r in rounds)
             if await self.faults.replace_dead():
                 continue        # a worker died this round: its replacement claims what becomes due
-            if not claimed and not report.runs_created and not flushed:
+            if claimed or report.runs_created or flushed:
+                self.housekeeping.changed()
+                continue
+            if not await self.housekeeping.tick():     # alerts, notifications, retention due now
                 return
         raise RuntimeError(f"runs were still runnable at {self.clock.now().isoformat()} after {max_rounds} rounds")
 
     async def _next_due(self) -> datetime | None:
         candidates = [await self.store.fetchval("lease_next_due"), self.clock.next_alarm(),
                       await self.scheduler.next_wake(),     # None: no schedule fires and nothing expires
-                      await self.buffers.next_wake()]       # None: no debounce / batch buffer is open
+                      await self.buffers.next_wake(),       # None: no debounce / batch buffer is open
+                      await self.housekeeping.work_due()]   # a notification's attempt, an active alert round
         return min((c for c in candidates if c is not None), default=None)
 
     def next_due(self) -> datetime | None:
         """The earliest instant at which something is due (None: nothing ever will be)."""
         return self.call(self._next_due())
+
+    def _stop_at(self, bound: datetime | None) -> datetime | None:
+        """Where to stop next on the way to `bound` (the next work, or advance's target): the next work itself,
+        or a housekeeping instant before it (a retention round, the alert rounds covering its windows)."""
+        nxt = self.next_due()
+        edge = nxt if nxt is not None and (bound is None or nxt <= bound) else bound
+        if edge is None:
+            return None
+        side = self.call(self.housekeeping.stop_before(edge))
+        return min(side, nxt) if side is not None and nxt is not None else side if side is not None else nxt
 
     def advance(self, by: str | timedelta | float) -> datetime:
         """Move virtual time forward by `by`, stopping at each instant something is due on the way (in order) to
@@ -326,7 +349,7 @@ class Env:
         target = self.clock.now() + duration(by)
         self.settle()
         while True:
-            nxt = self.next_due()
+            nxt = self._stop_at(target)
             if nxt is None or nxt > target:
                 break
             self.clock.set(max(nxt, self.clock.now()))
@@ -342,15 +365,23 @@ class Env:
         self.settle()
         while True:
             waiting = self.waiting()
-            nxt = self.next_due()
-            if nxt is None:
+            work = self.next_due()
+            if work is None:
                 return Idle("waiting" if waiting else "idle", self.clock.now(), waiting)
-            if nxt > limit:
-                self.clock.set(limit)
-                self.settle()
+            if work > limit:
+                self._through(limit)
                 return Idle("limit", self.clock.now(), self.waiting(), self.next_due())
-            self.clock.set(max(nxt, self.clock.now()))
+            nxt = self._stop_at(work)
+            self.clock.set(max(nxt or work, self.clock.now()))
             self.settle()
+
+    def _through(self, target: datetime) -> None:
+        """To `target`, stopping at the housekeeping instants on the way."""
+        while (side := self.call(self.housekeeping.stop_before(target))) is not None and side < target:
+            self.clock.set(max(side, self.clock.now()))
+            self.settle()
+        self.clock.set(target)
+        self.settle()
 
     def waiting(self) -> list[Waiting]:
         """Unfinished runs that no clock moves (nothing is due for them), and what each waits on."""
