@@ -2,12 +2,14 @@
 --
 -- 0039's claim saw the first 4 x batch due runs (by due time) and parked those of them behind a full key; a tenant
 -- with 10,000 earlier runs thus filled the window for ~40 claims before another tenant's runs were seen (issue 30's
--- first bar: B's p95 wait 14 s against a 7.2 s bar), and did so again each time its parks ran out (60 s).
+-- first bar: B's p95 wait 14 s against a 7.2 s bar; the keyer, keying 256 runs per claim, did the same: it now
+-- drains a burst, runtime/engine/flow_keys.py), and did so again each time its parks ran out (60 s).
 -- Now, when the window is full (it may not hold every due run) and one of its candidates names a key that is full
 -- once this claim's grants are in (its live holders + the runs it grants now >= its limit), every other due,
--- never-started run naming that key is parked too, in the same statement: found through the key (runs_flow_open_idx, GIN), not by walking the due runs. Such a run could
--- not have been granted in this claim (its key has no room before it), and a holder exists to promote it
--- (trigger runs_flow_promote, 0039) when it lets its slot go. The rest of the claim is 0039's, unchanged.
+-- never-started run naming that key is parked too, in the same statement: found through the key
+-- (runs_flow_open_idx, GIN), not by walking the due runs. Such a run could not have been granted in this claim
+-- (its key has no room left), and a holder exists to promote it (trigger runs_flow_promote, 0039) when it lets its
+-- slot go. The rest of the claim is 0039's, unchanged (granted also returns flow_keys and flow_caps).
 
 create or replace function automation.lease_claim(p_worker_id text, p_now timestamptz, p_limit integer, p_lease interval,
                                        p_park_until timestamptz)
