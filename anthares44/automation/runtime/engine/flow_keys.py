@@ -1,7 +1,9 @@
 """The keyer: computes the flow keys of new runs before their first admission (§22, docs/flow.md "Keys").
 
 A run of a version with flow limits is created `flow_keyed = false` (trigger of migration 0039) and is not
-claimable until its keys are known. Before each claim the engine keys up to a batch of such runs: each limit's
+claimable until its keys are known. Before each claim the engine keys such runs, oldest first, in batches of
+BATCH until none is left or DRAIN batches are done (so a burst of one tenant does not hold the runs created after
+it out of the claim for one claim per batch): each limit's
 `key` CEL over the run's input, off the event loop and bounded in time like a trigger filter. Each run's keys are
 then written by `automation.flow_key_run` in a transaction of their own, which also counts its rateLimit window
 (a run past it is skipped, with why) and refuses a key that would make a limit's live keys exceed `max_keys`.
@@ -28,6 +30,7 @@ log = logging.getLogger("a44.flow")
 MAX_LIVE_KEYS = 1_000_000     # live keys per limit (§22); past it a run with a new key is refused
 MAX_VALUE_LEN = 200           # characters of a key's value
 BATCH = 256
+DRAIN = 64                    # batches keyed before one claim at most (16,384 runs): bounds the claim's delay
 RECHECK = timedelta(seconds=1)
 MAX_WEIGHT = 1000.0           # a fairness weight is > 0 and at most this
 UNLIMITED = 2_147_483_647     # the "limit" of a fairness key: it orders admissions, it never holds one back
@@ -66,10 +69,23 @@ class FlowKeyer:
         return self._any
 
     async def key_new(self) -> int:
-        """Key the runs waiting for their keys (a batch); returns how many were written or refused."""
+        """Key the runs waiting for their keys, oldest first, up to DRAIN batches: a burst of one tenant's runs is
+        keyed before the claim, so the runs created after it are claimable with it, not DRAIN claims later (keyed
+        by creation time, a tenant's 10,000 earlier runs held every other tenant's runs out of the claim for ~40
+        claims: issue 30's first bar). Returns how many were written or refused."""
+        done = 0
+        for _ in range(DRAIN):
+            n, more = await self._key_batch()
+            done += n
+            if not more:
+                break
+        return done
+
+    async def _key_batch(self) -> tuple[int, bool]:
+        """One batch; returns how many were written or refused, and whether more may be waiting."""
         e = self.engine
         if not await self._in_use():
-            return 0
+            return 0, False
         rows = await e.store.fetch("flow_unkeyed", limit=BATCH)
         done = 0
         for row in rows:
@@ -85,7 +101,7 @@ class FlowKeyer:
                 log.log(level, "run %s: dead-lettered by its flow limits: %s", row["run_id"],
                         doc.get("invalid") or f"a limit has {self.max_keys} live keys")
             done += outcome != "gone"
-        return done
+        return done, len(rows) == BATCH
 
     async def _doc(self, ir: WorkflowIR, row) -> dict[str, Any]:
         flow = ir.flow

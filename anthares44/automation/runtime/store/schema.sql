@@ -1348,7 +1348,30 @@ begin
         returning r.run_id, r.project_id, r.workflow_id, r.version, r.state, r.input, r.idempotency_key,
                   r.trigger_id, r.event_id, r.partition_key, r.queue, r.epoch, r.current_step, r.failed_step,
                   r.error_code, r.error_message, r.lease_grants, r.lease_reclaims, r.deadline_at, r.created_at,
-                  r.delivery, due.prev_state, due.prev_owner, r.flow_throttle
+                  r.delivery, due.prev_state, due.prev_owner, r.flow_throttle, r.flow_keys, r.flow_caps
+    ), key_parked as ( -- a key full once these grants are in: its other due runs parked with those of the window
+        update automation.runs r
+        set next_wake_at = p_park_until, flow_parked_at = p_now
+        from (select x.run_id
+              from (select f.project_id, f.key
+                    from (select c.project_id, u.key, u.cap, 0 as n         -- full before this claim
+                          from cand c cross join lateral unnest(c.flow_keys, c.flow_caps) u(key, cap)
+                          where not c.reclaim
+                          union all
+                          select g.project_id, u.key, u.cap, 1              -- a slot this claim gave
+                          from granted g cross join lateral unnest(g.flow_keys, g.flow_caps) u(key, cap)
+                          where g.prev_state = 'pending' and g.prev_owner is null) f
+                    left join fheld h on h.project_id = f.project_id and h.key = f.key
+                    where p_limit > 0 and (select count(*) from cand) >= p_limit * 4
+                    group by f.project_id, f.key
+                    having coalesce(max(h.n), 0) + sum(f.n) >= min(f.cap)) k
+              cross join lateral (select y.run_id from automation.runs y
+                                  where y.flow_keys @> array[k.key] and y.project_id = k.project_id
+                                    and y.state = 'pending' and y.lease_owner is null and y.next_wake_at <= p_now
+                                    and y.flow_keyed
+                                    and not exists (select 1 from cand c where c.run_id = y.run_id)
+                                  for update skip locked) x) b
+        where r.run_id = b.run_id
     ), tokens_used as ( -- the throttle rows locked and charged in the statement that grants
         update automation.flow_keys k
         set tokens = t.avail - g.n, refilled_at = p_now, used_at = p_now
