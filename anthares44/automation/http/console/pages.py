@@ -74,8 +74,10 @@ async def run(request: web.Request, session: Session, auto) -> web.Response:
     from ...app.lineage import run_tree
 
     tree = await run_tree(auto, detail["run"]["run_id"])     # §21: shown when the run has a parent or children
+    # §22 "why queued" (as `runs explain`): shown while the run has not started and a limit or a pause holds it back
+    why = await auto.explain(detail["run"]["run_id"]) if detail["run"]["state"] == "pending" else None
     return page(request, "run.html", session=session, tree=tree if len(tree["runs"]) > 1 else None,
-                **run_context(auto, detail, request))
+                why=why if why and why.get("held_back") else None, **run_context(auto, detail, request))
 
 
 ATTEMPT_KEY = {"step": text, "epoch": count, "kind": ident, "attempt": count}
