@@ -57,7 +57,8 @@ def test_kill_9s_while_parents_start_children_leave_one_child_each_and_every_par
     try:
         seen = 0
         for k in range(KILLS):      # each kill once children are being made (not before the daemons are up)
-            wait_until(lambda seen=seen: _children(pg_url) > seen, 120, "children being created")
+            # (once every child exists, the later kills land while children run or their ends are delivered)
+            wait_until(lambda seen=seen: _children(pg_url) > seen or seen >= PARENTS, 120, "children being created")
             seen = _children(pg_url)
             daemons[-1].kill9()
             daemons.append(ServeProcess(pg_url, tmp_path, worker_id=f"victim-{k + 1}", lease="1s"))
