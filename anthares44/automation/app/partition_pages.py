@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from ..errors import E_INVALID_ARGUMENT, A44Error
 from .views import partition_view
 
 _CURSOR = re.compile(r"(\d{1,9})_([A-Za-z0-9_-]{1,200})")
@@ -20,11 +21,10 @@ def encode(row: dict) -> str:
 
 
 def decode(cursor: str) -> tuple[str, int]:
-    from .automation import InvalidArgument  # the module that uses this one defines the error
-
     m = _CURSOR.fullmatch(cursor)
     if m is None:
-        raise InvalidArgument(f"bad partitions cursor {cursor!r}", hint="follow the page's `next` value")
+        # the error InvalidArgument (app/automation.py) raises, without importing the module that imports this one
+        raise A44Error(E_INVALID_ARGUMENT, f"bad partitions cursor {cursor!r}", hint="follow the page's `next` value")
     return m.group(2), int(m.group(1))
 
 
