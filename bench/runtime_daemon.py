@@ -46,6 +46,10 @@ async def main(url: str, concurrency: int) -> None:
         committer.Committer.__init__.__kwdefaults__["max_in_flight"] = int(flight)
         if second:
             committer.Committer.__init__.__kwdefaults__["second_group"] = int(second)
+    if os.environ.get("A44_BENCH_TIMER_YIELD"):  # bench_timers --no-yield: claims never yield to firing (A/B)
+        from anthares44.automation.runtime.engine import timer_firing
+
+        timer_firing.YIELD = float(os.environ["A44_BENCH_TIMER_YIELD"])
     if os.environ.get("A44_BENCH_SQL"):         # bench_runtime_ab: run this SQL first (e.g. an older function)
         import asyncpg
 

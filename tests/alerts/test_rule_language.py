@@ -79,3 +79,18 @@ def test_windowed_functions_need_their_window_covered():
 def test_functions(cond, values, expected):
     samples = _series(values)
     assert evaluate(parse_condition(cond), samples, samples[-1][0], 7.5).value == pytest.approx(expected)
+
+
+def test_a_counter_series_born_in_the_window_counts_from_zero_only_when_the_project_was_sampled_before():
+    """A series that first appears 5 minutes into a 10-minute window, at 2 then 3: increase 3 (from 0 at the
+    window's start) when other samples of the project reach back to the window's start; not judged (None) when
+    the sampler itself started inside the window (a fresh daemon: cumulative counters are not growth)."""
+    cond = parse_condition("increase(10m) > 0")
+    now = T0 + timedelta(minutes=10)
+    born = [(T0 + timedelta(minutes=5), 2.0), (T0 + timedelta(minutes=6), 3.0)]
+    v = evaluate(cond, born, now, 7.5, sampled_since=T0)
+    assert (v.firing, v.value) == (True, 3.0)
+    assert evaluate(cond, born, now, 7.5, sampled_since=T0 + timedelta(minutes=5)).firing is None
+    assert evaluate(cond, born, now, 7.5).firing is None
+    gauge = evaluate(parse_condition("min_over_time(10m) > 0"), born, now, 7.5, sampled_since=T0)
+    assert gauge.firing is None                      # only counters are assumed 0 before they exist

@@ -329,3 +329,20 @@ def test_a_schedule_a_backoff_and_a_30_day_sleep_across_dst_each_at_its_predicte
     assert nap["result"]["late_ms"] == 0 and nap["finished_at"] == due
     assert [a["started_at"] for a in run.attempts("notify")] == [due]
     assert run.state == "succeeded" and len(charge.calls) == 6 and len(notify.calls) == 1
+
+
+def test_advance_and_run_until_idle_raise_instead_of_spinning_on_work_no_round_takes(a44_env):
+    """If the store calls something due at an instant that no round of the kit takes (a bug of the engine or the
+    kit), advance and run_until_idle say where they are stuck instead of looping forever."""
+    env = a44_env
+    stuck_at = env.now - timedelta(seconds=1)
+
+    async def always_due():
+        return stuck_at
+
+    env._next_due = always_due          # the injected bug: due work that nothing consumes
+    env.STALL_ROUNDS = 5
+    with pytest.raises(RuntimeError, match="the kit is stuck at"):
+        env.advance("1m")
+    with pytest.raises(RuntimeError, match="the kit is stuck at"):
+        env.run_until_idle()

@@ -70,6 +70,27 @@ def test_a_windowed_rule_fires_at_the_predicted_round_and_resolves_when_the_fail
     assert _alerts(env) == [{"rule": "failures", "state": "resolved", "opened_at": fired, "resolved_at": resolved}]
 
 
+def test_a_counter_series_born_with_the_failure_fires_its_increase_rule(a44_env):
+    """The first failed run of the project: the `state="failed"` series appears only with it. It counts from 0
+    (the project was sampled before), so increase(10m) > 0 fires at the first round that sees it, instead of
+    waiting 10 m for the window to be covered and then seeing an increase of 0 forever (the silent failure)."""
+    env = a44_env
+    start = env.now
+    _rule_and_channel(env)
+    env.mock("connector/payments.charge", Ok({"id": "ch_1"}))
+    env.publish(FLAKY)
+    assert env.run("flaky", {"n": 0}).state == "succeeded"    # the project is sampled; no failed series yet
+    env.advance("11m")
+    assert _alerts(env) == []
+    failed_at = env.now
+    env.mock("connector/payments.charge", Fail("E_UPSTREAM_400"))
+    assert env.run("flaky", {"n": 1}).state == "failed"       # the failed series is born here
+    env.advance("30m")
+    fired = _grid_after(start, failed_at, INTERVAL)
+    opened = [a["opened_at"] for a in _alerts(env)]
+    assert opened == [fired]
+
+
 def test_a_notification_whose_channel_fails_is_retried_at_its_backoff_instants(a44_env):
     env = a44_env
     _rule_and_channel(env)                 # oncall's secret sec_hook does not exist: every send fails, retryable

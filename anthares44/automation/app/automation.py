@@ -405,11 +405,10 @@ class Automation(RunsService):
         flow key it waits on, if any."""
         from ..runtime import flow_pauses
         from ..runtime.flow_explain import explain
-        from .flow import paused_on
 
         doc = await explain(self.store, self.project, run_id)
         run = await self.store.get_run(run_id, self.project)
-        on = paused_on(run, await self.store.list_attempts(run_id))
+        on = flow_pauses.paused_on(run, await self.store.list_attempts(run_id))
         if on is not None:
             rows = {r["key"]: r for r in await flow_pauses.list_paused(self.store, self.project)}
             key = next((k for k in rows if f"flow key {k} " in on), None)

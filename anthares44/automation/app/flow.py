@@ -15,9 +15,9 @@ import builtins
 from datetime import datetime
 from typing import Any
 
-from ..errors import E_FLOW_PAUSE_INVALID, E_UPSTREAM_429, A44Error
+from ..errors import E_FLOW_PAUSE_INVALID, A44Error
 from ..runtime import flow_pauses as rf
-from ..stdlib_connectors.pauses import PAUSE_PREFIX
+from ..runtime.flow_pauses import paused_on  # noqa: F401 -- the CLI's `logs` names what a run waits on
 from .contract.services import FlowService
 
 
@@ -35,18 +35,6 @@ def instant(value: str | datetime) -> datetime:
         raise A44Error(E_FLOW_PAUSE_INVALID, f"--until {when.isoformat()} has no UTC offset",
                        hint="write e.g. 2026-07-19T15:00:00Z")
     return when
-
-
-def paused_on(run: dict, attempts: builtins.list[dict]) -> str | None:
-    """What a waiting run waits on when that is a paused flow key: `flow key K paused until T`, from its last
-    attempt (pauses.marker); None otherwise."""
-    if run.get("state") != "waiting" or not attempts:
-        return None
-    last = max(attempts, key=lambda a: a["started_at"])
-    message = last.get("error_message") or ""
-    if last.get("error_code") != E_UPSTREAM_429 or PAUSE_PREFIX not in message:
-        return None
-    return message[message.index(PAUSE_PREFIX):]
 
 
 class Flow(FlowService):

@@ -249,9 +249,15 @@ class Verdict:
     reason: str
 
 
-def evaluate(cond: Condition, samples: list[tuple[datetime, float]], now: datetime, tolerance_s: float) -> Verdict:
+def evaluate(cond: Condition, samples: list[tuple[datetime, float]], now: datetime, tolerance_s: float,
+             sampled_since: datetime | None = None) -> Verdict:
     """The condition over one series' samples (oldest first). A windowed function needs samples covering its window
-    (the oldest within `tolerance_s` of its start): a DLQ that just appeared is not yet "above 0 for 10 minutes"."""
+    (the oldest within `tolerance_s` of its start): a DLQ that just appeared is not yet "above 0 for 10 minutes".
+
+    A counter series (rate, increase) that appears inside the window while the project was already being sampled
+    (`sampled_since`, the oldest sample of any of its series, at or before the window's start) did not exist
+    before: it counts from 0 at the window's start. Otherwise a series born with the failure it counts (the
+    first failed run of a workflow) is never judged until its window is covered, by when its growth has left it."""
     if cond.function is None:
         if not samples:
             return Verdict(None, None, 0, "no samples yet")
@@ -260,6 +266,10 @@ def evaluate(cond: Condition, samples: list[tuple[datetime, float]], now: dateti
     assert cond.window_s is not None  # parse_condition gives every windowed function its window
     start = now.timestamp() - cond.window_s
     inside = [(t, v) for t, v in samples if t.timestamp() >= start - tolerance_s and t <= now]
+    if (cond.function in ("rate", "increase") and inside and inside[0][0].timestamp() > start + tolerance_s
+            and len(inside) == len(samples) and sampled_since is not None
+            and sampled_since.timestamp() <= start + tolerance_s):
+        inside = [(datetime.fromtimestamp(start, inside[0][0].tzinfo), 0.0), *inside]   # born in the window
     if not inside or inside[0][0].timestamp() > start + tolerance_s:
         covered = 0.0 if not inside else now.timestamp() - inside[0][0].timestamp()
         return Verdict(None, None, len(inside),

@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..compiler.models.params import RATE_KEY_PATTERN
-from ..errors import E_FLOW_KEY_NOT_FOUND, E_FLOW_PAUSE_INVALID, A44Error
-from ..stdlib_connectors.pauses import key_marker
+from ..errors import E_FLOW_KEY_NOT_FOUND, E_FLOW_PAUSE_INVALID, E_UPSTREAM_429, A44Error
+from ..stdlib_connectors.pauses import PAUSE_PREFIX, key_marker
 from .store.core import Store
 
 log = logging.getLogger("a44.flow")
@@ -75,3 +75,15 @@ async def resume_key(store: Store, project_id: str, key: str, *, by: str) -> dic
         woken = await tx.fetchval("flow_wake", project_id=project_id, marker=key_marker(key), at=now)
     log.warning("flow %s/%s: resumed by %s, %d waiting runs woken", project_id, key, by, woken)
     return {**_doc(row, now), "woken": woken}
+
+
+def paused_on(run: dict, attempts: list[dict]) -> str | None:
+    """What a waiting run waits on when that is a paused flow key: `flow key K paused until T`, from its last
+    attempt (pauses.marker); None otherwise."""
+    if run.get("state") != "waiting" or not attempts:
+        return None
+    last = max(attempts, key=lambda a: a["started_at"])
+    message = last.get("error_message") or ""
+    if last.get("error_code") != E_UPSTREAM_429 or PAUSE_PREFIX not in message:
+        return None
+    return message[message.index(PAUSE_PREFIX):]

@@ -343,15 +343,30 @@ class Env:
         side = self.call(self.housekeeping.stop_before(edge))
         return min(side, nxt) if side is not None and nxt is not None else side if side is not None else nxt
 
+    STALL_ROUNDS = 1000     # stops at one instant that does not move: something is due that no round takes
+
+    def _stalled(self, seen: list, nxt: datetime) -> None:
+        """Raise instead of looping forever when the stops come back to the same instant, not later than now,
+        STALL_ROUNDS times running: work the store calls due that no round of the kit takes (a bug to report)."""
+        if seen and seen[0] == nxt and nxt <= self.clock.now():
+            seen[1] += 1
+            if seen[1] >= self.STALL_ROUNDS:
+                raise RuntimeError(f"the kit is stuck at {nxt.isoformat()}: something is due there that no round "
+                                   f"takes ({self.STALL_ROUNDS} rounds); waiting runs: {self.waiting()}")
+        else:
+            seen[:] = [nxt, 0]
+
     def advance(self, by: str | timedelta | float) -> datetime:
         """Move virtual time forward by `by`, stopping at each instant something is due on the way (in order) to
         settle there; returns the new instant."""
         target = self.clock.now() + duration(by)
         self.settle()
+        seen: list = []
         while True:
             nxt = self._stop_at(target)
             if nxt is None or nxt > target:
                 break
+            self._stalled(seen, nxt)
             self.clock.set(max(nxt, self.clock.now()))
             self.settle()
         self.clock.set(target)
@@ -363,6 +378,7 @@ class Env:
         on the outside world (`waiting`), or until `max_virtual` of virtual time has passed (`limit`)."""
         limit = self.clock.now() + duration(max_virtual)
         self.settle()
+        seen: list = []
         while True:
             waiting = self.waiting()
             work = self.next_due()
@@ -372,6 +388,7 @@ class Env:
                 self._through(limit)
                 return Idle("limit", self.clock.now(), self.waiting(), self.next_due())
             nxt = self._stop_at(work)
+            self._stalled(seen, nxt or work)
             self.clock.set(max(nxt or work, self.clock.now()))
             self.settle()
 

@@ -35,11 +35,14 @@ async def evaluate_rule(store, project: str, row, now: datetime, interval_s: flo
     series: dict[str, tuple[dict, list]] = {}
     for s in await store.fetch("alert_samples_series", project=project, metric=row["metric"], since=since, now=now):
         series.setdefault(sampler.labels_key(s["labels"]), (s["labels"], []))[1].append((s["at"], s["value"]))
+    # a counter series born inside the window counts from 0 if the project was sampled before it (evaluate)
+    sampled_since = (await store.fetchval("alert_samples_first", project=project, since=since, now=now)
+                     if cond.function in ("rate", "increase") else None)
     out = []
     for key in sorted(series):
         labels, samples = series[key]
         if all(m.matches(labels) for m in matchers):
-            v = evaluate(cond, samples, now, tolerance)
+            v = evaluate(cond, samples, now, tolerance, sampled_since)
             out.append({"labels": labels, "group_key": key, "firing": v.firing, "value": v.value,
                         "samples": v.samples, "reason": v.reason})
     return out

@@ -115,6 +115,7 @@ class Daemon:
         self._hinted = True
         self._next_due: datetime | None = None  # the earliest due instant the last check found
         self._due_left = True                   # that check found runs due now that no claim took
+        self._firing: TimerFiring | None = None   # the timer task, which a claim yields to while timers are overdue
 
     @property
     def store(self) -> Store:
@@ -173,7 +174,8 @@ class Daemon:
         listener = asyncio.create_task(self._listen())
         beats = asyncio.create_task(self._heartbeats())
         # due timers of released runs fire in sets at their instants, whatever the claim loop's slots (0035)
-        firing = TimerFiring(self.store, self._engine().clock, self._engine().fire_timers, lambda n: self._hint())
+        firing = self._firing = TimerFiring(self.store, self._engine().clock, self._engine().fire_timers,
+                                            lambda n: self._hint())
         timers = asyncio.create_task(firing.run(self._stop))
         try:
             await self._loop()
@@ -206,6 +208,8 @@ class Daemon:
                     # (a run created or released, a slot freed for a limited queue, notifies or was due then)
                     wake_at, poll_s = self._until_known_due()
                 elif free >= refill:
+                    if self._firing is not None:
+                        await self._firing.caught_up()
                     asked = min(free, s.claim_batch)
                     rows = await engine.claim(asked)
                     claimed = len(rows)

@@ -81,6 +81,10 @@ select labels, at, value from automation.alert_samples
 where project_id = :project and metric = :metric and at >= :since and at <= :now
 order by at;
 
+-- name: alert_samples_first
+-- purpose: the oldest sample of any metric of a project since :since (the sampler was running then: a counter series younger than a window was born in it)
+select min(at) from automation.alert_samples where project_id = :project and at >= :since and at <= :now;
+
 -- name: alert_samples_latest
 -- purpose: the latest sample of every series of :metric (the DLQ depth before this sampling, for DLQ growth)
 select distinct on (project_id, labels) project_id, labels, value
