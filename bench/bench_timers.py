@@ -74,11 +74,13 @@ PROFILED = ("lease_claim", "engine_commit", "engine_commit_many", "engine_op_sle
 
 class Daemon:
     def __init__(self, url: str, home: Path, name: str, concurrency: int, lease: str, sql: Path | None = None,
-                 no_yield: bool = False):
+                 no_yield: bool = False, lanes: int | None = None):
         self.log = home / f"{name}.log"
         env = {**os.environ, "A44_HOME": str(home), "A44_WORKER_ID": name, "A44_LEASE_TIMEOUT": lease}
         if no_yield:
             env["A44_BENCH_TIMER_YIELD"] = "0"
+        if lanes is not None:
+            env["A44_BENCH_TIMER_LANES"] = str(lanes)
         if sql is not None:
             env["A44_BENCH_SQL"] = str(sql)
         self.proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "runtime_daemon.py"), url,
@@ -173,8 +175,8 @@ async def bench(url: str, args) -> None:
     await create(store, ir.workflow_id, args.timers, window_start, args.window)
     print(f"created {args.timers} runs in {time.monotonic() - t0:.1f} s; window opens at {window_start:%H:%M:%S}")
 
-    a = Daemon(url, home, "daemon-a", args.concurrency, args.lease, sql, args.no_yield)
-    b = Daemon(url, home, "daemon-b", args.concurrency, args.lease, sql, args.no_yield)
+    a = Daemon(url, home, "daemon-a", args.concurrency, args.lease, sql, args.no_yield, args.lanes)
+    b = Daemon(url, home, "daemon-b", args.concurrency, args.lease, sql, args.no_yield, args.lanes)
     try:
         async with store.connection("bench") as conn:
             while True:
@@ -266,6 +268,8 @@ def main() -> None:
     p.add_argument("--visit-fire", action="store_true", help="no set fire (0035): every timer fires in a visit")
     p.add_argument("--no-yield", action="store_true",
                    help="claims never yield to overdue timers (as before; timer_firing.YIELD = 0), to compare")
+    p.add_argument("--lanes", type=int, default=None,
+                   help="set-fire batches in flight per daemon while behind (timer_firing.LANES), to compare")
     p.add_argument("--concurrency", type=int, default=64, help="runs in flight per daemon")
     p.add_argument("--lease", default="5s", help="the daemons' lease (a killed daemon's runs wait it out)")
     args = p.parse_args()

@@ -50,6 +50,10 @@ async def main(url: str, concurrency: int) -> None:
         from anthares44.automation.runtime.engine import timer_firing
 
         timer_firing.YIELD = float(os.environ["A44_BENCH_TIMER_YIELD"])
+    if os.environ.get("A44_BENCH_TIMER_LANES"):  # bench_timers --lanes N: batches in flight while behind (A/B)
+        from anthares44.automation.runtime.engine import timer_firing
+
+        timer_firing.LANES = int(os.environ["A44_BENCH_TIMER_LANES"])
     if os.environ.get("A44_BENCH_SQL"):         # bench_runtime_ab: run this SQL first (e.g. an older function)
         import asyncpg
 

@@ -58,7 +58,9 @@ def test_an_approval_with_reminders_at_24h_and_48h_on_virtual_time(a44_env):
         "escalation": timedelta(hours=48)}
     assert [v["kind"] for v in sent.values()] == ["firing", "update", "update", "escalation"]
     second = a44_env.call(outbox.get(a44_env.store, a44_env.project, sent["remind:2"]["id"]))["payload"]
-    assert set(second["deciders"]) == {"alice", "bob", "carol", "dave"}          # escalated: dave is asked too
+    # escalated: dave is asked too; alice started the run (no allowSelf): never asked, no link
+    assert set(second["deciders"]) == {"bob", "carol", "dave"}
+    assert {link["person"] for link in second["links"]} == {"bob", "carol", "dave"}
     assert all(link["path"].startswith("/approvals/links/") for link in second["links"])
     assert a44_env.approve(run, "cfo-approval", "bob")["outcome"] == "recorded"
     assert a44_env.approve(run, "cfo-approval", "dave", comment="ok by me")["outcome"] == "approved"

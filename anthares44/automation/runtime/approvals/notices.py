@@ -3,7 +3,8 @@ it opens, each reminder at its instant, the escalation at its instant. Each is o
 (runtime/notify) with an idempotency key of (run, epoch, step, which), so a visit repeated, taken over or run by
 two daemons at once enqueues it once; the delivery worker sends it, retrying. A reminder never ends the run.
 
-Each message lists who may decide and has not yet, with one one-click link per person (links.py, expiring with the
+Each message lists who may decide and has not yet (never the run's initiator, unless the step has `allowSelf`),
+with one one-click link per person (links.py, expiring with the
 request), and the command that decides."""
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ async def send(store, project: str, channel: str, *, run_id: str, epoch: int, st
     deciders = await store.fetchval("approval_deciders", run_id=run_id, epoch=epoch, step_id=step_id, now=now)
     decided = {r["person"] for r in await store.fetch("approval_decisions_of", run_id=run_id, epoch=epoch,
                                                       step_id=step_id)}
-    pending = [p for p in deciders or () if p not in decided]
+    request = await store.fetchrow("approval_request_self", run_id=run_id, epoch=epoch, step_id=step_id)
+    # the run's initiator cannot approve it (E_SELF_APPROVAL) unless the step allows it: not asked, no link
+    barred = request["initiator"] if request is not None and not request["allow_self"] else None
+    pending = [p for p in deciders or () if p not in decided and p != barred]
     k = await links.key(store)
     people: list[dict[str, Any]] = []
     for p in pending:

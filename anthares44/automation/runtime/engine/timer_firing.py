@@ -26,6 +26,7 @@ log = logging.getLogger("a44.engine")
 BATCH = 2000                        # most timers one statement fires (~15-40 ms of database work)
 BEHIND = 500                        # a batch this large: timers are overdue (not just the instant's share)
 YIELD = 1.0                         # at most this long (wall) a claim holds off for firing to catch up
+LANES = 2                           # batches in flight at once while behind (SKIP LOCKED keeps them disjoint)
 RECHECK = timedelta(seconds=1)      # a wall-time look even when no instant is known (a sleep opened elsewhere)
 
 
@@ -66,14 +67,18 @@ class TimerFiring:
         while not stop.is_set():
             self.hint.clear()
             try:
-                n = await self.fire(self.limit)
-                if n >= min(BEHIND, self.limit):
+                # behind: a batch per lane at once, each on its own connection; they take disjoint timers (the
+                # due attempts are locked SKIP LOCKED as read), so a backlog drains on every core the server has
+                lanes = 1 if self.keeping_up.is_set() else LANES
+                counts = await asyncio.gather(*(self.fire(self.limit) for _ in range(lanes)))
+                n = sum(counts)
+                if max(counts) >= min(BEHIND, self.limit):
                     self.keeping_up.clear()
                 else:
                     self.keeping_up.set()
                 if n:
                     self.fired(n)
-                if n >= self.limit:
+                if max(counts) >= self.limit:
                     continue        # a full batch: more are probably due right now
                 nxt = await self.store.fetchval("timer_next_due", now=self.clock.now())
             except A44Error as exc:     # the database is away: the claim loop reports it; look again later

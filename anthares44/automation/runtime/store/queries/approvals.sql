@@ -19,6 +19,11 @@ from automation.approval_decide(:project::text, :run_id::text, :step_id::text, :
 -- purpose: who may decide the approval of step :step_id of run :run_id (epoch :epoch) at :now, as published now
 select automation.approval_deciders(:run_id::text, :epoch::integer, :step_id::text, :now::timestamptz);
 
+-- name: approval_request_self
+-- purpose: who started the run when the approval of step :step_id of run :run_id (epoch :epoch) opened, and whether the step lets them approve it
+select initiator, allow_self from automation.approval_requests
+where run_id = :run_id and epoch = :epoch and step_id = :step_id;
+
 -- name: approval_decisions_of
 -- purpose: the audit of the approval of step :step_id of run :run_id (epoch :epoch), oldest first
 select id, person, decision, comment, via, decided_at
