@@ -38,15 +38,15 @@ def test_each_applied_migration_records_the_oldest_daemon_that_may_still_run(sto
 
 def test_a_newer_additive_schema_is_served(store, pg_url, aio):
     _future(pg_url, min_daemon=42)
-    report = aio(store.migrate(serving=True))
+    report = aio(store.migrate())
     assert report.newer == [D + 1] and not report.applied
 
 
 def test_a_newer_schema_that_asks_for_a_newer_daemon_is_refused_with_both_schemas_and_the_remedy(store, pg_url, aio):
     _future(pg_url, min_daemon=D + 1, destructive="drops automation.lease_claim(text, timestamptz)")
-    for serving in (True, False):        # `db migrate` of this package too: it must not pretend all is well
+    for destructive in (False, True):    # `db migrate` of this package too: it must not pretend all is well
         with pytest.raises(A44Error) as exc:
-            aio(store.migrate(serving=serving))
+            aio(store.migrate(destructive=destructive))
         assert exc.value.code == E_DB_SCHEMA_RANGE
         assert f"schema {D + 1}" in exc.value.message and f">= {D + 1}" in exc.value.message
         assert f"runs against schema {D}" in exc.value.message and "drops automation.lease_claim" in exc.value.message
@@ -58,11 +58,11 @@ def test_a_newer_a44_without_a_schema_range_is_still_refused(store, pg_url, aio)
     query(pg_url, "drop table automation.schema_compat")
     query(pg_url, "insert into automation.schema_migrations values ($1, 'x', 'x', now())", D + 1)
     with pytest.raises(A44Error) as exc:
-        aio(store.migrate(serving=True))
+        aio(store.migrate())
     assert exc.value.code == E_DB_SCHEMA
 
 
-def test_serve_holds_back_a_destructive_migration_and_db_migrate_applies_it(store, aio, monkeypatch):
+def test_a_daemon_holds_back_a_destructive_migration_and_db_migrate_applies_it(store, aio, monkeypatch):
     drop = Migration(D + 1, f"{D + 1:04d}_drop_old_claim",
                      f"-- {D + 1:04d}_drop_old_claim: the old claim goes\n"
                      f"-- destructive: drops automation.lease_claim_old(); needs daemons >= schema {D + 1}\n"
@@ -70,11 +70,11 @@ def test_serve_holds_back_a_destructive_migration_and_db_migrate_applies_it(stor
     known = migrations.load_migrations()
     monkeypatch.setattr(migrations, "load_migrations", lambda: (*known, drop))
     with pytest.raises(A44Error) as exc:
-        aio(store.migrate(serving=True))
+        aio(store.migrate())
     assert exc.value.code == E_DB_SCHEMA_RANGE and drop.name in exc.value.message
     assert "a44 automation db migrate" in exc.value.hint and f">= {D + 1}" in exc.value.hint
     assert aio(store.fetchval("schema_compat_ready"))
-    assert aio(store.migrate()).applied == [drop.name]
+    assert aio(store.migrate(destructive=True)).applied == [drop.name]
     need = aio(store.fetch("schema_compat_need"))[0]
     assert (need["number"], need["min_daemon_schema"]) == (D + 1, D + 1)
     assert need["destructive"] == "drops automation.lease_claim_old()"

@@ -178,7 +178,7 @@ async def _http_only(settings, stop, factory, ready, store, clock) -> None:
         store = await Store.connect(url, clock=clock or SystemClock(), max_size=settings.http.pool_size,
                                     results_dir=storage_root(settings.env.home))
     try:
-        log_migrated(await store.migrate(serving=True))
+        log_migrated(await store.migrate())
         settings.http.tune(store)
         plane = await factory(store, settings.http).start()
         if ready is not None:

@@ -154,7 +154,7 @@ def _schema_line(r: dict) -> str:
     if r["min_daemon_schema"] > r["daemon_schema"]:
         return line + " (too old: upgrade it; serve refuses with E_DB_SCHEMA_RANGE)"
     if r["destructive_pending"]:
-        return line + (f" (destructive migration {r['destructive_pending']} pending: serve does not apply it; run "
+        return line + (f" (destructive migration {r['destructive_pending']} pending: only db migrate applies it; run "
                        f"`a44 automation db migrate` once older daemons are gone)")
     return line + " (in range)"
 

@@ -144,7 +144,7 @@ class Daemon:
             self._store = await Store.connect(url, clock=self._clock or SystemClock(),
                                               max_size=s.pool_size or max(4, min(s.concurrency + 3, POOL_MAX)),
                                               results_dir=storage_root(s.env.home))
-        migrated(await self._store.migrate(serving=True))
+        migrated(await self._store.migrate())
         await self._store.ensure_partitions()
         app_db = await open_app_database(self._store, s, own_store=self._own_store)
         self.engine = Engine(self._store, self._registry, worker_id=s.worker_id, lease=s.lease_timeout,

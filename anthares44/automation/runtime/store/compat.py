@@ -6,7 +6,8 @@ A daemon's schema is the number of the newest migration it ships. It runs agains
 whose migrations are all additive for it: each applied migration records the lowest daemon schema that may still run
 (an additive one carries the previous value forward, a destructive one raises it to its mark). So the range is
 "schema D, and newer schemas until a migration asks for daemons > D"; below D the daemon applies its own additive
-migrations at start, but never a destructive one (that is `a44 automation db migrate`, once older daemons are gone).
+migrations at start, but never a destructive one on a database in use (that is `a44 automation db migrate`, once
+older daemons are gone).
 """
 
 from __future__ import annotations
@@ -62,10 +63,10 @@ def too_new(db_schema: int, need: dict[str, Any], daemon: int) -> A44Error:
 
 
 def held_back(db_schema: int, held: Migration, mark: Destructive, daemon: int) -> A44Error:
-    """`serve` found a destructive migration of its own pending: it does not apply it while older daemons may run."""
+    """A destructive migration of this package is pending: only `db migrate` applies it (older daemons may run)."""
     return A44Error(E_DB_SCHEMA_RANGE,
                     f"the database is at schema {db_schema} and this daemon needs schema {daemon}: migration "
-                    f"{held.name} is destructive ({mark.what}) and a daemon does not apply it at start; "
+                    f"{held.name} is destructive ({mark.what}) and only `a44 automation db migrate` applies it; "
                     f"{describe_range(daemon)}",
                     hint=f"once every daemon is at schema >= {mark.min_daemon}, run `a44 automation db migrate`, "
                          f"then start this daemon")

@@ -329,11 +329,11 @@ class Store:
             return await conn.execute(q.sql, *args)
 
     # --- schema ------------------------------------------------------------------------------------------
-    async def migrate(self, *, serving: bool = False) -> migrations.MigrationReport:
-        """Apply pending migrations; `serving` (a daemon's start): additive ones only, and E_DB_SCHEMA_RANGE when the
-        database's schema is outside this daemon's range (compat.py)."""
+    async def migrate(self, *, destructive: bool = False) -> migrations.MigrationReport:
+        """Apply pending migrations; a destructive one only with `destructive` (`db migrate`) or on an empty
+        database; E_DB_SCHEMA_RANGE when the database's schema is outside this package's range (compat.py)."""
         async with self.session("migrate") as conn:
-            return await migrations.migrate(conn, self.clock.now(), serving=serving)
+            return await migrations.migrate(conn, self.clock.now(), destructive=destructive)
 
     async def ensure_partitions(self, months_ahead: int = migrations.PARTITION_MONTHS_AHEAD) -> int:
         """Create step_attempts partitions from this month to `months_ahead` later; the daemon calls it at start

@@ -1,8 +1,9 @@
 """The migration runner: applies `migrations/NNNN_*.sql` in order, each in its own transaction, under a
 session advisory lock, so two daemons (or `db migrate` and a daemon) starting together apply each file once.
 
-A database migrated by a newer a44 is served as long as its migrations still accept this daemon's schema, and a
-daemon (`serving=True`) never applies a destructive migration itself (compat.py, docs/store.md "Rolling upgrades").
+A database migrated by a newer a44 is used as long as its migrations still accept this package's schema, and a
+destructive migration is applied only when asked (`db migrate`) or on an empty database, never by a daemon's start
+or a verb's on-demand migration while older daemons may still run (compat.py, docs/store.md "Rolling upgrades").
 
 The runner also creates the step_attempts partitions ahead (the daemon calls it at start), because a
 migrated database without the current month's partition would push every attempt into the default partition.
@@ -40,10 +41,10 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-async def migrate(conn: Session, now: datetime, *, serving: bool = False) -> MigrationReport:
-    """Bring the `automation` schema up to date on `conn` (a store session, not in a transaction). `serving`: a
-    daemon's start, which applies additive migrations only and refuses (E_DB_SCHEMA_RANGE) a schema outside its
-    range."""
+async def migrate(conn: Session, now: datetime, *, destructive: bool = False) -> MigrationReport:
+    """Bring the `automation` schema up to date on `conn` (a store session, not in a transaction), or refuse
+    (E_DB_SCHEMA_RANGE) a schema outside this package's range. A destructive migration pending is applied only with
+    `destructive` (`db migrate`) or on an empty database; else it is refused."""
     version = await conn.fetchval("server_version")
     if version < MIN_SERVER_VERSION:
         raise A44Error(E_DB_SCHEMA, f"PostgreSQL {version // 10000} is too old; a44 needs PostgreSQL 14 or later")
@@ -64,7 +65,7 @@ async def migrate(conn: Session, now: datetime, *, serving: bool = False) -> Mig
                     report.changed.append(m.name)
                 continue
             mark = compat.destructive_mark(m)
-            if mark is not None and serving:
+            if mark is not None and not destructive and applied:
                 raise compat.held_back(max(applied, default=0), m, mark, daemon)
             async with conn.transaction():
                 await conn.apply(m)
