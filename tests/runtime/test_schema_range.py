@@ -108,6 +108,7 @@ def test_a_daemon_under_a_newer_additive_schema_starts_and_says_so(pg_url, tmp_p
         wait_until(lambda: "serving worker=older" in daemon.output() or daemon.proc.poll() is not None, 60,
                    "the daemon to serve")
         assert f"the database is at schema {D + 1}, newer than this daemon's {D}" in daemon.output()
+        assert f"schema range: this daemon runs against schema {D} and newer schemas" in daemon.output()
         assert daemon.term() == 0, daemon.output()
     finally:
         daemon.stop()

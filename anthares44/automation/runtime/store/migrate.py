@@ -104,6 +104,7 @@ def log_migrated(report: MigrationReport) -> MigrationReport:
         log.info("migrated: applied %s (%d already applied)", ", ".join(report.applied), len(report.already))
     else:
         log.info("migrated: schema up to date (%d migrations)", len(report.already))
+    log.info("schema range: %s", compat.describe_range(compat.daemon_schema()))
     if report.changed:
         log.warning("migrations %s were edited after they were applied", ", ".join(report.changed))
     if report.newer:
