@@ -130,3 +130,12 @@ def test_the_guard_sees_a_redefinition_a_drop_and_a_rename_and_accepts_a_v2_and_
     mark = destructive_mark(marked)
     assert mark is not None and mark.min_daemon == 2 and mark.what == "drops automation.claim(text, integer)"
     assert destructive_mark(gone) is None
+
+
+def test_every_destructive_mark_parses():
+    """A mark misspelt would pass for an additive migration: then the guard above names its changes, but a mark
+    with no change behind it would raise no one's attention, so each `-- destructive:` line must parse."""
+    for m in load_migrations():
+        lines = [line for line in m.sql.splitlines() if line.lower().startswith("-- destructive:")]
+        assert not lines or destructive_mark(m) is not None, (
+            f"{m.name}: {lines[0]!r} is not `-- destructive: WHAT; needs daemons >= schema N`")
