@@ -88,9 +88,10 @@ async def _accepts_newer(conn: Session, applied: dict[int, Any], daemon: int) ->
     """The database has migrations this package does not know: fine while they accept its daemon's schema."""
     unknown = sorted(n for n in applied if n > daemon)
     missing = [n for n in range(1, daemon + 1) if n not in applied]     # a newer a44 applied all of ours first
-    if missing or not await conn.fetchval("schema_compat_ready"):
-        raise A44Error(E_DB_SCHEMA, f"the database has migrations {unknown} that this package does not know: "
-                                    f"it was migrated by a newer a44 that records no schema range",
+    why = (f"and lacks {missing} of its own" if missing else "")
+    if why or not await conn.fetchval("schema_compat_ready"):
+        raise A44Error(E_DB_SCHEMA, f"the database has migrations {unknown} that this package does not know "
+                                    f"{why or 'and records no schema range'}: it was migrated by another a44",
                        hint="upgrade anthares44-automation, or point A44_DATABASE_URL at another database")
     need = await conn.fetchrow("schema_compat_need")
     if need is not None and need["min_daemon_schema"] > daemon:
