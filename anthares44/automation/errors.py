@@ -172,6 +172,9 @@ E_DB_UNAVAILABLE = _code("E_DB_UNAVAILABLE", True, "the PostgreSQL database cann
 E_DB = _code("E_DB", False, "the database refused an operation")
 E_DB_SCHEMA = _code("E_DB_SCHEMA", False,
                     "the database schema is missing or does not match this package; run `a44 automation db migrate`")
+E_DB_SCHEMA_RANGE = _code("E_DB_SCHEMA_RANGE", False,
+                          "the database's schema is outside the range this daemon runs against: upgrade the daemon, "
+                          "or apply its migrations with `a44 automation db migrate`")
 
 # The sql/execute connector (§14): the user's statement, as opposed to the store's own queries (E_DB)
 E_SQL = _code("E_SQL", False, "the step's SQL statement was refused by the database")

@@ -91,7 +91,7 @@ def http_sql_workflow(far: FarSide, name: str = "crash", hold: bool = True):
 
 class ServeProcess:
     def __init__(self, url: str, home: Path, *, lease: str = "2s", worker_id: str = "d1", extra: list[str] = (),
-                 app_url: str | None = None):
+                 app_url: str | None = None, a44: str = A44):
         env = {**os.environ, "A44_DATABASE_URL": url, "A44_HOME": str(home), "A44_LEASE_TIMEOUT": lease,
                "PYTHONUNBUFFERED": "1"}
         env.pop("A44_APP_DATABASE_URL", None)
@@ -99,7 +99,7 @@ class ServeProcess:
             env["A44_APP_DATABASE_URL"] = app_url
         self.log = home / f"serve-{worker_id}.log"
         self._fh = open(self.log, "w")
-        self.proc = subprocess.Popen([A44, "automation", "serve", "-v", "--worker-id", worker_id, *extra],
+        self.proc = subprocess.Popen([a44, "automation", "serve", "-v", "--worker-id", worker_id, *extra],
                                      env=env, stdout=self._fh, stderr=subprocess.STDOUT)
 
     def kill9(self):

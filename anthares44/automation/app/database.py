@@ -56,6 +56,7 @@ async def schema_info(url: str) -> dict:
 
 
 async def migrate(url: str):
-    """Apply the pending migrations and create partitions ahead (`db migrate`): the store's MigrationReport."""
+    """Apply the pending migrations, destructive ones included, and create partitions ahead (`db migrate`): the
+    store's MigrationReport."""
     async with open_store(url=url, max_size=1) as store:
-        return await store.migrate()
+        return await store.migrate(destructive=True)

@@ -141,7 +141,22 @@ def _status(args) -> int:
     print(f"server: PostgreSQL {v // 10000}.{v % 10000}")
     print(f"migrations: {len(info['applied'])} applied, {len(info['pending'])} pending"
           + (f" ({', '.join(info['pending'])}: run `a44 automation db migrate`)" if info["pending"] else ""))
+    print(_schema_line(info["schema"]))
     return code
+
+
+def _schema_line(r: dict) -> str:
+    """The schema range (docs/store.md "Rolling upgrades"): the database's schema, the oldest daemon it accepts,
+    this package's daemon, and whether it may run there."""
+    since = f" since {r['min_daemon_since']}" if r["min_daemon_since"] else ""
+    line = (f"schema: database {r['db_schema']}, accepts daemons of schema >= {r['min_daemon_schema']}{since}; "
+            f"this daemon: schema {r['daemon_schema']}")
+    if r["min_daemon_schema"] > r["daemon_schema"]:
+        return line + " (too old: upgrade it; serve refuses with E_DB_SCHEMA_RANGE)"
+    if r["destructive_pending"]:
+        return line + (f" (destructive migration {r['destructive_pending']} pending: only db migrate applies it; run "
+                       f"`a44 automation db migrate` once older daemons are gone)")
+    return line + " (in range)"
 
 
 def _migrate(args) -> int:

@@ -38,6 +38,7 @@ from ...errors import (
 )
 from ...named_sql import Query
 from ..ulid import new_run_id
+from . import compat
 from . import migrate as migrations
 from .results import ResultFiles, encode_json
 from .vocabulary import Migration, load_migrations, load_queries
@@ -328,9 +329,11 @@ class Store:
             return await conn.execute(q.sql, *args)
 
     # --- schema ------------------------------------------------------------------------------------------
-    async def migrate(self) -> migrations.MigrationReport:
+    async def migrate(self, *, destructive: bool = False) -> migrations.MigrationReport:
+        """Apply pending migrations; a destructive one only with `destructive` (`db migrate`) or on an empty
+        database; E_DB_SCHEMA_RANGE when the database's schema is outside this package's range (compat.py)."""
         async with self.session("migrate") as conn:
-            return await migrations.migrate(conn, self.clock.now())
+            return await migrations.migrate(conn, self.clock.now(), destructive=destructive)
 
     async def ensure_partitions(self, months_ahead: int = migrations.PARTITION_MONTHS_AHEAD) -> int:
         """Create step_attempts partitions from this month to `months_ahead` later; the daemon calls it at start
@@ -342,13 +345,17 @@ class Store:
         """Server version and migrations applied / pending, for `db status`."""
         version = await self.fetchval("server_version")
         try:
-            applied = [r["name"] for r in await self.fetch("migration_applied")]
+            rows = await self.fetch("migration_applied")
         except A44Error as exc:
             if exc.code != E_DB_SCHEMA:
                 raise
-            applied = []
+            rows = []
+        applied = [r["name"] for r in rows]
         pending = [m.name for m in load_migrations() if m.name not in applied]
-        return {"server_version_num": version, "applied": applied, "pending": pending}
+        numbers = [r["number"] for r in rows]
+        need = await self.fetchrow("schema_compat_need") if await self.fetchval("schema_compat_ready") else None
+        return {"server_version_num": version, "applied": applied, "pending": pending,
+                "schema": compat.range_info(numbers, dict(need) if need else None, compat.daemon_schema())}
 
     async def list_partitions(self) -> list[dict[str, Any]]:
         return [dict(r) for r in await self.fetch("partitions_list")]

@@ -2710,6 +2710,13 @@ CREATE TABLE automation.schedule_occurrences (
     CONSTRAINT schedule_occurrences_status_check CHECK ((status = ANY (ARRAY['started'::text, 'skipped_overlap'::text, 'queued'::text, 'expired'::text, 'missed'::text])))
 );
 
+CREATE TABLE automation.schema_compat (
+    number integer NOT NULL,
+    name text NOT NULL,
+    min_daemon_schema integer NOT NULL,
+    destructive text
+);
+
 CREATE TABLE automation.schema_migrations (
     number integer NOT NULL,
     name text NOT NULL,
@@ -2967,6 +2974,9 @@ ALTER TABLE ONLY automation.runs
 
 ALTER TABLE ONLY automation.schedule_occurrences
     ADD CONSTRAINT schedule_occurrences_pkey PRIMARY KEY (project_id, occurrence_key);
+
+ALTER TABLE ONLY automation.schema_compat
+    ADD CONSTRAINT schema_compat_pkey PRIMARY KEY (number);
 
 ALTER TABLE ONLY automation.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (number);

@@ -41,3 +41,20 @@ order by c.relname;
 -- name: server_version
 -- purpose: the server's version number (e.g. 180006), to refuse PostgreSQL older than 14
 select current_setting('server_version_num')::integer;
+
+-- name: schema_compat_ready
+-- purpose: whether the table of what migrations ask of running daemons exists yet (0045 creates it)
+select to_regclass('automation.schema_compat') is not null;
+
+-- name: schema_compat_record
+-- purpose: the lowest daemon schema that may run once migration :number is applied: the previous one carried
+--          forward, raised to :min_daemon by a destructive migration (same transaction as the migration)
+insert into automation.schema_compat (number, name, min_daemon_schema, destructive)
+select :number::integer, :name::text, greatest(coalesce(max(c.min_daemon_schema), 0), :min_daemon::integer),
+       :destructive::text
+from automation.schema_compat c;
+
+-- name: schema_compat_need
+-- purpose: the migration that asks for the newest daemon (the database's lower bound on a daemon's schema)
+select number, name, min_daemon_schema, destructive from automation.schema_compat
+order by min_daemon_schema desc, number limit 1;
