@@ -61,7 +61,8 @@ async def swapflow(ctx, input):
 '''
 
 
-def test_200_histories_swap_found_at_the_step_patched_passes(store, clock, aio, tmp_path, pg_url, capsys):
+def test_200_histories_swap_found_at_the_step_patched_passes(store, clock, aio, tmp_path, pg_url, capsys,
+                                                             monkeypatch):
     auto = aio(published_code(store, tmp_path, "swap_v1.py", V1.replace("PATCH", "False")))
     for i in range(200):
         aio(auto.run("swapflow", {"n": i}, f"k{i}"))
@@ -99,6 +100,11 @@ def test_200_histories_swap_found_at_the_step_patched_passes(store, clock, aio, 
     got = aio(verify(str(tmp_path / "swap_v2.py"), aio(histories_from_store(
         store, PROJECT, ["wf_swapflow"], since=timedelta(days=14), sample=50))))
     assert (got.checked, got.divergent) == (50, 50)
+    monkeypatch.setenv("A44_DATABASE_URL", pg_url)
+    monkeypatch.delenv("A44_PROJECT", raising=False)
+    assert main(["automation", "verify", str(tmp_path / "swap_v2.py"), "--since", "3650d", "--sample", "20"]) == 1
+    assert "20 of 20 histories diverge from" in capsys.readouterr().err
+    assert main(["automation", "verify", str(tmp_path / "swap_v2p.py"), "--since", "3650d", "--sample", "0"]) == 2
 
 
 def test_bad_input_exits_2_with_a_stable_code(tmp_path, capsys):
@@ -115,7 +121,8 @@ def test_bad_input_exits_2_with_a_stable_code(tmp_path, capsys):
     assert f"{bad}:1: not a history" in capsys.readouterr().err
 
 
-def test_a_live_divergence_is_blocked_version_alerted_and_cancel_settles_it(store, clock, aio, tmp_path, pg_url):
+def test_a_live_divergence_is_blocked_version_alerted_and_cancel_settles_it(store, clock, aio, tmp_path, pg_url,
+                                                                           capsys, monkeypatch):
     auto = aio(published_code(store, tmp_path, "swap_live.py", V1.replace("PATCH", "False")))
     run_id = aio(auto.run("swapflow", {"n": 1}, "live")).run_id
     eng = engine(store, clock=clock, lease_s=30)
@@ -147,6 +154,16 @@ def test_a_live_divergence_is_blocked_version_alerted_and_cancel_settles_it(stor
     assert (ctx["workflow"], ctx["version"], ctx["failed_step"], ctx["run_id"]) == ("wf_swapflow", 1, "c", run_id)
     assert "runs migrate --workflow wf_swapflow" in ctx["next_action"] and f"runs cancel {run_id}" in \
         ctx["next_action"]
+
+    monkeypatch.setenv("A44_DATABASE_URL", pg_url)
+    monkeypatch.delenv("A44_PROJECT", raising=False)
+    capsys.readouterr()
+    assert main(["automation", "runs", "show", run_id]) == 0
+    shown = capsys.readouterr().out
+    assert "blocked_version" in shown and "step: c  error: E_NONDETERMINISTIC_REPLAY" in shown
+    assert "the log recorded step 'b' but the code asked for step 'c'" in shown and "runs cancel" in shown
+    assert main(["automation", "runs", "--state", "blocked_version", "--format", "json"]) == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)["runs"]] == [run_id]
 
     from anthares44.automation.errors import A44Error
 

@@ -86,8 +86,9 @@ def _print(report, fmt: str) -> int:
 def _line(f) -> str:
     has = repr(f.history_has) if f.history_has else "the run's end"
     asked = repr(f.code_asked) if f.code_asked else "the workflow returning"
-    return (f"{f.run_id} ({f.workflow} v{f.version}, {f.state}): step #{f.position}: the history has {has}, "
-            f"the code asked for {asked} — {f.message}")
+    line = f"{f.run_id} ({f.workflow} v{f.version}, {f.state}): step #{f.position}: the history has {has}, " \
+           f"the code asked for {asked}"
+    return line if f.history_has or f.code_asked else f"{line}: {f.message}"
 
 
 def _summary(report) -> str:
