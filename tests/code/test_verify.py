@@ -119,6 +119,17 @@ def test_bad_input_exits_2_with_a_stable_code(tmp_path, capsys):
     bad.write_text('[1, 2]\n')
     assert main(["automation", "verify", str(tmp_path / "wf.py"), "--histories", str(bad)]) == 2
     assert f"{bad}:1: not a history" in capsys.readouterr().err
+    bad.write_text('{"run": {"run_id": "r1"}, "attempts": [{"step_id": "a", "status": "succeeded", '
+                   '"started_at": "yesterday"}]}\n')
+    assert main(["automation", "verify", str(tmp_path / "wf.py"), "--histories", str(bad)]) == 2
+    assert f"{bad}:1: not a history: an attempt is malformed" in capsys.readouterr().err
+    bad.write_text(json.dumps({"histories": [{"run": {"run_id": "r1", "workflow_id": "wf_swapflow",
+                                                      "state": "succeeded"}, "attempts": []}]}))
+    assert main(["automation", "verify", str(tmp_path / "wf.py"), "--histories", str(bad)]) == 1
+    assert "1 of 1 histories diverge" in capsys.readouterr().err    # the code asks for 'a': not in the history
+    (tmp_path / "broken.py").write_text("import no_such_module\n")
+    assert main(["automation", "verify", str(tmp_path / "broken.py"), "--histories", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith("E_BAD_INPUT importing")
 
 
 def test_a_live_divergence_is_blocked_version_alerted_and_cancel_settles_it(store, clock, aio, tmp_path, pg_url,

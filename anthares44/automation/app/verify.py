@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import E_BAD_INPUT, A44Error
-from ..sdk.replay_gate import Replayed, parse, replay_history
+from ..sdk.replay_gate import Replayed, history_of, parse, replay_history
 
 DONE = ("succeeded", "skipped")     # attempt statuses of a step that counts as completed
 
@@ -56,7 +56,7 @@ def read_histories(path: str) -> list[dict]:
     except (OSError, UnicodeDecodeError) as exc:
         raise bad(f"cannot read {path}: {exc}") from None
     stripped = text.strip()
-    if stripped.startswith("{") and "\n" in stripped:
+    if stripped.startswith("{"):
         try:
             whole = json.loads(stripped)
         except ValueError:
@@ -78,7 +78,7 @@ def read_histories(path: str) -> list[dict]:
 def _checked(path: str, docs: list[tuple[int, Any]]) -> list[dict]:
     for n, doc in docs:
         try:
-            parse(doc)
+            history_of(parse(doc)[1])
         except ValueError as exc:
             raise bad(f"{path}:{n}: not a history: {exc}") from None
     return [doc for _, doc in docs]
