@@ -243,3 +243,21 @@ steps:
     uses: pass
     timeout: 1s
 '''
+
+
+def test_a_run_moved_to_a_version_that_swaps_its_steps_is_blocked_at_its_next_visit(store, clock, aio, tmp_path,
+                                                                                   pg_url):
+    auto = aio(published_code(store, tmp_path, "swap_m1.py", V1.replace("PATCH", "False")))
+    run_id = aio(auto.run("swapflow", {"n": 1}, "moved")).run_id
+    eng = engine(store, clock=clock)
+    aio(eng.drive())
+    assert aio(store.get_run(run_id))["state"] == "sleeping"
+    (tmp_path / "swap_m2.py").write_text(V2)
+    assert aio(auto.publish([str(tmp_path / "swap_m2.py")])).ok
+    # the stand-in for `runs migrate --to 2` (w-plan's verb): the run now belongs to the version that swaps b, c
+    query(pg_url, "update automation.runs set version = 2 where run_id = $1", run_id)
+    clock.advance(timedelta(seconds=11))
+    aio(eng.drive())
+    run = aio(store.get_run(run_id))
+    assert (run["state"], run["version"], run["failed_step"]) == ("blocked_version", 2, "c")
+    assert import_path(tmp_path / "swap_m2.py").CALLS == []       # v2 ran nothing of its own
