@@ -19,3 +19,17 @@ def test_every_public_name_is_defined_and_star_import_gives_exactly_them():
     exec("from anthares44.automation.api import *", space)
     assert sorted(k for k in space if k != "__builtins__") == sorted(PUBLIC)
     assert all(getattr(api, name, None) is not None for name in PUBLIC)
+
+
+# the code-workflow SDK (`from anthares44.automation import workflow, step`, docs/code-workflows.md): `step`'s verbs
+STEP_VERBS = ["map", "patched", "rows", "run", "sleep", "sleep_until", "workflow"]
+
+
+def test_the_sdk_step_verbs_are_pinned_and_patched_is_typed():
+    import inspect
+
+    from anthares44.automation import step
+
+    assert sorted(n for n in dir(step) if not n.startswith("_")) == STEP_VERBS
+    sig = inspect.signature(step.patched)
+    assert list(sig.parameters) == ["patch_id"] and sig.return_annotation in (bool, "bool")

@@ -148,7 +148,7 @@ async def diverge(ctx, input):
 '''
 
 
-def test_divergence_aborts_with_nondeterministic_replay(store, clock, aio, tmp_path):
+def test_divergence_blocks_the_run_with_nondeterministic_replay(store, clock, aio, tmp_path):
     async def body():
         auto = await published_code(store, tmp_path, "diverge.py", DIVERGES)
         run_id = (await auto.run("diverge", {}, "d1")).run_id
@@ -160,7 +160,7 @@ def test_divergence_aborts_with_nondeterministic_replay(store, clock, aio, tmp_p
         clock.advance(timedelta(seconds=11))
         await eng.drive()
         run = await store.get_run(run_id)
-        assert run["state"] == "failed" and run["error_code"] == "E_NONDETERMINISTIC_REPLAY"
+        assert run["state"] == "blocked_version" and run["error_code"] == "E_NONDETERMINISTIC_REPLAY"
         assert "'left'" in run["error_message"] and "'right'" in run["error_message"]
         assert run["failed_step"] == "right"
     aio(body())

@@ -318,8 +318,17 @@ async def _show(auto, args) -> int:
     out = f"{run['run_id']}  {run['workflow_id']} v{run['version']}  {run['state']}\n"
     step = run.get("failed_step") or run.get("current_step")
     out += f"step: {step or '-'}  error: {run.get('error_code') or '-'}  created: {when(run['created_at'])}\n"
-    write(out + timers_text(run) + approvals_text(run) + carried_text(run))
+    write(out + blocked_text(run) + timers_text(run) + approvals_text(run) + carried_text(run))
     return EXIT_OK
+
+
+def blocked_text(run: dict) -> str:
+    """A `blocked_version` run (docs/verify.md): where code and history part, and the commands that settle it."""
+    if run.get("state") != "blocked_version":
+        return ""
+    return (f"blocked: {run.get('error_message') or '-'}\n"
+            f"next: a44 automation runs migrate --workflow {run['workflow_id']} --to N --from {run['version']}, "
+            f"or a44 automation runs cancel {run['run_id']}\n")
 
 
 def approvals_text(run: dict) -> str:

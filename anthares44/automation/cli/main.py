@@ -43,6 +43,7 @@ VERBS: dict[str, str] = {
     "partitions": "cmd_partitions",
     "console": "cmd_console",
     "test": "cmd_test",
+    "verify": "cmd_verify",
 }
 
 

@@ -327,6 +327,7 @@ class Execution:
         self._values: dict[str, int] = {}
         self._seen: set[str] = set()
         self.rows = StepRows()
+        self.patches: dict[str, bool] = {}   # step.patched answers of this execution (patches.py)
 
     @property
     def current_step(self) -> str | None:
@@ -557,6 +558,14 @@ class _Step:
             raise TypeError("step.run needs fn=")
         return await current().run_step(step_id, fn, timeout=timeout, retry=retry, compensate=compensate,
                                         expect=expect)
+
+    def patched(self, patch_id: str) -> bool:
+        """`if step.patched("swap-b-c"): ... else: ...`: True on new runs and on runs that already took the new
+        path, False on a run recorded before the change, so new code keeps it on the old path; the decision is
+        recorded (a marker), every later visit and replay agrees (sdk/patches.py, docs/verify.md)."""
+        from .patches import decide
+
+        return decide(current(), patch_id)
 
     def rows(self, *, in_: int | None = None, out: int | None = None, error: int | None = None) -> None:
         """Report the running step's row counts (rows read, written, rejected); they add up into the run's

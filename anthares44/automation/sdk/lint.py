@@ -2,7 +2,7 @@
 column instead of one refusal. The module is imported as `publish` imports it (loader.import_path: its code
 runs, its directory on sys.path), after a static pass over its source: every `@workflow` has a valid name, and
 every literal step id (`step.run`, `step.sleep`, `step.map`) and duration is of the right form, once per
-workflow.
+workflow, and every `step.patched` id a literal of the right form (lint_patches.py).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ..compiler.models.types import STEP_ID_PATTERN, WORKFLOW_NAME_PATTERN
 from ..diagnostics import Diagnostic, Severity, Span, register, sorted_diagnostics
 from ..durations import parse_duration
 from ..errors import A44Error
+from .lint_patches import check_patches
 
 A44800 = register("A44800", "code workflow module cannot be imported")
 A44801 = register("A44801", "module declares no @workflow")
@@ -115,6 +116,7 @@ def _check_workflow(path: str, found) -> list[Diagnostic]:
         out.append(Diagnostic.at(A44802, f"workflow name {name!r} does not match {NAME_RE.pattern}", path,
                                  _span(name_node), hint="lowercase letters, digits and '-', starting with a "
                                                         "letter, e.g. invoice-settle"))
+    out.extend(check_patches(path, fn))
     seen: dict[str, int] = {}
     for node in ast.walk(fn):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STEP_CALLS

@@ -40,7 +40,9 @@ DEFAULT_START = datetime(2026, 7, 19, 14, 2, 11, tzinfo=UTC)
 NEVER = timedelta(days=3650)           # the scheduler's poll: the kit asks it for its next firing instead
 # what a run that nothing will wake (no next_wake_at) waits on, by state
 OUTSIDE = {"awaiting_confirmation": "a person's confirmation of an interrupted exclusive step "
-                                    "(a44 automation runs resolve)"}
+                                    "(a44 automation runs resolve)",
+           "blocked_version": "a person: its code contradicts its history (a44 automation runs migrate, or "
+                              "runs cancel; docs/verify.md)"}
 
 
 def instant(text: str | datetime) -> datetime:

@@ -12,6 +12,9 @@
   that state. Next action: undo the step by hand, its attempts in `a44 automation logs RUN`.
 - `builtin:awaiting_confirmation`: a run parked on an interrupted exclusive step; clears when none waits.
   Next action: `a44 automation runs resolve RUN --step STEP --outcome succeeded|failed|retry`.
+- `builtin:blocked_version`: a code run stopped in `blocked_version` (its code contradicts its history, a deploy
+  changed the steps before its frontier: docs/verify.md); names workflow, version and step; clears when no run of the
+  workflow is left in that state. Next action: `a44 automation runs migrate ...` or `a44 automation runs cancel RUN`.
 - `builtin:dlq_growth`: a queue's DLQ depth grew since the last sample (one occurrence per new dead letter);
   clears when it is back to 0. Next action: `a44 automation dlq redrive Q --filter "error_code == '...'"`.
 """
@@ -27,11 +30,12 @@ from .suppression import Policy
 
 RUN_FAILED, RUN_PARTIAL, EXPECTATION = "builtin:run_failed", "builtin:run_partial", "builtin:expectation_failed"
 COMPENSATION_FAILED, AWAITING = "builtin:compensation_failed", "builtin:awaiting_confirmation"
-DLQ_GROWTH = "builtin:dlq_growth"
+DLQ_GROWTH, BLOCKED = "builtin:dlq_growth", "builtin:blocked_version"
 RULE_OF_STATE = {"failed": RUN_FAILED, "partial": RUN_PARTIAL, "compensation_failed": COMPENSATION_FAILED,
-                 "awaiting_confirmation": AWAITING}
+                 "awaiting_confirmation": AWAITING, "blocked_version": BLOCKED}
 CLEARED_BY_SUCCESS = (RUN_FAILED, RUN_PARTIAL, EXPECTATION)
-PARKED = {COMPENSATION_FAILED: "compensation_failed", AWAITING: "awaiting_confirmation"}
+PARKED = {COMPENSATION_FAILED: "compensation_failed", AWAITING: "awaiting_confirmation",
+          BLOCKED: "blocked_version"}
 BATCH = 2000
 LATE_COMMIT = timedelta(seconds=60)   # how late a run outcome may commit after its timestamp and still be seen
 

@@ -37,9 +37,13 @@ def error_type(code: str | None) -> str | None:
     return "retryable" if A44Error(code, "").retryable else "permanent"
 
 
-def next_action(project: str, state: str, run_id: str, step: str | None, *, partitions: bool = False) -> str:
+def next_action(project: str, state: str, run_id: str, step: str | None, *, partitions: bool = False,
+                workflow: str | None = None, version: int | None = None) -> str:
     """The command to paste, from what failed: the partitions that failed, else the step, else the whole run."""
     flag = project_flag(project)
+    if state == "blocked_version":      # the code contradicts the run's history (docs/verify.md)
+        return (f"a44 automation runs migrate --workflow {shlex.quote(workflow or '?')} --to N --from {version}{flag}"
+                f"  # or: a44 automation runs cancel {run_id}{flag}")
     if state == "awaiting_confirmation":
         return (f"a44 automation runs resolve {run_id} --step {shlex.quote(step or '?')} "
                 f"--outcome succeeded|failed|retry{flag}")
@@ -74,7 +78,8 @@ def run_context(e) -> dict:
            "state": e["state"], "failed_step": step, "partition_key": e["partition_key"], "queue": e["queue"],
            "error_code": e["error_code"], "error_type": error_type(e["error_code"]),
            "error_message": e["error_message"], "attempts": e["attempts"],
-           "next_action": next_action(e["project_id"], e["state"], e["run_id"], step, partitions=bool(failed)),
+           "next_action": next_action(e["project_id"], e["state"], e["run_id"], step, partitions=bool(failed),
+                                      workflow=e["workflow_id"], version=e["version"]),
            "runs_seen": [e["run_id"]], "steps_seen": [step], "partitions_seen": [e["partition_key"]],
            "causes": [f"run:{e['run_id']}"]}
     where = f"at step {step or '-'}"
@@ -94,6 +99,9 @@ def run_context(e) -> dict:
         ctx.update(dead_letter_id=e["dead_letter"]["dead_letter_id"],
                    redrive_action=redrive_action(e["project_id"], e["dead_letter"]["queue"], e["error_code"]))
     ctx["title"] = f"{e['workflow_id']} run {e['state']}: {e['error_code'] or '-'} {where}"
+    if e["state"] == "blocked_version":
+        ctx["title"] = (f"{e['workflow_id']} v{e['version']} run blocked_version at step {step or '-'}: its code "
+                        f"contradicts its history")
     if e["root_run_id"] is not None:    # a child workflow's run (§21): the alert names the tree it belongs to
         ctx.update(root_run_id=e["root_run_id"], parent_run_id=e["parent_run_id"])
         ctx["title"] += f" (child of run {e['parent_run_id']}, root run {e['root_run_id']})"
@@ -122,7 +130,7 @@ async def dead_letter_context(store, project: str, queue: str) -> dict:
     return ctx
 
 
-CAUSED_STATES = ("failed", "partial", "compensation_failed", "awaiting_confirmation")
+CAUSED_STATES = ("failed", "partial", "compensation_failed", "awaiting_confirmation", "blocked_version")
 
 
 async def runs_context(store, project: str, workflow: str, state: str) -> dict:
@@ -141,7 +149,8 @@ async def runs_context(store, project: str, workflow: str, state: str) -> dict:
             "partition_key": d["partition_key"], "error_code": d["error_code"], "error_type": error_type(d["error_code"]),
             "error_message": d["error_message"], "attempts": d["attempts"], "runs": runs,
             "runs_seen": [r["run_id"] for r in rows], "causes": [f"run:{r['run_id']}" for r in rows],
-            "next_action": next_action(project, state, d["run_id"], step, partitions=partitions)}
+            "next_action": next_action(project, state, d["run_id"], step, partitions=partitions, workflow=workflow,
+                                       version=d.get("version"))}
 
 
 def dead_letter_causes(letters: list[dict], newest: int) -> list[str]:

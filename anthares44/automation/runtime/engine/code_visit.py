@@ -9,7 +9,8 @@ outcome is written `running` (committed) before its body runs and finished (comm
 The visit ends when the function returns (`succeeded`), suspends on a retry delay or a sleep (the run is released
 to `waiting` / `sleeping` until then; the coroutine is dropped), fails for good (compensations, in reverse
 completion order, 3 attempts 5/20/60 s, each wait durable), or diverges from the log (E_NONDETERMINISTIC_REPLAY:
-the run fails, nothing is compensated: the code is not the code that made the log).
+the run stops in `blocked_version` with an alert, blocked.py; nothing is compensated: the code is not the code
+that made the log; while compensating, the run fails).
 """
 
 from __future__ import annotations
@@ -291,6 +292,10 @@ class CodeVisit(Host):
             return await v.release_until(state, s.due, v.clock.now(), lock_waits=self._lock_waits,
                                          timers=state == SLEEPING)
         except NonDeterministic as err:
+            if not self._compensating:      # the code contradicts the log: stopped, visible, never retried
+                from .blocked import block
+
+                return await block(v, err, self.summary())
             self.v.batch.current_step = err.observed or err.expected
             return await self._end(FAILED, error=err, failed_step=err.observed or err.expected)
         except StepFailed as f:

@@ -15,6 +15,7 @@ PENDING, RUNNING, WAITING, SLEEPING = "pending", "running", "waiting", "sleeping
 AWAITING_CONFIRMATION, COMPENSATING = "awaiting_confirmation", "compensating"
 SUCCEEDED, FAILED, COMPENSATION_FAILED, CANCELLED = "succeeded", "failed", "compensation_failed", "cancelled"
 PARTIAL = "partial"
+BLOCKED_VERSION = "blocked_version"     # a code run whose code contradicts its history (docs/verify.md)
 
 # Runs a worker may be granted when due (next_wake_at <= now). `running` is claimable only because its lease
 # expired: while a worker holds it, next_wake_at is the lease deadline.
@@ -23,12 +24,13 @@ CLAIMABLE = (PENDING, RUNNING, WAITING, SLEEPING, COMPENSATING)
 # from -> the states it may move to (why, in docs/states.md)
 RUN_TRANSITIONS: dict[str, frozenset[str]] = {
     PENDING: frozenset({RUNNING, CANCELLED}),
-    RUNNING: frozenset({PENDING, WAITING, SLEEPING, AWAITING_CONFIRMATION, COMPENSATING, SUCCEEDED, PARTIAL, FAILED,
-                        CANCELLED}),
+    RUNNING: frozenset({PENDING, WAITING, SLEEPING, AWAITING_CONFIRMATION, COMPENSATING, BLOCKED_VERSION, SUCCEEDED,
+                        PARTIAL, FAILED, CANCELLED}),
     WAITING: frozenset({RUNNING, CANCELLED}),
     SLEEPING: frozenset({RUNNING, CANCELLED}),
     AWAITING_CONFIRMATION: frozenset({PENDING, CANCELLED}),
     COMPENSATING: frozenset({FAILED, COMPENSATION_FAILED, CANCELLED}),   # cancelled: a cancel's compensations
+    BLOCKED_VERSION: frozenset({PENDING, CANCELLED}),   # pending: `runs migrate` moved it; cancelled: `runs cancel`
     SUCCEEDED: frozenset(),
     PARTIAL: frozenset({SUCCEEDED}),    # finished; a person skipping its last failed partition completes it
     FAILED: frozenset(),

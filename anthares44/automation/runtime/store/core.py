@@ -59,7 +59,7 @@ RUN_WALL_CLOCK_LIMIT = timedelta(hours=72)  # §3.1: the deadline of a run whose
 
 # Run states (docs/store.md has the meaning of each; the interpreter owns the transitions).
 RUN_STATES = ("pending", "running", "waiting", "sleeping", "awaiting_confirmation", "compensating",
-              "succeeded", "partial", "failed", "compensation_failed", "cancelled")
+              "blocked_version", "succeeded", "partial", "failed", "compensation_failed", "cancelled")
 TERMINAL_RUN_STATES = frozenset({"succeeded", "partial", "failed", "compensation_failed", "cancelled"})
 ATTEMPT_STATUSES = ("running", "succeeded", "failed", "timeout", "skipped", "compensated", "compensation_failed",
                     "lease_expired", "cancelled")

@@ -111,7 +111,7 @@ with e as (
 delete from automation.alert_seen where event_id <= (select event_horizon from e);
 
 -- name: alert_run_outcomes
--- purpose: run state changes after :after (the built-in alerts' input) not yet seen: failed, partial, compensation_failed, awaiting_confirmation, succeeded, with the run's context, the failed step's attempts, its failed partitions (the first 10 and how many), its waiting dead letter, the interpreter's alert data and, for a child workflow's run, its parent and root (§21)
+-- purpose: run state changes after :after (the built-in alerts' input) not yet seen: failed, partial, compensation_failed, awaiting_confirmation, blocked_version, succeeded, with the run's context, the failed step's attempts, its failed partitions (the first 10 and how many), its waiting dead letter, the interpreter's alert data and, for a child workflow's run, its parent and root (§21)
 select e.id, e.at, e.project_id, e.run_id, e.state, coalesce(e.error_code, r.error_code) as error_code,
        (select c.root_run_id from automation.run_children c where c.child_run_id = e.run_id) as root_run_id,
        (select c.parent_run_id from automation.run_children c where c.child_run_id = e.run_id) as parent_run_id,
@@ -145,7 +145,7 @@ select e.id, e.at, e.project_id, e.run_id, e.state, coalesce(e.error_code, r.err
 from automation.run_events e
 join automation.runs r on r.run_id = e.run_id
 where e.id > :after and e.kind = 'run.state'
-  and e.state in ('failed', 'partial', 'compensation_failed', 'awaiting_confirmation', 'succeeded')
+  and e.state in ('failed', 'partial', 'compensation_failed', 'awaiting_confirmation', 'blocked_version', 'succeeded')
   and not exists (select 1 from automation.alert_seen s where s.event_id = e.id)
 order by e.id
 limit :limit;
@@ -154,7 +154,7 @@ limit :limit;
 -- purpose: the newest run outcome id after :after recorded before :before (older outcomes have all committed by now), null: none
 select max(id) from automation.run_events
 where id > :after and kind = 'run.state'
-  and state in ('failed', 'partial', 'compensation_failed', 'awaiting_confirmation', 'succeeded') and at < :before;
+  and state in ('failed', 'partial', 'compensation_failed', 'awaiting_confirmation', 'blocked_version', 'succeeded') and at < :before;
 
 -- name: alert_seen_add
 -- purpose: remember the run outcomes :ids as turned into alerts (a late commit with a lower id is not seen twice); returns those not seen before
