@@ -13,7 +13,7 @@ import re
 from anthares44.automation.runtime.store.compat import destructive_mark
 from anthares44.automation.runtime.store.vocabulary import Migration, load_migrations
 
-# (migration, what it did in place) before the convention (0045): releases before schema 42 are not run beside newer
+# (migration, what it did in place) before the convention (0044): releases before schema 42 are not run beside newer
 # ones (the baseline row of automation.schema_compat says so)
 GRANDFATHERED = {
     (6, "redefines automation.notify_run_event()"),

@@ -8,7 +8,7 @@ convention (tests/test_migration_convention.py) must keep safe: every run succee
 after the new schema was in place (else a broken old daemon would hide behind the new one).
 
 A release restarted against a schema it does not accept must refuse with a clear error (E_DB_SCHEMA*), never
-serve wrongly: releases before schema 45 refuse any newer schema at start; from 45 on they serve newer additive
+serve wrongly: releases before schema 44 refuse any newer schema at start; from 44 on they serve newer additive
 ones (tests/runtime/test_schema_range.py)."""
 
 from __future__ import annotations

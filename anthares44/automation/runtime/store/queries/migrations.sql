@@ -43,7 +43,7 @@ order by c.relname;
 select current_setting('server_version_num')::integer;
 
 -- name: schema_compat_ready
--- purpose: whether the table of what migrations ask of running daemons exists yet (0045 creates it)
+-- purpose: whether the table of what migrations ask of running daemons exists yet (0044 creates it)
 select to_regclass('automation.schema_compat') is not null;
 
 -- name: schema_compat_record

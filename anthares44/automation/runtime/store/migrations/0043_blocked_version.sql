@@ -1,4 +1,4 @@
--- 0044_blocked_version: a run of a code workflow whose code, on a claim, asks for a step its history contradicts
+-- 0043_blocked_version: a run of a code workflow whose code, on a claim, asks for a step its history contradicts
 -- (E_NONDETERMINISTIC_REPLAY: a deploy changed the steps before its frontier) stops in `blocked_version` instead of
 -- failing or being retried (docs/states.md, docs/verify.md). It holds no lease and is never due (next_wake_at
 -- null, not claimable: lease_claim picks pending, running, waiting, sleeping and compensating only); its

@@ -1,4 +1,4 @@
--- 0045_schema_compat: what each migration asks of the daemons still running, so that two releases may serve one
+-- 0044_schema_compat: what each migration asks of the daemons still running, so that two releases may serve one
 -- database during a deploy (docs/store.md "Rolling upgrades").
 --
 -- From this migration on a migration is additive (new tables, columns, functions under a new name or signature:
