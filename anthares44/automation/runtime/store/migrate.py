@@ -1,5 +1,6 @@
-"""The migration runner: applies `migrations/NNNN_*.sql` in order, each in its own transaction, under a
-session advisory lock, so two daemons (or `db migrate` and a daemon) starting together apply each file once.
+"""The migration runner: applies `migrations/NNNN_*.sql` in order, each in its own transaction under a
+transaction advisory lock (and checked again under it), so two daemons (or `db migrate` and a daemon) starting
+together apply each file once. No session state: it works through a transaction pooler (pooler.py).
 
 The runner also creates the step_attempts partitions ahead (the daemon calls it at start), because a
 migrated database without the current month's partition would push every attempt into the default partition.
@@ -42,28 +43,30 @@ async def migrate(conn: Session, now: datetime) -> MigrationReport:
         raise A44Error(E_DB_SCHEMA, f"PostgreSQL {version // 10000} is too old; a44 needs PostgreSQL 14 or later")
     report = MigrationReport()
     known = load_migrations()
-    await conn.execute("migration_lock")
-    try:
+    async with conn.transaction():
+        await conn.execute("migration_lock")
         await conn.execute("migration_bootstrap")
-        applied = {r["number"]: r for r in await conn.fetch("migration_applied")}
-        unknown = sorted(set(applied) - {m.number for m in known})
-        if unknown:
-            raise A44Error(E_DB_SCHEMA, f"the database has migrations {unknown} that this package does not know: "
-                                        f"it was migrated by a newer a44",
-                           hint="upgrade anthares44-automation, or point A44_DATABASE_URL at another database")
-        for m in known:
-            if m.number in applied:
-                report.already.append(m.name)
-                if applied[m.number]["sha256"] != _sha(m.sql):
-                    report.changed.append(m.name)
+    applied = {r["number"]: r for r in await conn.fetch("migration_applied")}
+    unknown = sorted(set(applied) - {m.number for m in known})
+    if unknown:
+        raise A44Error(E_DB_SCHEMA, f"the database has migrations {unknown} that this package does not know: "
+                                    f"it was migrated by a newer a44",
+                       hint="upgrade anthares44-automation, or point A44_DATABASE_URL at another database")
+    for m in known:
+        if m.number in applied:
+            report.already.append(m.name)
+            if applied[m.number]["sha256"] != _sha(m.sql):
+                report.changed.append(m.name)
+            continue
+        async with conn.transaction():
+            await conn.execute("migration_lock")
+            if await conn.fetchval("migration_is_applied", number=m.number):
+                report.already.append(m.name)     # another process applied it meanwhile
                 continue
-            async with conn.transaction():
-                await conn.apply(m)
-                await conn.execute("migration_record", number=m.number, name=m.name, sha256=_sha(m.sql), now=now)
-            report.applied.append(m.name)
-        report.partitions_created = await ensure_partitions(conn, now)
-    finally:
-        await conn.execute("migration_unlock")
+            await conn.apply(m)
+            await conn.execute("migration_record", number=m.number, name=m.name, sha256=_sha(m.sql), now=now)
+        report.applied.append(m.name)
+    report.partitions_created = await ensure_partitions(conn, now)
     return report
 
 
