@@ -210,3 +210,19 @@ def test_asyncpg_with_its_statement_cache_breaks_through_the_pooler(pooled):
             await a.close()
             await b.close()
     asyncio.run(go())
+
+
+def test_a44_sessions_run_without_jit_where_they_may_say_so(pg_url, pooled, clock):
+    """Directly, a44's sessions start with jit=off (Debian's LLVM-built server made the runtime ~20x slower with
+    it); through the pooler they send no such startup parameter (PgBouncer refuses unknown ones)."""
+    async def go():
+        direct = await Store.connect(pg_url, clock=clock)
+        bounced = await Store.connect(pooled, clock=clock)
+        try:
+            assert await direct.fetchval("pooler_jit_on") is False
+            assert "jit" not in bounced.pooling.server_settings
+            assert await bounced.fetchval("server_version") > 0     # the pooler let the session in
+        finally:
+            await direct.close()
+            await bounced.close()
+    asyncio.run(go())
