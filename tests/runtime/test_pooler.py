@@ -226,3 +226,17 @@ def test_a44_sessions_run_without_jit_where_they_may_say_so(pg_url, pooled, cloc
             await direct.close()
             await bounced.close()
     asyncio.run(go())
+
+
+def test_the_migration_runner_takes_no_session_lock():
+    """Every statement migrate.py runs leaves no session state (core._session_neutral): a session advisory lock
+    would stay behind on whichever backend the pooler gave that statement (asyncpg's reset on release masks it
+    when the pool is idle, so the behaviour test above cannot see it every time)."""
+    import re
+
+    from anthares44.automation.runtime.store import migrate
+    from anthares44.automation.runtime.store.core import _session_neutral
+
+    names = set(re.findall(r'conn\.(?:execute|fetch|fetchval|fetchrow)\("(\w+)"', Path(migrate.__file__).read_text()))
+    assert {"migration_lock", "migration_bootstrap", "migration_record"} <= names
+    assert [n for n in sorted(names) if not _session_neutral(n)] == []
