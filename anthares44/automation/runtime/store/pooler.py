@@ -121,7 +121,7 @@ async def _jit_on(url: str, timeout: float) -> bool:
 
 def refuse(url: str, what: str) -> A44Error:
     """E_DB_POOLER: `what` needs a session and `url` is transaction pooled."""
-    return A44Error(E_DB_POOLER, f"{what} needs a session connection, and {redact_url(url)} goes through a "
+    return A44Error(E_DB_POOLER, f"{what}: a session connection is needed, and {redact_url(url)} goes through a "
                                  f"transaction pooler (PgBouncer pool_mode=transaction?): each transaction may run "
                                  f"on another server backend",
                     hint=f"set {SESSION_SETTING} to a URL that bypasses the pooler (the server itself, or a "
