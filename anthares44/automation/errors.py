@@ -170,6 +170,9 @@ E_RESULT_UNAVAILABLE = _code("E_RESULT_UNAVAILABLE", False, "the attempt's store
                              "missing or corrupt)", http=404)
 E_DB_UNAVAILABLE = _code("E_DB_UNAVAILABLE", True, "the PostgreSQL database cannot be reached", http=503)
 E_DB = _code("E_DB", False, "the database refused an operation")
+E_DB_POOLER = _code("E_DB_POOLER", False,
+                    "a connection that must be one server session (LISTEN/NOTIFY, session advisory locks) goes "
+                    "through a transaction pooler; set A44_DATABASE_SESSION_URL to one that bypasses it")
 E_DB_SCHEMA = _code("E_DB_SCHEMA", False,
                     "the database schema is missing or does not match this package; run `a44 automation db migrate`")
 E_DB_SCHEMA_RANGE = _code("E_DB_SCHEMA_RANGE", False,

@@ -32,6 +32,11 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("A44_PROJECT", "project", "the project of a verb without `--project` (else `pj_default`)"),
     Variable("A44_DATABASE_URL", "database_url",
              "the control store (PostgreSQL URL); unset: the embedded server under `$A44_HOME` (docs/store.md)"),
+    Variable("A44_DATABASE_SESSION_URL", "database_session_url",
+             "a connection to the control store that bypasses a transaction pooler (PgBouncer pool_mode=transaction) "
+             "for what needs one server session: LISTEN/NOTIFY and the migration and retention locks; without a "
+             "database it takes A44_DATABASE_URL's; unset: A44_DATABASE_URL itself, refused (E_DB_POOLER) when that "
+             "is transaction pooled (docs/store.md)"),
     Variable("A44_APP_DATABASE_URL", "app_database_url",
              "where workflow SQL (`sql/execute`) runs: a URL with `{project}`, a database per project; unset: the "
              "embedded server's database of each project, never the control store (docs/store.md)"),
@@ -86,6 +91,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("A44_TEST_DATABASE_URL", "test_database_url",
              "the test kit (and this repository's tests): a maintenance database URL (`.../postgres`) of a "
              "PostgreSQL >= 14 to make test databases on, instead of an embedded server (docs/testkit.md)"),
+    Variable("A44_TEST_POSTGRES", "test_postgres",
+             "the test kit (and this repository's tests): `debian` runs the test server from Debian's PostgreSQL "
+             "package (the oldest major installed), `pgbouncer` the same behind a PgBouncer in transaction pooling "
+             "mode; unset: the embedded wheel (docs/testkit.md)"),
     Variable("A44_DEBUG", "debug", "any value: an internal error prints its traceback", bool),
 )
 DEFAULT_PROJECT = "pj_default"   # the project when neither `--project` nor A44_PROJECT names one
@@ -96,6 +105,7 @@ SECRET_PREFIX = "A44_SECRET_"    # + the reference in upper case: a secret sourc
 class Settings:
     project: str | None = None
     database_url: str | None = None
+    database_session_url: str | None = None
     app_database_url: str | None = None
     home: str | None = None
     api_url: str | None = None
@@ -121,6 +131,7 @@ class Settings:
     log_archive_months: int | None = None
     log_archive_dir: str | None = None
     test_database_url: str | None = None
+    test_postgres: str | None = None
     debug: bool = False
 
     @classmethod

@@ -23,6 +23,7 @@ Fixtures:
 from __future__ import annotations
 
 import asyncio
+import os
 
 import asyncpg
 import pytest
@@ -65,6 +66,8 @@ def pg_template(a44_postgres) -> str:
 
 @pytest.fixture
 def pg_url(a44_postgres) -> str:
+    if a44_postgres.session_url is not None:    # A44_TEST_POSTGRES=pgbouncer: daemons this test starts bypass it
+        os.environ["A44_DATABASE_SESSION_URL"] = a44_postgres.session_url
     url = a44_postgres.clone()
     yield url
     a44_postgres.drop(url)
@@ -101,8 +104,9 @@ def aio():
 
 
 @pytest.fixture
-def store(pg_url, clock, aio, tmp_path) -> Store:
-    s = aio(Store.connect(pg_url, clock=clock, results_dir=tmp_path / "results"))
+def store(pg_url, clock, aio, tmp_path, a44_postgres) -> Store:
+    s = aio(Store.connect(pg_url, clock=clock, results_dir=tmp_path / "results",
+                          session_url=a44_postgres.session_url))
     aio(s.ensure_partitions())  # partitions for the ManualClock's months, as the daemon does at start
     yield s
     aio(s.close(timeout=30))   # bounded: a test that timed out may leave a connection waiting on a lock

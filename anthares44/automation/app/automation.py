@@ -129,7 +129,7 @@ class Automation(RunsService):
         env = settings if settings is not None else Settings.from_env()
         url = database_url or await asyncio.to_thread(resolve_url, env, start=True)
         store = await Store.connect(url, clock=clock, min_size=1, max_size=max(2, pool_size),
-                                    results_dir=storage_root(env.home))
+                                    results_dir=storage_root(env.home), session_url=env.database_session_url)
         try:
             if migrate or (database_url is None and not env.database_url):
                 await store.migrate()

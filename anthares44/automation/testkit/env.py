@@ -153,7 +153,7 @@ class Env:
         self._public_url = public_url        # A44_PUBLIC_URL of the workers (approval links under it)
         self._published = 0
         self.store: Store = self.call(Store.connect(control_url, clock=self.clock, results_dir=tmp / "results",
-                                                    max_size=8))
+                                                    max_size=8, session_url=getattr(postgres, "session_url", None)))
         self.call(self.store.ensure_partitions())
         self._partitions_month = (self.clock.now().year, self.clock.now().month)
         self.app = Automation(self.store, project)

@@ -45,7 +45,7 @@ def a44_env(request: pytest.FixtureRequest, a44_postgres: TestPostgres, tmp_path
     apps = AppDatabases(a44_postgres.admin_url)
     apps.url(project)
     try:
-        with socket_guard([a44_postgres.port]):
+        with socket_guard(a44_postgres.ports):
             env = Env(url, app_database_url=apps.template, tmp=tmp_path, postgres=a44_postgres, **options)
             try:
                 yield env

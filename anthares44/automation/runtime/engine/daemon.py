@@ -144,7 +144,9 @@ class Daemon:
             # than its max_connections (100 by default)
             self._store = await Store.connect(url, clock=self._clock or SystemClock(),
                                               max_size=s.pool_size or max(4, min(s.concurrency + 3, POOL_MAX)),
-                                              results_dir=storage_root(s.env.home))
+                                              results_dir=storage_root(s.env.home),
+                                              session_url=s.env.database_session_url)
+        await self._store.check_session()     # LISTEN needs a session: refused through a transaction pooler
         migrated(await self._store.migrate())
         await self._store.ensure_partitions()
         app_db = await open_app_database(self._store, s, own_store=self._own_store)
@@ -328,7 +330,7 @@ class Daemon:
 
         while True:
             try:
-                async with self.store.connection("listen") as conn:
+                async with self.store.session_connection("listen") as conn:
                     await conn.add_listener(NOTIFY_CHANNEL, on_notify)
                     await conn.add_listener(CANCEL_CHANNEL, on_cancel)
                     try:

@@ -66,11 +66,14 @@ def _day_start(day: date) -> datetime:
 async def run_retention(store, root: Path, *, hot_days: int = HOT_DAYS, archive_months: int = ARCHIVE_MONTHS,
                         dry_run: bool = False, batch: int = RUN_BATCH) -> RetentionReport:
     """One round of retention under the advisory lock (skipped when another process holds it)."""
+    from ..store.core import Session
+
     archive.pyarrow()   # the one coded error before anything is touched
     now = store.clock.now()
     report = RetentionReport(dry_run=dry_run)
     report.hot_cutoff = cutoff = _day_start((now - timedelta(days=hot_days)).astimezone(UTC).date())
-    async with store.session("log_retention") as lock:
+    async with store.session_connection("log_retention") as held:     # a session advisory lock: one session
+        lock = Session(held)
         if not await lock.fetchval("logs_retention_try_lock"):
             report.skipped = True
             return report

@@ -78,7 +78,8 @@ class PostmasterStatus:
 class EmbeddedServer:
     """initdb / start / stop / status of one data directory (`root/data`), listening on 127.0.0.1 only."""
 
-    def __init__(self, root: Path, *, durable: bool = True, system_user: str | None = None):
+    def __init__(self, root: Path, *, durable: bool = True, system_user: str | None = None,
+                 binaries: Path | None = None):
         # durable=False (tests) turns off fsync: a test cluster does not survive power loss and need not.
         # system_user: who the server runs as when a44 runs as root (A44_PG_SYSTEM_USER), else postgres or
         # a44-postgres (made if missing): PostgreSQL refuses to run as root
@@ -86,8 +87,13 @@ class EmbeddedServer:
         self.data = self.root / "data"
         self.log = self.root / "server.log"
         self.durable = durable
-        self.bin = bin_dir()
+        self.bin = binaries or bin_dir()     # binaries: another installation's bin (the tests' Debian server)
         self._user = self._system_user(system_user)
+
+    @property
+    def system_user(self) -> str | None:
+        """The OS user the server runs as (None: ours)."""
+        return self._user.pw_name if self._user is not None else None
 
     # --- system user -------------------------------------------------------------------------------------
     @staticmethod

@@ -40,6 +40,7 @@ from ...named_sql import Query
 from ..ulid import new_run_id
 from . import compat
 from . import migrate as migrations
+from . import pooler
 from .results import ResultFiles, encode_json
 from .vocabulary import Migration, load_migrations, load_queries
 
@@ -224,10 +225,14 @@ async def _init_connection(conn: asyncpg.Connection[asyncpg.Record]) -> None:
 
 class Store:
     def __init__(self, pool: asyncpg.Pool[asyncpg.Record], *, url: str, clock: Clock, results_dir: Path | None = None,
-                 resets: _Resets | None = None, storage: Any = None):
+                 resets: _Resets | None = None, storage: Any = None, session_url: str | None = None,
+                 pooling: pooler.Pooling = pooler.DIRECT):
         self._pool = pool
         self._resets = resets or _Resets()
         self.url = url
+        # LISTEN and session advisory locks go here (runtime/store/pooler.py); None: a pooled connection of `url`
+        self.session_url = session_url
+        self.pooling = pooling
         self.clock = clock
         # results over 256 KB go to the object store of storage/* (`storage`: any ObjectStore, e.g. S3-compatible;
         # else a local one rooted at `results_dir`, else at $A44_HOME/storage, where storage/put writes)
@@ -237,19 +242,23 @@ class Store:
     @classmethod
     async def connect(cls, url: str, *, clock: Clock | None = None, results_dir: Path | None = None,
                       min_size: int = 1, max_size: int = 10, connect_timeout: float = 10,
-                      storage: Any = None) -> Store:
+                      storage: Any = None, session_url: str | None = None) -> Store:
+        """A pool on `url`; `session_url` (A44_DATABASE_SESSION_URL) is where LISTEN and session locks go when
+        `url` is transaction pooled: through such a pooler the pool runs without a statement cache (pooler.py)."""
         resets = _Resets()
         try:
+            pooling = await pooler.probe(url, timeout=connect_timeout)
             pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, init=_init_connection,
                                              timeout=connect_timeout, command_timeout=None, reset=resets,
-                                             server_settings={"application_name": "a44"})
+                                             statement_cache_size=pooling.statement_cache_size,
+                                             server_settings=pooling.server_settings)
         except Exception as exc:
             err = translate(exc, operation="connect", url=url, constraints=CONSTRAINT_CODES)
             if err is None:
                 raise
             raise err from exc
         return cls(pool, url=url, clock=clock or SystemClock(), results_dir=results_dir, resets=resets,
-                   storage=storage)
+                   storage=storage, session_url=pooler.session_url_of(url, session_url), pooling=pooling)
 
     @property
     def pool(self) -> asyncpg.Pool[asyncpg.Record]:
@@ -289,6 +298,35 @@ class Store:
             if err is exc:
                 raise
             raise err from exc
+
+    @asynccontextmanager
+    async def session_connection(self, operation: str) -> AsyncIterator[Connection]:
+        """A connection that stays one server session for the whole block (LISTEN, session advisory locks): one
+        of its own on the session URL when there is one, else a pooled one; E_DB_POOLER when that would be a
+        transaction pooler's (pooler.py)."""
+        if self.session_url is None:
+            if self.pooling.transaction:
+                raise pooler.refuse(self.url, operation)
+            async with self.connection(operation) as pooled:
+                yield pooled
+            return
+        try:
+            conn = await asyncpg.connect(self.session_url, server_settings=pooler.DIRECT.server_settings)
+            try:
+                await _init_connection(conn)
+                yield conn
+            finally:
+                await asyncio.shield(conn.close())
+        except Exception as exc:
+            err = translate(exc, operation=operation, url=self.session_url, constraints=CONSTRAINT_CODES)
+            if err is None or err is exc:
+                raise
+            raise err from exc
+
+    async def check_session(self) -> pooler.Pooling:
+        """The daemon's start-up check: E_DB_POOLER when its LISTEN would go through a transaction pooler; a
+        warning when the pool does (pooler.check_session)."""
+        return await pooler.check_session(self.url, self.session_url)
 
     @asynccontextmanager
     async def session(self, operation: str, *, session_neutral: bool = False) -> AsyncIterator[Session]:

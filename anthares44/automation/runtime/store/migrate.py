@@ -1,5 +1,6 @@
-"""The migration runner: applies `migrations/NNNN_*.sql` in order, each in its own transaction, under a
-session advisory lock, so two daemons (or `db migrate` and a daemon) starting together apply each file once.
+"""The migration runner: applies `migrations/NNNN_*.sql` in order, each in its own transaction under a
+transaction advisory lock (and checked again under it), so two daemons (or `db migrate` and a daemon) starting
+together apply each file once. No session state: it works through a transaction pooler (pooler.py).
 
 A database migrated by a newer a44 is used as long as its migrations still accept this package's schema, and a
 destructive migration is applied only when asked (`db migrate`) or on an empty database, never by a daemon's start
@@ -51,36 +52,38 @@ async def migrate(conn: Session, now: datetime, *, destructive: bool = False) ->
     report = MigrationReport()
     known = load_migrations()
     daemon = known[-1].number
-    await conn.execute("migration_lock")
-    try:
+    async with conn.transaction():
+        await conn.execute("migration_lock")
         await conn.execute("migration_bootstrap")
-        applied = {r["number"]: r for r in await conn.fetch("migration_applied")}
-        report.newer = sorted(set(applied) - {m.number for m in known})
-        if report.newer:
-            await _accepts_newer(conn, applied, daemon)
-        for m in known:
-            if m.number in applied:
-                report.already.append(m.name)
-                if applied[m.number]["sha256"] != _sha(m.sql):
-                    report.changed.append(m.name)
+    applied = {r["number"]: r for r in await conn.fetch("migration_applied")}
+    report.newer = sorted(set(applied) - {m.number for m in known})
+    if report.newer:
+        await _accepts_newer(conn, applied, daemon)
+    for m in known:
+        if m.number in applied:
+            report.already.append(m.name)
+            if applied[m.number]["sha256"] != _sha(m.sql):
+                report.changed.append(m.name)
+            continue
+        mark = compat.destructive_mark(m)
+        if mark is not None and not destructive and applied:
+            raise compat.held_back(max(applied, default=0), m, mark, daemon)
+        async with conn.transaction():
+            await conn.execute("migration_lock")
+            if await conn.fetchval("migration_is_applied", number=m.number):
+                report.already.append(m.name)     # another process applied it meanwhile
                 continue
-            mark = compat.destructive_mark(m)
-            if mark is not None and not destructive and applied:
-                raise compat.held_back(max(applied, default=0), m, mark, daemon)
-            async with conn.transaction():
-                await conn.apply(m)
-                await conn.execute("migration_record", number=m.number, name=m.name, sha256=_sha(m.sql), now=now)
-                if await conn.fetchval("schema_compat_ready"):
-                    await conn.execute("schema_compat_record", number=m.number, name=m.name,
-                                       min_daemon=mark.min_daemon if mark else 0,
-                                       destructive=mark.what if mark else None)
-            report.applied.append(m.name)
-        need = await conn.fetchrow("schema_compat_need") if await conn.fetchval("schema_compat_ready") else None
-        if need is not None and need["min_daemon_schema"] > daemon:
-            raise compat.too_new(max([*applied, daemon]), dict(need), daemon)
-        report.partitions_created = await ensure_partitions(conn, now)
-    finally:
-        await conn.execute("migration_unlock")
+            await conn.apply(m)
+            await conn.execute("migration_record", number=m.number, name=m.name, sha256=_sha(m.sql), now=now)
+            if await conn.fetchval("schema_compat_ready"):
+                await conn.execute("schema_compat_record", number=m.number, name=m.name,
+                                   min_daemon=mark.min_daemon if mark else 0,
+                                   destructive=mark.what if mark else None)
+        report.applied.append(m.name)
+    need = await conn.fetchrow("schema_compat_need") if await conn.fetchval("schema_compat_ready") else None
+    if need is not None and need["min_daemon_schema"] > daemon:
+        raise compat.too_new(max([*applied, daemon]), dict(need), daemon)
+    report.partitions_created = await ensure_partitions(conn, now)
     return report
 
 

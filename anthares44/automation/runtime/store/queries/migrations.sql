@@ -1,12 +1,14 @@
 -- Queries of the migration runner (migrations.py) and of partition upkeep.
 
 -- name: migration_lock
--- purpose: session advisory lock so that only one process applies migrations at a time
-select pg_advisory_lock(hashtext('a44.automation.migrate'));
+-- purpose: transaction advisory lock so that only one process applies a migration at a time (a transaction
+-- lock: through a transaction pooler a session lock would stay behind on a server backend; it conflicts with the
+-- session lock of the same key that older a44 versions take)
+select pg_advisory_xact_lock(hashtext('a44.automation.migrate'));
 
--- name: migration_unlock
--- purpose: release the migration advisory lock
-select pg_advisory_unlock(hashtext('a44.automation.migrate'));
+-- name: migration_is_applied
+-- purpose: whether a migration is recorded (read again under the lock: another process may just have applied it)
+select exists (select 1 from automation.schema_migrations where number = :number);
 
 -- name: migration_bootstrap
 -- purpose: create the schema and the table that records applied migrations, if missing
