@@ -98,6 +98,9 @@ def render_text(report, *, color_stream=None) -> str:
         out += f"{name} (notification channel) {outcome}\n"
     for name, outcome in report.alerts:
         out += f"{name} (alert rule) {outcome}\n"
+    for u in getattr(report, "upgraded", ()):
+        moved = ", ".join(f"{n} {k}" for k, n in sorted(u["counts"].items())) or "no open run"
+        out += f"{u['workflow_id']} auto-upgrade to v{u['to']}: {moved}\n"
     return out
 
 

@@ -111,7 +111,9 @@ def version_diff(old: WorkflowIR, new: WorkflowIR) -> dict[str, Any]:
     changed = [s for s in n if s in o and step_hash(n[s]) != step_hash(o[s])]
     removed = [s for s in o if s not in n]
     added = [s for s in n if s not in o]
-    by_hash = {step_hash(n[s]): s for s in added}
+    by_hash: dict[str, str] = {}
+    for s in added:                     # the first new step of that content, in file order
+        by_hash.setdefault(step_hash(n[s]), s)
     looks = {s: by_hash[step_hash(o[s])] for s in removed if step_hash(o[s]) in by_hash}
     mig = _covering(new.migrate, old.version)
     return {"from": old.version, "to": new.version, "added": added, "removed": removed, "changed": changed,
@@ -158,7 +160,10 @@ def classify(old: WorkflowIR, new: WorkflowIR, stand: Stand, *, allow_reexecute:
     removed = dict(mig.removed) if mig else {}
     o, n = {x.id: x for x in old.nodes}, {x.id: x for x in new.nodes}
     hint_from = f"a `migrate:` block with `from: [{stand.version}]`"
-    new_hashes = {step_hash(x): x.id for x in new.nodes if x.id not in o}
+    new_hashes: dict[str, str] = {}
+    for x in new.nodes:
+        if x.id not in o:
+            new_hashes.setdefault(step_hash(x), x.id)
     done_new: set[str] = set()
     for s in sorted(stand.completed, key=lambda x: o[x].index if x in o else 1 << 30):
         old_node, target = o.get(s), rename.get(s, s)
@@ -218,7 +223,7 @@ def classify(old: WorkflowIR, new: WorkflowIR, stand: Stand, *, allow_reexecute:
     renamed_to = set(rename.values())
     for node in new.nodes:
         t = node.id
-        if t not in before:
+        if t not in before or t in move.reexecute:     # a step run again is listed as such, already
             continue
         if t in o or t in renamed_to:
             add(t, BLOCKED, "reordered", f"step {t} now runs before steps the run already reached")
