@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 
 from anthares44.automation.app.deploy_plan import plan_workflow
-from anthares44.automation.app.run_migration import migrate_runs
+from anthares44.automation.app.run_migration import migrate_runs, versions
 from anthares44.automation.compiler.ir import load_workflow_ir
 from anthares44.automation.testkit import Ok
 
@@ -113,6 +113,7 @@ def test_plan_equals_the_oracle_and_migrate_never_reruns_a_completed_step(a44_en
                 if any(x["code"] == "added_before_frontier" for x in r["reasons"])}
     assert x_before == {rid for rid, w in where.items() if w == 3}
     assert {r.row["version"] for r in env.runs("parked")} == {3}     # nothing was stored by the plan
+    assert [v["version"] for v in env.call(versions(env.store, env.project, "wf_parked"))] == [3]
 
     env.publish(V4)
     report = env.call(migrate_runs(env.store, env.project, "wf_parked", 4, by="test", why="issue 31"))
