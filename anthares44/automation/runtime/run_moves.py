@@ -108,11 +108,6 @@ async def _recompute_output(store: Store, conn, run_id: str, step_id: str, cel: 
     if last is None:
         return
     output = store.load_result(dict(last))
-    if isinstance(output, str) and last["result_ref"] is None:
-        try:
-            output = json.loads(output)
-        except ValueError:
-            pass
     program = compile_expression(cel, roots=OUTPUT_ROOTS, expect_bool=False).program
     if program is None:     # pragma: no cover - lint refused it at publish
         return
