@@ -15,10 +15,15 @@ from .output import ArgParser, add_common_options, add_target_options, decided_b
 class VersionsParser(ArgParser):
     """`versions WF` lists; `versions retire WF V` retires (a first argument other than `retire` is the WF)."""
 
+    VALUED = ("--project", "--format", "-f", "--api-url")     # options before WF that take a value
+
     def parse_known_args(self, args=None, namespace=None):
         args = list(args or [])
-        if args and not args[0].startswith("-") and args[0] not in ("list", "retire"):
-            args.insert(0, "list")
+        i = 0
+        while i < len(args) and args[i].startswith("-"):
+            i += 2 if args[i] in self.VALUED else 1
+        if i < len(args) and args[i] not in ("list", "retire"):
+            args.insert(i, "list")
         return super().parse_known_args(args, namespace)
 
 
@@ -48,9 +53,11 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "versions_action", None) == "retire":
         return run_api(_retire, args)
     if getattr(args, "workflow", None) is None:
+        import sys
+
         from ..errors import EXIT_USAGE
 
-        print("a44 automation versions: give a workflow: versions WF, or versions retire WF V", flush=True)
+        print("a44 automation versions: give a workflow: versions WF, or versions retire WF V", file=sys.stderr)
         return EXIT_USAGE
     return run_api(_list, args)
 
