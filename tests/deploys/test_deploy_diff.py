@@ -127,3 +127,9 @@ def test_the_version_diff_names_added_removed_changed_and_lookalike_renames(tmp_
     d = version_diff(old, new)
     assert (d["added"], d["removed"], d["changed"]) == (["b2", "c"], ["b"], ["w"])
     assert d["looks_renamed"] == {"b": "b2"} and step_hash(old.node("b")) == step_hash(new.node("b2"))
+
+
+def test_a_code_workflow_is_blocked_with_a_pointer_to_the_replay_gate(tmp_path):
+    old, new = ir(tmp_path, 1, steps(A, W)), ir(tmp_path, 2, steps(A, W))
+    p = classify(old.model_copy(update={"kind": "code"}), new, at(1, ["a"], ["w"]))
+    assert (p.outcome, p.reasons[0].code) == (BLOCKED, "code") and "verify" in p.reasons[0].hint

@@ -120,13 +120,27 @@ async def plan_publish(store, project: str, paths: list[str], *, plugins: frozen
 
     from .publishing import compile_for_publish, published_known
 
-    known = dataclasses.replace(await published_known(store, project), plugins=frozenset(plugins))
-    result = await asyncio.to_thread(compile_for_publish, paths, known)
-    report = PlanReport(project=project, files=list(result.files), diagnostics=list(result.diagnostics))
+    code = [str(p) for p in paths if str(p).endswith(".py")]
+    rest = [p for p in paths if str(p) not in code]
+    report = PlanReport(project=project, files=[])
+    irs: list[WorkflowIR] = []
+    if rest:
+        known = dataclasses.replace(await published_known(store, project), plugins=frozenset(plugins))
+        result = await asyncio.to_thread(compile_for_publish, rest, known)
+        report.files.extend(result.files)
+        report.diagnostics.extend(result.diagnostics)
+        irs.extend(ir for _, ir in sorted(result.irs.items()) if isinstance(ir, WorkflowIR))
+    if code:        # workflows in code (§12): their open runs are the replay gate's; the plan says so
+        from ..sdk.lint import lint_code
+        from ..sdk.loader import code_ir, import_path, workflows_of
+
+        report.files.extend(code)
+        report.diagnostics.extend(lint_code(code))
+        if not report.errors:
+            irs.extend(code_ir(wf, path, attr) for path in code
+                       for attr, wf in sorted(workflows_of(import_path(path)).items()))
     if report.errors:
         return report
-    for key in sorted(result.irs):
-        ir = result.irs[key]
-        if isinstance(ir, WorkflowIR):
-            report.workflows.append(await plan_workflow(store, project, ir))
+    for ir in irs:
+        report.workflows.append(await plan_workflow(store, project, ir))
     return report

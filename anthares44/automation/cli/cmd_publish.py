@@ -52,7 +52,7 @@ async def _plan(auto, args) -> int:
     if args.format == "json":
         write(json_document(doc))
     elif report.errors:
-        write(render_text(report, color_stream=sys.stdout))
+        write(render_diagnostics(report.diagnostics, report.files))
         print(summary_line(report), file=sys.stderr)
     else:
         write(render_github(doc) if args.format == "github" else plan_text(doc))
@@ -71,15 +71,19 @@ async def _publish(auto, args) -> int:
     return EXIT_OK if report.ok else EXIT_ERROR
 
 
-def render_text(report, *, color_stream=None) -> str:
+def render_diagnostics(diagnostics, files, *, color_stream=None) -> str:
+    """The diagnostics in the lint text format."""
     import os
 
     from .reporters import ReportSettings, create
     from .reporters.terminal import TerminalPolicy
 
     policy = TerminalPolicy.for_stream("auto", color_stream or sys.stdout, env=os.environ)
-    out = create("text", ReportSettings(color=policy.color, snippets=policy.snippets)).render(
-        report.diagnostics, report.files)
+    return create("text", ReportSettings(color=policy.color, snippets=policy.snippets)).render(diagnostics, files)
+
+
+def render_text(report, *, color_stream=None) -> str:
+    out = render_diagnostics(report.diagnostics, report.files, color_stream=color_stream)
     for wf in report.workflows:
         out += f"{wf.workflow_id} v{wf.version} {wf.outcome}\n"
         if wf.error is not None:
