@@ -141,3 +141,38 @@ def test_auto_upgrade_moves_the_compatible_runs_at_publish_and_pin_moves_none(a4
         assert (event["data"]["by"], event["data"]["reason"]) == ("publish", "versioning: auto-upgrade")
     else:
         assert report.upgraded == []
+
+
+def test_runs_advancing_while_migrate_runs_end_on_one_version_each_with_no_step_run_twice(a44_env):
+    """The engine drives 40 runs past `b` while a migrate to v2 runs beside it: each run is moved while it is still
+    at w1 (it then runs `n` on v2) or reaches w2 first (blocked: `n` would precede its frontier, it stays on v1);
+    none is moved under a worker, none calls a step twice, and all finish."""
+    from collections import Counter
+
+    env = a44_env
+    ids = _runs(env, 40)
+    env.publish(V2)
+    for r in ids:
+        env.call(env.app.signal(r, "g1"))        # every run is due: the engine and the migration race for it
+
+    async def drive():
+        while sum(len(x) for x in await asyncio.gather(*(w.run_once() for w in env.workers))):
+            await asyncio.sleep(0)
+
+    async def race():
+        return (await asyncio.gather(drive(), migrate_runs(env.store, env.project, "wf_racy", 2, by="race")))[1]
+
+    report = env.call(race())
+    assert len(report.results) == 40
+    assert set(r.outcome for r in report.results) <= {"moved", "blocked", "busy", "held"}
+    env.settle()
+    for r in ids:
+        view = env.get(r)
+        moved = [e for e in env.call(env.store.list_run_events(r)) if e["kind"] == "run_version_changed"]
+        assert len(moved) == (view.row["version"] == 2)
+        assert bool(view.attempts("n")) == (view.row["version"] == 2), r
+        env.call(env.app.signal(r, "g2"))
+    env.settle()
+    work = env.registry.mocks["connector/acct.work"]
+    assert set(Counter(c.idempotency_key for c in work.calls).values()) == {1}
+    assert {env.get(r).row["state"] for r in ids} == {"succeeded"}
