@@ -101,3 +101,20 @@ def test_the_filter_selects_runs_and_a_bad_rate_is_refused(a44_env):
         with pytest.raises(A44Error) as e:
             rate_per_s(bad)
         assert e.value.code == "E_INVALID_ARGUMENT"
+
+
+def test_retire_with_migrate_to_moves_the_runs_first_and_keeps_refusing_while_one_cannot_move(a44_env):
+    from anthares44.automation.app.run_migration import retire, versions
+
+    env = a44_env
+    _, _, ids = _parked(env, 2)
+    env.publish(V2_LOOKALIKE)       # `charge` is gone unmapped: both runs are blocked
+    with pytest.raises(A44Error) as e:
+        env.call(retire(env.store, env.project, "wf_mapped", 1, migrate_to=2, by="t"))
+    assert e.value.code == "E_VERSION_HAS_OPEN_RUNS" and e.value.details["open_runs"] == 2
+    assert e.value.details["migration"]["counts"] == {"blocked": 2}
+    env.publish(V2_OUTPUTS.replace("version: 2", "version: 3").replace("from: [1]", "from: [1, 2]"))
+    done = env.call(retire(env.store, env.project, "wf_mapped", 1, migrate_to=3, by="t", why="drain v1"))
+    assert (done["outcome"], done["migration"]["counts"]) == ("deleted", {"moved": 2})
+    assert [v["version"] for v in env.call(versions(env.store, env.project, "wf_mapped"))] == [2, 3]
+    assert _finish(env, ids) == [("succeeded", 3)] * 2
