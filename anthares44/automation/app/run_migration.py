@@ -13,6 +13,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..compiler.deploy_diff import COMPATIBLE, classify, stand_of
 from ..compiler.ir import WorkflowIR, load_workflow_ir
 from ..errors import (
     E_INVALID_ARGUMENT,
@@ -22,7 +23,7 @@ from ..errors import (
     A44Error,
 )
 from ..runtime.run_moves import BUSY, HELD, MoveResult, move_run
-from .deploy_plan import open_runs
+from .deploy_plan import attempts_of, open_runs
 
 FILTER_ROOTS = {"input", "run"}
 RETRY_S = 0.2           # between passes over the runs that were busy or held
@@ -103,6 +104,7 @@ async def migrate_runs(store, project: str, workflow_id: str, to: int, *, from_v
     versions = [v for v in versions if v < to]
     report = MigrationReport(workflow_id, to, dry_run)
     pending: list[str] = []
+    irs: dict[int, WorkflowIR] = {}
     async for row in open_runs(store, project, workflow_id, versions):
         if program is not None:
             run = {"run_id": row["run_id"], "version": row["version"], "state": row["state"],
@@ -114,8 +116,14 @@ async def migrate_runs(store, project: str, workflow_id: str, to: int, *, from_v
                 ok = False
             if not ok:
                 continue
+        if only_compatible:     # judged on the snapshot first: only a compatible run is locked and judged again
+            old = irs.get(row["version"]) or irs.setdefault(
+                row["version"], await target_ir(store, project, workflow_id, row["version"]))
+            plan = classify(old, target, stand_of(row["run_id"], row["version"], row["state"], attempts_of(row)))
+            if plan.outcome != COMPATIBLE:
+                report.results.append(MoveResult(row["run_id"], plan.outcome, row["version"], plan))
+                continue
         pending.append(row["run_id"])
-    irs: dict[int, WorkflowIR] = {}
     loop = asyncio.get_running_loop()
     started, done = loop.time(), 0
     for n in range(max(1, passes)):
