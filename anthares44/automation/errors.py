@@ -18,6 +18,7 @@ EXIT_ERROR = 1          # an error or a refusal (`E_CODE message` on stderr)
 EXIT_FINDINGS = 1       # lint, schema and expr found problems in what they were given
 EXIT_USAGE = 2          # the command line itself is wrong
 EXIT_STOPPED = 3        # `db status`: the embedded server is stopped (as `pg_ctl status`)
+EXIT_PLAN_BLOCKED = 3   # `publish --plan`: an open run would be blocked by the new version (a CI gate)
 EXIT_TIMEOUT = 124      # `run --wait --timeout` elapsed before the run ended (as coreutils `timeout`)
 
 
@@ -163,6 +164,10 @@ E_SIGNATURE_INVALID = _code("E_SIGNATURE_INVALID", False, "the webhook signature
 E_WORKFLOW_NOT_FOUND = _code("E_WORKFLOW_NOT_FOUND", False, "no published workflow has that id", http=404)
 E_VERSION_CONFLICT = _code("E_VERSION_CONFLICT", False, "that version was published with other steps", http=409)
 E_VERSION_REGRESSION = _code("E_VERSION_REGRESSION", False, "a higher version of that workflow is published", http=409)
+E_VERSION_HAS_OPEN_RUNS = _code("E_VERSION_HAS_OPEN_RUNS", False, "that workflow version still has open runs: "
+                                "it cannot be retired (move them with --migrate-to N)", http=409)
+E_VERSION_NOT_NEWER = _code("E_VERSION_NOT_NEWER", False, "runs migrate moves runs to a newer published version only",
+                            http=409)
 E_RUN_NOT_FOUND = _code("E_RUN_NOT_FOUND", False, "no run has that id", http=404)
 E_ATTEMPT_NOT_FOUND = _code("E_ATTEMPT_NOT_FOUND", False, "the run has no attempt with that step, epoch, kind and number",
                             http=404)

@@ -22,6 +22,8 @@ REMOTE = {
     "automation approve": ["run_x", "--step", "s", "--decision", "approve"], "automation approvals": [],
     "automation runs show": ["run_x"], "automation runs tree": ["run_x"], "automation runs explain": ["run_x"], "automation runs wake": ["run_x", "--step", "s", "--reason", "r"],
     "automation runs export": ["--workflow", "wf_x"],
+    "automation runs migrate": ["--workflow", "wf_x", "--to", "2"], "automation versions": ["wf_x"],
+    "automation versions list": ["wf_x"], "automation versions retire": ["wf_x", "1"],
     "automation runs reschedule": ["run_x", "--step", "s", "--until", "2026-07-01T09:00:00Z"],
     "automation logs": ["run_x"],
     "automation partitions": ["run_x"], "automation replay": ["run_x", "--from-step", "s", "--dry-run"],

@@ -157,6 +157,40 @@ class Automation(RunsService):
 
         return await publish(self.store, self.project, list(paths))
 
+    # --- deploys (§23, docs/deploys.md) --------------------------------------------------------------------
+    async def publish_plan(self, paths: list[str]):
+        """`publish --plan`: classify the open runs of older versions against the files; nothing is stored."""
+        from .deploy_plan import plan_publish
+
+        return await plan_publish(self.store, self.project, list(paths))
+
+    async def migrate_runs(self, workflow: str, to: int, *, from_versions: list[int] | None = None,
+                           filter: str | None = None, rate: str | None = None, dry_run: bool = False,
+                           allow_reexecute: bool = False, by: str, why: str | None = None) -> dict:
+        """`runs migrate`: move open runs of older versions to version `to`, each under its lock, audited."""
+        from .run_migration import migrate_runs
+
+        report = await migrate_runs(self.store, self.project, workflow_ref(workflow), to,
+                                    from_versions=from_versions, filter=filter, rate=rate, dry_run=dry_run,
+                                    allow_reexecute=allow_reexecute, by=by, why=why)
+        return report.to_dict()
+
+    async def versions(self, workflow: str) -> dict:
+        """Each version of a workflow with its open runs, oldest open run, drained since."""
+        from .run_migration import versions
+
+        wid = workflow_ref(workflow)
+        return {"workflow_id": wid, "versions": await versions(self.store, self.project, wid)}
+
+    async def retire_version(self, workflow: str, version: int, *, migrate_to: int | None = None, by: str,
+                             why: str | None = None) -> dict:
+        """`versions retire`: refused while the version has open runs (E_VERSION_HAS_OPEN_RUNS) unless
+        `migrate_to` moves them first."""
+        from .run_migration import retire
+
+        return await retire(self.store, self.project, workflow_ref(workflow), version, migrate_to=migrate_to,
+                            by=by, why=why)
+
     # --- run (§8.2, §8.5) --------------------------------------------------------------------------------
     async def run(self, workflow: str, input: Any = None, idempotency_key: str | None = None, *,
                   wait: bool = False, timeout: float | str | timedelta | None = None,

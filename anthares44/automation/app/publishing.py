@@ -57,6 +57,7 @@ class PublishReport:
     channels: list = field(default_factory=list)             # [(channel name, created|updated|unchanged)]
     alerts: list = field(default_factory=list)               # [(alert rule name, created|updated|unchanged)]
     approvers: list = field(default_factory=list)            # [(approver group name, created|updated|unchanged)]
+    upgraded: list = field(default_factory=list)             # `versioning: auto-upgrade`: {workflow_id, to, counts}
 
     @property
     def errors(self) -> int:
@@ -76,6 +77,7 @@ class PublishReport:
                 "channels": [{"name": n, "outcome": o} for n, o in self.channels],
                 "alerts": [{"name": n, "outcome": o} for n, o in self.alerts],
                 "approvers": [{"name": n, "outcome": o} for n, o in self.approvers],
+                "upgraded": self.upgraded,
                 "diagnostics": [d.to_dict() for d in self.diagnostics],
                 "files": self.files}
 
@@ -157,6 +159,7 @@ async def publish(store, project: str, paths: list[str], *, plugins: frozenset =
         if not isinstance(ir, WorkflowIR):  # pragma: no cover - lowering only makes these two
             continue
         await _store_version(store, project, ir, (ir.source or {}).get("file"), report)
+    await _auto_upgrade(store, project, result.irs, report)
     refused = {w.workflow_id for w in report.workflows if w.outcome == REFUSED}
     to_store = [(to_json(t), "standalone") for t in standalone if t.workflow_id not in refused]
     for key in sorted(result.irs):
@@ -170,6 +173,19 @@ async def publish(store, project: str, paths: list[str], *, plugins: frozenset =
     if monitoring is not None:
         report.channels, report.alerts = await monitoring.store(store, project)
     return report
+
+
+async def _auto_upgrade(store, project: str, irs: dict, report: PublishReport) -> None:
+    """A workflow just created with `versioning: auto-upgrade` (§23): its open runs of older versions that the plan
+    marks compatible move to it now, each audited like `runs migrate` (app/run_migration.py)."""
+    created = {w.workflow_id for w in report.workflows if w.outcome == CREATED}
+    for ir in irs.values():
+        if isinstance(ir, WorkflowIR) and ir.versioning == "auto-upgrade" and ir.workflow_id in created:
+            from .run_migration import migrate_runs
+
+            moved = await migrate_runs(store, project, ir.workflow_id, ir.version, by="publish",
+                                       why="versioning: auto-upgrade", only_compatible=True)
+            report.upgraded.append({"workflow_id": ir.workflow_id, "to": ir.version, "counts": moved.counts()})
 
 
 def _monitoring(project):

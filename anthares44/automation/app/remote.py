@@ -45,6 +45,7 @@ from .contract.endpoints import Call
 from .contract.models import events as ev
 from .contract.models import runs as rm
 from .contract.services import EventsService, RunsService
+from .remote_deploys import RemoteDeploys
 
 _ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 _STREAM_RETRIES = 5
@@ -82,7 +83,7 @@ def _error(code: str, message: str, hint: str | None = None, details: Any = None
     return A44Error(code, message, hint=hint, details=details, step_id=step_id)
 
 
-class RemoteAutomation(RunsService):
+class RemoteAutomation(RemoteDeploys, RunsService):
     remote = True
 
     def __init__(self, url: str, token: str, project: str, *, send_project: bool = True,

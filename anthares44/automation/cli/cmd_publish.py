@@ -4,6 +4,11 @@ Prints every diagnostic in the lint text format, then one line per workflow (`wf
 a refusal followed by the store's reason and hint). Exit 0 when nothing was refused, 1 when the compiler found an
 error (nothing is stored) or the store refused a workflow, 2 on usage errors. Applies pending database
 migrations first, so publishing to a fresh embedded database just works.
+
+`a44 automation publish FILE --plan [--format text|json|github]` stores nothing: for each workflow it classifies
+every open run of every older version as compatible, mappable (by the file's `migrate:` block) or blocked, with
+the reasons and the first differing step (docs/deploys.md). Exit 0, 3 when a run is blocked (a CI gate), 1 on a
+compile error. A workflow with `versioning: auto-upgrade` moves its compatible open runs when it is published.
 """
 
 from __future__ import annotations
@@ -11,21 +16,49 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import EXIT_ERROR, EXIT_OK
-from .output import add_common_options, add_target_options, json_document, run_api, write
+from ..errors import EXIT_ERROR, EXIT_OK, EXIT_PLAN_BLOCKED, EXIT_USAGE
+from .output import FORMATS, add_common_options, add_target_options, json_document, run_api, write
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("publish", help="compile workflow files and store them as their version",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="FILE", help="workflow files or directories (recursed for *.yaml)")
+    p.add_argument("--plan", action="store_true",
+                   help="store nothing: classify the open runs of older versions (exit 3 when one is blocked)")
     add_common_options(p)
+    for action in p._actions:       # --plan also prints GitHub workflow commands
+        if action.dest == "format":
+            action.choices, action.help = (*FORMATS, "github"), "output format (default: text; github: with --plan)"
     add_target_options(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.plan:
+        return run_api(_plan, args, migrate=True)
+    if args.format == "github":
+        print("a44 automation publish: --format github goes with --plan", file=sys.stderr)
+        return EXIT_USAGE
     return run_api(_publish, args, migrate=True)
+
+
+async def _plan(auto, args) -> int:
+    from .plan_output import render_github
+    from .plan_output import render_text as plan_text
+
+    report = await auto.publish_plan(args.paths)
+    doc = report.to_dict()
+    if args.format == "json":
+        write(json_document(doc))
+    elif report.errors:
+        write(render_diagnostics(report.diagnostics, report.files))
+        print(summary_line(report), file=sys.stderr)
+    else:
+        write(render_github(doc) if args.format == "github" else plan_text(doc))
+    if report.errors:
+        return EXIT_ERROR
+    return EXIT_PLAN_BLOCKED if doc["counts"]["blocked"] else EXIT_OK
 
 
 async def _publish(auto, args) -> int:
@@ -38,15 +71,19 @@ async def _publish(auto, args) -> int:
     return EXIT_OK if report.ok else EXIT_ERROR
 
 
-def render_text(report, *, color_stream=None) -> str:
+def render_diagnostics(diagnostics, files, *, color_stream=None) -> str:
+    """The diagnostics in the lint text format."""
     import os
 
     from .reporters import ReportSettings, create
     from .reporters.terminal import TerminalPolicy
 
     policy = TerminalPolicy.for_stream("auto", color_stream or sys.stdout, env=os.environ)
-    out = create("text", ReportSettings(color=policy.color, snippets=policy.snippets)).render(
-        report.diagnostics, report.files)
+    return create("text", ReportSettings(color=policy.color, snippets=policy.snippets)).render(diagnostics, files)
+
+
+def render_text(report, *, color_stream=None) -> str:
+    out = render_diagnostics(report.diagnostics, report.files, color_stream=color_stream)
     for wf in report.workflows:
         out += f"{wf.workflow_id} v{wf.version} {wf.outcome}\n"
         if wf.error is not None:
@@ -65,6 +102,9 @@ def render_text(report, *, color_stream=None) -> str:
         out += f"{name} (notification channel) {outcome}\n"
     for name, outcome in report.alerts:
         out += f"{name} (alert rule) {outcome}\n"
+    for u in getattr(report, "upgraded", ()):
+        moved = ", ".join(f"{n} {k}" for k, n in sorted(u["counts"].items())) or "no open run"
+        out += f"{u['workflow_id']} auto-upgrade to v{u['to']}: {moved}\n"
     return out
 
 

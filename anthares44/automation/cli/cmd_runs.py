@@ -29,6 +29,9 @@ first. Cancelling a cancelled run says so (exit 0); a finished run refuses with 
 the workflow's finished runs, one history (the run and its attempts, redacted like results) per line: real runs to
 keep as test fixtures (`--remote` too: GET /v1/automation/histories; `--format json`: one document
 {"histories": [...]}).
+`a44 automation runs migrate --workflow WF --to N [--from V] [--filter CEL] [--rate 50/s] [--dry-run]
+[--allow-reexecute]` moves open runs of older versions to version N, each under its lock, audited in its log
+(`run_version_changed`); a completed step is never run again unless --allow-reexecute (docs/deploys.md).
 `a44 automation runs wake RUN --step S --reason TEXT` ends a sleeping step's timer now; `a44 automation runs
 reschedule RUN --step S --until ISO [--reason TEXT]` moves its due instant (ISO 8601 with its offset; a past one
 fires at once). Both record who (--by, default $USER) and why in the log (`timer.woken`, `timer.rescheduled`).
@@ -55,6 +58,7 @@ from .output import (
     when,
     write,
 )
+from .run_migrate import add_migrate, migrate
 
 OUTCOMES = ("succeeded", "failed", "retry")
 
@@ -130,6 +134,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     e.add_argument("--sample", type=_non_negative, default=500, metavar="N", help="at most N runs (default 500)")
     add_common_options(e, inherited=True)
     add_target_options(e, inherited=True)
+    add_migrate(actions)
     p.__class__ = RunsParser
     return p
 
@@ -166,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
         return run_api(_cancel, args)
     if getattr(args, "runs_action", None) == "export":
         return run_api(_export, args)
+    if getattr(args, "runs_action", None) == "migrate":
+        return run_api(migrate, args)
     if getattr(args, "runs_action", None) == "tree":
         return run_api(_tree, args)
     if getattr(args, "runs_action", None) == "explain":

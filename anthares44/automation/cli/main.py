@@ -23,6 +23,7 @@ VERBS: dict[str, str] = {
     "schedule": "cmd_schedule",
     "db": "cmd_db",
     "publish": "cmd_publish",
+    "versions": "cmd_versions",
     "run": "cmd_run",
     "runs": "cmd_runs",
     "signal": "cmd_signal",

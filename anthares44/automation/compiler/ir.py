@@ -282,8 +282,21 @@ class BufferIR(IR):
     max_bytes: int
 
 
+class MigrateIR(_Optional):
+    """A workflow's `migrate:` block (§23, docs/deploys.md): runs of versions `from` may move to this one; `rename`
+    maps old step ids to new ones, `removed` names old steps that are gone (`skip`), `added_before_frontier` says
+    what a new step before where a run stands does (`skip` | `run`; None: such a run is blocked), `outputs` gives
+    a completed step's output in this version (CEL over `output`, its old output)."""
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("added_before_frontier",)
+    from_versions: tuple[int, ...]
+    rename: dict[str, str] = {}
+    removed: dict[str, str] = {}
+    added_before_frontier: Literal["skip", "run"] | None = None
+    outputs: dict[str, Expr] = {}
+
+
 class WorkflowIR(_Optional):
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("expect", "flow", "buffer")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("expect", "flow", "buffer", "versioning", "migrate")
     ir_version: int = IR_VERSION
     kind: Literal["workflow", "code"] = "workflow"     # code: a Python workflow (§12), see `code` and sdk/
     workflow_id: str
@@ -301,6 +314,8 @@ class WorkflowIR(_Optional):
     expect: tuple[Expr, ...] = ()             # checked over the run's rows and result when every step is done
     flow: FlowIR | None = None                # per-key limits (§22); None: only queue and workflow caps
     buffer: BufferIR | None = None            # debounce or batch: events join a buffer, its flush starts the run
+    versioning: Literal["auto-upgrade"] | None = None   # None: `pin` (§23): runs stay on their version
+    migrate: MigrateIR | None = None          # how runs of older versions map onto this one (§23)
 
     def node(self, step_id: str) -> NodeIR:
         for n in self.nodes:

@@ -31,6 +31,7 @@ from .ir import (
     FairnessIR,
     FlowIR,
     KeyLimitIR,
+    MigrateIR,
     NodeIR,
     PartitionsIR,
     RetryIR,
@@ -298,8 +299,22 @@ def lower_workflow(decl: Decl[Workflow], project: Project) -> WorkflowIR:
         triggers=tuple(triggers), nodes=tuple(lower_step(i, s, project, run_deadline_ms(wf)) for i, s in enumerate(wf.steps)),
         edges=tuple(edges(wf)), source={"file": decl.src.path, "format": "yaml"},
         expect=_expects(wf.expect, WORKFLOW_EXPECT_ROOTS), flow=_flow(wf),
-        buffer=lower_buffer(wf))
+        buffer=lower_buffer(wf), versioning="auto-upgrade" if wf.versioning == "auto-upgrade" else None,
+        migrate=_migrate(wf))
     return seal(ir)
+
+
+OUTPUT_ROOTS = {"output", "input"}      # a `migrate: outputs:` expression: the completed step's old output
+
+
+def _migrate(wf: Workflow) -> MigrateIR | None:
+    m = wf.migrate
+    if m is None:
+        return None
+    return MigrateIR(from_versions=tuple(sorted(set(m.from_))), rename=dict(m.rename or {}),
+                     removed=dict(m.removed or {}),
+                     added_before_frontier=m.addedBeforeFrontier,  # type: ignore[arg-type]  # checked by rules
+                     outputs={k: _expr(v, OUTPUT_ROOTS) for k, v in sorted((m.outputs or {}).items())})
 
 
 def _flow(wf: Workflow) -> FlowIR | None:

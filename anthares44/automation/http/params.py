@@ -72,7 +72,7 @@ def flag(name: str, raw: str) -> bool:
 Parser = Callable[[str, str], Any]
 PATH: dict[str, Parser] = {"project": ident, "trigger": ident, "run_id": ident, "event_id": ident, "target": ident,
                            "queue": ident, "dead_letter_id": ident, "token_id": ident, "name": ident, "step": ident,
-                           "notification_id": count}
+                           "notification_id": count, "workflow": ident, "version": count}
 QUERY: dict[str, Parser] = {"state": ident, "workflow": ident, "step": ident, "since": age, "type": text,
                             "limit": count, "offset": count, "after": count, "follow": flag,
                             "partition": text, "error_code": ident, "partition_key": text, "until": age,

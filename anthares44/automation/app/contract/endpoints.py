@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from .models import admin as am
 from .models import approvals as apm
 from .models import common as cm
+from .models import deploys as dm
 from .models import events as ev
 from .models import flow as fm
 from .models import monitor as mm
@@ -64,6 +65,10 @@ OPENAPI = Endpoint("GET", f"{PREFIX}/openapi.json")
 
 # runs, logs and publishing
 PUBLISH = Endpoint("POST", PREFIX + "/publish", {200: rm.PublishReport, 422: rm.PublishReport})
+PUBLISH_PLAN = Endpoint("POST", PREFIX + "/publish/plan", {200: dm.PlanReport, 422: dm.PlanReport})
+RUNS_MIGRATE = Endpoint("POST", PREFIX + "/workflows/{workflow}/migrate", {200: dm.MigrationReport})
+VERSIONS = Endpoint("GET", PREFIX + "/workflows/{workflow}/versions", {200: dm.Versions})
+VERSION_RETIRE = Endpoint("POST", PREFIX + "/workflows/{workflow}/versions/{version}/retire", {200: dm.RetireResult})
 RUN_START = Endpoint("POST", PREFIX + "/runs", {202: rm.RunHandle, 200: rm.RunHandle})
 RUNS = Endpoint("GET", PREFIX + "/runs", {200: rm.Runs})
 RUN = Endpoint("GET", PREFIX + "/runs/{run_id}", {200: rm.Run})

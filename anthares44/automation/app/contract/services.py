@@ -73,6 +73,17 @@ class RunsService(Protocol):
 
     async def explain(self, run_id: str) -> dict: ...
 
+    async def publish_plan(self, paths: list[str]) -> Any: ...
+
+    async def migrate_runs(self, workflow: str, to: int, *, from_versions: list[int] | None = None,
+                           filter: str | None = None, rate: str | None = None, dry_run: bool = False,
+                           allow_reexecute: bool = False, by: str, why: str | None = None) -> dict: ...
+
+    async def versions(self, workflow: str) -> dict: ...
+
+    async def retire_version(self, workflow: str, version: int, *, migrate_to: int | None = None, by: str,
+                             why: str | None = None) -> dict: ...
+
 
 class EventsService(Protocol):
     async def publish_event(self, type: str, data: Any, idempotency_key: str, *, partition_key: str | None = None,

@@ -12,6 +12,7 @@ from pydantic import Discriminator, Field, StrictInt, StrictStr, Tag
 
 from .approvals import Approval
 from .base import Model, OpenModel
+from .deploys import Migrate, Versioning
 from .flow import Fairness, KeyLimit, RateLimit, Throttle
 from .flow_buffers import Batch, Debounce
 from .triggers import InlineTrigger
@@ -293,3 +294,9 @@ class Workflow(Model):
     expect: StrictStr | list[StrictStr] | None = None
     """CEL condition(s) over the run's `rows` totals, `result` (the sink steps' outputs), `input` and `steps`,
     checked when every step is done; a false one fails the run with E_EXPECTATION_FAILED."""
+    versioning: Versioning | None = None
+    """`pin` (default): a run stays on the version it started on; `auto-upgrade`: open runs the deploy plan marks
+    compatible move to this version at their next step (audited, docs/deploys.md)."""
+    migrate: Migrate | None = None
+    """How runs of older versions map onto this one: `{from: [3], rename: {old: new}, removed: {step: skip},
+    addedBeforeFrontier: skip|run, outputs: {step: CEL}}` (`runs migrate`, docs/deploys.md)."""

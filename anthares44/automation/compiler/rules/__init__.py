@@ -14,6 +14,7 @@ from . import (
     children,
     connectors,
     dag,
+    deploys,
     expectations,
     expressions,
     flow,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from ..project import Project
 
 RULES = (steps, connectors, children, dag, retry, timers, flow, flow_limits, flow_buffers, expressions, expectations,
-         templates, sql, triggers, monitoring, approvals, waits)
+         templates, sql, triggers, monitoring, approvals, waits, deploys)
 
 
 def run_rules(project: Project) -> list[Diagnostic]:

@@ -1,4 +1,4 @@
 """The REST endpoints by area, each module declaring its routes with `routing.route`; importing this package
 declares them all (server.py registers them, openapi.py documents them)."""
 
-from . import admin, approvals, events, monitor, operations, runs  # noqa: F401
+from . import admin, approvals, deploys, events, monitor, operations, runs  # noqa: F401
