@@ -38,9 +38,8 @@ from ...errors import (
 )
 from ...named_sql import Query
 from ..ulid import new_run_id
-from . import compat
+from . import compat, pooler
 from . import migrate as migrations
-from . import pooler
 from .results import ResultFiles, encode_json
 from .vocabulary import Migration, load_migrations, load_queries
 
