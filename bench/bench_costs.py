@@ -1,0 +1,162 @@
+"""Interleaved A/B of issue 32's cost items: A and B are two checkouts (A: main's code, e.g. `git archive main | tar
+-x -C /tmp/a`; B: this one), run as child processes against one throwaway embedded PostgreSQL, in alternating
+blocks, medians reported.
+
+  python bench/bench_costs.py sql --a /tmp/a [--b .] [--blocks 8] [--steps 300]
+      commits (pg_stat_database.xact_commit), backend CPU and client CPU per `sql/execute` step in a project's
+      application database (an effect-guarded INSERT, as the seed writes it)
+  python bench/bench_costs.py rss --a /tmp/a [--b .] [--blocks 3]
+      VmRSS of an idle `a44 automation serve` daemon, 3 s after it said it was ready
+  python bench/bench_costs.py fanout --a /tmp/a [--b .] [--blocks 3] [--partitions 1000]
+      rows inserted + updated (pg_stat_user_tables) per partition of a fan-out of `uses: pass`
+
+The load average is printed with each figure: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def child(checkout: str, *args: str) -> dict:
+    """Run this script's `--child` mode with `checkout` first on sys.path; its last stdout line is JSON."""
+    env = dict(os.environ, PYTHONPATH=str(Path(checkout).resolve()))
+    out = subprocess.run([sys.executable, str(HERE / "bench_costs.py"), "--child", *args], env=env,
+                         capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        raise SystemExit(f"child in {checkout} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------------------------------- sql/execute
+
+async def _sql_child(admin: str, project_url: str, stats_url: str, steps: int) -> dict:
+    import asyncpg
+
+    from anthares44.automation.stdlib_connectors.protocol import StepContext
+    from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry, validate_params
+    from anthares44.automation.stdlib_connectors.sql_database import AppDatabase
+
+    def backend_cpu(pids) -> float:
+        from proc_cpu import pid_cpu_s
+        return sum(pid_cpu_s(p) for p in pids)
+
+    stats = await asyncpg.connect(stats_url)
+    app = AppDatabase(project_url.replace("pj_default", "{project}"))
+    reg = ConnectorRegistry()
+    conn = reg.get("sql/execute")
+    q = {"query": "insert into guard (run_id, step_id, amount) values ($1, $2, $3) "
+                  "on conflict (run_id, step_id) do nothing"}
+
+    async def one(i: int):
+        ctx = StepContext(run_id=f"run_{i}_{time.time_ns()}", step_id="s", attempt=1, idempotency_key=f"k{i}",
+                          project_id="pj_default", workflow_id="wf", deadline=time.monotonic() + 10,
+                          services={"app_db": app})
+        await conn.invoke(validate_params(conn, {**q, "params": [ctx.run_id, "s", "1.5"]}), ctx)
+
+    await one(-1)           # the pool's connection made, the statement cached
+    pids = [r["pid"] for r in await stats.fetch(
+        "select pid from pg_stat_activity where application_name = 'a44-sql-execute'")]
+    before = await stats.fetchval("select xact_commit from pg_stat_database where datname = current_database()")
+    c0, b0 = time.process_time(), backend_cpu(pids)
+    for i in range(steps):
+        await one(i)
+    cpu, bcpu = time.process_time() - c0, backend_cpu(pids) - b0
+    await reg.aclose()
+    await app.aclose()       # a backend flushes its counters when it exits
+    await asyncio.sleep(0.3)
+    await stats.execute("select pg_stat_clear_snapshot()")
+    after = await stats.fetchval("select xact_commit from pg_stat_database where datname = current_database()")
+    await stats.close()
+    # the closing of the pool's connection and this session's own reads: measured as 0-step blocks (see `sql`)
+    return {"commits": after - before, "client_us": cpu / max(steps, 1) * 1e6,
+            "backend_us": bcpu / max(steps, 1) * 1e6}
+
+
+def sql(args, admin: str) -> None:
+    sys.path.insert(0, str(Path(args.b).resolve()))
+    from anthares44.automation.testkit.databases import AppDatabases, with_database
+
+    apps = AppDatabases(admin)
+    url = apps.url("pj_default")
+    stats = with_database(admin, apps.prefix + "pj_default")
+
+    async def setup():
+        import asyncpg
+        c = await asyncpg.connect(url)
+        await c.execute("create table guard (run_id text, step_id text, amount numeric, primary key (run_id, step_id))")
+        await c.close()
+    asyncio.run(setup())
+    res: dict[str, list[dict]] = {"A": [], "B": []}
+    base: dict[str, float] = {}
+    for side, path in (("A", args.a), ("B", args.b)):          # what a block costs besides its steps
+        base[side] = child(path, "sql", admin, url, stats, "0")["commits"]
+    for block in range(args.blocks):
+        for side, path in ((("A", args.a), ("B", args.b)) if block % 2 == 0 else (("B", args.b), ("A", args.a))):
+            r = child(path, "sql", admin, url, stats, str(args.steps))
+            r["commits"] = (r["commits"] - base[side]) / args.steps
+            res[side].append(r)
+    print(f"sql/execute, {args.steps} steps x {args.blocks} blocks, load average {os.getloadavg()[0]:.1f}")
+    for side in ("A", "B"):
+        rs = res[side]
+        print(f"  {side}: commits/step {statistics.median(r['commits'] for r in rs):.2f}  "
+              f"client CPU {statistics.median(r['client_us'] for r in rs):.0f} us/step  "
+              f"backend CPU {statistics.median(r['backend_us'] for r in rs):.0f} us/step")
+
+
+# ---------------------------------------------------------------------------------------------------------- main
+
+def with_server(body) -> None:
+    sys.path.insert(0, str(HERE.parent))
+    from anthares44.automation.runtime.postgres.embedded import EmbeddedServer, free_port
+
+    root = Path(tempfile.mkdtemp(prefix="a44-bench-costs-"))
+    server = EmbeddedServer(root, durable=False)
+    server.initdb()
+    port = free_port()
+    server.start(port)
+    try:
+        body(f"postgresql://postgres@127.0.0.1:{port}/postgres")
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        sys.path.insert(1, str(HERE))
+        kind, rest = sys.argv[2], sys.argv[3:]
+        if kind == "sql":
+            admin, url, stats, steps = rest
+            print(json.dumps(asyncio.run(_sql_child(admin, url, stats, int(steps)))))
+        else:
+            print(json.dumps(CHILDREN[kind](*rest)))
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["sql", *MEASURES])
+    ap.add_argument("--a", required=True, help="checkout of A (main's code)")
+    ap.add_argument("--b", default=str(HERE.parent), help="checkout of B (default: this one)")
+    ap.add_argument("--blocks", type=int, default=6)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--partitions", type=int, default=1000)
+    args = ap.parse_args()
+    with_server(lambda admin: (sql if args.what == "sql" else MEASURES[args.what])(args, admin))
+
+
+CHILDREN: dict = {}
+MEASURES: dict = {}
+
+if __name__ == "__main__":
+    main()
