@@ -116,6 +116,148 @@ def sql(args, admin: str) -> None:
               f"backend CPU {statistics.median(r['backend_us'] for r in rs):.0f} us/step")
 
 
+# ------------------------------------------------------------------------------------------------------ idle RSS
+
+def _rss_child(url: str) -> dict:
+    """Start `a44 automation serve` (this child's checkout), wait for its `serving` line, 3 s more, read VmRSS."""
+    import signal
+    import threading
+
+    proc = subprocess.Popen([sys.executable, "-m", "anthares44.automation", "automation", "serve", "--database-url",
+                             url], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                            cwd=os.environ["PYTHONPATH"])        # `-m` puts the cwd first on sys.path
+    ready = threading.Event()
+
+    def watch():
+        for line in proc.stderr:
+            if " serving " in line:
+                ready.set()
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        if not ready.wait(120):
+            raise SystemExit("serve never said `serving`")
+        time.sleep(3)
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        rss_kb = int(next(x for x in status.splitlines() if x.startswith("VmRSS")).split()[1])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    return {"rss_mb": rss_kb / 1024}
+
+
+def rss(args, admin: str) -> None:
+    import asyncpg
+
+    async def mk():
+        c = await asyncpg.connect(admin)
+        await c.execute("create database rss")
+        await c.close()
+    asyncio.run(mk())
+    url = admin.rsplit("/", 1)[0] + "/rss"
+    child(args.b, "rss", url)       # migrates; both sides then start on an up-to-date schema
+    res: dict[str, list[float]] = {"A": [], "B": []}
+    for block in range(args.blocks):
+        for side, path in ((("A", args.a), ("B", args.b)) if block % 2 == 0 else (("B", args.b), ("A", args.a))):
+            res[side].append(child(path, "rss", url)["rss_mb"])
+    print(f"idle `a44 automation serve` VmRSS, {args.blocks} starts each, load average {os.getloadavg()[0]:.1f}")
+    for side in ("A", "B"):
+        print(f"  {side}: median {statistics.median(res[side]):.1f} MB  (each: "
+              f"{', '.join(f'{x:.1f}' for x in res[side])})")
+
+
+# ------------------------------------------------------------------------------------------------ fan-out rows
+
+FAN_WF = """
+name: fan-pass-{tag}
+version: 1
+steps:
+  - id: each
+    uses: pass
+    timeout: 10s
+    output: {{id: "{{{{ item.id }}}}", n: "{{{{ item.n }}}}"}}
+    partitions: {{foreach: "input.items", key: "item.id", concurrency: 64}}
+"""
+
+
+async def _fan_child(url: str, n: int, tag: str) -> dict:
+    """One run of a `foreach` fan-out of `pass` over `n` items, driven in process by one Engine; rows inserted,
+    updated and deleted per table (pg_stat_user_tables, read after the engine's connections closed)."""
+    import random
+    from datetime import timedelta
+
+    import asyncpg
+
+    from anthares44.automation.clock import SystemClock
+    from anthares44.automation.compiler.ir import to_json
+    from anthares44.automation.compiler.lint import compile_sources
+    from anthares44.automation.compiler.source import load_text
+    from anthares44.automation.runtime.engine import Engine
+    from anthares44.automation.runtime.store.core import Store
+    from anthares44.automation.stdlib_connectors.pass_ import PassConnector
+    from anthares44.automation.stdlib_connectors.registry import ConnectorRegistry
+
+    res = compile_sources([load_text(FAN_WF.format(tag=tag), "w.yaml")], "lint", lower=True)
+    (ir,) = res.irs.values()
+    store = await Store.connect(url, clock=SystemClock())
+    await store.migrate()
+    await store.ensure_partitions()
+    await store.publish_version("pj_default", ir.workflow_id, ir.version, ir.sha256, to_json(ir))
+
+    async def counts() -> dict:
+        c = await asyncpg.connect(url)
+        await c.execute("select pg_stat_force_next_flush()")
+        rows = await c.fetch("select relname, n_tup_ins, n_tup_upd, n_tup_del from pg_stat_user_tables")
+        await c.close()
+        return {r["relname"]: (r["n_tup_ins"], r["n_tup_upd"], r["n_tup_del"]) for r in rows}
+
+    reg = ConnectorRegistry()
+    reg.register(PassConnector())
+    eng = Engine(store, reg, worker_id="bench", lease=timedelta(seconds=30), rng=random.Random(1), concurrency=16)
+    run = await store.create_run("pj_default", ir.workflow_id,
+                                 {"items": [{"id": f"inv-{i}", "n": i} for i in range(n)]}, f"fan-{tag}")
+    await store.close()          # its counters flushed
+    await asyncio.sleep(0.7)
+    before = await counts()
+    store = await Store.connect(url, clock=SystemClock())
+    eng = Engine(store, reg, worker_id="bench", lease=timedelta(seconds=30), rng=random.Random(1), concurrency=16)
+    got = await eng.drive()
+    assert got == {run.run_id: "succeeded"}, got
+    await reg.aclose()
+    await store.close()
+    await asyncio.sleep(0.7)
+    after = await counts()
+    per = {}
+    for t, (i, u, d) in after.items():
+        b = before.get(t, (0, 0, 0))
+        if (i - b[0]) or (u - b[1]) or (d - b[2]):
+            per[t] = [(i - b[0]) / n, (u - b[1]) / n, (d - b[2]) / n]
+    return {"per_table": per, "rows": sum(x[0] + x[1] for x in per.values())}
+
+
+def fanout(args, admin: str) -> None:
+    import asyncpg
+
+    res: dict[str, list[dict]] = {"A": [], "B": []}
+    for block in range(args.blocks):
+        for side, path in ((("A", args.a), ("B", args.b)) if block % 2 == 0 else (("B", args.b), ("A", args.a))):
+            db = f"fan_{side.lower()}_{block}"
+
+            async def mk(db=db):
+                c = await asyncpg.connect(admin)
+                await c.execute(f"create database {db}")
+                await c.close()
+            asyncio.run(mk())
+            res[side].append(child(path, "fan", admin.rsplit("/", 1)[0] + "/" + db, str(args.partitions),
+                                   f"{side.lower()}{block}"))
+    print(f"fan-out of `pass` over {args.partitions} items, {args.blocks} runs each, "
+          f"load average {os.getloadavg()[0]:.1f}: rows inserted + updated per partition")
+    for side in ("A", "B"):
+        rs = res[side]
+        print(f"  {side}: median {statistics.median(r['rows'] for r in rs):.2f} rows/partition; by table "
+              f"(inserted, updated, deleted): " + ", ".join(
+                  f"{t} {tuple(round(x, 2) for x in v)}" for t, v in sorted(rs[-1]["per_table"].items())))
+
+
 # ---------------------------------------------------------------------------------------------------------- main
 
 def with_server(body) -> None:
@@ -155,8 +297,8 @@ def main() -> None:
     with_server(lambda admin: (sql if args.what == "sql" else MEASURES[args.what])(args, admin))
 
 
-CHILDREN: dict = {}
-MEASURES: dict = {}
+CHILDREN: dict = {"rss": _rss_child, "fan": lambda url, n, tag: asyncio.run(_fan_child(url, int(n), tag))}
+MEASURES: dict = {"rss": rss, "fanout": fanout}
 
 if __name__ == "__main__":
     main()
