@@ -53,6 +53,12 @@ async def _sql_child(admin: str, project_url: str, stats_url: str, steps: int) -
         from proc_cpu import pid_cpu_s
         return sum(pid_cpu_s(p) for p in pids)
 
+    if os.environ.get("BENCH_NO_SWEEP"):     # B without the prepared-statement sweep: what the sweep costs
+        from anthares44.automation.stdlib_connectors import sql_session as ss
+        for name in ("_RESET", "_RESET_COMMIT", "_ROLLBACK_RESET"):
+            text = getattr(ss, name)
+            head, _, tail = text.partition("do $a44$")
+            setattr(ss, name, head + tail.partition("$a44$;")[2])
     stats = await asyncpg.connect(stats_url)
     app = AppDatabase(project_url.replace("pj_default", "{project}"))
     reg = ConnectorRegistry()
@@ -103,13 +109,19 @@ def sql(args, admin: str) -> None:
     base: dict[str, float] = {}
     for side, path in (("A", args.a), ("B", args.b)):          # what a block costs besides its steps
         base[side] = child(path, "sql", admin, url, stats, "0")["commits"]
+    sides = [("A", args.a), ("B", args.b)] + ([("B-no-sweep", args.b)] if args.no_sweep else [])
+    res.update({s: [] for s, _ in sides})
+    base["B-no-sweep"] = base["B"]
     for block in range(args.blocks):
-        for side, path in ((("A", args.a), ("B", args.b)) if block % 2 == 0 else (("B", args.b), ("A", args.a))):
+        for side, path in (sides if block % 2 == 0 else sides[::-1]):
+            if side == "B-no-sweep":
+                os.environ["BENCH_NO_SWEEP"] = "1"
             r = child(path, "sql", admin, url, stats, str(args.steps))
+            os.environ.pop("BENCH_NO_SWEEP", None)
             r["commits"] = (r["commits"] - base[side]) / args.steps
             res[side].append(r)
     print(f"sql/execute, {args.steps} steps x {args.blocks} blocks, load average {os.getloadavg()[0]:.1f}")
-    for side in ("A", "B"):
+    for side, _ in sides:
         rs = res[side]
         print(f"  {side}: commits/step {statistics.median(r['commits'] for r in rs):.2f}  "
               f"client CPU {statistics.median(r['client_us'] for r in rs):.0f} us/step  "
@@ -293,6 +305,7 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=6)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--partitions", type=int, default=1000)
+    ap.add_argument("--no-sweep", action="store_true", help="sql: also B without the PREPARE sweep (its cost)")
     args = ap.parse_args()
     with_server(lambda admin: (sql if args.what == "sql" else MEASURES[args.what])(args, admin))
 
