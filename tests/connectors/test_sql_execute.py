@@ -220,14 +220,14 @@ async def _truncate(url):
     await conn.close()
 
 
-def test_a_step_costs_the_statement_and_the_pool_reset_only(app_dbs, pg_admin_url, aio, capsys):
-    """One transaction for the statement (asyncpg's statement cache: no Parse/Describe round trip, so no extra
-    implicit transaction, after the first use on a connection) and one for the pool's session reset. Before the
-    cache was used, `conn.prepare` cost a third one per step."""
+def test_a_step_costs_one_commit(app_dbs, pg_admin_url, aio, capsys):
+    """One transaction for the statement and the session reset (sql_session.py; asyncpg's statement cache: no
+    Parse/Describe round trip after the first use on a connection). Before, the pool's reset on release was a
+    second one; before the cache was used, `conn.prepare` cost a third one per step."""
     per_step = _commits_per_step(app_dbs, pg_admin_url, aio)
     with capsys.disabled():
         print(f"\nsql/execute: {per_step:.2f} commits per step")
-    assert per_step <= 2.1
+    assert per_step <= 1.1
 
 
 def test_a_cached_statement_invalidated_by_ddl_is_prepared_again(registry, db, aio):

@@ -147,6 +147,9 @@ async def _backend_of(admin_url: str, marker: str) -> int:
 
 def test_asyncpg_still_has_the_private_hooks_the_connector_uses():
     """sql_execute uses `Connection._prepare(use_cache=True)` and drops one connection's cache with
-    `_drop_local_statement_cache()`: a driver upgrade that removes them must fail here, not in production."""
+    `_drop_local_statement_cache()`; sql_session marks its `BEGIN` managed (`Transaction._managed`) and ends it
+    itself (`Connection._top_xact`): a driver upgrade that removes them must fail here, not in production."""
     assert hasattr(asyncpg.connection.Connection, "_prepare")
     assert hasattr(asyncpg.connection.Connection, "_drop_local_statement_cache")
+    assert "_top_xact" in asyncpg.connection.Connection.__slots__
+    assert "_managed" in asyncpg.transaction.Transaction.__slots__

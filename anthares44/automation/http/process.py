@@ -9,7 +9,13 @@ import signal
 from collections.abc import Callable
 
 from ..app.serve import ServeSettings, serve
-from .server import HttpServer
+
+
+def _http_server(store, settings):
+    """The HTTP plane's factory (app.serve's HttpFactory), importing aiohttp's server only when one is served."""
+    from .server import HttpServer
+
+    return HttpServer(store, settings)
 
 
 def serve_until_signalled(settings: ServeSettings, ready: Callable[[str | None], None] | None = None) -> None:
@@ -21,6 +27,6 @@ def serve_until_signalled(settings: ServeSettings, ready: Callable[[str | None],
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve(settings, stop, http=HttpServer, ready=ready)
+        await serve(settings, stop, http=_http_server, ready=ready)
 
     asyncio.run(main())

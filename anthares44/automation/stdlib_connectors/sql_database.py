@@ -50,7 +50,7 @@ PINNED = {"application_name": APPLICATION_NAME, "search_path": "public", "statem
           "lock_timeout": "0", "idle_in_transaction_session_timeout": "60s", "idle_session_timeout": "0",
           "default_transaction_read_only": "off", "default_transaction_isolation": "read committed"}
 # the wall's queries run on the workflow's database, so they live with this connector, not with the store's
-_QUERIES = load_file(Path(__file__).with_name("workflow_db.sql"))
+QUERIES = _QUERIES = load_file(Path(__file__).with_name("workflow_db.sql"))
 _PLAIN_ID = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
@@ -157,9 +157,11 @@ class Pools:
                 if pool is None:
                     import asyncpg
 
+                    from .sql_session import pool_reset
+
                     pool = await asyncpg.create_pool(
                         dsn, min_size=0, max_size=POOL_MAX, max_inactive_connection_lifetime=IDLE_S, init=init,
-                        server_settings=server_settings or {"application_name": APPLICATION_NAME})
+                        reset=pool_reset, server_settings=server_settings or {"application_name": APPLICATION_NAME})
                     self._pools[k] = pool
         return pool
 

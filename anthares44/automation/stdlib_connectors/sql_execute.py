@@ -29,6 +29,7 @@ from typing import Any
 
 from ..compiler.models.params import SqlExecuteParams
 from ..errors import E_SQL, E_SQL_CONFLICT, E_SQL_FORBIDDEN, E_STEP_TIMEOUT, A44Error
+from . import sql_session
 from .protocol import StepContext
 from .sql_database import AppDatabase, Pools
 from .sql_values import adapt_params, to_json
@@ -112,7 +113,7 @@ class SqlExecuteConnector:
         try:
             async with asyncio.timeout(remaining):
                 pool = await self._pool(p, ctx)
-                async with pool.acquire() as conn:
+                async with sql_session.acquire(pool) as conn:
                     records, status = await self._run(conn, p.query, list(p.params or []))
         except TimeoutError:
             raise A44Error(E_STEP_TIMEOUT, f"the statement did not finish within {remaining:.3f} s") from None
@@ -124,34 +125,62 @@ class SqlExecuteConnector:
         return {"rowCount": row_count(status), "rows": rows, "truncated": len(records) > p.maxRows}
 
     async def _run(self, conn, query: str, values: list[Any]) -> tuple[list[Any], str]:
-        """Prepare (from the connection's statement cache), adapt the values to the placeholder types, run.
+        """The statement in a transaction of its own that also resets the session (sql_session.py: one commit),
+        or, when it cannot run in a transaction block, on its own and then the reset.
 
         The statement comes from asyncpg's per-connection statement cache, the one `conn.fetch` uses: after the
-        first use of a query text on a pooled connection there is no Parse/Describe round trip, hence no extra
-        implicit transaction, before the statement itself (docs/connectors.md has the measurement). A cached
-        statement that DDL made stale (STALE_PLAN_STATES) is prepared afresh on this connection and run once
-        more; any other failure is the statement's own and leaves every cache as it was."""
+        first use of a query text on a pooled connection there is no Parse/Describe round trip before the statement
+        itself (docs/connectors.md has the measurement). A cached statement that DDL made stale (STALE_PLAN_STATES)
+        is prepared afresh on this connection and run once more, in a new transaction; any other failure is the
+        statement's own and leaves every cache as it was."""
         import asyncpg
 
         for retry in (True, False):
-            stmt = await _prepare_cached(conn, query)
-            types = [_param_type(t) for t in stmt.get_parameters()]
-            if len(values) != len(types):
-                raise A44Error(E_SQL, f"the statement has {len(types)} placeholder(s) but params has "
-                               f"{len(values)} value(s)")
+            await sql_session.begin(conn)
             try:
-                records = await stmt.fetch(*adapt_params(values, types))
+                records, status = await self._statement(conn, query, values)
             except asyncpg.PostgresError as exc:
-                # A statement that failed had no effect (its implicit transaction rolled back), so it can be run
-                # again, but only a stale plan is worth it. The SQLSTATE is checked first: a lost connection has
-                # none of these, and asking it anything more (is_in_transaction) raises InterfaceError once the
-                # pool has taken it back.
-                if not retry or getattr(exc, "sqlstate", None) not in STALE_PLAN_STATES or conn.is_in_transaction():
+                state = getattr(exc, "sqlstate", None)
+                if state in STALE_PLAN_STATES or state == sql_session.NOT_IN_A_BLOCK:
+                    await sql_session.abandon(conn)     # refused before it ran: nothing to reset
+                else:
+                    await sql_session.rollback_quietly(conn)
+                if state == sql_session.NOT_IN_A_BLOCK:
+                    records, status = await self._statement(conn, query, values)
+                    await self._after(conn, status)
+                    await sql_session.reset_alone(conn)
+                    return records, status
+                if not retry or state not in STALE_PLAN_STATES:
                     raise
                 _forget_statements(conn)
                 continue
-            return records, stmt.get_statusmsg()
+            except Exception:
+                await sql_session.rollback_quietly(conn)
+                raise
+            await self._after(conn, status)
+            if conn.is_in_transaction():
+                await sql_session.commit(conn)
+            else:       # the statement ended the transaction itself (`COMMIT`, `ROLLBACK`)
+                await sql_session.reset_alone(conn)
+            return records, status
         raise AssertionError("unreachable")
+
+    @staticmethod
+    async def _after(conn, status: str) -> None:
+        """A statement that dropped every prepared statement (`DISCARD ALL`, `DEALLOCATE ALL`) dropped asyncpg's
+        cached ones too: forget them on this connection."""
+        if status in ("DISCARD ALL", "DEALLOCATE ALL"):
+            _forget_statements(conn)
+
+    async def _statement(self, conn, query: str, values: list[Any]) -> tuple[list[Any], str]:
+        """Prepare (from the connection's statement cache), adapt the values to the placeholder types, run."""
+        stmt = await _prepare_cached(conn, query)
+        types = [_param_type(t) for t in stmt.get_parameters()]
+        if len(values) != len(types):
+            raise A44Error(E_SQL, f"the statement has {len(types)} placeholder(s) but params has "
+                           f"{len(values)} value(s)")
+        records = await stmt.fetch(*adapt_params(values, types))
+        return records, stmt.get_statusmsg()
 
     @staticmethod
     def _translate(exc: BaseException) -> A44Error:

@@ -36,3 +36,40 @@ select r.rolcreatedb as createdb,
                and has_database_privilege(r.oid, d.oid, 'CONNECT') order by 1) as connects_to
 from pg_roles r
 where r.rolname = current_user;
+
+-- fragment: workflow_session_undo
+-- purpose: undo what a workflow statement did to its pooled session (sql_session.py): settings first, so that the
+-- rest resolves pg_catalog first whatever search_path the statement set
+set session authorization default;
+reset all;
+select pg_catalog.pg_advisory_unlock_all();
+close all;
+unlisten *;
+discard temp;
+discard sequences;
+do $a44$
+declare s record;
+begin
+    for s in select name from pg_catalog.pg_prepared_statements where from_sql loop
+        execute 'deallocate ' operator(pg_catalog.||) pg_catalog.quote_ident(s.name);
+    end loop;
+end
+$a44$;
+
+-- name: workflow_session_reset
+-- purpose: the session reset on its own (the statement ran outside our transaction, or was cut off)
+-- include: workflow_session_undo
+
+-- name: workflow_session_reset_commit
+-- purpose: the session reset inside the statement's transaction, and its commit: one commit per step
+-- include: workflow_session_undo
+commit;
+
+-- name: workflow_session_rollback_reset
+-- purpose: end the failed statement's transaction, then reset the session (advisory locks, PREPARE survive a rollback)
+rollback;
+-- include: workflow_session_undo
+
+-- name: workflow_session_rollback
+-- purpose: end a transaction whose statement was refused before it ran (a stale plan, 25001)
+rollback;

@@ -16,13 +16,12 @@ import base64
 import hashlib
 import hmac
 import os
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from typing import TYPE_CHECKING
 
 from ...errors import E_SECRET_KEY_SHORT, A44Error
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 MIN_KEY_BYTES = 32
 NONCE_BYTES = 12
@@ -54,7 +53,19 @@ def key_id(key: bytes) -> str:
     return hashlib.sha256(key).digest()[:6].hex()
 
 
+def load_cipher() -> None:
+    """Import cryptography now (a caller about to hold a lock that other processes wait on)."""
+    import cryptography.exceptions  # noqa: F401
+    import cryptography.hazmat.primitives.ciphers.aead  # noqa: F401
+    import cryptography.hazmat.primitives.kdf.hkdf  # noqa: F401
+
+
 def _aead(key: bytes) -> AESGCM:
+    # cryptography (~7 MB resident) on the first secret sealed or opened, not in every daemon at start (issue 32)
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"a44 secrets v2 aes-256-gcm").derive(key)
     return AESGCM(derived)
 
@@ -76,8 +87,11 @@ def open_entry(keys: dict[str, bytes], entry: dict, ref: str) -> bytes:
     key = keys.get(kid)
     if key is None:
         raise Undecryptable(f"sealed with key {kid}, which is not available (known: {', '.join(keys) or 'none'})")
+    aead = _aead(key)
+    from cryptography.exceptions import InvalidTag
+
     try:
-        return _aead(key).decrypt(nonce, ct, ref.encode())
+        return aead.decrypt(nonce, ct, ref.encode())
     except InvalidTag:
         raise Undecryptable(f"authentication failed under key {kid} (modified entry)") from None
 

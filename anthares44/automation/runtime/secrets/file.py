@@ -36,7 +36,7 @@ from ...errors import (
 )
 from ...paths import a44_home
 from ...settings import Settings
-from .cipher import Undecryptable, key_id, new_key, open_entry, open_v1, parse_key, seal
+from .cipher import Undecryptable, key_id, load_cipher, new_key, open_entry, open_v1, parse_key, seal
 
 SECRET_REF = re.compile(r"^sec_[A-Za-z0-9_]+$")
 
@@ -115,6 +115,7 @@ class SecretFile:
     # -- reading --------------------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _locked(self, exclusive: bool) -> Iterator[None]:
+        load_cipher()       # cryptography is imported lazily: not while other processes queue on the lock
         if exclusive:
             self.home.mkdir(parents=True, exist_ok=True)
         try:
