@@ -546,6 +546,16 @@ def start_restate(root: Path, far: FarSide, url: str):
     return peer
 
 
+async def _connections(url: str) -> dict:
+    c = await asyncpg.connect(url)
+    try:
+        rows = await c.fetch("select coalesce(datname, '-') || '/' || coalesce(usename, '-') as k, count(*) as n "
+                             "from pg_stat_activity where backend_type = 'client backend' group by 1 order by 1")
+        return {r["k"]: r["n"] for r in rows}
+    finally:
+        await c.close()
+
+
 def fanout_rows(url: str, home: Path, items: int) -> dict:
     """Rows written per partition of a `pass` fan-out (bench/bench_fanout.py's measure: pg_stat_database tuples
     inserted + updated + deleted per item, WAL bytes per item) on one fresh daemon."""
@@ -575,6 +585,7 @@ def bench(durable: bool, args) -> dict:
         if args.restate:
             peer = start_restate(root, far, url)
         for r in range(args.repeat):       # every figure once per repeat: interleaved, medians over repeats
+            print(f"  rep {r + 1}: connections open {asyncio.run(_connections(url))}", flush=True)
             rep = {"limit1": asyncio.run(raw_inserts(url, 1, args.limit_seconds)),
                    "limitn": asyncio.run(raw_inserts(url, args.limit_conns, args.limit_seconds)),
                    "insert_update": asyncio.run(insert_then_update(url, args.limit_seconds))}

@@ -8,6 +8,7 @@ check: no query against the server while it works).
     FAR_SIDE_PORT=... APP_DATABASE_URL=... python -m hypercorn --config CONF runtime_restate_app:app
 """
 
+import asyncio
 import json
 import os
 import time
@@ -28,9 +29,12 @@ async def _http() -> aiohttp.ClientSession:
 
 
 async def _pool() -> asyncpg.Pool:
+    """One pool (16 connections, as DBOS's and a44's sides use at most): the first caller makes it, every run
+    that starts meanwhile waits for that one instead of opening its own."""
     if "pool" not in SHARED:
-        SHARED["pool"] = await asyncpg.create_pool(os.environ["APP_DATABASE_URL"], min_size=2, max_size=16)
-    return SHARED["pool"]
+        SHARED["pool"] = asyncio.ensure_future(
+            asyncpg.create_pool(os.environ["APP_DATABASE_URL"], min_size=2, max_size=16))
+    return await asyncio.shield(SHARED["pool"])
 
 
 def _done(i: int) -> None:
@@ -100,7 +104,6 @@ async def app(scope, receive, send):
 
 
 if __name__ == "__main__":      # python bench/runtime_restate_app.py PORT: hypercorn in this one process
-    import asyncio
     import sys
 
     import hypercorn
