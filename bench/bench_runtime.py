@@ -1,26 +1,37 @@
-"""Runtime benchmark (issues 3 and 16). Not a test: it prints figures, ending with issue 16's table.
+"""Runtime benchmark (issues 3, 16 and 32). Not a test: it prints figures, ending with issue 32's table.
 
+    bash bench/install_peers.sh                              # once: DBOS and Restate into bench/.peers/ (gitignored)
     .venv/bin/python bench/bench_runtime.py                  # product defaults (fsync on, synchronous_commit on)
-    .venv/bin/python bench/bench_runtime.py --daemons 2      # the throughput figures with two daemons
-    .venv/bin/python bench/bench_runtime.py --quick          # smaller numbers, a smoke run
+    .venv/bin/python bench/bench_runtime.py --quick          # 500 runs per figure, 3 repeats: a few minutes
+    .venv/bin/python bench/bench_runtime.py --daemons 1,2,4  # the throughput figures with 1, 2 and 4 daemons
 
 It starts its own embedded PostgreSQL (`EmbeddedServer`, temp dir, same settings as `a44 automation db start`:
 durable = fsync, synchronous_commit and full_page_writes at PostgreSQL's defaults, i.e. on) and the far side of
 the HTTP workflow (bench/runtime_far_side.py, a loopback aiohttp server in its own process). Each repeat measures,
-interleaved (the summary quotes medians over repeats):
+interleaved (the summary quotes medians over repeats, and ratios taken within each repeat), with the machine's
+1-minute load average before and after every block (the machine is shared):
   (a) the physical limit: raw single-row INSERTs/s from asyncpg (one connection, autocommit; --limit-conns in
       parallel), and "insert, then update" per step on one connection;
   (b) for each 3-step workflow (`pass`, an HTTP POST per step, an INSERT per step with `sql/execute`) and each
       --daemons count: runs/s of --runs runs created while the daemons are paused (SIGSTOP), then driven by them
       (`a44 automation serve` subprocesses, SIGCONT .. last finished_at); CPU per run of the daemons and of
-      PostgreSQL (/proc); commits per run (pg_stat_database.xact_commit delta, minus the bench's own polls);
+      PostgreSQL (/proc); commits per run in the control database and per `sql/execute` step in the application
+      database (pg_stat_database.xact_commit deltas read from the `postgres` database, so the reader's own
+      commits are never counted, once two reads agree: bench/runtime_commits.py);
   (c) for `pass` and HTTP, one run at a time on a fresh daemon counting its round trips (bench/runtime_daemon.py):
       the first 20 runs after it said it serves (warm-up), then --latency-runs, idle in between: client-observed
       p50/p99 from `create_run` to seeing the terminal state via LISTEN, and recorded finished_at - created_at;
-  (d) if DBOS is installed (`pip install dbos`, not a dependency), the same three workflows on DBOS against the
-      same server, its system database a database of its own (bench/runtime_dbos.py).
-Then once: the RSS of a daemon with --parked runs parked in a 1-hour `sleep` and after wake cycles, and round
-trips per run counted in-process (bench/runtime_roundtrips.py).
+  (d) DBOS (bench/runtime_dbos.py, its system database a database of its own on the same server) in its best
+      mode per workflow: threads with `start_workflow` for `pass` and SQL (a datasource transaction per step: one
+      transaction per step, as a44's `sql/execute`), async with 16 or 64 runs in flight for HTTP (the better
+      kept), and every run started at once with no bound printed beside;
+  (e) Restate (bench/runtime_restate.py: the npm server, default durability, the Python SDK under hypercorn), the
+      same three workflows driven the same way: invocations queued while the service is paused, then drained;
+      one run at a time through the ingress;
+  (f) the rows and WAL bytes a `pass` fan-out writes per partition (--fanout-items, bench/bench_fanout.py).
+A peer that is not installed is skipped with "peer not installed: run `bash bench/install_peers.sh`".
+Then once: the RSS of an idle daemon and with --parked runs parked in a 1-hour `sleep` and after wake cycles, and
+round trips per run counted in-process (bench/runtime_roundtrips.py).
 """
 
 from __future__ import annotations
@@ -29,7 +40,6 @@ import argparse
 import ast
 import asyncio
 import contextlib
-import importlib.util
 import json
 import os
 import shutil
@@ -48,6 +58,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from proc_cpu import machine_busy_s, pg_cpu_s, pid_cpu_s  # noqa: E402
+from runtime_commits import load_average  # noqa: E402
+from runtime_commits import settled_commits as _settled  # noqa: E402
 from runtime_far_side import FarSide  # noqa: E402
 from runtime_limits import insert_then_update, raw_http, raw_inserts  # noqa: E402
 from runtime_profile import Profiler  # noqa: E402
@@ -161,27 +173,15 @@ FAR_PID = [0]          # the far side's process (its CPU is the HTTP workflow's 
 PROFILE: dict = {}     # --profile DIR: {'dir': Path}; each throughput daemon is sampled by py-spy
 
 
-async def xact_commit(url: str) -> int:
-    c = await asyncpg.connect(url)
-    try:
-        await c.execute("select pg_stat_clear_snapshot()")
-        return await c.fetchval("select xact_commit from pg_stat_database where datname = current_database()")
-    finally:
-        await c.close()
+SETTLE_S: list[float] = []      # how long each settled read took (printed: it used to be 20 s every time)
 
 
-async def settled_commits(url: str) -> int:
-    """xact_commit once closed backends have flushed their counters (a backend flushes at exit): read until two
-    reads 0.5 s apart differ only by the previous reader's own 2 statements. The returned read's own 2 commits
-    are flushed later and must be subtracted by the caller."""
-    a = await xact_commit(url)
-    for _ in range(40):
-        await asyncio.sleep(0.5)
-        b = await xact_commit(url)
-        if b - a <= 2:
-            return b
-        a = b
-    return a
+async def settled_commits(url: str, datname: str | None = None) -> int:
+    """xact_commit of the URL's database (or `datname`) once settled, read from the `postgres` database so the
+    reader's own commits are never in it (bench/runtime_commits.py)."""
+    value, took = await _settled(url, datname)
+    SETTLE_S.append(took)
+    return value
 
 
 async def create_runs(store: Store, workflow_id: str, n: int, prefix: str, parallel: int = 8) -> list[str]:
@@ -283,6 +283,7 @@ async def throughput(url: str, home: Path, n: int, concurrency: int, workflow: s
         out["create_s"] = n / (time.perf_counter() - t_create)
         await store.close()
         x0 = await settled_commits(url)
+        app0 = await settled_commits(url, f"a44_app_{PROJECT}")
         poll = await asyncpg.connect(url)
         polls = 0
         spies = [Profiler(d.proc.pid, PROFILE["dir"] / f"{workflow}-x{daemons}-{i}.txt")
@@ -320,9 +321,10 @@ async def throughput(url: str, home: Path, n: int, concurrency: int, workflow: s
         for d in ds:
             d.stop()
         x1 = await settled_commits(url)
+        app1 = await settled_commits(url, f"a44_app_{PROJECT}")
         elapsed = float(last) - t0
         out.update(runs_s=n / elapsed, steps_s=3 * n / elapsed, elapsed_s=elapsed, failed=bad,
-                   commits_per_run=(x1 - x0 - polls - 2) / n)
+                   commits_per_run=(x1 - x0 - polls) / n, app_commits_per_step=(app1 - app0) / (3 * n))
     finally:
         for d in ds:
             d.stop()
@@ -457,22 +459,109 @@ async def _alter_database(url: str, settings: tuple[str, ...]) -> None:
         await c.close()
 
 
-def dbos_side(url: str, far: FarSide, workflow: str, runs: int, latency_runs: int) -> dict | None:
-    """The same workflow on DBOS (bench/runtime_dbos.py, its own system database), None if DBOS is absent."""
-    if importlib.util.find_spec("dbos") is None:
-        return None
+PEER_PY = ROOT / "bench" / ".peers" / "venv" / "bin" / "python"
+DBOS_MODES = {"pass": ["threads"], "sql": ["threads"], "http": ["async:16", "async:64"]}   # best mode, candidates
+UNBOUNDED = "async:0"      # every run started at once, no bound: the old driver, printed beside
+
+
+def dbos_missing() -> str | None:
+    if not PEER_PY.exists() or subprocess.run([str(PEER_PY), "-c", "import dbos"], capture_output=True).returncode:
+        return "DBOS peer not installed: run `bash bench/install_peers.sh`"
+    return None
+
+
+def dbos_side(url: str, far: FarSide, workflow: str, mode: str, runs: int, latency_runs: int) -> dict | None:
+    """The same workflow on DBOS (bench/runtime_dbos.py under the peers' Python, its own system database) driven
+    in `mode`; None if it failed (said why)."""
     sys_url = url.rsplit("/", 1)[0] + "/dbos_bench"
     x0 = asyncio.run(settled_commits(sys_url))
-    got = subprocess.run([sys.executable, str(ROOT / "bench" / "runtime_dbos.py"), sys_url, app_url_of(url, PROJECT),
-                          str(far.port), workflow, str(runs), str(latency_runs), str(POSTMASTER[0])],
+    got = subprocess.run([str(PEER_PY), str(ROOT / "bench" / "runtime_dbos.py"), sys_url, app_url_of(url, PROJECT),
+                          str(far.port), workflow, mode, str(runs), str(latency_runs), str(POSTMASTER[0])],
                          capture_output=True, text=True, timeout=900)
     if got.returncode:
-        print(f"# DBOS {workflow} failed: {got.stderr[-1500:]}", flush=True)
+        print(f"# DBOS {workflow} {mode} failed: {got.stderr[-1500:]}", flush=True)
         return None
     out = json.loads(got.stdout.strip().splitlines()[-1])
-    # the whole process: launch, its warm-up run, the RUNS and the latency runs
-    out["commits_per_run"] = (asyncio.run(settled_commits(sys_url)) - x0 - 2) / (runs + latency_runs + 1)
+    # the whole process: launch, its warm-up run(s), the RUNS and the latency runs
+    out["commits_per_run"] = (asyncio.run(settled_commits(sys_url)) - x0) / (runs + latency_runs + 1)
+    out["mode"] = mode
     return out
+
+
+def dbos_best(url: str, far: FarSide, wf: str, args, rep: dict) -> None:
+    """DBOS's candidate modes for `wf` (the first one also one run at a time), the best runs/s kept as
+    rep['dbos_<wf>'], and the unbounded mode beside it as rep['dbos_<wf>_unbounded']."""
+    best = None
+    for k, mode in enumerate(DBOS_MODES[wf] + [UNBOUNDED]):
+        lat = args.latency_runs if (k == 0 and wf in args.latency_workflows) else 0
+        la = load_average()
+        dq = dbos_side(url, far, wf, mode, args.runs, lat)
+        if dq is None:
+            continue
+        print(f"    DBOS {wf} {mode}: runs/s {dq['runs_s']:,.0f} | CPU ms/run process {dq['cpu_ms_per_run']:.2f} "
+              f"PostgreSQL {dq['pg_cpu_ms_per_run']:.2f} | commits/run {dq['commits_per_run']:.2f}"
+              + (f" | one at a time p50 {dq['lat_p50']:.1f} p99 {dq['lat_p99']:.1f} ms" if "lat_p50" in dq else "")
+              + f" | load {la} -> {load_average()}", flush=True)
+        if mode == UNBOUNDED:
+            rep[f"dbos_{wf}_unbounded"] = dq
+            continue
+        if best is None:
+            best = dq
+        elif dq["runs_s"] > best["runs_s"]:
+            best = {**dq, **{k2: best[k2] for k2 in ("lat_p50", "lat_p99") if k2 in best}}
+    if best is not None:
+        rep[f"dbos_{wf}"] = best
+
+
+def restate_side(peer, wf: str, args, rep: dict) -> None:
+    la = load_average()
+    try:
+        tp = asyncio.run(peer.throughput(wf, args.runs))
+        lat = asyncio.run(peer.latency(wf, args.latency_runs)) if (
+            wf in args.latency_workflows and args.latency_runs) else {}
+    except Exception as e:      # a peer that fails says so; the bench goes on
+        print(f"# Restate {wf} failed: {e!r}", flush=True)
+        return
+    rep[f"restate_{wf}"] = {**tp, **lat}
+    print(f"    Restate {wf}: runs/s {tp['runs_s']:,.0f} ({tp['elapsed_s']:.2f}s; queued at {tp['create_s']:,.0f}/s) "
+          f"| CPU ms/run server {tp['server_cpu_ms_per_run']:.2f} service {tp['sdk_cpu_ms_per_run']:.2f} PostgreSQL "
+          f"{tp['pg_cpu_ms_per_run']:.2f}" + (f" | one at a time p50 {lat['lat_p50']:.1f} p99 {lat['lat_p99']:.1f} ms"
+                                              if lat else "") + f" | load {la} -> {load_average()}", flush=True)
+
+
+def start_restate(root: Path, far: FarSide, url: str):
+    """The Restate peer (bench/runtime_restate.py), or None with the reason printed."""
+    import runtime_restate
+
+    why = runtime_restate.missing()
+    if why:
+        print(f"# {why}", flush=True)
+        return None
+    try:
+        peer = runtime_restate.RestatePeer(root, far.port, app_url_of(url, PROJECT), POSTMASTER[0])
+    except Exception as e:
+        print(f"# Restate peer did not start: {e!r}", flush=True)
+        return None
+    print(f"# Restate {runtime_restate.version()}, default durability, service under hypercorn", flush=True)
+    return peer
+
+
+async def _connections(url: str) -> dict:
+    c = await asyncpg.connect(url)
+    try:
+        rows = await c.fetch("select coalesce(datname, '-') || '/' || coalesce(usename, '-') as k, count(*) as n "
+                             "from pg_stat_activity where backend_type = 'client backend' group by 1 order by 1")
+        return {r["k"]: r["n"] for r in rows}
+    finally:
+        await c.close()
+
+
+def fanout_rows(url: str, home: Path, items: int) -> dict:
+    """Rows written per partition of a `pass` fan-out (bench/bench_fanout.py's measure: pg_stat_database tuples
+    inserted + updated + deleted per item, WAL bytes per item) on one fresh daemon."""
+    import bench_fanout
+
+    return asyncio.run(bench_fanout.measure(url, home, "wf_fan_pass", items, 600))
 
 
 def bench(durable: bool, args) -> dict:
@@ -483,11 +572,20 @@ def bench(durable: bool, args) -> dict:
     far = FarSide()
     FAR_PID[0] = far.proc.pid
     res: dict = {"durable": durable, "reps": []}
+    peer = None
     try:
+        import bench_fanout
+
         asyncio.run(prepare(url, home, {"bench-pass.yaml": PASS_WF, "bench-sleep.yaml": SLEEP_WF,
-                                        "bench-sql.yaml": SQL_WF,
+                                        "bench-sql.yaml": SQL_WF, "fan-pass.yaml": bench_fanout.PASS_WF,
                                         "bench-http.yaml": HTTP_WF.replace("PORT", str(far.port))}))
+        if args.dbos and (why := dbos_missing()):
+            print(f"# {why}", flush=True)
+            args.dbos = False
+        if args.restate:
+            peer = start_restate(root, far, url)
         for r in range(args.repeat):       # every figure once per repeat: interleaved, medians over repeats
+            print(f"  rep {r + 1}: connections open {asyncio.run(_connections(url))}", flush=True)
             rep = {"limit1": asyncio.run(raw_inserts(url, 1, args.limit_seconds)),
                    "limitn": asyncio.run(raw_inserts(url, args.limit_conns, args.limit_seconds)),
                    "insert_update": asyncio.run(insert_then_update(url, args.limit_seconds))}
@@ -502,34 +600,47 @@ def bench(durable: bool, args) -> dict:
                       f"{h['far_cpu_ms']:.3f}", flush=True)
             for wf in args.workflows:
                 for d in args.daemons:
+                    la = load_average()
                     tp = asyncio.run(throughput(url, home, args.runs, args.concurrency, WORKFLOWS[wf], d))
                     rep[f"tp_{wf}_{d}"] = tp
                     print(f"    a44 {wf} x{d} daemon(s): runs/s {tp['runs_s']:,.0f} ({tp['elapsed_s']:.2f}s, not "
-                          f"succeeded {tp['failed']}) | commits/run {tp['commits_per_run']:.2f} | CPU ms/run daemon "
+                          f"succeeded {tp['failed']}) | commits/run {tp['commits_per_run']:.2f}"
+                          + (f", per step in the app DB {tp['app_commits_per_step']:.2f}" if wf == "sql" else "")
+                          + f" | CPU ms/run daemon "
                           f"{tp['daemon_cpu_ms_per_run']:.2f} PostgreSQL {tp['pg_cpu_ms_per_run']:.2f} far side "
                           f"{tp['far_cpu_ms_per_run']:.2f} | machine busy {tp['busy_cores']:.2f} cores | HWM "
-                          f"{tp['hwm_mb']:.0f} MB", flush=True)
+                          f"{tp['hwm_mb']:.0f} MB | commit counts settled in {max(SETTLE_S[-4:]):.1f}s at most | load {la} -> "
+                          f"{load_average()}", flush=True)
                     for prof in tp["profile"]:
                         print(prof, flush=True)
                 if wf in args.latency_workflows and args.latency_runs:
+                    la = load_average()
                     lat = asyncio.run(one_at_a_time(url, home, args.latency_runs, args.concurrency, WORKFLOWS[wf]))
                     rep[f"lat_{wf}"] = lat
                     print(f"    a44 {wf} one at a time: p50 {lat['lat_p50']:.1f} p99 {lat['lat_p99']:.1f} ms "
                           f"(recorded {lat['lat_rec_p50']:.1f} / {lat['lat_rec_p99']:.1f}); first {FIRST} after "
                           f"readiness p99 {lat['first_p99']:.1f} max {lat['first_max']:.1f} ms; daemon round trips "
-                          f"per run {lat['rt_per_run']:.2f} {lat['rt_detail']}", flush=True)
+                          f"per run {lat['rt_per_run']:.2f} {lat['rt_detail']} | load {la} -> {load_average()}",
+                          flush=True)
                 if args.dbos:
-                    dq = dbos_side(url, far, wf, args.runs, args.latency_runs if wf in args.latency_workflows else 0)
-                    if dq is not None:
-                        rep[f"dbos_{wf}"] = dq
-                        print(f"    DBOS {wf}: {', '.join(f'{k} {v:.2f}' for k, v in dq.items())}", flush=True)
+                    dbos_best(url, far, wf, args, rep)
+                if peer is not None:
+                    restate_side(peer, wf, args, rep)
+            if args.fanout_items:
+                la = load_average()
+                rep["fan_pass"] = fanout_rows(url, home, args.fanout_items)
+                fp = rep["fan_pass"]
+                print(f"    a44 fan-out of {args.fanout_items:,} `pass` items: {fp['rows_item']:.2f} rows and "
+                      f"{fp['wal_item']:,.0f} WAL bytes per partition, {fp['items_s']:,.0f} items/s | load {la} -> "
+                      f"{load_average()}", flush=True)
             res["reps"].append(rep)
         if args.parked:
+            la = load_average()
             res["parked"] = asyncio.run(parked(url, home, args.parked, args.concurrency, args.cycles))
             p = res["parked"]
             print(f"  parked {args.parked}: RSS before {p['rss_before']:.1f} MB, parked {p['rss_parked']:.1f} MB, "
                   f"after cycles {', '.join(f'{x:.1f}' for x in p['rss_cycles'])} MB (HWM {p['hwm']:.1f}); "
-                  f"created+parked in {p['park_s']:.1f}s", flush=True)
+                  f"created+parked in {p['park_s']:.1f}s | load {la} -> {load_average()}", flush=True)
         if args.round_trips:
             from runtime_roundtrips import count_round_trips
 
@@ -539,6 +650,8 @@ def bench(durable: bool, args) -> dict:
             print(f"  in-process, steps with an effect (pass not inlined), {args.round_trips} runs: "
                   f"{res['rt_effect']}", flush=True)
     finally:
+        if peer is not None:
+            peer.stop()
         far.stop()
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -552,7 +665,7 @@ def main() -> None:
     ap.add_argument("--parked", type=int, default=10_000)
     ap.add_argument("--cycles", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=64, help="each daemon's --concurrency (runs in flight)")
-    ap.add_argument("--daemons", default="1,2,4",
+    ap.add_argument("--daemons", default="1,2",
                     help="daemons on the one PostgreSQL for the throughput figures: N or a list, e.g. 1,2,4")
     ap.add_argument("--workflows", default="pass,http,sql", help="of pass, http, sql")
     ap.add_argument("--repeat", type=int, default=3)
@@ -560,6 +673,10 @@ def main() -> None:
     ap.add_argument("--limit-conns", type=int, default=16)
     ap.add_argument("--round-trips", type=int, default=200, help="runs for the in-process round-trip count (0: skip)")
     ap.add_argument("--no-dbos", dest="dbos", action="store_false", help="skip DBOS even if it is installed")
+    ap.add_argument("--no-restate", dest="restate", action="store_false",
+                    help="skip Restate even if it is installed (bash bench/install_peers.sh)")
+    ap.add_argument("--fanout-items", type=int, default=2000,
+                    help="items of the `pass` fan-out whose rows per partition are counted (0: skip)")
     ap.add_argument("--also-non-durable", action="store_true", help="repeat everything with durable=False")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--profile", metavar="DIR", help="sample each throughput daemon with py-spy (pip install py-spy) "
@@ -579,15 +696,17 @@ def main() -> None:
         print("# `a44 automation serve --help` fails in this tree; using bench/runtime_daemon.py (same Daemon)")
         DAEMON_CMD[0] = "module"
     if args.quick:
-        args.runs, args.latency_runs, args.parked, args.repeat, args.limit_seconds = 500, 50, 1000, 1, 1.0
-        args.round_trips = 100
+        args.runs, args.latency_runs, args.parked, args.limit_seconds = 500, 100, 1000, 1.0
+        args.round_trips, args.fanout_items = 0, 1000
     results = [bench(True, args)]
     if args.also_non_durable:
         results.append(bench(False, args))
+    from runtime_goals import table
     from runtime_table import summary
 
     for res in results:
         summary(res, args, daemon_cmd=DAEMON_CMD[0])
+        table(res, args)
 
 
 if __name__ == "__main__":
