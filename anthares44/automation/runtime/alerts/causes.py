@@ -42,8 +42,10 @@ def next_action(project: str, state: str, run_id: str, step: str | None, *, part
     """The command to paste, from what failed: the partitions that failed, else the step, else the whole run."""
     flag = project_flag(project)
     if state == "blocked_version":      # the code contradicts the run's history (docs/verify.md)
-        return (f"a44 automation runs migrate --workflow {shlex.quote(workflow or '?')} --to N --from {version}{flag}"
-                f"  # or: a44 automation runs cancel {run_id}{flag}")
+        # `runs migrate` plans a code workflow's runs as blocked (the replay gate does not yet decide a move):
+        # cancel is the one command that settles it today; `verify` shows where code and history part
+        return (f"a44 automation runs cancel {run_id}{flag}  # first: a44 automation verify FILE --since 1d"
+                f"{flag} shows where v{version}'s history and the code part")
     if state == "awaiting_confirmation":
         return (f"a44 automation runs resolve {run_id} --step {shlex.quote(step or '?')} "
                 f"--outcome succeeded|failed|retry{flag}")
