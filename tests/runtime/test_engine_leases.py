@@ -91,11 +91,23 @@ def test_renewal_keeps_the_lease_while_a_step_runs(store, clock, aio):
     holder = engine(store, s, clock=clock, worker_id="holder", lease_s=0.3)   # renews every 0.1 s
     other = engine(store, s, clock=clock, worker_id="other", lease_s=0.3)
 
+    async def renewed_at_now() -> None:
+        """Until the holder's renewal for the clock's instant is recorded (its deadline a lease from now): the
+        test waits on the engine, not on wall time, so a loaded machine cannot make it miss a renewal."""
+        want = clock.now() + timedelta(seconds=0.3)
+        for _ in range(3000):
+            if (await store.get_run(run_id))["lease_deadline"] >= want:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"no renewal for {clock.now().isoformat()} within 30 s")
+
     async def scenario():
         h = asyncio.create_task(holder.run_once())
+        while not s.called("a"):
+            await asyncio.sleep(0.01)
         for _ in range(5):
-            await asyncio.sleep(0.15)
-            clock.advance(0.1)
+            clock.advance(0.1)             # a renewal is due now (every lease/3 of the engine's clock)
+            await renewed_at_now()
             assert await other.claim() == []
         s.events["go"].set()
         return await h
