@@ -90,7 +90,7 @@ VARIABLES: tuple[Variable, ...] = (
              "the directory of the Parquet log archive (default `$A44_HOME/storage/logs`)"),
     Variable("A44_TEST_DATABASE_URL", "test_database_url",
              "the test kit (and this repository's tests): a maintenance database URL (`.../postgres`) of a "
-             "PostgreSQL >= 14 to make test databases on, instead of an embedded server (docs/testkit.md)"),
+             "PostgreSQL >= 15 to make test databases on, instead of an embedded server (docs/testkit.md)"),
     Variable("A44_TEST_POSTGRES", "test_postgres",
              "the test kit (and this repository's tests): `debian` runs the test server from Debian's PostgreSQL "
              "package (the oldest major installed), `pgbouncer` the same behind a PgBouncer in transaction pooling "

@@ -3,7 +3,7 @@
 One embedded server per test session (temp dir, random port, 127.0.0.1, fsync off), one template database
 migrated once, and a fresh database per test cloned from it: the test kit's (anthares44/automation/testkit/
 databases.py, its plugin's `a44_postgres` fixture), so these tests and the kit's share one server.
-`A44_TEST_DATABASE_URL` (a URL to a maintenance database such as `postgres` on any PostgreSQL >= 14) uses that
+`A44_TEST_DATABASE_URL` (a URL to a maintenance database such as `postgres` on any PostgreSQL >= 15) uses that
 server instead; the test databases are created and dropped there.
 
 Helper: query(url, sql, *args) -> rows, on a connection of its own.

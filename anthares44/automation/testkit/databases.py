@@ -1,7 +1,7 @@
 """Test databases: one embedded PostgreSQL per test process, one migrated template, a fresh clone per test.
 
 `TestPostgres` starts the server (temp dir, random port, 127.0.0.1, fsync off) or uses the one
-`A44_TEST_DATABASE_URL` names (a maintenance database such as `postgres` on any PostgreSQL >= 14), migrates a
+`A44_TEST_DATABASE_URL` names (a maintenance database such as `postgres` on any PostgreSQL >= 15), migrates a
 template database once, and clones it per test (`CREATE DATABASE ... TEMPLATE`, ~50 ms). The test kit's `a44_env`
 fixture and this repository's own fixtures (tests/runtime/pg.py) both use it, so a test process runs one server.
 

@@ -25,7 +25,7 @@ from .vocabulary import load_migrations
 if TYPE_CHECKING:
     from .core import Session
 
-MIN_SERVER_VERSION = 140000
+MIN_SERVER_VERSION = 150000   # 14 reached its end of life in November 2026; 15 is the oldest CI tests (docs/store.md)
 PARTITION_MONTHS_AHEAD = 2  # current month + 2: a daemon running for weeks never reaches the default partition
 
 
@@ -48,7 +48,7 @@ async def migrate(conn: Session, now: datetime, *, destructive: bool = False) ->
     `destructive` (`db migrate`) or on an empty database; else it is refused."""
     version = await conn.fetchval("server_version")
     if version < MIN_SERVER_VERSION:
-        raise A44Error(E_DB_SCHEMA, f"PostgreSQL {version // 10000} is too old; a44 needs PostgreSQL 14 or later")
+        raise A44Error(E_DB_SCHEMA, f"PostgreSQL {version // 10000} is too old; a44 needs PostgreSQL 15 or later")
     report = MigrationReport()
     known = load_migrations()
     daemon = known[-1].number
