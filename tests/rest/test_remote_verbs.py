@@ -50,7 +50,8 @@ NO_ENDPOINT = {
     "automation webhook list": [], "automation schedule occurrences": [],
 }
 LOCAL_BY_NATURE = {  # why each works on this machine only
-    "automation lint": "compiles files", "automation compile": "compiles files", "automation schema": "writes files",
+    "automation lint": "compiles files", "automation compile": "compiles files",
+    "automation verify": "imports the new code and replays histories here (--since reads the database it names)", "automation schema": "writes files",
     "automation expr": "evaluates an expression", "automation schedule preview": "compiles files, no database",
     "automation db start": "the local PostgreSQL", "automation db stop": "the local PostgreSQL",
     "automation db status": "the local PostgreSQL", "automation db url": "the local PostgreSQL",
