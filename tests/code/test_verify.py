@@ -163,7 +163,8 @@ def test_a_live_divergence_is_blocked_version_alerted_and_cancel_settles_it(stor
     assert [(r, s) for r, s, _ in alerts] == [("builtin:blocked_version", "firing")]
     ctx = alerts[0][2] if isinstance(alerts[0][2], dict) else json.loads(alerts[0][2])
     assert (ctx["workflow"], ctx["version"], ctx["failed_step"], ctx["run_id"]) == ("wf_swapflow", 1, "c", run_id)
-    assert f"runs cancel {run_id}" in ctx["next_action"] and "verify FILE" in ctx["next_action"]
+    assert "runs migrate --workflow wf_swapflow" in ctx["next_action"] and f"runs cancel {run_id}" in \
+        ctx["next_action"]
 
     monkeypatch.setenv("A44_DATABASE_URL", pg_url)
     monkeypatch.delenv("A44_PROJECT", raising=False)

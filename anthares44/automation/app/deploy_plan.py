@@ -109,7 +109,13 @@ async def plan_workflow(store, project: str, new: WorkflowIR) -> WorkflowPlan:
     if older:
         async for row in open_runs(store, project, new.workflow_id, older):
             stand = stand_of(row["run_id"], row["version"], row["state"], attempts_of(row))
-            plan.runs.append(classify(irs[row["version"]], new, stand))
+            if new.kind == "code":      # the replay gate decides: its history against the new code
+                from ..runtime.code_moves import classify_code
+
+                run = await store.get_run(row["run_id"], project)
+                plan.runs.append(await classify_code(store, store, run, new, stand))
+            else:
+                plan.runs.append(classify(irs[row["version"]], new, stand))
     return plan
 
 

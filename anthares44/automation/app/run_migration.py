@@ -116,7 +116,7 @@ async def migrate_runs(store, project: str, workflow_id: str, to: int, *, from_v
                 ok = False
             if not ok:
                 continue
-        if only_compatible:     # judged on the snapshot first: only a compatible run is locked and judged again
+        if only_compatible and target.kind != "code":     # judged on the snapshot first: only a compatible run is locked and judged again
             old = irs.get(row["version"]) or irs.setdefault(
                 row["version"], await target_ir(store, project, workflow_id, row["version"]))
             plan = classify(old, target, stand_of(row["run_id"], row["version"], row["state"], attempts_of(row)))

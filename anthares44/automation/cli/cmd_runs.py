@@ -334,8 +334,8 @@ def blocked_text(run: dict) -> str:
     if run.get("state") != "blocked_version":
         return ""
     return (f"blocked: {run.get('error_message') or '-'}\n"
-            f"next: a44 automation verify FILE --since 1d (where code and history part), then "
-            f"a44 automation runs cancel {run['run_id']}\n")
+            f"next: a44 automation runs migrate --workflow {run['workflow_id']} --to N --from {run['version']} "
+            f"(N: a version whose code replays it; verify FILE first), or a44 automation runs cancel {run['run_id']}\n")
 
 
 def approvals_text(run: dict) -> str:

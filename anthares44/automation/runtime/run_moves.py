@@ -20,6 +20,7 @@ from typing import Any
 
 from ..compiler.deploy_diff import BLOCKED, RunPlan, classify, stand_of
 from ..compiler.ir import WorkflowIR
+from .code_moves import classify_code
 from .store.core import Store
 from .store.results import encode_json
 
@@ -77,7 +78,10 @@ async def move_run(store: Store, project: str, run_id: str, target: WorkflowIR, 
             doc = await conn.fetchval("version_ir", project=project, workflow_id=target.workflow_id, version=version)
             old = irs[version] = load_workflow_ir(json.loads(doc) if isinstance(doc, str) else doc)
         stand = stand_of(run_id, version, row["state"], _attempts(row["attempts"]))
-        plan = classify(old, target, stand, allow_reexecute=allow_reexecute)
+        if target.kind == "code":       # judged by replaying its history against the target's code
+            plan = await classify_code(store, conn, dict(row), target, stand)
+        else:
+            plan = classify(old, target, stand, allow_reexecute=allow_reexecute)
         if plan.outcome == BLOCKED or (only_compatible and plan.outcome != "compatible"):
             return MoveResult(run_id, plan.outcome, version, plan)
         if dry_run:
@@ -93,6 +97,8 @@ async def move_run(store: Store, project: str, run_id: str, target: WorkflowIR, 
             await _recompute_output(store, conn, run_id, step_id, expr.cel, row, at)
         data = {"from": version, "to": target.version, "class": plan.outcome, "by": by, "reason": why,
                 "mapping": move.to_dict(), "reasons": [r.to_dict() for r in plan.reasons]}
+        if row["state"] == "blocked_version":   # the target's code replays its history: due again at once
+            await conn.fetchval("run_move_unblock", run_id=run_id, now=at)
         message = f"moved from v{version} to v{target.version} by {by}" + (f": {why}" if why else "")
         event_id = await conn.fetchval("run_move_version", run_id=run_id, to=target.version, olds=olds, news=news,
                                        message=message, data=encode_json(data), now=at)

@@ -14,7 +14,7 @@
   Next action: `a44 automation runs resolve RUN --step STEP --outcome succeeded|failed|retry`.
 - `builtin:blocked_version`: a code run stopped in `blocked_version` (its code contradicts its history, a deploy
   changed the steps before its frontier: docs/verify.md); names workflow, version and step; clears when no run of the
-  workflow is left in that state. Next action: `a44 automation runs cancel RUN` (after `verify`).
+  workflow is left in that state. Next action: `a44 automation runs migrate ...` or `a44 automation runs cancel RUN`.
 - `builtin:dlq_growth`: a queue's DLQ depth grew since the last sample (one occurrence per new dead letter);
   clears when it is back to 0. Next action: `a44 automation dlq redrive Q --filter "error_code == '...'"`.
 """

@@ -42,10 +42,10 @@ def next_action(project: str, state: str, run_id: str, step: str | None, *, part
     """The command to paste, from what failed: the partitions that failed, else the step, else the whole run."""
     flag = project_flag(project)
     if state == "blocked_version":      # the code contradicts the run's history (docs/verify.md)
-        # `runs migrate` plans a code workflow's runs as blocked (the replay gate does not yet decide a move):
-        # cancel is the one command that settles it today; `verify` shows where code and history part
-        return (f"a44 automation runs cancel {run_id}{flag}  # first: a44 automation verify FILE --since 1d"
-                f"{flag} shows where v{version}'s history and the code part")
+        # moved to a version whose code replays its history (runs migrate judges it by the replay gate), or ended
+        return (f"a44 automation runs migrate --workflow {shlex.quote(workflow or '?')} --to N --from {version}{flag}"
+                f"  # N: a version whose code replays it (verify FILE first); or: a44 automation runs cancel "
+                f"{run_id}{flag}")
     if state == "awaiting_confirmation":
         return (f"a44 automation runs resolve {run_id} --step {shlex.quote(step or '?')} "
                 f"--outcome succeeded|failed|retry{flag}")

@@ -124,3 +124,15 @@ insert into automation.run_events (run_id, project_id, at, kind, state, message,
 select u.run_id, u.project_id, :now::timestamptz, 'run_version_changed', u.state, :message, :data::jsonb
 from u
 returning id;
+
+-- name: run_move_unblock
+-- purpose: a `blocked_version` run :run_id moved to a version whose code replays its history goes back to `pending`, due at :now with its divergence cleared, and the daemons are woken (a44_runs_due); returns whether it was blocked
+with u as (
+    update automation.runs
+    set state = 'pending', next_wake_at = :now::timestamptz, updated_at = :now::timestamptz,
+        error_code = null, error_message = null, failed_step = null
+    where run_id = :run_id and state = 'blocked_version'
+    returning run_id)
+select count(*) > 0 from u
+cross join lateral (select pg_notify('a44_runs_due',
+                                     (extract(epoch from :now::timestamptz) * 1000)::bigint::text)) n;
