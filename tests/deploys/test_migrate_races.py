@@ -6,6 +6,7 @@ auto-upgrade` moves the compatible runs at publish and leaves the others pinned.
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import asyncpg
 import pytest
@@ -176,3 +177,31 @@ def test_runs_advancing_while_migrate_runs_end_on_one_version_each_with_no_step_
     work = env.registry.mocks["connector/acct.work"]
     assert set(Counter(c.idempotency_key for c in work.calls).values()) == {1}
     assert {env.get(r).row["state"] for r in ids} == {"succeeded"}
+
+
+def test_an_auto_upgrade_run_a_worker_held_at_publish_moves_when_released_and_a_blocked_one_is_judged_once(a44_env):
+    """The publish cannot move a run a worker holds; once that worker releases it, the engine's auto-upgrade sweep
+    (runtime/upgrades.py) moves it (by `auto-upgrade`), and it runs v2's new step. A run v2 would block is judged
+    once for v2 (`run_version_kept`), not at every sweep."""
+    env = a44_env
+    held, at_w2 = _runs(env, 2)
+    env.call(env.app.signal(at_w2, "g1"))
+    env.settle()
+    lease = "update automation.runs set lease_owner = $2, lease_deadline = $3 where run_id = $1"
+    env.call(env.store.pool.execute(lease, held, "busy-worker", env.now + timedelta(hours=1)))
+    report = env.publish(V2.replace("version: 2\n", "version: 2\nversioning: auto-upgrade\n"))
+    assert report.upgraded == [{"workflow_id": "wf_racy", "to": 2, "counts": {"held": 1, "blocked": 1}}]
+    assert _versions(env, [held, at_w2]) == [1, 1]
+    env.call(env.store.pool.execute(lease, held, None, None))      # the worker releases it between steps
+    env.advance("10s")
+    env.advance("10s")
+    assert _versions(env, [held, at_w2]) == [2, 1]
+    (event,) = [e for e in env.call(env.store.list_run_events(held)) if e["kind"] == "run_version_changed"]
+    assert event["data"]["by"] == "auto-upgrade"
+    kept = [e for e in env.call(env.store.list_run_events(at_w2)) if e["kind"] == "run_version_kept"]
+    assert [(e["data"]["to"], e["data"]["class"]) for e in kept] == [(2, "blocked")]
+    env.call(env.app.signal(held, "g1"))
+    env.settle()
+    rows = env.call(env.store.pool.fetch("select step_id, status from automation.step_attempts where run_id = $1 "
+                                         "and kind = 'action' and step_id not like 'w%' order by started_at", held))
+    assert [(r["step_id"], r["status"]) for r in rows] == [("a", "succeeded"), ("b", "succeeded"), ("n", "succeeded")]

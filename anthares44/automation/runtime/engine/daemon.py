@@ -225,6 +225,7 @@ class Daemon:
                 if engine.clock.now() - last_expiry > EXPIRE_EVERY:
                     last_expiry = engine.clock.now()
                     await engine.expire_queued()
+                    await self._engine().upgrade_released()     # every UPGRADE_EVERY: auto-upgrade runs held at publish
                 if engine.clock.now() - last_partitions > PARTITIONS_EVERY:
                     await self.store.ensure_partitions()
                     last_partitions = engine.clock.now()

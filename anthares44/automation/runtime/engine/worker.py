@@ -14,7 +14,7 @@ import random
 import secrets
 import socket
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from ...clock import Clock
@@ -42,6 +42,7 @@ def correlation(run_id: str, step_id: str | None = None, attempt: int | None = N
     """The `extra=` of a log line about a run: the fields `--log-format json` prints beside the message."""
     return {k: v for k, v in (("run_id", run_id), ("step_id", step_id), ("attempt", attempt)) if v is not None}
 DEFAULT_LEASE = timedelta(seconds=30)
+UPGRADE_EVERY = timedelta(seconds=5)   # auto-upgrade sweep of released runs (runtime/upgrades.py)
 # a run parked behind an unfinished run of its partition is promoted when that run finishes (trigger of 0007);
 # it is also looked at again after this long, in case a claim parked it while its predecessor was finishing
 PARK_RECHECK = timedelta(seconds=60)
@@ -57,6 +58,7 @@ class Engine:
                  concurrency: int = 16, services: dict[str, Any] | None = None, app_db: Any = None,
                  settings: Settings | None = None, tracer: Tracer | None = None, group_commit: bool = True):
         self.store = store
+        self._upgraded_at: datetime | None = None    # the last auto-upgrade sweep (upgrade_released)
         settings = settings if settings is not None else Settings()   # what the edge read: the a44 home, keys
         self.tracer = tracer       # None: no spans, nothing done per attempt (tracing.from_environment)
         self.registry = registry if registry is not None else ConnectorRegistry()
@@ -232,10 +234,23 @@ class Engine:
             else:                   # claimed by us, its driver not started yet
                 self._cancel_soon.add(run_id)
 
+    async def upgrade_released(self) -> int:
+        """`versioning: auto-upgrade` runs a worker held at the publish move when released (runtime/upgrades.py),
+        at most once per UPGRADE_EVERY of the engine's clock. Returns how many moved."""
+        from ..upgrades import sweep
+
+        now = self.clock.now()
+        if self._upgraded_at is not None and now - self._upgraded_at < UPGRADE_EVERY:
+            return 0
+        self._upgraded_at = now
+        return await sweep(self.store, now)
+
     async def run_once(self, limit: int | None = None) -> dict[str, str]:
         """Claim one batch of due runs and drive them concurrently to the end of this visit.
-        Returns {run_id: how the visit ended}. Due timers of released runs fire first, in sets."""
+        Returns {run_id: how the visit ended}. Due timers of released runs fire first, in sets; released runs of
+        auto-upgrade workflows move to their newest version before the claim."""
         await self.fire_timers()
+        await self.upgrade_released()
         rows = await self.claim(limit)
         outcomes = await asyncio.gather(*(self.drive_run(r) for r in rows))
         await self.notifier.drain()

@@ -136,3 +136,25 @@ with u as (
 select count(*) > 0 from u
 cross join lateral (select pg_notify('a44_runs_due',
                                      (extract(epoch from :now::timestamptz) * 1000)::bigint::text)) n;
+
+-- name: upgrade_candidates
+-- purpose: open runs no worker holds of workflows whose newest version in their project has `versioning: auto-upgrade`, on an older version and not yet judged for it (no run_version_kept naming it), :limit at most, at :now
+select r.run_id, r.project_id, r.workflow_id, v.version as to_version
+from automation.runs r
+join lateral (select w.version, w.ir from automation.workflow_versions w
+              where w.project_id = r.project_id and w.workflow_id = r.workflow_id
+              order by w.version desc limit 1) v on true
+where r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled')
+  and r.lease_owner is null and r.version < v.version and v.ir ->> 'versioning' = 'auto-upgrade'
+  and not exists (select 1 from automation.run_events e
+                  where e.run_id = r.run_id and e.kind = 'run_version_kept' and (e.data ->> 'to')::integer = v.version)
+  and :now::timestamptz is not null
+order by r.run_id
+limit :limit;
+
+-- name: upgrade_kept
+-- purpose: log on run :run_id (project :project) at :now that auto-upgrade judged it :outcome for version :to and left it on its version (judged once per version)
+insert into automation.run_events (run_id, project_id, at, kind, message, data)
+values (:run_id, :project, :now::timestamptz, 'run_version_kept',
+        'auto-upgrade left the run on its version: ' || :outcome::text || ' for v' || (:to::integer)::text,
+        jsonb_build_object('to', :to::integer, 'class', :outcome::text));
