@@ -85,6 +85,38 @@ def test_a_release_between_refusal_and_release_to_waiting_is_not_lost(store, clo
     aio(body())
 
 
+def test_a_key_taken_as_its_holder_ends_is_recorded_started_after_that_end(store, clock, aio, tmp_path, pg_url,
+                                                                           monkeypatch):
+    """B's visit reads its clock, then asks for the day's lock; A's partition ends in between (a second later) and
+    B takes the day: B's attempt is stamped once the lock is held, so the execution log never shows it started
+    before A's finished (the CI failure of test_locks_two_daemons: 1.2 ms of overlap in the log, none on the wire)."""
+    script = Script(plan={KEY: ["block:go", "ok"]})
+    ir = _ir(tmp_path)
+
+    async def body():
+        run_a, task, _ = await _holder(store, clock, script, ir)
+        run_b = await _run(store, ir, "b")
+        gate = PartitionLocks.gate
+
+        async def a_ends_first(self, *args):
+            if self.v.lease.run_id == run_b and not task.done():
+                clock.advance(timedelta(seconds=1))     # A's call answers a second after B's visit read its clock
+                script.events["go"].set()
+                await task
+            return await gate(self, *args)
+
+        monkeypatch.setattr(PartitionLocks, "gate", a_ends_first)
+        got = await engine(store, script, clock=clock, worker_id="wb").drive()
+        monkeypatch.undo()
+        assert got[run_b] == "succeeded"
+        rows = await sql(pg_url, "select run_id, started_at, finished_at from automation.step_attempts "
+                                 "where step_id = $1 and kind = 'action' order by started_at", KEY)
+        (ra, _, a_end), (rb, b_start, _) = rows
+        assert (ra, rb) == (run_a, run_b) and a_end <= b_start, rows
+
+    aio(body())
+
+
 def test_the_lock_stays_with_a_run_whose_daemon_died_and_the_waiter_goes_after_it(store, clock, aio, tmp_path,
                                                                                    pg_url):
     """A's daemon dies mid-call (its task is cancelled: no release runs); B waits, holding no worker. A's lease

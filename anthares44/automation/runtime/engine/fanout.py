@@ -131,6 +131,10 @@ class FanOut:
         go = await self.locks.gate(b, node, cur.candidates(busy, now, dues), slots, now, dues) \
             if slots > 0 else []
         changed = sum(1 for pp in cur.open.values() if pp.done) > before      # skipped for a conflict
+        if go:
+            # stamped once the locks are held: a key another run just released must not be recorded as started
+            # before that run's attempt finished (the lock round trip takes time; `now` was read before it)
+            now = max(now, self.v.clock.now())
         for pp in go:
             if inline:
                 await self.steps.run_inline(b, pp, now)
