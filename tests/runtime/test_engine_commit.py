@@ -22,7 +22,7 @@ def statements():
     def note(conn, q):
         if " " not in q:
             seen[q] += 1
-        elif "automation.engine_commit(" in q or "automation.engine_commit_many(" in q:
+        elif "automation.engine_commit_v2(" in q or "automation.engine_commit_many_v2(" in q:
             seen["engine_commit in a transaction" if conn.is_in_transaction() else "engine_commit"] += 1
         else:
             seen["other"] += 1

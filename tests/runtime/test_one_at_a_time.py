@@ -237,6 +237,6 @@ def test_the_daemon_warms_its_pool_before_serving(pg_url, aio, tmp_path):
 
     sizes = aio(scenario())
     assert sizes == (5, 5)
-    hot = [q for q in prepared if any(k in q for k in ("automation.lease_claim(", "automation.engine_commit(",
+    hot = [q for q in prepared if any(k in q for k in ("automation.lease_claim(", "automation.engine_commit_v2(",
                                                        "pg_notify(", "min(next_wake_at)"))]
     assert not hot, hot

@@ -37,7 +37,7 @@ from ...sdk.core import Execution, History, Host, NonDeterministic, StepFailed, 
 from ...stdlib_connectors.protocol import StepContext
 from .fanout import PLAN_TRIES
 from .invoke import AFTER_EFFECT
-from .journal import LeaseLost, PlanConflict, attempt_key
+from .journal import CancelPending, LeaseLost, PlanConflict, attempt_key
 from .partition_locks import LOCK_RECHECK, take_item
 from .partition_plan import Planner, since_keys
 from .progress import split_part
@@ -313,10 +313,20 @@ class CodeVisit(Host):
             err = A44Error(E_PARTITIONS_FAILED, f"{len(listed)} partition(s) failed after their retries: "
                                                 + ", ".join(f"{i} ({c})" for i, c, _ in x.failed_items),
                            details={"failed_partitions": listed})
-            self.v.batch.event("run.partial", v.clock.now(), state=PARTIAL, error_code=err.code, message=err.message,
-                               data=err.details)
-            return await self._end(PARTIAL, error=err, result=encoded)
-        return await self._end(SUCCEEDED, result=encoded)
+            return await self._finish(x, PARTIAL, error=err, result=encoded,
+                                      event=dict(kind="run.partial", state=PARTIAL, error_code=err.code,
+                                                 message=err.message, data=err.details))
+        return await self._finish(x, SUCCEEDED, result=encoded)
+
+    async def _finish(self, x: Execution, state: str, **end: Any) -> str:
+        """End the run succeeded or partial; a cancel request that reached the run before this commit, its NOTIFY
+        not yet this driver (migration 0045), ends it cancelled instead, with the records of this visit."""
+        try:
+            return await self._end(state, **end)
+        except CancelPending:
+            self.v.cancel.ask()
+            await self.v.cancel.load(self.v.store, self.v.lease.run_id)
+            return await self._cancelled(x)
 
     def summary(self) -> dict:
         """As for YAML runs (Progress.summary): the steps' recorded rows, added up in the order the code asked
@@ -337,11 +347,12 @@ class CodeVisit(Host):
         return summary
 
     async def _end(self, state: str, *, error: A44Error | None = None, result: Any = None,
-                   failed_step: str | None = None) -> str:
+                   failed_step: str | None = None, event: dict[str, Any] | None = None) -> str:
         # queues, as for YAML runs: a failed run is redelivered or dead-lettered in this transaction, and a run
         # of a partition wakes the daemons for its successor (Visit.after_terminal, docs/queues.md)
         return await self.v.end(state, self.v.clock.now(), summary=self.summary(), error=error, result=result,
-                                failed_step=failed_step, failed=state == FAILED, code=error.code if error else None)
+                                failed_step=failed_step, failed=state == FAILED, code=error.code if error else None,
+                                event=event)
 
     async def _cancelled(self, x: Execution) -> str:
         """End the run `cancelled` (cancels.py), compensating its completed steps first when asked."""

@@ -26,6 +26,7 @@ from .dag_steps import Steps
 from .fanout import FanOut, failure
 from .invoke import Outcome
 from .item_plan import item_lists
+from .journal import CancelPending
 from .progress import Progress, StepProgress
 from .saga import DEFAULT_COMPENSATION_TIMEOUT_MS, Saga, Undo
 from .states import AWAITING_CONFIRMATION, CANCELLED, COMPENSATING, FAILED, PARTIAL, SLEEPING, SUCCEEDED, WAITING
@@ -314,12 +315,19 @@ class DagVisit:
             # not an effect, is wrong)
             return await v.end(FAILED, now, error=err, summary=summary, failed=True, code=err.code)
         failed = self.p.failed_partitions()
-        if not failed:
-            return await v.end(SUCCEEDED, now, result=result, summary=summary)
-        err = failure(None, failed)
-        return await v.end(PARTIAL, now, result=result, summary=summary, error=err,
-                           event=dict(kind="run.partial", state=PARTIAL, error_code=err.code, message=err.message,
-                                      data=err.details))
+        try:
+            if not failed:
+                return await v.end(SUCCEEDED, now, result=result, summary=summary)
+            err = failure(None, failed)
+            return await v.end(PARTIAL, now, result=result, summary=summary, error=err,
+                               event=dict(kind="run.partial", state=PARTIAL, error_code=err.code,
+                                          message=err.message, data=err.details))
+        except CancelPending:
+            # a cancel request reached the run before its end committed, its NOTIFY not yet this driver (0045):
+            # the request holds, the run ends cancelled (or compensates first) with the records of this visit
+            v.cancel.ask()
+            await v.cancel.load(v.store, v.lease.run_id)
+            return await self._cancel(v.clock.now())
 
     async def _fail(self, sp: StepProgress, now: datetime) -> str:
         """Final failure of step `sp`: compensate completed steps if any declare it (§6.1), else fail the run."""

@@ -58,6 +58,11 @@ class LeaseLost(Exception):
     """The run's lease is no longer ours (expired and re-granted, or released): stop touching the run."""
 
 
+class CancelPending(Exception):
+    """The batch would end the run succeeded or partial, but a person's cancel request is on it (migration 0045,
+    A44CQ): nothing was written; the batch keeps what came before its end, and the driver cancels instead."""
+
+
 class PlanConflict(Exception):
     """A since-last-success partition plan took a key another run processed or owns since it was computed:
     nothing was written; plan again."""
@@ -148,6 +153,7 @@ class Batch:
         self._ops: list[tuple[str, dict[str, Any]]] = []
         self.current_step: str | None = None
         self._final = False         # the batch ends the run: its notification is not held (Notifier.add)
+        self._end_at: int | None = None     # where in _ops the run's finishing transition starts
 
     def __bool__(self) -> bool:
         return bool(self._ops) or self.current_step is not None
@@ -314,6 +320,8 @@ class Batch:
                    summary: Any = None, finished: bool = False) -> None:
         L = self.lease
         code, message = (error.code, error.message) if error else (None, None)
+        if finished:
+            self._end_at = len(self._ops)
         self._ops.append(("run_transition", dict(
             run_id=L.run_id, owner=L.owner, grant=L.grant, to=to, allowed_from=allowed_from(to),
             next_wake_at=next_wake_at, release=release, failed_step=failed_step, error_code=code, message=message,
@@ -361,11 +369,19 @@ class Batch:
         current, self.current_step = self.current_step, None
         due, self._due = self._due, None
         final, self._final = self._final, False
+        end_at, self._end_at = self._end_at, None
         try:
             if self.committer is not None:      # its NOTIFYs ride in the group's transaction (migration 0026)
                 await self.committer.commit(L, encode_ops(ops), current, at, due)
             else:
                 await write_alone(self.store, L, encode_ops(ops), current, at)
+        except CancelPending:
+            # nothing was written: what the visit recorded before the end (the last attempts) goes with the cancel
+            self._ops = ops[:end_at] if end_at is not None else ops
+            self.current_step = current
+            if self.spans is not None:
+                self.spans.discard()
+            raise
         except BaseException:
             if self.spans is not None:
                 self.spans.discard()
@@ -416,10 +432,15 @@ def _plan_conflict(L: Lease, cause: Any) -> Exception:
     return PlanConflict(getattr(cause, "message", None) or L.run_id)
 
 
+def _cancel_pending(L: Lease, cause: Any) -> Exception:
+    return CancelPending(getattr(cause, "message", None) or L.run_id)
+
+
 def _illegal(L: Lease, cause: Any) -> Exception:
     return illegal(L.run_id, getattr(cause, "detail", None), getattr(cause, "hint", None) or "?")
 
 
 # the SQLSTATEs an operation of 0018/0020 raises to refuse -> the exception the engine raises (nothing was written);
 # the second argument carries the error's message, detail and hint (asyncpg's error, or a group's outcome)
-SIGNALS = {"A44LL": _lease_lost, "A44NR": _not_running, "A44IT": _illegal, "A44PC": _plan_conflict}
+SIGNALS = {"A44LL": _lease_lost, "A44NR": _not_running, "A44IT": _illegal, "A44PC": _plan_conflict,
+           "A44CQ": _cancel_pending}

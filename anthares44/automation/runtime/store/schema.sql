@@ -324,6 +324,85 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.engine_commit_many_v2(p_batches jsonb, p_synchronous_commit text) RETURNS jsonb
+    LANGUAGE plpgsql
+    AS $$
+declare
+    b jsonb;
+    outcomes jsonb[] := '{}';
+    code text;
+    msg text;
+    det text;
+    hnt text;
+    due bigint;
+begin
+    if p_synchronous_commit is not null then
+        perform set_config('synchronous_commit', p_synchronous_commit, true);
+    end if;
+    for b in select value from jsonb_array_elements(p_batches) loop
+        begin
+            perform automation.engine_commit_v2(b ->> 'run_id', b ->> 'owner', (b ->> 'grant')::integer,
+                                                b ->> 'current_step', (b ->> 'now')::timestamptz, b -> 'ops');
+            outcomes := array_append(outcomes, null::jsonb);
+            perform pg_notify('a44_run_events', b ->> 'run_id');
+            if b ? 'due_ms' then
+                due := least(due, (b ->> 'due_ms')::bigint);
+            end if;
+        exception when others then
+            get stacked diagnostics code = returned_sqlstate, msg = message_text, det = pg_exception_detail,
+                                    hnt = pg_exception_hint;
+            outcomes := array_append(outcomes, jsonb_build_object('sqlstate', code, 'message', msg, 'detail', det,
+                                                                  'hint', hnt));
+        end;
+    end loop;
+    if due is not null then
+        perform pg_notify('a44_runs_due', due::text);
+    end if;
+    return to_jsonb(outcomes);
+end
+$$;
+
+CREATE FUNCTION automation.engine_commit_v2(p_run_id text, p_owner text, p_grant integer, p_current_step text, p_now timestamp with time zone, p_ops jsonb) RETURNS text
+    LANGUAGE plpgsql
+    AS $_$
+declare
+    fenced text;
+    asked timestamptz;
+    op jsonb;
+    moves boolean := p_ops @> '[{"op": "run_transition"}]';
+begin
+    perform set_config('a44.notify', 'deferred', true);
+    if moves then
+        select state, cancel_requested_at into fenced, asked from automation.runs
+        where run_id = p_run_id and lease_owner = p_owner and lease_grants = p_grant
+        for update;
+    else
+        update automation.runs
+        set current_step = coalesce(p_current_step, current_step), updated_at = p_now
+        where run_id = p_run_id and lease_owner = p_owner and lease_grants = p_grant
+        returning state into fenced;
+    end if;
+    if not found then
+        raise exception using errcode = 'A44LL', message = format('run %s is not leased to %s (grant %s)',
+                                                                    p_run_id, p_owner, p_grant);
+    end if;
+    if asked is not null then
+        if p_ops @> '[{"op": "run_transition", "to": "succeeded", "finished": true}]'
+           or p_ops @> '[{"op": "run_transition", "to": "partial", "finished": true}]' then
+            raise exception using errcode = 'A44CQ', detail = fenced,
+                message = format('run %s has a cancel request (since %s): it ends cancelled', p_run_id, asked);
+        end if;
+    end if;
+    for op in select value from jsonb_array_elements(p_ops) loop
+        if moves and op ->> 'op' = 'run_transition' then
+            op := op || jsonb_build_object('current_step', p_current_step);
+        end if;
+        execute format('select automation.%I($1)', 'engine_op_' || (op ->> 'op')) using op;
+    end loop;
+    return fenced;
+end
+$_$;
+
 CREATE FUNCTION automation.engine_op_attempt_finish(op jsonb) RETURNS bigint
     LANGUAGE plpgsql
     AS $$

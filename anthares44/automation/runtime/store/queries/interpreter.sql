@@ -3,13 +3,13 @@
 -- transition the state machine (engine/states.py, docs/states.md) does not allow writes nothing either.
 
 -- name: engine_commit
--- purpose: one step transition in one statement: if (:owner, grant :grant) still holds run :run_id's lease, note :current_step, then apply the JSON array :ops of {"op": kind, ...} in order (0018; SQLSTATE A44LL lease lost, A44NR attempt not running, A44IT illegal transition)
-select automation.engine_commit(:run_id::text, :owner::text, :grant::integer, :current_step::text,
-                                :now::timestamptz, :ops::jsonb);
+-- purpose: one step transition in one statement: if (:owner, grant :grant) still holds run :run_id's lease, note :current_step, then apply the JSON array :ops of {"op": kind, ...} in order (0018, 0045; SQLSTATE A44LL lease lost, A44NR attempt not running, A44IT illegal transition, A44CQ a cancel request forbids ending succeeded/partial)
+select automation.engine_commit_v2(:run_id::text, :owner::text, :grant::integer, :current_step::text,
+                                   :now::timestamptz, :ops::jsonb);
 
 -- name: engine_commit_many
--- purpose: group commit: the transitions of several runs in one transaction, each all or nothing (0020); :batches is a JSON array of {run_id, owner, grant, current_step, now, ops}, :synchronous_commit this transaction's setting (null: the server's); returns per batch null (applied) or its {sqlstate, message, detail, hint}
-select automation.engine_commit_many(:batches::jsonb, :synchronous_commit::text);
+-- purpose: group commit: the transitions of several runs in one transaction, each all or nothing (0020, 0045); :batches is a JSON array of {run_id, owner, grant, current_step, now, ops}, :synchronous_commit this transaction's setting (null: the server's); returns per batch null (applied) or its {sqlstate, message, detail, hint}
+select automation.engine_commit_many_v2(:batches::jsonb, :synchronous_commit::text);
 
 -- name: engine_notify
 -- purpose: after commit, wake `logs --follow` / `run --wait` of runs :run_ids (a44_run_events) and daemons for the earliest due time :due_ms in epoch ms (a44_runs_due), in one statement
