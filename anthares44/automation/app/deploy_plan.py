@@ -6,15 +6,12 @@ step diff, and per run its class, reasons and first differing step; `blocked` > 
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..compiler.deploy_diff import BLOCKED, COMPATIBLE, MAPPABLE, RunPlan, classify, stand_of, version_diff
-from ..compiler.ir import WorkflowIR, load_workflow_ir
-
-PAGE = 1000
+from ..compiler.ir import WorkflowIR
+from ..runtime.open_runs import attempts_of, open_runs, stored_irs
 
 
 @dataclass
@@ -62,37 +59,6 @@ class PlanReport:
                 "diagnostics": [d.to_dict() for d in self.diagnostics], "files": self.files}
 
 
-async def open_runs(store, project: str, workflow_id: str, versions: list[int]) -> AsyncIterator[dict]:
-    """Every open run of `workflow_id` on `versions`, by run id, page by page, with its attempts."""
-    after = ""
-    while True:
-        page = await store.fetch("open_runs_page", project=project, workflow_id=workflow_id, versions=versions,
-                                 after=after, limit=PAGE, now=store.clock.now())
-        for r in page:
-            yield dict(r)
-        if len(page) < PAGE:
-            return
-        after = page[-1]["run_id"]
-
-
-def attempts_of(row: dict) -> list[tuple[str, str, str]]:
-    raw = row["attempts"]
-    rows = json.loads(raw) if isinstance(raw, str) else raw
-    return [(a[0], a[1], a[2]) for a in rows]
-
-
-async def stored_irs(store, project: str, workflow_id: str) -> tuple[dict[int, WorkflowIR], dict[int, int]]:
-    """The stored IR of every version of `workflow_id` that has open runs, and those versions' open run counts."""
-    irs, open_counts = {}, {}
-    for v in await store.fetch("versions_open_runs", project=project, workflow_id=workflow_id,
-                               now=store.clock.now()):
-        if v["open_runs"]:
-            doc = await store.fetchval("version_ir", project=project, workflow_id=workflow_id, version=v["version"])
-            irs[v["version"]] = load_workflow_ir(doc)
-            open_counts[v["version"]] = v["open_runs"]
-    return irs, open_counts
-
-
 async def plan_workflow(store, project: str, new: WorkflowIR) -> WorkflowPlan:
     """Classify every open run of the versions of `new.workflow_id` older than `new`."""
     plan = WorkflowPlan(new.workflow_id, new.version, new.versioning or "pin")
@@ -112,7 +78,7 @@ async def plan_workflow(store, project: str, new: WorkflowIR) -> WorkflowPlan:
             if new.kind == "code":      # the replay gate decides: its history against the new code
                 from ..runtime.code_moves import classify_code
 
-                run = await store.get_run(row["run_id"], project)
+                run = row | {"workflow_id": new.workflow_id}   # the page has what the replay gate reads
                 plan.runs.append(await classify_code(store, store, run, new, stand))
             else:
                 plan.runs.append(classify(irs[row["version"]], new, stand))

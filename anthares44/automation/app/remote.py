@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
@@ -46,6 +45,7 @@ from .contract.models import events as ev
 from .contract.models import runs as rm
 from .contract.services import EventsService, RunsService
 from .remote_deploys import RemoteDeploys
+from .uploads import upload_texts
 
 _ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 _STREAM_RETRIES = 5
@@ -282,12 +282,7 @@ class RemoteAutomation(RemoteDeploys, RunsService):
             result = await asyncio.to_thread(compile_for_publish, paths)
             return PublishReport(project=self.project, files=list(result.files),
                                  diagnostics=list(result.diagnostics))
-        keys = _upload_keys(files)
-        texts = {}
-        for f in files:
-            with open(f, encoding="utf-8", errors="replace") as fh:
-                texts[keys[f]] = fh.read()
-        back = {k: f for f, k in keys.items()}
+        texts, back = upload_texts(files)
 
         def local(name):
             return back.get(name, name) if isinstance(name, str) else name
@@ -492,29 +487,3 @@ class RemoteIngestion(EventsService):
     async def event(self, event_id: str) -> dict:
         _, doc = await self.auto._call(ep.EVENT.at(event_id=event_id))
         return doc
-
-
-def _upload_keys(files: list[str]) -> dict[str, str]:
-    """Local file name -> the relative path it is uploaded under: relative to the files' common directory, every
-    component safe for the server's discovery (no hidden or skipped directory, a YAML suffix)."""
-    from ..compiler.lint import _SKIP_DIRS, YAML_SUFFIXES
-
-    absolute = {f: os.path.abspath(f) for f in files}
-    common = os.path.commonpath(list(absolute.values())) if absolute else ""
-    if len(files) == 1 or os.path.isfile(common):
-        common = os.path.dirname(common)
-    keys: dict[str, str] = {}
-    used: set[str] = set()
-    for f, a in absolute.items():
-        parts = os.path.relpath(a, common).split(os.sep)
-        parts = [("_" + p) if (p.startswith(".") or p in _SKIP_DIRS) else p for p in parts]
-        if not parts[-1].endswith(YAML_SUFFIXES):
-            parts[-1] += ".yaml"
-        key = "/".join(parts)
-        n = 1
-        while key in used:  # the same file named twice (relative and absolute): keep both, as local does
-            n += 1
-            key = "/".join(parts[:-1] + [f"{n}_{parts[-1]}"])
-        used.add(key)
-        keys[f] = key
-    return keys

@@ -38,15 +38,10 @@ class RemoteDeploys:
     async def publish_plan(self, paths: list[str]):
         from ..compiler.lint import discover
         from ..diagnostics import Diagnostic, Severity, sorted_diagnostics
-        from .remote import _upload_keys
+        from .uploads import upload_texts
 
         files, _ = discover([str(p) for p in paths])
-        keys = _upload_keys(files)
-        texts = {}
-        for f in files:
-            with open(f, encoding="utf-8", errors="replace") as fh:
-                texts[keys[f]] = fh.read()
-        back = {k: f for f, k in keys.items()}
+        texts, back = upload_texts(files)
         _, doc = await self._call(ep.PUBLISH_PLAN.call(), body={"files": texts})
         doc["files"] = [back.get(f, f) for f in doc["files"]]
         for d in doc["diagnostics"]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..compiler.deploy_diff import COMPATIBLE, classify, stand_of
-from ..compiler.ir import WorkflowIR, load_workflow_ir
+from ..compiler.ir import WorkflowIR
 from ..errors import (
     E_INVALID_ARGUMENT,
     E_VERSION_HAS_OPEN_RUNS,
@@ -22,8 +22,8 @@ from ..errors import (
     E_WORKFLOW_NOT_FOUND,
     A44Error,
 )
+from ..runtime.open_runs import attempts_of, open_runs, target_ir
 from ..runtime.run_moves import BUSY, HELD, MoveResult, move_run
-from .deploy_plan import attempts_of, open_runs
 
 FILTER_ROOTS = {"input", "run"}
 RETRY_S = 0.2           # between passes over the runs that were busy or held
@@ -73,14 +73,6 @@ def _filter(text: str | None):
                        "; ".join(f"{i.code} {i.message}" for i in res.issues if i.severity == "error"),
                        hint="CEL over `input` and `run` (run_id, version, state, created_at)")
     return res.program
-
-
-async def target_ir(store, project: str, workflow_id: str, version: int) -> WorkflowIR:
-    doc = await store.fetchval("version_ir", project=project, workflow_id=workflow_id, version=version)
-    if doc is None:
-        raise A44Error(E_WORKFLOW_NOT_FOUND, f"{workflow_id} version {version} is not published in {project}",
-                       hint="publish it first; `a44 automation versions WF` lists the versions")
-    return load_workflow_ir(doc)
 
 
 async def migrate_runs(store, project: str, workflow_id: str, to: int, *, from_versions: list[int] | None = None,

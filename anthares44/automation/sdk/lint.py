@@ -19,6 +19,8 @@ from ..compiler.models.types import STEP_ID_PATTERN, WORKFLOW_NAME_PATTERN
 from ..diagnostics import Diagnostic, Severity, Span, register, sorted_diagnostics
 from ..durations import parse_duration
 from ..errors import A44Error
+from .lint_ast import literal as _literal
+from .lint_ast import span_of as _span
 from .lint_patches import check_patches
 
 A44800 = register("A44800", "code workflow module cannot be imported")
@@ -96,23 +98,12 @@ def _workflow_functions(tree: ast.Module):
                 yield node, decs[0]
 
 
-def _span(node: ast.AST) -> Span:
-    line, col = node.lineno, node.col_offset + 1
-    end_line = getattr(node, "end_lineno", None) or line
-    end_col = (getattr(node, "end_col_offset", None) or node.col_offset) + 1
-    return Span(line, col, end_line, end_col)
-
-
-def _literal(node: ast.AST | None) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-
-
 def _check_workflow(path: str, found) -> list[Diagnostic]:
     fn, dec = found
     out: list[Diagnostic] = []
     name_node = dec.args[0] if isinstance(dec, ast.Call) and dec.args else None
     name = _literal(name_node)
-    if name is not None and not NAME_RE.match(name):
+    if name is not None and name_node is not None and not NAME_RE.match(name):
         out.append(Diagnostic.at(A44802, f"workflow name {name!r} does not match {NAME_RE.pattern}", path,
                                  _span(name_node), hint="lowercase letters, digits and '-', starting with a "
                                                         "letter, e.g. invoice-settle"))

@@ -8,14 +8,14 @@ from __future__ import annotations
 import ast
 
 from ..diagnostics import Diagnostic, Severity, register
+from .lint_ast import literal as _literal
+from .lint_ast import span_of as _span
 
 A44310 = register("A44310", "step.patched id is not a string literal", Severity.WARNING)
 A44311 = register("A44311", "step.patched id has an invalid format")
 
 
 def check_patches(path: str, fn: ast.AST) -> list[Diagnostic]:
-    from .lint import _literal, _span
-
     out: list[Diagnostic] = []
     for node in ast.walk(fn):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "patched"

@@ -31,12 +31,12 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from ..errors import E_SQL_NO_DATABASE, E_SQL_UNSAFE_DATABASE, A44Error
-from ..named_sql import load_file
+from .sql_session import pool_reset
+from .workflow_db import QUERIES
 
 APP_DATABASE_ENV = "A44_APP_DATABASE_URL"
 PROJECT_PLACEHOLDER = "{project}"
@@ -49,8 +49,7 @@ APPLICATION_NAME = "a44-sql-execute"
 PINNED = {"application_name": APPLICATION_NAME, "search_path": "public", "statement_timeout": "0",
           "lock_timeout": "0", "idle_in_transaction_session_timeout": "60s", "idle_session_timeout": "0",
           "default_transaction_read_only": "off", "default_transaction_isolation": "read committed"}
-# the wall's queries run on the workflow's database, so they live with this connector, not with the store's
-QUERIES = _QUERIES = load_file(Path(__file__).with_name("workflow_db.sql"))
+_QUERIES = QUERIES
 _PLAIN_ID = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
@@ -156,8 +155,6 @@ class Pools:
                 pool = self._pools.get(k)
                 if pool is None:
                     import asyncpg
-
-                    from .sql_session import pool_reset
 
                     pool = await asyncpg.create_pool(
                         dsn, min_size=0, max_size=POOL_MAX, max_inactive_connection_lifetime=IDLE_S, init=init,

@@ -32,7 +32,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .sql_database import QUERIES
+from .workflow_db import QUERIES
 
 # stdlib_connectors/workflow_db.sql
 _RESET, _RESET_COMMIT, _ROLLBACK_RESET, _ROLLBACK = (QUERIES[n].sql for n in (

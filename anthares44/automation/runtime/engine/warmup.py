@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 
 import asyncpg
 
-from ..store.core import Session, Store
+from ..store.core import Store
+from ..store.session import Session
 
 CONNECTORS = ("pass", "http", "sql/execute")      # the built-ins a first run most likely calls
 FENCED = "A44LL"       # engine_commit's "not leased to you" (0018): the expected answer to a run that is none

@@ -66,7 +66,7 @@ def _day_start(day: date) -> datetime:
 async def run_retention(store, root: Path, *, hot_days: int = HOT_DAYS, archive_months: int = ARCHIVE_MONTHS,
                         dry_run: bool = False, batch: int = RUN_BATCH) -> RetentionReport:
     """One round of retention under the advisory lock (skipped when another process holds it)."""
-    from ..store.core import Session
+    from ..store.session import Session
 
     archive.pyarrow()   # the one coded error before anything is touched
     now = store.clock.now()

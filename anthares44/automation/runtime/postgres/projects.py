@@ -57,7 +57,7 @@ async def provision(admin_url: str, role: str, database: str, password: str) -> 
     idempotent, and serialised across processes by an advisory lock on the admin database."""
     import asyncpg
 
-    from ..store.core import Session
+    from ..store.session import Session
 
     raw = await asyncpg.connect(admin_url)
     conn = Session(raw)

@@ -37,7 +37,7 @@ def with_database(url: str, database: str) -> str:
 async def _provision(admin_url: str, control_password: str) -> None:
     import asyncpg
 
-    from ..store.core import Session
+    from ..store.session import Session
 
     raw = await asyncpg.connect(admin_url)
     conn = Session(raw)

@@ -23,7 +23,7 @@ from . import compat
 from .vocabulary import load_migrations
 
 if TYPE_CHECKING:
-    from .core import Session
+    from .session import Session
 
 MIN_SERVER_VERSION = 150000   # 14 reached its end of life in November 2026; 15 is the oldest CI tests (docs/store.md)
 PARTITION_MONTHS_AHEAD = 2  # current month + 2: a daemon running for weeks never reaches the default partition

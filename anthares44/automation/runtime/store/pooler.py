@@ -28,6 +28,7 @@ import asyncpg
 
 from ...errors import E_DB_POOLER, A44Error
 from ...redact import redact_url
+from .session import Session
 
 log = logging.getLogger("a44.lifecycle")
 SESSION_SETTING = "A44_DATABASE_SESSION_URL"
@@ -90,8 +91,6 @@ def forget() -> None:
 
 
 async def _probe(url: str, timeout: float) -> Pooling:
-    from .core import Session
-
     first = await asyncpg.connect(url, statement_cache_size=0, timeout=timeout)
     try:
         pid = await Session(first).fetchval("pooler_backend_pid")
@@ -110,8 +109,6 @@ async def _probe(url: str, timeout: float) -> Pooling:
 
 
 async def _jit_on(url: str, timeout: float) -> bool:
-    from .core import Session
-
     conn = await asyncpg.connect(url, statement_cache_size=0, timeout=timeout)
     try:
         return bool(await Session(conn).fetchval("pooler_jit_on"))

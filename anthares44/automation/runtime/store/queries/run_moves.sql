@@ -32,8 +32,8 @@ where v.project_id = :project and v.workflow_id = :workflow_id and v.version = :
 returning v.version;
 
 -- name: open_runs_page
--- purpose: a page of open runs of workflow :workflow_id in project :project on versions :versions, after run id :after, :limit at most, with their input (for a --filter) and their attempts of the current epoch as (step_id, kind, status) in start order
-select r.run_id, r.version, r.state, r.input, r.created_at, r.lease_owner,
+-- purpose: a page of open runs of workflow :workflow_id in project :project on versions :versions, after run id :after, :limit at most, with their input (for a --filter), epoch and idempotency key (a code run's replay gate) and their attempts of the current epoch as (step_id, kind, status) in start order
+select r.run_id, r.version, r.state, r.input, r.created_at, r.lease_owner, r.epoch, r.idempotency_key,
        coalesce((select jsonb_agg(jsonb_build_array(a.step_id, a.kind, a.status) order by a.started_at, a.kind, a.attempt)
                  from automation.step_attempts a
                  where a.run_id = r.run_id and a.epoch = r.epoch), '[]'::jsonb) as attempts
@@ -138,16 +138,25 @@ cross join lateral (select pg_notify('a44_runs_due',
                                      (extract(epoch from :now::timestamptz) * 1000)::bigint::text)) n;
 
 -- name: upgrade_candidates
--- purpose: open runs no worker holds of workflows whose newest version in their project has `versioning: auto-upgrade`, on an older version and not yet judged for it (no run_version_kept naming it), :limit at most, at :now
-select r.run_id, r.project_id, r.workflow_id, v.version as to_version
-from automation.runs r
-join lateral (select w.version, w.ir from automation.workflow_versions w
-              where w.project_id = r.project_id and w.workflow_id = r.workflow_id
-              order by w.version desc limit 1) v on true
+-- purpose: open runs no worker holds of workflows whose newest version in their project has `versioning: auto-upgrade`, on an older version and not yet judged for it (no run_version_kept naming it), :limit at most, at :now; read workflow first (the newest version of each, then only those workflows' runs), so a daemon's sweep every 5 s costs nothing where no workflow upgrades
+with newest as (
+    select distinct on (w.project_id, w.workflow_id) w.project_id, w.workflow_id, w.version
+    from automation.workflow_versions w
+    order by w.project_id, w.workflow_id, w.version desc
+), auto as (
+    select n.project_id, n.workflow_id, n.version
+    from newest n
+    join automation.workflow_versions w
+      on w.project_id = n.project_id and w.workflow_id = n.workflow_id and w.version = n.version
+    where w.ir ->> 'versioning' = 'auto-upgrade'
+)
+select r.run_id, r.project_id, r.workflow_id, a.version as to_version
+from auto a
+join automation.runs r on r.project_id = a.project_id and r.workflow_id = a.workflow_id
 where r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled')
-  and r.lease_owner is null and r.version < v.version and v.ir ->> 'versioning' = 'auto-upgrade'
+  and r.lease_owner is null and r.version < a.version
   and not exists (select 1 from automation.run_events e
-                  where e.run_id = r.run_id and e.kind = 'run_version_kept' and (e.data ->> 'to')::integer = v.version)
+                  where e.run_id = r.run_id and e.kind = 'run_version_kept' and (e.data ->> 'to')::integer = a.version)
   and :now::timestamptz is not null
 order by r.run_id
 limit :limit;
