@@ -65,8 +65,8 @@ def test_a_release_between_refusal_and_release_to_waiting_is_not_lost(store, clo
         run_b = await _run(store, ir, "b")
         gate = PartitionLocks.gate
 
-        async def refused_then_a_ends(self, *args):
-            started = await gate(self, *args)           # B is refused the day (A holds it) ...
+        async def refused_then_a_ends(self, *args, **kw):
+            started = await gate(self, *args, **kw)           # B is refused the day (A holds it) ...
             if self.waiting and not task.done():
                 script.events["go"].set()               # ... then A's call answers and A's visit commits its end
                 await task
@@ -98,12 +98,12 @@ def test_a_key_taken_as_its_holder_ends_is_recorded_started_after_that_end(store
         run_b = await _run(store, ir, "b")
         gate = PartitionLocks.gate
 
-        async def a_ends_first(self, *args):
+        async def a_ends_first(self, *args, **kw):
             if self.v.lease.run_id == run_b and not task.done():
                 clock.advance(timedelta(seconds=1))     # A's call answers a second after B's visit read its clock
                 script.events["go"].set()
                 await task
-            return await gate(self, *args)
+            return await gate(self, *args, **kw)
 
         monkeypatch.setattr(PartitionLocks, "gate", a_ends_first)
         got = await engine(store, script, clock=clock, worker_id="wb").drive()

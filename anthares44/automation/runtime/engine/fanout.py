@@ -128,7 +128,7 @@ class FanOut:
         inline = self.v.inline(node)
         slots = INLINE_CHUNK if inline else node.partitions.concurrency - in_flight
         before = sum(1 for pp in cur.open.values() if pp.done)
-        go = await self.locks.gate(b, node, cur.candidates(busy, now, dues), slots, now, dues) \
+        go = await self.locks.gate(b, node, cur.candidates(busy, now, dues), slots, now, dues, inline=inline) \
             if slots > 0 else []
         changed = sum(1 for pp in cur.open.values() if pp.done) > before      # skipped for a conflict
         if go:

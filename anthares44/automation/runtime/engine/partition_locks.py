@@ -54,11 +54,13 @@ class PartitionLocks:
         self.waiting: set[tuple[str, str]] = set()      # refused and announced in this visit
 
     async def gate(self, b: Batch, node, pull: Callable[[int], list[PartProgress]], slots: int, now: datetime,
-                   dues: list) -> list[PartProgress]:
+                   dues: list, *, inline: bool = False) -> list[PartProgress]:
         """Take the locks of the partitions that may start now: candidates come from `pull(n)` (the fan-out's
         cursor, fanout_cursor.py: at most n, in order) until `slots` of them hold their lock or none is left.
         Returns those to start; one held by another run is waited for (it stays with the cursor), or with
-        `onConflict: skip` recorded skipped here."""
+        `onConflict: skip` recorded skipped here. `inline`: the partitions run on the spot and end in the
+        transaction that records them (a `pass` step), so they take no lock: only the keys another run holds are
+        looked up, and those go through the take (waited for, skipped, or taken over if freed meanwhile)."""
         spec, L = node.partitions, self.v.lease
         go: list[PartProgress] = []
         blocked = False
@@ -68,12 +70,19 @@ class PartitionLocks:
                 break
             want = [pp for pp in batch if (node.id, pp.partition) not in self.held]
             refused: dict[str, str] = {}
-            if want:
+            keys = [pp.partition for pp in want]
+            if want and inline:
+                # a lock taken and released around work with no effect writes two rows and commits once more
+                # per chunk, and keeps nothing from running twice: look, and take only what another run holds
+                rows = await self.v.store.fetch("partition_locks_held", project=L.project_id,
+                                                workflow=L.workflow_id, step=node.id, run_id=L.run_id, keys=keys)
+                keys = [r["partition"] for r in rows]
+            if keys:
                 rows = await self.v.store.fetch(
                     "partition_locks_take", project=L.project_id, workflow=L.workflow_id, step=node.id,
-                    run_id=L.run_id, keys=[pp.partition for pp in want], wait=spec.on_conflict != "skip", now=now)
+                    run_id=L.run_id, keys=keys, wait=spec.on_conflict != "skip", now=now)
                 refused = {r["partition"]: r["holder"] for r in rows}
-                self.held.update((node.id, pp.partition) for pp in want if pp.partition not in refused)
+                self.held.update((node.id, k) for k in keys if k not in refused)
             for pp in batch:
                 holder = refused.get(pp.partition)
                 if holder is None:

@@ -126,6 +126,15 @@ where project_id = :project and trigger_id = :trigger and run_id = :run_id
 order by fire_at
 limit 1;
 
+-- name: partition_locks_held
+-- purpose: which of partitions :keys of step :step (workflow :workflow, project :project) another unfinished run than :run_id holds a lock on, one row (partition, holder) each; a run whose partitions run inline (no effect, ended in the transaction that records them) looks instead of taking, and takes only these (partition_locks_take: waited for, skipped, or a stale one taken over)
+select l.partition, l.run_id as holder
+from automation.partition_locks l
+join automation.runs r on r.run_id = l.run_id
+where l.project_id = :project and l.workflow_id = :workflow and l.step_id = :step
+  and l.partition = any(:keys::text[]) and l.run_id <> :run_id
+  and r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled');
+
 -- name: partition_locks_take
 -- purpose: take the locks of partitions :keys of step :step (workflow :workflow, project :project) for run :run_id; one row (partition, holder) per key another unfinished run holds; with :wait the run is woken when such a key frees
 select partition, holder
