@@ -95,6 +95,10 @@ VARIABLES: tuple[Variable, ...] = (
              "the test kit (and this repository's tests): `debian` runs the test server from Debian's PostgreSQL "
              "package (the oldest major installed), `pgbouncer` the same behind a PgBouncer in transaction pooling "
              "mode; unset: the embedded wheel (docs/testkit.md)"),
+    Variable("A44_TEST_POSTGRES_DIR", "test_postgres_dir",
+             "the test kit (and this repository's tests): the directory under which the throwaway test server keeps "
+             "its data; unset: /dev/shm when it is a writable tmpfs with 2 GiB free (a clone per test is ~10x "
+             "faster in memory than on a disk mounted with `discard`), else the system's temp directory"),
     Variable("A44_DEBUG", "debug", "any value: an internal error prints its traceback", bool),
 )
 DEFAULT_PROJECT = "pj_default"   # the project when neither `--project` nor A44_PROJECT names one
@@ -132,6 +136,7 @@ class Settings:
     log_archive_dir: str | None = None
     test_database_url: str | None = None
     test_postgres: str | None = None
+    test_postgres_dir: str | None = None
     debug: bool = False
 
     @classmethod
