@@ -43,7 +43,10 @@ def query(url: str, sql: str, *args) -> list:
     """Rows of one statement on its own connection to `url`: what a test reads back from a database a daemon
     subprocess wrote to (outside any test event loop)."""
     async def run():
-        conn = await asyncpg.connect(url)
+        # no statement cache: one statement per connection gains nothing from it, and through a PgBouncer in
+        # transaction mode (A44_TEST_POSTGRES=pgbouncer) asyncpg's named statements of two short-lived connections
+        # meet on one server connection (DuplicatePreparedStatementError, seen in .ci/real_postgres run)
+        conn = await asyncpg.connect(url, statement_cache_size=0)
         try:
             return await conn.fetch(sql, *args)
         finally:

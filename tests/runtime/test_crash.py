@@ -34,7 +34,7 @@ async def _setup(url: str, ir, n: int, home: Path, app_url: str) -> list[str]:
 
 
 async def _states(url: str, run_ids) -> dict[str, str]:
-    conn = await asyncpg.connect(url)
+    conn = await asyncpg.connect(url, statement_cache_size=0)     # through a transaction pooler too
     try:
         rows = await conn.fetch("select run_id, state from automation.runs where run_id = any($1)", list(run_ids))
         return {r["run_id"]: r["state"] for r in rows}
