@@ -74,6 +74,42 @@ def test_a_run_another_transaction_holds_is_busy_then_moved_once_it_is_free(a44_
     assert _versions(env, [locked, free]) == [2, 2]
 
 
+def test_a_busy_run_is_tried_again_in_the_next_pass_of_the_same_migrate(a44_env, monkeypatch):
+    """The row is held when the first pass reaches it and released before the second (RETRY_S later): one
+    `runs migrate` moves it, its report says `moved`, not `busy`."""
+    from anthares44.automation.app import run_migration
+
+    env = a44_env
+    locked, free = _runs(env, 2)
+    env.publish(V2)
+    real, refused = run_migration.move_run, asyncio.Event()
+
+    async def move_run(store, project, run_id, *args, **kw):
+        result = await real(store, project, run_id, *args, **kw)
+        if run_id == locked and result.outcome == "busy":
+            refused.set()
+        return result
+
+    monkeypatch.setattr(run_migration, "move_run", move_run)
+
+    async def hold_then_release():
+        conn = await asyncpg.connect(env.store.url)
+        try:
+            tx = conn.transaction()
+            await tx.start()
+            await conn.execute("select 1 from automation.runs where run_id = $1 for update", locked)
+            task = asyncio.ensure_future(migrate_runs(env.store, env.project, "wf_racy", 2, by="t", passes=5))
+            await asyncio.wait_for(refused.wait(), 30)      # the first pass found it busy
+            await tx.rollback()
+            return await asyncio.wait_for(task, 30)
+        finally:
+            await conn.close()
+
+    report = env.call(hold_then_release())
+    assert {r.run_id: r.outcome for r in report.results} == {locked: "moved", free: "moved"}
+    assert _versions(env, [locked, free]) == [2, 2]
+
+
 def test_a_leased_run_stays_on_its_version(a44_env):
     env = a44_env
     (leased,) = _runs(env, 1)
