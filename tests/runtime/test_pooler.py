@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -21,7 +22,7 @@ from anthares44.automation.errors import E_DB_POOLER, A44Error
 from anthares44.automation.runtime.store import pooler
 from anthares44.automation.runtime.store.core import Store
 from anthares44.automation.testkit import servers
-from anthares44.automation.testkit.databases import database_name
+from anthares44.automation.testkit.databases import admin, database_name, with_database
 from tests.runtime.daemon_support import ServeProcess, wait_until
 from tests.runtime.engine_support import node, workflow
 from tests.runtime.pg import query
@@ -95,18 +96,32 @@ def test_a_store_through_the_pooler_runs_concurrent_statements_without_named_pre
     asyncio.run(go())
 
 
-def test_migrate_through_the_pooler_leaves_no_advisory_lock_behind(pooled, pg_url, clock):
+def test_migrate_through_the_pooler_leaves_no_advisory_lock_behind(bouncers, a44_postgres, clock):
+    """From an empty database, so that every migration and its lock really go through the pooler (a clone of the
+    migrated template applies none and takes no lock at all). A session lock would not show here with one client:
+    the pool's reset (pg_advisory_unlock_all) lands on the same server backend; test_the_migration_runner_takes_no_
+    session_lock below is what refuses one."""
+    name = f"a44_empty_{secrets.token_hex(4)}"
+    admin(a44_postgres.admin_url, f"create database {name}")
+    url = bouncers["transaction"].url(name)
+
     async def go():
         for _ in range(2):   # a second daemon start would wait forever on a session lock left on a backend
-            store = await Store.connect(pooled, clock=clock)
+            store = await Store.connect(url, clock=clock)
             try:
-                await asyncio.wait_for(store.migrate(), 60)
+                report = await asyncio.wait_for(store.migrate(), 60)
             finally:
                 await store.close()
-    asyncio.run(go())
-    locks = query(pg_url, "select count(*) from pg_locks where locktype = 'advisory' and database = "
-                          "(select oid from pg_database where datname = current_database())")
-    assert locks[0][0] == 0
+        return report
+    try:
+        asyncio.run(go())
+        applied = query(with_database(a44_postgres.admin_url, name), "select count(*) from automation.schema_migrations")
+        assert applied[0][0] > 40
+        locks = query(a44_postgres.admin_url, "select count(*) from pg_locks where locktype = 'advisory' and "
+                                              "database = (select oid from pg_database where datname = $1)", name)
+        assert locks[0][0] == 0
+    finally:
+        admin(a44_postgres.admin_url, f"drop database if exists {name} with (force)")
 
 
 def test_session_work_through_the_pooler_without_a_session_url_is_refused(pooled, clock):
