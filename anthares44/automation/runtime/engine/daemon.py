@@ -165,7 +165,7 @@ class Daemon:
             n = await warmup.warm(self.store, self.settings.worker_id, self.store.pool.get_max_size(),
                                   self._engine().clock.now())
             log.debug("warmed %d connection(s)", n)
-            warmup.warm_connectors(self._engine().registry)
+            warmup.warm_connectors(self._engine().registry, await warmup.used_types(self.store))
         except A44Error as exc:     # only a head start: the runs pay for it themselves
             log.info("warm-up: %s", exc)
 

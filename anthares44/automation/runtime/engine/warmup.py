@@ -7,7 +7,8 @@ caches statements per connection) and PostgreSQL's first planning of it and of t
 to 170-200 ms (issue 16). The claim asks for no run (limit 0: no candidate, nothing parked), the notify sends
 nothing, and `engine_commit` is fenced off (no run has an empty id) with the SQLSTATE the journal maps to
 `LeaseLost`, after its plan is made. The built-in connectors are loaded too, and those with a `warm()` (`http`:
-its client session, whose import and TLS context cost the first request 0.1-0.5 s) make what they make lazily.
+its client session, whose import and TLS context cost the first request 0.1-0.5 s) make what they make lazily,
+when a published workflow uses them.
 """
 
 from __future__ import annotations
@@ -45,9 +46,19 @@ async def _run_hot_path(s: Session, worker_id: str, now: datetime) -> None:
             raise
 
 
-def warm_connectors(registry) -> None:
-    """Load the usual built-in connectors and let each make, on the running loop, what it makes on first use."""
+async def used_types(store: Store) -> set[str]:
+    """The connector types the published workflows call (any version, steps and compensations)."""
+    return {r["type"] for r in await store.fetch("published_connector_types")}
+
+
+def warm_connectors(registry, used: set[str] | None = None) -> None:
+    """Load the usual built-in connectors and let each make, on the running loop, what it makes on first use:
+    only those some published workflow uses when `used` is given. The http client (aiohttp) is ~10 MB of an idle
+    daemon's memory: a store whose workflows call no http connector does not pay for it (issue 32); one published
+    later pays the import on its first request."""
     for name in CONNECTORS:
+        if used is not None and name not in used:
+            continue
         warm = getattr(registry.get(name), "warm", None)
         if warm is not None:
             warm()

@@ -26,3 +26,10 @@ with old as (
 )
 select case when not exists (select 1 from old) then 'created'
             when exists (select 1 from up) then 'updated' else 'unchanged' end;
+
+-- name: published_connector_types
+-- purpose: the connector types (`http`, `sql/execute`, a declared connector's type...) that any published workflow version's steps or compensations use, read once by a daemon's warm-up: it makes what a connector makes on first use only for the types some workflow calls
+select distinct t #>> '{}' as type
+from automation.workflow_versions w,
+     jsonb_path_query(w.ir, 'lax $.**.connector.type') t
+where jsonb_typeof(t) = 'string';
