@@ -364,44 +364,23 @@ $$;
 
 CREATE FUNCTION automation.engine_commit_v2(p_run_id text, p_owner text, p_grant integer, p_current_step text, p_now timestamp with time zone, p_ops jsonb) RETURNS text
     LANGUAGE plpgsql
-    AS $_$
+    AS $$
 declare
-    fenced text;
     asked timestamptz;
-    op jsonb;
-    moves boolean := p_ops @> '[{"op": "run_transition"}]';
 begin
-    perform set_config('a44.notify', 'deferred', true);
-    if moves then
-        select state, cancel_requested_at into fenced, asked from automation.runs
+    if p_ops @> '[{"op": "run_transition", "to": "succeeded", "finished": true}]'
+       or p_ops @> '[{"op": "run_transition", "to": "partial", "finished": true}]' then
+        select cancel_requested_at into asked from automation.runs
         where run_id = p_run_id and lease_owner = p_owner and lease_grants = p_grant
         for update;
-    else
-        update automation.runs
-        set current_step = coalesce(p_current_step, current_step), updated_at = p_now
-        where run_id = p_run_id and lease_owner = p_owner and lease_grants = p_grant
-        returning state into fenced;
-    end if;
-    if not found then
-        raise exception using errcode = 'A44LL', message = format('run %s is not leased to %s (grant %s)',
-                                                                    p_run_id, p_owner, p_grant);
-    end if;
-    if asked is not null then
-        if p_ops @> '[{"op": "run_transition", "to": "succeeded", "finished": true}]'
-           or p_ops @> '[{"op": "run_transition", "to": "partial", "finished": true}]' then
-            raise exception using errcode = 'A44CQ', detail = fenced,
+        if asked is not null then
+            raise exception using errcode = 'A44CQ',
                 message = format('run %s has a cancel request (since %s): it ends cancelled', p_run_id, asked);
         end if;
     end if;
-    for op in select value from jsonb_array_elements(p_ops) loop
-        if moves and op ->> 'op' = 'run_transition' then
-            op := op || jsonb_build_object('current_step', p_current_step);
-        end if;
-        execute format('select automation.%I($1)', 'engine_op_' || (op ->> 'op')) using op;
-    end loop;
-    return fenced;
+    return automation.engine_commit(p_run_id, p_owner, p_grant, p_current_step, p_now, p_ops);
 end
-$_$;
+$$;
 
 CREATE FUNCTION automation.engine_op_attempt_finish(op jsonb) RETURNS bigint
     LANGUAGE plpgsql

@@ -1,9 +1,10 @@
 -- 0045_cancel_before_finish: a cancel the API answered `requested` always ends the run `cancelled` (docs/states.md
 -- "Cancel"). Until now the daemon holding the run learnt of the request only from its NOTIFY: a run whose last step
 -- ended before the NOTIFY reached its driver finished `succeeded` (or `partial`) and kept the request's
--- E_RUN_CANCELLED on a finished run. `engine_commit_v2` reads the request with the lease fence (the row is locked
--- there, so a request either committed before and is seen, or waits and then finds the run finished and is refused):
--- a batch that would end the run succeeded or partial while a request is on it writes nothing and raises A44CQ; the
+-- E_RUN_CANCELLED on a finished run. `engine_commit_v2` reads the request of a batch that ends the run under the
+-- row lock (a request either committed before and is seen, or waits and then finds the run finished and is refused),
+-- then hands the batch to engine_commit (0028). A batch that would end the run succeeded or partial while a request
+-- is on it writes nothing and raises A44CQ; the
 -- driver then takes its cancel path (cancelled, or compensations first) with the same batch's records.
 -- Additive: engine_commit and engine_commit_many (0026, 0028) stay for the daemons of schema 44 still calling them.
 
@@ -13,40 +14,21 @@ create function automation.engine_commit_v2(p_run_id text, p_owner text, p_grant
     language plpgsql
     as $$
 declare
-    fenced text;
     asked timestamptz;
-    op jsonb;
-    moves boolean := p_ops @> '[{"op": "run_transition"}]';
 begin
-    perform set_config('a44.notify', 'deferred', true);
-    if moves then
-        select state, cancel_requested_at into fenced, asked from automation.runs
+    -- only a batch that ends the run succeeded or partial reads the request (once per run); every other batch is
+    -- engine_commit's as before. The row lock taken here is the one engine_commit's fence takes again.
+    if p_ops @> '[{"op": "run_transition", "to": "succeeded", "finished": true}]'
+       or p_ops @> '[{"op": "run_transition", "to": "partial", "finished": true}]' then
+        select cancel_requested_at into asked from automation.runs
         where run_id = p_run_id and lease_owner = p_owner and lease_grants = p_grant
         for update;
-    else
-        update automation.runs
-        set current_step = coalesce(p_current_step, current_step), updated_at = p_now
-        where run_id = p_run_id and lease_owner = p_owner and lease_grants = p_grant
-        returning state into fenced;
-    end if;
-    if not found then
-        raise exception using errcode = 'A44LL', message = format('run %s is not leased to %s (grant %s)',
-                                                                    p_run_id, p_owner, p_grant);
-    end if;
-    if asked is not null then
-        if p_ops @> '[{"op": "run_transition", "to": "succeeded", "finished": true}]'
-           or p_ops @> '[{"op": "run_transition", "to": "partial", "finished": true}]' then
-            raise exception using errcode = 'A44CQ', detail = fenced,
+        if asked is not null then
+            raise exception using errcode = 'A44CQ',
                 message = format('run %s has a cancel request (since %s): it ends cancelled', p_run_id, asked);
         end if;
     end if;
-    for op in select value from jsonb_array_elements(p_ops) loop
-        if moves and op ->> 'op' = 'run_transition' then
-            op := op || jsonb_build_object('current_step', p_current_step);
-        end if;
-        execute format('select automation.%I($1)', 'engine_op_' || (op ->> 'op')) using op;
-    end loop;
-    return fenced;
+    return automation.engine_commit(p_run_id, p_owner, p_grant, p_current_step, p_now, p_ops);
 end
 $$;
 
