@@ -288,7 +288,7 @@ class Batch:
 
     def partition_wait_check(self, at: datetime) -> None:
         """After a transition to `waiting` on a refused partition lock: due now if the key freed meanwhile."""
-        self._ops.append(("partition_wait_check", dict(run_id=self.lease.run_id, now=at)))
+        self._ops.append(("partition_wait_check_v2", dict(run_id=self.lease.run_id, now=at)))
 
     def wait_check(self, at: datetime) -> None:
         """After a transition to `waiting`: due now if a wait of this epoch closed since the visit looked at it

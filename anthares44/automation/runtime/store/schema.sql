@@ -639,6 +639,35 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.engine_op_partition_wait_check_v2(op jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+declare
+    x record;
+    w record;
+    h text;
+    free boolean := false;
+begin
+    select * into x from jsonb_to_record(op) as r(run_id text, "now" timestamptz);
+    for w in select * from automation.partition_lock_waiters v where v.run_id = x.run_id loop
+        select l.run_id into h from automation.partition_locks l
+        where l.project_id = w.project_id and l.workflow_id = w.workflow_id and l.step_id = w.step_id
+          and l.partition = w.partition
+        for share skip locked;
+        if not found or h = x.run_id or not exists (
+                select 1 from automation.runs r where r.run_id = h
+                  and r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled')) then
+            free := true;
+            exit;
+        end if;
+    end loop;
+    if free then
+        update automation.runs set next_wake_at = x."now"
+        where run_id = x.run_id and state = 'waiting' and lease_owner is null;
+    end if;
+end
+$$;
+
 CREATE FUNCTION automation.engine_op_queue_run_failed(op jsonb) RETURNS text
     LANGUAGE plpgsql
     AS $$
@@ -1636,6 +1665,66 @@ begin
                 exit;
             end if;
             if p_wait then
+                insert into automation.partition_lock_waiters (project_id, workflow_id, step_id, partition, run_id,
+                                                               since)
+                values (p_project, p_workflow, p_step, k, p_run, p_now)
+                on conflict do nothing;
+            end if;
+            partition := k;
+            holder := h;
+            return next;
+            exit;
+        end loop;
+    end loop;
+end
+$$;
+
+CREATE FUNCTION automation.partition_locks_take_v2(p_project text, p_workflow text, p_step text, p_run text, p_keys text[], p_wait boolean, p_now timestamp with time zone) RETURNS TABLE(partition text, holder text)
+    LANGUAGE plpgsql
+    AS $$
+declare
+    k text;
+    h text;
+    live boolean;
+    busy boolean;
+begin
+    foreach k in array (select coalesce(array_agg(distinct x order by x), '{}') from unnest(p_keys) x) loop
+        loop
+            select l.run_id into h from automation.partition_locks l
+            where l.project_id = p_project and l.workflow_id = p_workflow and l.step_id = p_step
+              and l.partition = k
+            for update skip locked;
+            busy := not found;
+            if busy then            -- absent, or locked by another transaction: read what it last committed
+                select l.run_id into h from automation.partition_locks l
+                where l.project_id = p_project and l.workflow_id = p_workflow and l.step_id = p_step
+                  and l.partition = k;
+                if not found then
+                    insert into automation.partition_locks (project_id, workflow_id, step_id, partition, run_id,
+                                                            taken_at)
+                    values (p_project, p_workflow, p_step, k, p_run, p_now)
+                    on conflict do nothing;
+                    if found then
+                        delete from automation.partition_lock_waiters w
+                        where w.project_id = p_project and w.workflow_id = p_workflow and w.step_id = p_step
+                          and w.partition = k and w.run_id = p_run;
+                        exit;
+                    end if;
+                    continue;           -- another run inserted it meanwhile: read it again
+                end if;
+            end if;
+            exit when h = p_run;        -- this run's own key (nothing else locks it while the run is leased)
+            if not busy then
+                select r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled')
+                into live from automation.runs r where r.run_id = h;
+                if not coalesce(live, false) then  -- a stale lock (its run ended without releasing it): take it over
+                    update automation.partition_locks l set run_id = p_run, taken_at = p_now
+                    where l.project_id = p_project and l.workflow_id = p_workflow and l.step_id = p_step
+                      and l.partition = k;
+                    exit;
+                end if;
+            end if;
+            if p_wait then              -- held, or busy: refused now, never waited for
                 insert into automation.partition_lock_waiters (project_id, workflow_id, step_id, partition, run_id,
                                                                since)
                 values (p_project, p_workflow, p_step, k, p_run, p_now)

@@ -136,6 +136,6 @@ where l.project_id = :project and l.workflow_id = :workflow and l.step_id = :ste
   and r.state not in ('succeeded', 'partial', 'failed', 'compensation_failed', 'cancelled');
 
 -- name: partition_locks_take
--- purpose: take the locks of partitions :keys of step :step (workflow :workflow, project :project) for run :run_id; one row (partition, holder) per key another unfinished run holds; with :wait the run is woken when such a key frees
+-- purpose: take the locks of partitions :keys of step :step (workflow :workflow, project :project) for run :run_id, never waiting for a row another transaction has locked (0046); one row (partition, holder) per key another unfinished run holds or is releasing; with :wait the run is woken when such a key frees
 select partition, holder
-from automation.partition_locks_take(:project, :workflow, :step, :run_id, :keys::text[], :wait, :now);
+from automation.partition_locks_take_v2(:project, :workflow, :step, :run_id, :keys::text[], :wait, :now);
