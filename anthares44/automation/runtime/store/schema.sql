@@ -428,6 +428,46 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.engine_op_attempt_records(op jsonb) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+begin
+    perform set_config('a44.attempt_sums', 'op', true);
+    with x as (
+        select * from rows from (jsonb_to_recordset(op -> 'rows')
+                as (run_id text, step_id text, attempt integer, key text, started_at timestamptz, epoch integer,
+                    kind text, project text, worker_id text, lease_grant integer, status text, error_code text,
+                    error_message text, result text, result_bytes integer, retry_at timestamptz,
+                    result_ref text, finished_at timestamptz)) with ordinality
+            as r(run_id, step_id, attempt, key, started_at, epoch, kind, project, worker_id, lease_grant, status,
+                 error_code, error_message, result, result_bytes, retry_at, result_ref, finished_at, n)
+    ), a as (
+        insert into automation.step_attempts (run_id, step_id, attempt, idempotency_key, status, error_code,
+                                              error_message, result, started_at, finished_at, epoch, kind,
+                                              project_id, worker_id, lease_grant, result_bytes, retry_at, result_ref)
+        select run_id, step_id, attempt, key, status, error_code, error_message, result::jsonb, started_at,
+               finished_at, epoch, kind, project, worker_id, lease_grant, result_bytes, retry_at, result_ref
+        from x order by n
+    ), e as (
+        insert into automation.run_events (run_id, project_id, at, kind, step_id, attempt, status, error_code,
+                                           message, data)
+        select run_id, project, finished_at, 'attempt.finished', step_id, attempt, status, error_code, error_message,
+               jsonb_build_object('epoch', epoch, 'kind', kind, 'retry_at', retry_at,
+                                  'duration_ms', round(extract(epoch from finished_at - started_at) * 1000))
+        from x order by n
+    )
+    insert into automation.metric_attempt_sums (project_id, run_id, step_id, kind, status, bucket, attempts,
+                                                retries, seconds)
+    select s.project, s.run_id, s.step, s.kind, s.status, automation.metric_bucket(s.d), count(*),
+           count(*) filter (where s.attempt > 1), sum(s.d)
+    from (select project, run_id, split_part(step_id, '[', 1) as step, kind, status, attempt,
+                 greatest(extract(epoch from finished_at - started_at), 0)::float8 as d
+          from x where status <> 'running') s
+    group by 1, 2, 3, 4, 5, 6;
+    perform set_config('a44.attempt_sums', '', true);
+end
+$$;
+
 CREATE FUNCTION automation.engine_op_attempt_start(op jsonb) RETURNS bigint
     LANGUAGE plpgsql
     AS $$
@@ -1504,6 +1544,21 @@ begin
 end
 $$;
 
+CREATE FUNCTION automation.metric_attempt_finished_v2() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+begin
+    if new.status = 'running' or (tg_op = 'UPDATE' and old.status <> 'running')
+       or current_setting('a44.attempt_sums', true) = 'op' then
+        return null;
+    end if;
+    insert into automation.metric_attempt_deltas (project_id, run_id, step_id, kind, status, retry, seconds)
+    values (new.project_id, new.run_id, split_part(new.step_id, '[', 1), new.kind, new.status, new.attempt > 1,
+            greatest(extract(epoch from new.finished_at - new.started_at), 0));
+    return null;
+end
+$$;
+
 CREATE FUNCTION automation.metric_attempts_fold() RETURNS bigint
     LANGUAGE plpgsql
     AS $$
@@ -1529,6 +1584,40 @@ begin
         returning 1
     )
     select count(*) into moved from d;
+    return moved;
+end
+$$;
+
+CREATE FUNCTION automation.metric_attempts_fold_v2() RETURNS bigint
+    LANGUAGE plpgsql
+    AS $$
+declare
+    moved bigint;
+begin
+    if not pg_try_advisory_xact_lock(hashtext('a44.automation.metric_attempts.fold')) then
+        return null;
+    end if;
+    with d as (
+        delete from automation.metric_attempt_deltas returning project_id, run_id, step_id, kind, status,
+            automation.metric_bucket(seconds) as bucket, 1 as attempts, retry::integer as retries, seconds
+    ), s as (
+        delete from automation.metric_attempt_sums returning *
+    ), both_ as (
+        select * from d union all select * from s
+    ), rolled as (
+        insert into automation.metric_attempts as m (project_id, workflow_id, step_id, kind, status, bucket, shard,
+                                                     attempts, retries, seconds)
+        select b.project_id, coalesce(r.workflow_id, ''), b.step_id, b.kind, b.status, b.bucket, 0,
+               sum(b.attempts), sum(b.retries), sum(b.seconds)
+        from both_ b left join automation.runs r on r.run_id = b.run_id
+        group by 1, 2, 3, 4, 5, 6
+        order by 1, 2, 3, 4, 5, 6
+        on conflict (project_id, workflow_id, step_id, kind, status, bucket, shard) do update
+            set attempts = m.attempts + excluded.attempts, retries = m.retries + excluded.retries,
+                seconds = m.seconds + excluded.seconds
+        returning 1
+    )
+    select coalesce(sum(attempts), 0) into moved from both_;
     return moved;
 end
 $$;
@@ -2527,6 +2616,18 @@ CREATE TABLE automation.metric_attempt_deltas (
     seconds double precision NOT NULL
 );
 
+CREATE TABLE automation.metric_attempt_sums (
+    project_id text NOT NULL,
+    run_id text NOT NULL,
+    step_id text NOT NULL,
+    kind text NOT NULL,
+    status text NOT NULL,
+    bucket integer NOT NULL,
+    attempts integer NOT NULL,
+    retries integer NOT NULL,
+    seconds double precision NOT NULL
+);
+
 CREATE TABLE automation.metric_attempts (
     project_id text NOT NULL,
     workflow_id text NOT NULL,
@@ -3332,7 +3433,7 @@ CREATE TRIGGER runs_partition_locks_release AFTER UPDATE OF state ON automation.
 
 CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
 
-CREATE TRIGGER step_attempts_metrics AFTER INSERT OR UPDATE OF status ON automation.step_attempts FOR EACH ROW EXECUTE FUNCTION automation.metric_attempt_finished();
+CREATE TRIGGER step_attempts_metrics AFTER INSERT OR UPDATE OF status ON automation.step_attempts FOR EACH ROW EXECUTE FUNCTION automation.metric_attempt_finished_v2();
 
 CREATE TRIGGER workflow_versions_event_wait_programs AFTER INSERT ON automation.workflow_versions FOR EACH ROW EXECUTE FUNCTION automation.event_wait_programs_record();
 

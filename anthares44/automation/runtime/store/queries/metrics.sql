@@ -43,7 +43,7 @@ select project_id from automation.queues
 order by 1;
 
 -- name: metrics_attempts
--- purpose: finished step attempts per project, workflow, step, kind, status and duration bucket (how many bounds of metric_duration_bounds() lie below): attempts, retries (attempt > 1), summed seconds, from the rollup plus the deltas not folded into it yet
+-- purpose: finished step attempts per project, workflow, step, kind, status and duration bucket (how many bounds of metric_duration_bounds() lie below): attempts, retries (attempt > 1), summed seconds, from the rollup plus the deltas and sums (0047) not folded into it yet
 select project_id, workflow_id, step_id, kind, status, bucket, sum(attempts)::bigint as attempts,
        sum(retries)::bigint as retries, sum(seconds)::float8 as seconds
 from (
@@ -53,6 +53,10 @@ from (
     select d.project_id, coalesce(r.workflow_id, ''), d.step_id, d.kind, d.status,
            automation.metric_bucket(d.seconds), 1, d.retry::integer, d.seconds
     from automation.metric_attempt_deltas d left join automation.runs r on r.run_id = d.run_id
+    union all
+    select s.project_id, coalesce(r.workflow_id, ''), s.step_id, s.kind, s.status, s.bucket, s.attempts, s.retries,
+           s.seconds
+    from automation.metric_attempt_sums s left join automation.runs r on r.run_id = s.run_id
 ) a
 group by 1, 2, 3, 4, 5, 6;
 
@@ -72,8 +76,8 @@ group by 1, 2, 3
 order by 1, 2, 3;
 
 -- name: metrics_attempts_fold
--- purpose: move the finished attempts' deltas into the rollup (one folder at a time); how many moved, null when another session is folding
-select automation.metric_attempts_fold();
+-- purpose: move the finished attempts' deltas and sums into the rollup (one folder at a time); how many moved, null when another session is folding
+select automation.metric_attempts_fold_v2();
 
 -- name: metrics_duration_bounds
 -- purpose: the upper bounds (seconds) of the step-duration histogram's buckets
