@@ -28,7 +28,7 @@ from ...attempts import Attempt
 from ...errors import E_LEASE_EXPIRED, A44Error
 from ..store.core import Store
 from ..store.results import encode_json
-from .attempt_records import coalesce
+from .batch_packing import pack
 from .progress import split_part
 from .states import allowed_from, illegal
 
@@ -411,7 +411,7 @@ async def write_alone(store: Store, L: Lease, ops: str, current: str | None, at:
 
 
 def encode_ops(ops: list[tuple[str, dict[str, Any]]]) -> str:
-    return json.dumps([{"op": kind, **args} for kind, args in coalesce(ops)], separators=(",", ":"), ensure_ascii=False,
+    return json.dumps([{"op": kind, **args} for kind, args in pack(ops)], separators=(",", ":"), ensure_ascii=False,
                       default=encode_value)
 
 
