@@ -4,7 +4,11 @@ columns it knows. So a migration may not redefine (`create or replace`) or drop 
 created with the same signature, nor drop or rename a table, view, type or column, nor change a column's type,
 unless its header carries the destructive mark (`-- destructive: WHAT; needs daemons >= schema N`, compat.py): new
 behaviour goes to a new name (`lease_claim_v2`) or a new signature, the code calls that, the old one stays until a
-marked migration drops it. The history written before the convention is listed in GRANDFATHERED, exactly."""
+marked migration drops it. A redefinition that older daemons cannot tell apart (a new branch only a newer daemon
+reaches) may stay in place when the header says so and why: `-- in place: automation.f(args); WHY`. Dropping a
+trigger counts as destructive too: it takes an AccessExclusiveLock on a table the older daemons are writing (a
+deadlock with their reads, seen in tests/rolling). The history written before the convention is listed in
+GRANDFATHERED, exactly."""
 
 from __future__ import annotations
 
@@ -43,7 +47,21 @@ _DESTRUCTIVE = {
     "drops a column": re.compile(r"\bdrop\s+column\b"),
     "renames": re.compile(r"\brename\s+(?:to|column)\b|\brename\s+\w+\s+to\b"),
     "changes a column's type": re.compile(r"\balter\s+column\s+\w+\s+(?:set\s+data\s+)?type\b"),
+    "drops a trigger": re.compile(r"\bdrop\s+trigger\b"),
 }
+_IN_PLACE = re.compile(r"^--\s*in place:\s*(?P<fn>[\w.]+\([^)]*\))\s*;\s*(?P<why>\S.*)$", re.I)
+
+
+def in_place_marks(m: Migration) -> set[str]:
+    """The redefinitions the migration's header declares harmless to older daemons, as `redefines FN`."""
+    marks = set()
+    for line in m.sql.splitlines():
+        if not line.startswith("--"):
+            break
+        hit = _IN_PLACE.match(line.strip())
+        if hit:
+            marks.add(f"redefines {hit.group('fn').lower()}")
+    return marks
 _MODES = {"in", "out", "inout", "variadic"}
 _TYPE_FIRST_WORDS = {"double", "timestamp", "character", "time", "bit", "interval"}
 
@@ -99,7 +117,10 @@ def in_place_changes(migrations: tuple[Migration, ...]) -> list[tuple[int, str]]
 def test_no_migration_changes_in_place_what_an_older_daemon_calls_unless_marked_destructive():
     migrations = load_migrations()
     marked = {m.number for m in migrations if destructive_mark(m) is not None}
-    changes = [c for c in in_place_changes(migrations) if c[0] not in marked]
+    declared = {(m.number, what) for m in migrations for what in in_place_marks(m)}
+    changes = [c for c in in_place_changes(migrations) if c[0] not in marked and c not in declared]
+    stale = declared - set(in_place_changes(migrations))
+    assert not stale, f"in-place marks with no redefinition behind them: {sorted(stale)}"
     unlisted = sorted(set(changes) - GRANDFATHERED)
     assert not unlisted, (
         f"these migrations change in place what a daemon of an older schema still calls: {unlisted}; add a new "
@@ -130,6 +151,13 @@ def test_the_guard_sees_a_redefinition_a_drop_and_a_rename_and_accepts_a_v2_and_
     mark = destructive_mark(marked)
     assert mark is not None and mark.min_daemon == 2 and mark.what == "drops automation.claim(text, integer)"
     assert destructive_mark(gone) is None
+    trig = Migration(4, "0004_d", "drop trigger t on automation.step_attempts;")
+    assert in_place_changes((trig,)) == [(4, "drops a trigger")]
+    declared = Migration(2, "0002_b", "-- 0002_b: claim learns a branch\n"
+                                      "-- in place: automation.claim(text, integer); only schema 2 reaches it\n"
+                                      + again.sql)
+    assert in_place_marks(declared) == {"redefines automation.claim(text, integer)"}
+    assert in_place_marks(again) == set()
 
 
 def test_every_destructive_mark_parses():

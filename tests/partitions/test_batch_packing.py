@@ -27,14 +27,18 @@ RANGE = 'range: {from: "input.from", to: "input.to", every: 1d}'
 ITEMS = [f"k{i:04d}" for i in range(300)]
 
 
-def test_records_between_partition_rows_become_one_op_and_events_keep_their_order():
+def test_records_and_partition_rows_become_one_op_each_and_events_keep_their_order():
     rec = [("attempt_record", {"step_id": f"s[{i}]"}) for i in range(3)]
-    ps = [("partition_state", {"partition": str(i)}) for i in range(3)]
+    ps = [("partition_state", {"step_id": "s", "partition": str(i), "worker_id": "w"}) for i in range(3)]
     ev = ("run_event", {"kind": "partition.skipped"})
     ops = [rec[0], ps[0], rec[1], ps[1], ev, rec[2], ps[2]]
-    assert coalesce(ops) == [("attempt_records", {"rows": [rec[0][1], rec[1][1]]}), ps[0], ps[1], ev, rec[2], ps[2]]
-    assert coalesce([rec[0], ps[0]]) == [rec[0], ps[0]]            # a lone record is sent as before
+    assert coalesce(ops) == [("attempt_records", {"rows": [rec[0][1], rec[1][1]]}),
+                             ("partition_states", {"rows": [ps[0][1], ps[1][1]]}), ev, rec[2], ps[2]]
+    assert coalesce([rec[0], ps[0]]) == [rec[0], ps[0]]            # a lone one is sent as before
     assert coalesce([rec[0], ev, rec[1]]) == [rec[0], ev, rec[1]]   # an event between: never reordered
+    # one upsert cannot touch a row twice: the same partition again opens a second group
+    again = ("partition_state", {"step_id": "s", "partition": "0", "worker_id": None})
+    assert coalesce([ps[0], ps[1], again]) == [("partition_states", {"rows": [ps[0][1], ps[1][1]]}), again]
 
 
 def test_a_partition_row_superseded_in_the_batch_is_written_once_and_items_follow_the_rows():

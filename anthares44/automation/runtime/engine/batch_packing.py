@@ -9,8 +9,8 @@ batch records what happened in order; before it is sent, three rewrites that cha
   pending insert (`on conflict do nothing`) skips it;
 - finished-at-once attempts (`Batch.record`: a chunk of `pass` partitions, fanout.py) become one
   `attempt_records` op (migration 0047): one INSERT of the attempts, one of their attempt.finished events, and
-  one metric sum per (run, step, kind, status, duration bucket) instead of a delta row per attempt; a lone record
-  stays an `attempt_record`, as it was.
+  one metric sum per (run, step, kind, status, duration bucket) instead of a delta row per attempt; their
+  partition rows one `partition_states` upsert (0048); a lone one stays as it was.
 
 Each rewrite moves or merges ops only across PACKABLE ones, which write no run event and read neither the
 attempts nor the partition rows another op wrote, so the log's events keep their order and every op sees what it
@@ -71,23 +71,39 @@ def items_after_rows(ops: list[Op]) -> list[Op]:
     return out
 
 
+# op -> the op that carries a run of them, and what makes two of them collide in one statement
+GROUPS = {RECORD: "attempt_records", STATE: "partition_states"}
+
+
+def _collision_key(kind: str, args: dict[str, Any]) -> tuple | None:
+    # one upsert statement cannot touch a partition's row twice (superseded_dropped keeps such a pair only when
+    # the earlier names a worker the later does not)
+    return (args["step_id"], args["partition"]) if kind == STATE else None
+
+
 def coalesce(ops: list[Op]) -> list[Op]:
-    """`ops` with each run of records (with only other PACKABLE ops between them) as one `attempt_records` op,
-    in the place of its first record."""
-    if sum(1 for kind, _ in ops if kind == RECORD) < 2:
+    """`ops` with each run of records, and of partition rows (with only other PACKABLE ops between them), as one
+    `attempt_records` / `partition_states` op in the place of its first member; a group of one stays as it was."""
+    if sum(1 for kind, _ in ops if kind in GROUPS) < 2:
         return ops
     out: list[Op] = []
-    group: list[dict[str, Any]] | None = None       # the rows of the open group, already placed in `out`
+    groups: dict[str, tuple[list[dict[str, Any]], set]] = {}     # kind -> rows of its open group (placed), keys
     for kind, args in ops:
-        if kind == RECORD:
-            if group is None:
-                group = [args]
-                out.append(("attempt_records", {"rows": group}))
-            else:
-                group.append(args)
+        if kind in GROUPS:
+            open_ = groups.get(kind)
+            key = _collision_key(kind, args)
+            if open_ is not None and (key is None or key not in open_[1]):
+                open_[0].append(args)
+                if key is not None:
+                    open_[1].add(key)
+                continue
+            rows = [args]
+            groups[kind] = (rows, {key} if key is not None else set())
+            out.append((GROUPS[kind], {"rows": rows}))
             continue
         if kind not in PACKABLE:
-            group = None
+            groups.clear()
         out.append((kind, args))
-    return [(RECORD, op["rows"][0]) if kind == "attempt_records" and len(op["rows"]) == 1 else (kind, op)
+    singles = {v: k for k, v in GROUPS.items()}
+    return [(singles[kind], op["rows"][0]) if kind in singles and len(op["rows"]) == 1 else (kind, op)
             for kind, op in out]

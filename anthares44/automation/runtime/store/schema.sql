@@ -650,6 +650,28 @@ CREATE FUNCTION automation.engine_op_partition_state(op jsonb) RETURNS void
             finished_at = excluded.finished_at, updated_at = excluded.updated_at
 $$;
 
+CREATE FUNCTION automation.engine_op_partition_states(op jsonb) RETURNS void
+    LANGUAGE sql
+    AS $$
+    insert into automation.run_partitions as p (run_id, project_id, workflow_id, step_id, partition, ordinal, epoch,
+                                                state, attempts, error_code, error_message, rows, worker_id,
+                                                started_at, finished_at, updated_at)
+    select run_id, project, workflow, step_id, partition, ordinal, epoch, state, attempts, error_code, error_message,
+           rows::jsonb, worker_id, started_at, finished_at, "now"
+    from rows from (jsonb_to_recordset(op -> 'rows')
+             as (run_id text, project text, workflow text, step_id text, partition text, ordinal integer,
+                 epoch integer, state text, attempts integer, error_code text, error_message text, rows text,
+                 worker_id text, started_at timestamptz, finished_at timestamptz, "now" timestamptz))
+         with ordinality as x(run_id, project, workflow, step_id, partition, ordinal, epoch, state, attempts,
+                              error_code, error_message, rows, worker_id, started_at, finished_at, "now", n)
+    order by n
+    on conflict (run_id, step_id, partition) do update
+        set ordinal = excluded.ordinal, epoch = excluded.epoch, state = excluded.state, attempts = excluded.attempts,
+            error_code = excluded.error_code, error_message = excluded.error_message, rows = excluded.rows,
+            worker_id = coalesce(excluded.worker_id, p.worker_id), started_at = excluded.started_at,
+            finished_at = excluded.finished_at, updated_at = excluded.updated_at
+$$;
+
 CREATE FUNCTION automation.engine_op_partition_wait_check(op jsonb) RETURNS void
     LANGUAGE plpgsql
     AS $$
@@ -1531,20 +1553,6 @@ end
 $$;
 
 CREATE FUNCTION automation.metric_attempt_finished() RETURNS trigger
-    LANGUAGE plpgsql
-    AS $$
-begin
-    if new.status = 'running' or (tg_op = 'UPDATE' and old.status <> 'running') then
-        return null;
-    end if;
-    insert into automation.metric_attempt_deltas (project_id, run_id, step_id, kind, status, retry, seconds)
-    values (new.project_id, new.run_id, split_part(new.step_id, '[', 1), new.kind, new.status, new.attempt > 1,
-            greatest(extract(epoch from new.finished_at - new.started_at), 0));
-    return null;
-end
-$$;
-
-CREATE FUNCTION automation.metric_attempt_finished_v2() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 begin
@@ -3433,7 +3441,7 @@ CREATE TRIGGER runs_partition_locks_release AFTER UPDATE OF state ON automation.
 
 CREATE TRIGGER runs_partition_promote AFTER UPDATE OF state ON automation.runs FOR EACH ROW WHEN (((new.partition_key IS NOT NULL) AND (new.queue IS NOT NULL))) EXECUTE FUNCTION automation.promote_partition_next();
 
-CREATE TRIGGER step_attempts_metrics AFTER INSERT OR UPDATE OF status ON automation.step_attempts FOR EACH ROW EXECUTE FUNCTION automation.metric_attempt_finished_v2();
+CREATE TRIGGER step_attempts_metrics AFTER INSERT OR UPDATE OF status ON automation.step_attempts FOR EACH ROW EXECUTE FUNCTION automation.metric_attempt_finished();
 
 CREATE TRIGGER workflow_versions_event_wait_programs AFTER INSERT ON automation.workflow_versions FOR EACH ROW EXECUTE FUNCTION automation.event_wait_programs_record();
 

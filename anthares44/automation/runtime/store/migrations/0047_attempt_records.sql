@@ -5,6 +5,7 @@
 -- the batch's attempts in one statement, their events in one more, and one row of metric_attempt_sums per (run,
 -- step, kind, status, retry, duration bucket), folded like the deltas. The row trigger stays for every other write
 -- of an attempt; it skips the rows of this op (a transaction-local setting the op sets around its insert).
+-- in place: automation.metric_attempt_finished(); older daemons never set a44.attempt_sums, so they see no change
 -- Additive: a daemon of schema 46 still folds and reads the deltas only; until a daemon of this schema folds the
 -- sums (every second), its scrape misses the attempts of the chunks written since.
 
@@ -20,8 +21,11 @@ create table automation.metric_attempt_sums (
     seconds    float8  not null
 );
 
--- As metric_attempt_finished (0012), but silent for the rows engine_op_attempt_records counts itself.
-create function automation.metric_attempt_finished_v2() returns trigger
+-- As 0012, but silent for the rows engine_op_attempt_records counts itself. Redefined in place rather than put
+-- behind a new trigger: swapping the trigger of step_attempts takes an AccessExclusiveLock on the table (and each
+-- of its partitions) while older daemons write to it (a deadlock with their reads in tests/rolling), and a daemon
+-- of schema 46 never sets a44.attempt_sums, so for it nothing changes.
+create or replace function automation.metric_attempt_finished() returns trigger
     language plpgsql
     as $$
 begin
@@ -30,15 +34,12 @@ begin
         return null;
     end if;
     insert into automation.metric_attempt_deltas (project_id, run_id, step_id, kind, status, retry, seconds)
+    -- a partition's attempts (`step[partition]`, migration 0015) count under their step: one series per step
     values (new.project_id, new.run_id, split_part(new.step_id, '[', 1), new.kind, new.status, new.attempt > 1,
             greatest(extract(epoch from new.finished_at - new.started_at), 0));
     return null;
 end
 $$;
-
-drop trigger step_attempts_metrics on automation.step_attempts;
-create trigger step_attempts_metrics after insert or update of status on automation.step_attempts
-    for each row execute function automation.metric_attempt_finished_v2();
 
 -- Finished attempts written at once (op.rows: each what attempt_record takes), with one attempt.finished event
 -- each, in the order given, and their metric sums.
