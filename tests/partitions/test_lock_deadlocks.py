@@ -7,6 +7,7 @@ property test: the run lay idle until its lease expired)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from types import SimpleNamespace
 
 import asyncpg
@@ -32,7 +33,7 @@ def _take(store, workflow: str, run: str, keys: list[str], now):
                        keys=keys, wait=True, now=now)
 
 
-async def _blocked_or_done(conn: asyncpg.Connection, task: asyncio.Task, pid_of_other: set[int]) -> None:
+async def _blocked_or_done(conn: asyncpg.Connection, task: asyncio.Task) -> None:
     """Until `task` has finished or a backend other than `conn`'s waits for a lock (up to 5 s)."""
     for _ in range(500):
         if task.done():
@@ -64,7 +65,7 @@ def test_a_take_meets_a_group_commit_releasing_its_keys_in_another_order(store, 
             await tx.start()
             await group.execute(DELETE, PROJECT, wf, STEP, "7")          # run 1's partition ends ...
             take = asyncio.create_task(_take(store, wf, r3, ["6", "7"], now))
-            await _blocked_or_done(group, take, set())
+            await _blocked_or_done(group, take)
             await asyncio.wait_for(group.execute(DELETE, PROJECT, wf, STEP, "6"), 10)   # ... then run 2's
             await tx.commit()
             refused = {r["partition"]: r["holder"] for r in await take}
@@ -91,7 +92,7 @@ def test_two_takes_of_the_same_keys_in_opposite_orders(store, clock, aio, tmp_pa
             q = "select * from automation.partition_locks_take_v2($1, $2, $3, $4, $5::text[], true, $6)"
             assert await first.fetch(q, PROJECT, wf, STEP, r1, ["a"], now) == []
             take = asyncio.create_task(_take(store, wf, r2, ["b", "a"], now))
-            await _blocked_or_done(first, take, set())
+            await _blocked_or_done(first, take)
             assert await asyncio.wait_for(first.fetch(q, PROJECT, wf, STEP, r1, ["b"], now), 10) == []
             await tx.commit()
             refused = {r["partition"]: r["holder"] for r in await take}
@@ -108,7 +109,6 @@ def _wait_check_op(run_id: str, now) -> tuple[str, str]:
     ops: list = []
     Batch.partition_wait_check(SimpleNamespace(_ops=ops, lease=SimpleNamespace(run_id=run_id)), now)
     ((name, args),) = ops
-    import json
     return f"automation.engine_op_{name}", json.dumps({**args, "now": now.isoformat()})
 
 
@@ -135,7 +135,7 @@ def test_two_group_commits_each_release_a_key_the_others_waiter_checks(store, cl
             await g2.execute(DELETE, PROJECT, wf, STEP, "7")
             fn, arg = _wait_check_op(z, now)
             check1 = asyncio.create_task(g1.execute(f"select {fn}($1::jsonb)", arg))
-            await _blocked_or_done(g2, check1, set())
+            await _blocked_or_done(g2, check1)
             fn, arg = _wait_check_op(y, now)
             await asyncio.wait_for(g2.execute(f"select {fn}($1::jsonb)", arg), 10)
             await asyncio.wait_for(check1, 10)

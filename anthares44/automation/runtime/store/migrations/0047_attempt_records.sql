@@ -3,7 +3,7 @@
 -- one INSERT of the attempt, one of its attempt.finished event, and one metric delta row per attempt (0012's
 -- trigger), which the fold then deleted: two of the seven rows a `pass` partition wrote. `attempt_records` inserts
 -- the batch's attempts in one statement, their events in one more, and one row of metric_attempt_sums per (run,
--- step, kind, status, retry, duration bucket), folded like the deltas. The row trigger stays for every other write
+-- step, kind, status, duration bucket), folded like the deltas. The row trigger stays for every other write
 -- of an attempt; it skips the rows of this op (a transaction-local setting the op sets around its insert).
 -- in place: automation.metric_attempt_finished(); older daemons never set a44.attempt_sums, so they see no change
 -- Additive: a daemon of schema 46 still folds and reads the deltas only; until a daemon of this schema folds the
